@@ -1,0 +1,180 @@
+// Package echogate holds the values every layer of the gateway shares: inbound events, outbound
+// messages, conversation and message references, transcript messages, usage and turn events.
+//
+// It imports only the standard library and holds values (plus the one Stream method set that both
+// channels and the pipeline must name). Behaviour lives in the packages below cmd/.
+package echogate
+
+import (
+	"strings"
+	"time"
+)
+
+// Platform names used in ConversationRef.Platform and MessageRef.Platform.
+const (
+	PlatformSlack   = "slack"
+	PlatformDiscord = "discord"
+	PlatformWeb     = "web"
+	PlatformConsole = "console"
+)
+
+// EventKind says what an InboundEvent is. Adapters decide it; the pipeline acts on it.
+type EventKind uint8
+
+const (
+	// KindMessage is room chatter that was not addressed to the bot. Adapters normally drop it
+	// before it reaches the pipeline; it exists so a policy can decide explicitly.
+	KindMessage EventKind = iota
+	// KindDirect is a direct message to the bot (Slack IM, Discord DM, web, console).
+	KindDirect
+	// KindMention addresses the bot in a shared room: an @-mention, a reply to the bot, or a
+	// follow-up in a thread the bot is in when mentions are not required.
+	KindMention
+	// KindReaction is an emoji reaction added to one of the bot's own messages.
+	KindReaction
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case KindMessage:
+		return "message"
+	case KindDirect:
+		return "direct"
+	case KindMention:
+		return "mention"
+	case KindReaction:
+		return "reaction"
+	}
+	return "unknown"
+}
+
+// Canonical reaction emoji. Adapters map platform names (Slack "white_check_mark") to these.
+const (
+	ReactionApprove        = "✅"
+	ReactionApproveSession = "🔁"
+	ReactionDeny           = "❌"
+	ReactionStop           = "🛑"
+	ReactionWorking        = "👀"
+)
+
+// Actor is who caused an event.
+type Actor struct {
+	ID     string // platform user id (Slack U…, Discord snowflake, web/console user name)
+	Name   string // display name when known; informational only
+	IsBot  bool   // another bot or an integration
+	IsSelf bool   // this gateway's own bot user
+}
+
+// QualifiedID is the actor id prefixed with the platform, e.g. "slack:U123": the form used in
+// approver lists and memory ownership.
+func (a Actor) QualifiedID(platform string) string { return platform + ":" + a.ID }
+
+// ConversationRef locates a conversation on a platform.
+type ConversationRef struct {
+	Platform  string // PlatformSlack, PlatformDiscord, …
+	Workspace string // Slack team id, Discord guild id (empty for DMs); informational
+	Channel   string // channel / DM id; for web and console the session id
+	Thread    string // Slack thread_ts, Discord thread channel id; empty when not threaded
+	DM        bool   // a one-to-one conversation with the bot
+}
+
+// SessionKey names one conversation: one turn at a time runs per key.
+type SessionKey string
+
+// SessionKey derives the default session for a conversation: a thread is one session, a channel or
+// DM without a thread is one session.
+func (c ConversationRef) SessionKey() SessionKey {
+	var b strings.Builder
+	b.Grow(len(c.Platform) + len(c.Channel) + len(c.Thread) + 2)
+	b.WriteString(c.Platform)
+	b.WriteByte(':')
+	b.WriteString(c.Channel)
+	if c.Thread != "" {
+		b.WriteByte(':')
+		b.WriteString(c.Thread)
+	}
+	return SessionKey(b.String())
+}
+
+// MessageRef locates one posted message.
+type MessageRef struct {
+	Platform string
+	Channel  string
+	ID       string // Slack ts, Discord message id, web/console sequence
+}
+
+// IsZero reports whether the reference is empty.
+func (m MessageRef) IsZero() bool { return m.ID == "" }
+
+// Attachment is a file attached to an inbound message. The content is fetched lazily by the
+// channel that produced it.
+type Attachment struct {
+	ID   string
+	Name string
+	MIME string
+	Size int64
+	URL  string // platform URL; may need the bot token to download
+}
+
+// InboundEvent is one normalized platform event. It is a value: adapters build it, the dispatcher
+// dedupes it by (Conversation.Platform, ID) and queues it for its session.
+type InboundEvent struct {
+	// ID is the platform's stable id for this delivery: Slack event_id (or channel+ts), Discord
+	// message id, a web request id. The same post delivered twice carries the same ID.
+	ID           string
+	Kind         EventKind
+	Conversation ConversationRef
+	// Session overrides Conversation.SessionKey() when set (e.g. `chat --session`).
+	Session SessionKey
+	Actor   Actor
+	Text    string     // user text with the bot's mention markup removed
+	Message MessageRef // the inbound message itself (thread parent for replies)
+	// Reaction and Target are set for KindReaction: the canonical emoji and the message it was
+	// added to.
+	Reaction    string
+	Target      MessageRef
+	Attachments []Attachment
+	ReceivedAt  time.Time
+	// Ephemeral marks a one-shot session: it is deleted after the answer (e.g. `chat -m`
+	// without --session).
+	Ephemeral bool
+	// AutoApprove approves every approval request of the turns this event starts (`chat
+	// --approve`). Adapters must never set it from platform input.
+	AutoApprove bool
+}
+
+// SessionKey returns the event's session.
+func (e InboundEvent) SessionKey() SessionKey {
+	if e.Session != "" {
+		return e.Session
+	}
+	return e.Conversation.SessionKey()
+}
+
+// DedupeKey is the key under which the event is recorded as processed.
+func (e InboundEvent) DedupeKey() string { return e.Conversation.Platform + ":" + e.ID }
+
+// OutboundKind says what an Outbound message is, so channels can prioritise and render it.
+type OutboundKind uint8
+
+const (
+	OutReply          OutboundKind = iota // the answer of a turn
+	OutApprovalPrompt                     // asks for approval; channels add the approval reactions
+	OutNotice                             // a short system notice (budget hit, fallback text, stopped)
+	OutPlan                               // the visible plan of a long task, updated in place
+)
+
+// Outbound is one message the gateway posts.
+type Outbound struct {
+	Kind         OutboundKind
+	Conversation ConversationRef
+	// ReplyTo is the inbound message being answered; channels thread under it where the
+	// platform has threads.
+	ReplyTo MessageRef
+	Text    string // Markdown; channels convert to their markup
+	// Reactions are added by the channel to the posted message (approval prompts).
+	Reactions []string
+	// Session and Turn identify the turn for channels that show it (web console).
+	Session SessionKey
+	Turn    string
+}

@@ -1,0 +1,76 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+// Store is what the pipeline persists. storage/sqlite and storage/postgres implement it;
+// storage/storagetest checks both with one suite.
+//
+// Every method blocks on I/O, honours ctx cancellation (returning ctx.Err() wrapped) and is safe for
+// concurrent use. Not-found results are reported with ErrNotFound from the store's package wrapped
+// so that errors.Is(err, echogate.ErrNotFound) holds.
+type Store interface {
+	EventStore
+	SessionStore
+	TurnStore
+	UsageStore
+	PendingStore
+}
+
+// EventStore is the dispatcher's dedupe record: the arbiter of "each event answered once".
+type EventStore interface {
+	// ClaimEvent records key as received. It returns true for the first claim of key and false
+	// for every later one (the event is a duplicate), also across restarts and replicas.
+	ClaimEvent(ctx context.Context, key string, payload []byte, at time.Time) (bool, error)
+	// CompleteEvent marks a claimed event as handled. Completing twice is not an error.
+	CompleteEvent(ctx context.Context, key string, at time.Time) error
+	// UnfinishedEvents lists claimed, not completed events claimed before `before`, oldest first
+	// (replayed after a restart so that nothing is lost).
+	UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error)
+}
+
+// SessionStore keeps sessions and their transcripts.
+type SessionStore interface {
+	// UpsertSession creates the session or bumps its UpdatedAt.
+	UpsertSession(ctx context.Context, s echogate.SessionInfo) error
+	GetSession(ctx context.Context, key echogate.SessionKey) (echogate.SessionInfo, error)
+	ListSessions(ctx context.Context, limit int) ([]echogate.SessionInfo, error) // newest first
+	// DeleteSession removes the session, its transcript, pending state and grants (the usage
+	// ledger is kept: money spent stays on the books).
+	DeleteSession(ctx context.Context, key echogate.SessionKey) error
+	// AppendMessages appends to the transcript in order, assigning Seq.
+	AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
+	// History returns the last `limit` transcript entries, oldest first.
+	History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error)
+	// GrantTool records "approve this tool for the session"; Grants lists them.
+	GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error
+	Grants(ctx context.Context, key echogate.SessionKey) ([]string, error)
+}
+
+// TurnStore records turns.
+type TurnStore interface {
+	CreateTurn(ctx context.Context, t echogate.TurnRecord) error
+	// UpdateTurn overwrites the mutable fields (status, model, reason, error, tokens, cost, end).
+	UpdateTurn(ctx context.Context, t echogate.TurnRecord) error
+	GetTurn(ctx context.Context, id string) (echogate.TurnRecord, error)
+	ListTurns(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.TurnRecord, error) // newest first; empty key = all sessions
+}
+
+// UsageStore is the cost ledger.
+type UsageStore interface {
+	RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64, error)
+	SumUsage(ctx context.Context, f echogate.UsageFilter) (echogate.Usage, error) // tokens and CostUSD summed
+	ListUsage(ctx context.Context, f echogate.UsageFilter, limit int) ([]echogate.UsageRecord, error)
+}
+
+// PendingStore keeps paused turns (approval, ask_user) across restarts. One per session.
+type PendingStore interface {
+	SavePending(ctx context.Context, p echogate.PendingTurn) error // replaces the session's pending turn
+	GetPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error)
+	DeletePending(ctx context.Context, key echogate.SessionKey) error
+	ListPending(ctx context.Context, limit int) ([]echogate.PendingTurn, error) // oldest first
+}

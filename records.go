@@ -1,0 +1,114 @@
+package echogate
+
+import "time"
+
+// The record values below are what the stores persist. The interfaces that read and write them
+// are declared by their consumers (pipeline.Store, memory.Store, knowledge.Store); storage/sqlite
+// and storage/postgres implement them and storage/storagetest checks both alike.
+
+// SessionInfo describes one conversation the gateway has seen.
+type SessionInfo struct {
+	Key          SessionKey      `json:"key"`
+	Conversation ConversationRef `json:"conversation"`
+	UserID       string          `json:"user_id"` // qualified id of the user who started it
+	Ephemeral    bool            `json:"ephemeral"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+}
+
+// StoredMessage is one transcript entry.
+type StoredMessage struct {
+	Seq     int64      `json:"seq"` // increasing within a session, assigned by the store
+	Session SessionKey `json:"session"`
+	Turn    string     `json:"turn"`
+	Message Message    `json:"message"`
+	At      time.Time  `json:"at"`
+}
+
+// TurnStatus is the state of a turn. The terminal ones mirror agent.Status.
+type TurnStatus string
+
+const (
+	TurnRunning TurnStatus = "running"
+	TurnDoneSt  TurnStatus = "done"
+	TurnPaused  TurnStatus = "paused"
+	TurnAborted TurnStatus = "aborted"
+	TurnFailed  TurnStatus = "error"
+)
+
+// TurnRecord is one turn: one inbound event handled through the three stages.
+type TurnRecord struct {
+	ID           string     `json:"id"`
+	Session      SessionKey `json:"session"`
+	EventKey     string     `json:"event_key"` // InboundEvent.DedupeKey of the event that started it
+	UserID       string     `json:"user_id"`
+	Status       TurnStatus `json:"status"`
+	Model        string     `json:"model,omitempty"`
+	RouteReason  string     `json:"route_reason,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	InputTokens  int64      `json:"input_tokens"`
+	OutputTokens int64      `json:"output_tokens"`
+	CostUSD      float64    `json:"cost_usd"`
+	StartedAt    time.Time  `json:"started_at"`
+	EndedAt      time.Time  `json:"ended_at,omitzero"`
+}
+
+// UsageTrigger says what work caused a usage entry.
+type UsageTrigger string
+
+const (
+	TriggerMessage       UsageTrigger = "message"
+	TriggerConsolidation UsageTrigger = "consolidation"
+	TriggerScheduled     UsageTrigger = "scheduled"
+)
+
+// UsageRecord is one ledger entry: a Usage attributed to its turn, session, user and channel.
+type UsageRecord struct {
+	ID      int64        `json:"id"` // assigned by the store
+	Turn    string       `json:"turn,omitempty"`
+	Session SessionKey   `json:"session,omitempty"`
+	UserID  string       `json:"user_id,omitempty"` // qualified
+	Channel string       `json:"channel,omitempty"` // platform:channel
+	Trigger UsageTrigger `json:"trigger"`
+	Usage   Usage        `json:"usage"`
+	At      time.Time    `json:"at"`
+}
+
+// UsageFilter selects ledger entries to sum. Empty fields match everything.
+type UsageFilter struct {
+	Turn    string
+	Session SessionKey
+	UserID  string
+	Channel string
+	Since   time.Time // inclusive
+	Until   time.Time // exclusive; zero means no upper bound
+}
+
+// ClaimedEvent is an inbound event recorded by the dispatcher and not yet completed.
+type ClaimedEvent struct {
+	Key       string    `json:"key"`
+	Payload   []byte    `json:"payload"` // JSON of the InboundEvent
+	ClaimedAt time.Time `json:"claimed_at"`
+}
+
+// PauseKind says what a paused turn waits for.
+type PauseKind string
+
+const (
+	PauseApproval PauseKind = "approval"
+	PauseAsk      PauseKind = "ask"
+)
+
+// PendingTurn is the persisted state of a paused turn: what resuming needs.
+type PendingTurn struct {
+	Session     SessionKey `json:"session"`
+	Turn        string     `json:"turn"`
+	Kind        PauseKind  `json:"kind"`
+	CallID      string     `json:"call_id"`      // the tool call waiting for a decision or answer
+	Tool        string     `json:"tool"`         // its tool name
+	State       []byte     `json:"state"`        // serialized agent state (opaque to stores)
+	Prompt      MessageRef `json:"prompt"`       // the approval prompt / question message
+	RequestedBy string     `json:"requested_by"` // qualified id of the user whose turn paused
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   time.Time  `json:"expires_at,omitzero"` // zero: never
+}

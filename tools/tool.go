@@ -1,0 +1,166 @@
+// Package tools holds the contract of the tools the agent can call, the Registry that holds a
+// gateway's catalogue, and decorators (circuit breakers) that wrap any tool.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Safety ranks a tool's blast radius. The zero value is the strictest, so an unclassified tool
+// needs approval.
+type Safety uint8
+
+const (
+	Destructive Safety = iota // irreversible: delete, pay, post publicly
+	Sensitive                 // side effects that can be undone or leak data
+	Safe                      // read-only, no side effects
+)
+
+func (s Safety) String() string {
+	switch s {
+	case Destructive:
+		return "destructive"
+	case Sensitive:
+		return "sensitive"
+	case Safe:
+		return "safe"
+	}
+	return fmt.Sprintf("safety(%d)", uint8(s))
+}
+
+// ParseSafety parses "safe", "sensitive" or "destructive".
+func ParseSafety(s string) (Safety, error) {
+	switch s {
+	case "safe":
+		return Safe, nil
+	case "sensitive":
+		return Sensitive, nil
+	case "destructive":
+		return Destructive, nil
+	}
+	return Destructive, fmt.Errorf("unknown safety %q: use safe, sensitive or destructive", s)
+}
+
+// Spec describes a tool to the model and to the approval gate.
+type Spec struct {
+	Name        string          // ^[a-zA-Z0-9_-]{1,64}$, unique in a registry
+	Description string          // shown to the model
+	Parameters  json.RawMessage // JSON Schema of the arguments object; nil means {"type":"object"}
+	Safety      Safety
+}
+
+// Result is what a tool call returns to the model. A failure the model should see (bad arguments,
+// a 404, a denial) is a Result with IsError; a Go error from Call means the turn failed.
+type Result struct {
+	Content string
+	IsError bool
+}
+
+// Errorf builds an IsError result.
+func Errorf(format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
+}
+
+// Tool is one callable tool. Call blocks until the tool finishes or ctx ends (then it returns
+// promptly with ctx's error); it must be safe for concurrent use. Tool output is untrusted text.
+type Tool interface {
+	Spec() Spec
+	Call(ctx context.Context, args json.RawMessage) (Result, error)
+}
+
+// Registry is a gateway's tool catalogue. It is constructed, never global, and safe for concurrent
+// use: MCP servers add and remove tools while turns run.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]Tool
+}
+
+// NewRegistry returns a registry holding ts. Duplicate names are an error.
+func NewRegistry(ts ...Tool) (*Registry, error) {
+	r := &Registry{tools: make(map[string]Tool, len(ts))}
+	for _, t := range ts {
+		if err := r.Add(t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Add registers t. A tool of the same name is an error (use Replace for reconnecting servers).
+func (r *Registry) Add(t Tool) error {
+	name := t.Spec().Name
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tools[name]; ok {
+		return fmt.Errorf("tools: %q is registered twice: give one of them another name", name)
+	}
+	r.tools[name] = t
+	return nil
+}
+
+// Replace registers t, replacing a tool of the same name.
+func (r *Registry) Replace(t Tool) error {
+	name := t.Spec().Name
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.tools[name] = t
+	r.mu.Unlock()
+	return nil
+}
+
+// Remove unregisters the named tool; removing an absent name is a no-op.
+func (r *Registry) Remove(name string) {
+	r.mu.Lock()
+	delete(r.tools, name)
+	r.mu.Unlock()
+}
+
+// Get returns the named tool.
+func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	t, ok := r.tools[name]
+	r.mu.RUnlock()
+	return t, ok
+}
+
+// Specs returns the catalogue sorted by name (stable prompts, stable golden files).
+func (r *Registry) Specs() []Spec {
+	r.mu.RLock()
+	out := make([]Spec, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t.Spec())
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ValidateName checks a tool name against what OpenAI-compatible APIs accept.
+func ValidateName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("tools: name %q must be 1 to 64 characters", name)
+	}
+	for _, c := range name {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return fmt.Errorf("tools: name %q may hold only letters, digits, '_' and '-'", name)
+		}
+	}
+	return nil
+}
+
+// AskUserError is returned by a tool's Call (ask_user) to pause the turn until the user answers.
+// The agent loop turns it into a pause of kind ask; the answer becomes the call's result.
+type AskUserError struct {
+	Question string
+}
+
+func (e *AskUserError) Error() string { return "tools: waiting for the user's answer: " + e.Question }
