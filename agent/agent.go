@@ -133,10 +133,10 @@ type Resume struct {
 
 // State is what resuming needs. It serializes to JSON.
 type State struct {
-	Messages  []echogate.Message  `json:"messages"`          // conversation so far, without the system prompt
-	Pending   []echogate.ToolCall `json:"pending,omitempty"` // calls of the last response not yet answered; [0] is paused
-	Iteration int                 `json:"iteration"`         // model calls made so far in this turn
-	Answered  int                 `json:"answered"`          // leading messages already persisted by the caller
+	Messages  []echogate.Message  `json:"messages"`             // conversation so far, without the system prompt
+	Pending   []echogate.ToolCall `json:"pending,omitempty"`    // calls of the last response not yet answered; [0] is paused
+	Iteration int                 `json:"iteration"`            // model calls made so far in this turn
+	PauseKind echogate.PauseKind  `json:"pause_kind,omitempty"` // what Pending[0] waits for
 }
 
 // Status of a finished Run.
@@ -160,10 +160,10 @@ type Pause struct {
 type Result struct {
 	Status       Status
 	Pause        *Pause
-	Messages     []echogate.Message // messages this Run added (user, assistant, tool), in order
+	Messages     []echogate.Message // messages the loop produced (assistant, tool results), in order; Input messages are not repeated
 	State        State              // full state; persist it when paused
 	Usage        []echogate.Usage   // every usage reported during this Run, in order
-	Answer       string             // the final assistant text (partial when aborted)
+	Answer       string             // the assistant text of this Run, paragraphs joined (partial when aborted)
 	FinishReason string             // the model's, or "max_iterations", "stopped", "budget"
 	Model        string             // the model of the last call
 	RouteReason  string
