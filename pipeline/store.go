@@ -71,6 +71,8 @@ type UsageStore interface {
 type PendingStore interface {
 	SavePending(ctx context.Context, p echogate.PendingTurn) error // replaces the session's pending turn
 	GetPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error)
+	// DeletePending removes the session's pending turn; it returns an error wrapping
+	// echogate.ErrNotFound when there was none, so of two concurrent resumers exactly one wins.
 	DeletePending(ctx context.Context, key echogate.SessionKey) error
 	ListPending(ctx context.Context, limit int) ([]echogate.PendingTurn, error) // oldest first
 }

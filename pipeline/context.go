@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+// contextSectionBudget is the approximate token budget of each context provider's section.
+const contextSectionBudget = 1500
+
+// buildContext is the ContextStage: it persists the user's message, loads the history, and
+// renders the system prompt with the context providers' sections. When resuming, the paused state
+// already holds the conversation; only the system prompt is rebuilt.
+func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, rs *agent.Resume, msgs []echogate.Message) (agent.Input, error) {
+	key := t.ev.SessionKey()
+	query := ""
+	if len(msgs) > 0 {
+		query = msgs[len(msgs)-1].Content
+	}
+	system := p.systemPrompt(ctx, t, query)
+	if st != nil {
+		return agent.Input{System: system, State: st, Resume: rs, Messages: msgs}, nil
+	}
+	if err := p.d.Store.AppendMessages(ctx, key, t.id, msgs, p.cfg.Now()); err != nil {
+		return agent.Input{}, fmt.Errorf("pipeline: save user message: %w", err)
+	}
+	hist, err := p.d.Store.History(ctx, key, p.cfg.HistoryMessages)
+	if err != nil {
+		return agent.Input{}, fmt.Errorf("pipeline: load history: %w", err)
+	}
+	return agent.Input{System: system, Messages: sanitizeHistory(hist)}, nil
+}
+
+func (p *Pipeline) systemPrompt(ctx context.Context, t *turn, query string) string {
+	var b strings.Builder
+	b.WriteString(p.cfg.SystemPrompt)
+	now := p.cfg.Now().UTC()
+	fmt.Fprintf(&b, "\n\nCurrent date: %s (UTC). Conversation on %s.", now.Format("Monday, 2 January 2006"), t.ev.Conversation.Platform)
+	if len(p.d.Context) == 0 {
+		return b.String()
+	}
+	q := ContextQuery{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
+	for _, cp := range p.d.Context {
+		title, text, err := cp.ContextSection(ctx, q)
+		if err != nil {
+			t.log.Warn("context provider failed; continuing without its section", "err", err)
+			continue
+		}
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n\n## %s\n%s", title, text)
+	}
+	return b.String()
+}
+
+// sanitizeHistory turns stored messages into a sequence every OpenAI-compatible API accepts:
+// tool results only directly after the assistant message that called them, and every call
+// answered (a turn that was stopped mid-tools gets a synthetic "no result" answer).
+func sanitizeHistory(hist []echogate.StoredMessage) []echogate.Message {
+	out := make([]echogate.Message, 0, len(hist))
+	var open []echogate.ToolCall // calls of the last assistant message still unanswered
+	answered := map[string]bool{}
+	closeOpen := func() {
+		for _, c := range open {
+			if !answered[c.ID] {
+				out = append(out, echogate.Message{Role: echogate.RoleTool, ToolCallID: c.ID, Name: c.Name,
+					Content: "(no result: the turn ended before this call ran)", IsError: true})
+			}
+		}
+		open = nil
+		clear(answered)
+	}
+	for _, sm := range hist {
+		m := sm.Message
+		if m.Role == echogate.RoleTool {
+			known := false
+			for _, c := range open {
+				if c.ID == m.ToolCallID {
+					known = true
+					break
+				}
+			}
+			if !known || answered[m.ToolCallID] {
+				continue // its call was cut off by the history window, or a duplicate
+			}
+			answered[m.ToolCallID] = true
+			out = append(out, m)
+			continue
+		}
+		closeOpen()
+		out = append(out, m)
+		if m.Role == echogate.RoleAssistant && len(m.ToolCalls) > 0 {
+			open = m.ToolCalls
+		}
+	}
+	closeOpen()
+	return out
+}

@@ -1,0 +1,72 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/echogate/echogate"
+)
+
+func TestSanitizeHistory(t *testing.T) {
+	call := func(ids ...string) echogate.Message {
+		m := echogate.Message{Role: echogate.RoleAssistant}
+		for _, id := range ids {
+			m.ToolCalls = append(m.ToolCalls, echogate.ToolCall{ID: id, Name: "t"})
+		}
+		return m
+	}
+	res := func(id string) echogate.Message {
+		return echogate.Message{Role: echogate.RoleTool, ToolCallID: id, Content: "r" + id}
+	}
+	u := echogate.Message{Role: echogate.RoleUser, Content: "u"}
+	a := echogate.Message{Role: echogate.RoleAssistant, Content: "a"}
+	render := func(ms []echogate.Message) string {
+		var parts []string
+		for _, m := range ms {
+			switch {
+			case len(m.ToolCalls) > 0:
+				parts = append(parts, "call")
+			case m.Role == echogate.RoleTool && m.IsError:
+				parts = append(parts, "missing:"+m.ToolCallID)
+			case m.Role == echogate.RoleTool:
+				parts = append(parts, "res:"+m.ToolCallID)
+			default:
+				parts = append(parts, string(m.Role))
+			}
+		}
+		return strings.Join(parts, ",")
+	}
+	for name, tt := range map[string]struct {
+		in   []echogate.Message
+		want string
+	}{
+		"clean":                      {[]echogate.Message{u, call("1"), res("1"), a}, "user,call,res:1,assistant"},
+		"window cut the call":        {[]echogate.Message{res("1"), u, a}, "user,assistant"},
+		"stopped before result":      {[]echogate.Message{u, call("1", "2"), res("1"), u, a}, "user,call,res:1,missing:2,user,assistant"},
+		"unanswered at end":          {[]echogate.Message{u, call("1")}, "user,call,missing:1"},
+		"duplicate and stray result": {[]echogate.Message{u, call("1"), res("1"), res("1"), res("9"), a}, "user,call,res:1,assistant"},
+	} {
+		var hist []echogate.StoredMessage
+		for _, m := range tt.in {
+			hist = append(hist, echogate.StoredMessage{Message: m})
+		}
+		if got := render(sanitizeHistory(hist)); got != tt.want {
+			t.Errorf("%s: sanitizeHistory = %s, want %s", name, got, tt.want)
+		}
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	got := redactArgs(`{"url":"https://x","headers":{"Authorization":"Bearer abc"},"password":"p","list":[{"token":"t"}]}`, 1000)
+	for _, secret := range []string{"Bearer abc", `"p"`, `"t"`} {
+		if strings.Contains(got, secret) {
+			t.Errorf("redactArgs kept %s: %s", secret, got)
+		}
+	}
+	if !strings.Contains(got, "https://x") {
+		t.Errorf("redactArgs dropped a harmless value: %s", got)
+	}
+	if got := redactArgs(strings.Repeat("é", 1000), 101); !strings.Contains(got, "more characters") || !strings.HasPrefix(got, "éé") {
+		t.Errorf("capped = %q", got[:20])
+	}
+}

@@ -1,0 +1,398 @@
+// Package pipeline turns inbound events into answered turns: a Dispatcher dedupes events and feeds
+// one bounded mailbox per session (one turn at a time per session, sessions fully concurrent), and
+// each turn passes the ContextStage, the InferenceStage (agent.Run) and the ResponseStage.
+//
+// The pipeline talks to platforms only through the Replier interface; it never imports channels.
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+const shardCount = 64
+
+// Pipeline is the dispatcher plus the three stages. Make one with New, start it with Run, feed it
+// with Submit (a channels.Sink).
+type Pipeline struct {
+	cfg       Config
+	d         Deps
+	log       *slog.Logger
+	approvers map[string]bool
+	policy    map[string]agent.Verdict
+
+	seed   maphash.Seed
+	shards [shardCount]shard
+
+	state      atomic.Int32 // 0 new, 1 running, 2 closing
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	workers    sync.WaitGroup
+}
+
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateClosing
+)
+
+type shard struct {
+	mu    sync.Mutex
+	boxes map[echogate.SessionKey]*mailbox
+}
+
+// mailbox is one session's queue. All fields are guarded by the shard's mutex.
+type mailbox struct {
+	key      echogate.SessionKey
+	queue    []item
+	reserved int  // slots held by Submits that are recording the event
+	active   bool // a worker goroutine is draining the queue
+	cur      *turnCtl
+}
+
+type item struct {
+	ev     echogate.InboundEvent
+	replay bool
+}
+
+// turnCtl lets Submit stop the running turn of a session.
+type turnCtl struct {
+	stopping atomic.Bool
+	cancel   context.CancelFunc
+}
+
+func (c *turnCtl) stop() {
+	c.stopping.Store(true)
+	c.cancel()
+}
+
+// New validates the configuration and dependencies; it does no I/O.
+func New(cfg Config, d Deps) (*Pipeline, error) {
+	cfg = cfg.withDefaults()
+	if d.Store == nil || d.Model == nil || d.Tools == nil {
+		return nil, errors.New("pipeline: Store, Model and Tools are required")
+	}
+	switch cfg.OnBusy {
+	case OnBusyQueue, OnBusyInterrupt:
+	default:
+		return nil, fmt.Errorf("pipeline: agent.on_busy %q: use queue or interrupt", cfg.OnBusy)
+	}
+	switch cfg.OnTimeout {
+	case OnTimeoutDeny, OnTimeoutWait:
+	default:
+		return nil, fmt.Errorf("pipeline: approval.on_timeout %q: use deny or wait", cfg.OnTimeout)
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(),
+		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}}
+	for _, a := range cfg.Approvers {
+		p.approvers[a] = true
+	}
+	for name, v := range cfg.ToolPolicy {
+		switch v {
+		case "allow":
+			p.policy[name] = agent.Allow
+		case "ask":
+			p.policy[name] = agent.Ask
+		case "deny":
+			p.policy[name] = agent.Deny
+		default:
+			return nil, fmt.Errorf("pipeline: tools.%s.approval %q: use allow, ask or deny", name, v)
+		}
+	}
+	for i := range p.shards {
+		p.shards[i].boxes = make(map[echogate.SessionKey]*mailbox)
+	}
+	return p, nil
+}
+
+// Run starts the pipeline: it replays events that were accepted but not finished before a
+// restart, runs the approval-timeout janitor, and blocks until ctx ends. Then it stops accepting
+// events, lets running turns finish for up to Config.DrainTimeout, cancels the rest, and returns
+// after every goroutine it started has exited.
+func (p *Pipeline) Run(ctx context.Context) error {
+	if !p.state.CompareAndSwap(stateNew, stateRunning) {
+		return errors.New("pipeline: Run called twice")
+	}
+	p.baseCtx, p.cancelBase = context.WithCancel(context.WithoutCancel(ctx))
+	defer p.cancelBase()
+
+	if err := p.replay(ctx); err != nil {
+		p.log.Error("pipeline: replay unfinished events", "err", err)
+	}
+	var jwg sync.WaitGroup
+	jwg.Add(1)
+	go func() {
+		defer jwg.Done()
+		p.janitor(ctx)
+	}()
+	<-ctx.Done()
+	jwg.Wait()
+	p.shutdown()
+	return nil
+}
+
+// shutdown stops intake and drains running turns within the bound.
+func (p *Pipeline) shutdown() {
+	p.state.Store(stateClosing)
+	// Barrier: a Submit that saw "running" under a shard lock has finished spawning its worker.
+	for i := range p.shards {
+		p.shards[i].mu.Lock()
+		p.shards[i].mu.Unlock() //nolint:staticcheck // barrier
+	}
+	done := make(chan struct{})
+	go func() { p.workers.Wait(); close(done) }()
+	timer := time.NewTimer(p.cfg.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-timer.C:
+		p.log.Warn("pipeline: drain timeout reached, cancelling running turns", "timeout", p.cfg.DrainTimeout)
+		p.cancelBase()
+		<-done
+	}
+}
+
+func (p *Pipeline) shardFor(k echogate.SessionKey) *shard {
+	return &p.shards[maphash.String(p.seed, string(k))%shardCount]
+}
+
+// Submit accepts one inbound event: it is the channels' Sink. It returns quickly: the event is
+// recorded (dedupe) and queued for its session; a duplicate is dropped silently (nil). A full
+// mailbox returns ErrMailboxFull (nothing recorded, so a platform retry is welcome); after
+// shutdown began it returns ErrShuttingDown. A stop command stops the session's running turn at
+// once.
+func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
+	switch p.state.Load() {
+	case stateNew:
+		return ErrNotRunning
+	case stateClosing:
+		p.d.Metrics.Reject(ev.Conversation.Platform, "shutdown")
+		return ErrShuttingDown
+	}
+	if ev.ID == "" || ev.Conversation.Platform == "" || ev.SessionKey() == "" {
+		return fmt.Errorf("%w: id, platform and conversation are required (got id=%q platform=%q)", ErrInvalidEvent, ev.ID, ev.Conversation.Platform)
+	}
+	if ev.ReceivedAt.IsZero() {
+		ev.ReceivedAt = p.cfg.Now()
+	}
+	platform := ev.Conversation.Platform
+	p.d.Metrics.Event(platform, ev.Kind.String())
+	key := ev.SessionKey()
+	sh := p.shardFor(key)
+
+	sh.mu.Lock()
+	mb := sh.boxes[key]
+	running := mb != nil && mb.cur != nil
+	if isStop(ev) && running {
+		mb.cur.stop()
+		sh.mu.Unlock()
+		p.log.Info("turn stop requested", "session", key, "event_id", ev.ID, "channel", platform)
+		// Record it so a redelivery does not stop a later turn.
+		if _, err := p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), nil, ev.ReceivedAt); err != nil {
+			p.log.Warn("pipeline: record stop event", "event_id", ev.ID, "err", err)
+		} else {
+			_ = p.d.Store.CompleteEvent(ctx, ev.DedupeKey(), p.cfg.Now())
+		}
+		return nil
+	}
+	if mb == nil {
+		mb = &mailbox{key: key}
+		sh.boxes[key] = mb
+		p.d.Metrics.Mailbox(0, 1)
+	}
+	if len(mb.queue)+mb.reserved >= p.cfg.MailboxSize {
+		sh.mu.Unlock()
+		p.d.Metrics.Reject(platform, "mailbox_full")
+		return fmt.Errorf("session %s: %w", key, ErrMailboxFull)
+	}
+	mb.reserved++
+	sh.mu.Unlock()
+
+	payload, err := json.Marshal(ev)
+	var first bool
+	if err == nil {
+		first, err = p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
+	}
+
+	sh.mu.Lock()
+	mb.reserved--
+	if err != nil || !first {
+		p.reapLocked(sh, mb)
+		sh.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("pipeline: record event %s: %w", ev.ID, err)
+		}
+		p.d.Metrics.Duplicate(platform)
+		p.log.Debug("duplicate event dropped", "event_id", ev.ID, "session", key, "channel", platform)
+		return nil
+	}
+	if p.state.Load() == stateClosing {
+		// Recorded but not queued: it is replayed at the next start.
+		p.reapLocked(sh, mb)
+		sh.mu.Unlock()
+		return ErrShuttingDown
+	}
+	if p.cfg.OnBusy == OnBusyInterrupt && mb.cur != nil && ev.Kind != echogate.KindReaction {
+		mb.cur.stop()
+	}
+	p.enqueueLocked(sh, mb, item{ev: ev})
+	sh.mu.Unlock()
+	return nil
+}
+
+// enqueueLocked appends to the mailbox and starts its worker if none runs. sh.mu must be held.
+func (p *Pipeline) enqueueLocked(sh *shard, mb *mailbox, it item) {
+	mb.queue = append(mb.queue, it)
+	p.d.Metrics.Mailbox(1, 0)
+	if !mb.active {
+		mb.active = true
+		p.workers.Add(1)
+		go p.work(sh, mb)
+	}
+}
+
+// reapLocked removes an idle mailbox. sh.mu must be held.
+func (p *Pipeline) reapLocked(sh *shard, mb *mailbox) {
+	if !mb.active && len(mb.queue) == 0 && mb.reserved == 0 && sh.boxes[mb.key] == mb {
+		delete(sh.boxes, mb.key)
+		p.d.Metrics.Mailbox(0, -1)
+	}
+}
+
+// work drains one mailbox, one turn at a time, and exits (reaping the mailbox) when it is empty.
+func (p *Pipeline) work(sh *shard, mb *mailbox) {
+	defer p.workers.Done()
+	for {
+		sh.mu.Lock()
+		if len(mb.queue) == 0 {
+			mb.active = false
+			p.reapLocked(sh, mb)
+			sh.mu.Unlock()
+			return
+		}
+		it := mb.queue[0]
+		mb.queue[0] = item{}
+		mb.queue = mb.queue[1:]
+		p.d.Metrics.Mailbox(-1, 0)
+		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.TurnTimeout)
+		ctl := &turnCtl{cancel: cancel}
+		mb.cur = ctl
+		sh.mu.Unlock()
+
+		p.handle(ctx, ctl, it)
+		cancel()
+
+		sh.mu.Lock()
+		mb.cur = nil
+		sh.mu.Unlock()
+	}
+}
+
+// replay queues the events that were recorded but not finished before the last stop.
+func (p *Pipeline) replay(ctx context.Context) error {
+	evs, err := p.d.Store.UnfinishedEvents(ctx, p.cfg.Now(), 10000)
+	if err != nil {
+		return err
+	}
+	for _, ce := range evs {
+		var ev echogate.InboundEvent
+		if len(ce.Payload) == 0 || json.Unmarshal(ce.Payload, &ev) != nil {
+			_ = p.d.Store.CompleteEvent(ctx, ce.Key, p.cfg.Now())
+			continue
+		}
+		p.log.Info("replaying unfinished event", "event_id", ev.ID, "session", ev.SessionKey())
+		key := ev.SessionKey()
+		sh := p.shardFor(key)
+		sh.mu.Lock()
+		mb := sh.boxes[key]
+		if mb == nil {
+			mb = &mailbox{key: key}
+			sh.boxes[key] = mb
+			p.d.Metrics.Mailbox(0, 1)
+		}
+		p.enqueueLocked(sh, mb, item{ev: ev, replay: true})
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// janitor applies approval timeouts until ctx ends.
+func (p *Pipeline) janitor(ctx context.Context) {
+	if p.cfg.OnTimeout != OnTimeoutDeny {
+		return
+	}
+	t := time.NewTicker(p.cfg.JanitorInterval)
+	defer t.Stop()
+	for {
+		p.expireApprovals(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// expireApprovals submits a timeout decision for every approval past its deadline. The decision
+// is an ordinary event of the session, so it is ordered with everything else and recorded once
+// even with several replicas.
+func (p *Pipeline) expireApprovals(ctx context.Context) {
+	pend, err := p.d.Store.ListPending(ctx, 500)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("pipeline: list pending approvals", "err", err)
+		}
+		return
+	}
+	now := p.cfg.Now()
+	for _, pt := range pend {
+		if pt.Kind != echogate.PauseApproval || pt.ExpiresAt.IsZero() || now.Before(pt.ExpiresAt) {
+			continue
+		}
+		info, err := p.d.Store.GetSession(ctx, pt.Session)
+		if err != nil {
+			continue
+		}
+		ev := echogate.InboundEvent{
+			ID:           timeoutPrefix + pt.Turn,
+			Kind:         echogate.KindReaction,
+			Conversation: info.Conversation,
+			Session:      pt.Session,
+			Actor:        echogate.Actor{ID: "echogate", IsSelf: true},
+			Reaction:     echogate.ReactionDeny,
+			Target:       pt.Prompt,
+			ReceivedAt:   now,
+		}
+		if err := p.Submit(ctx, ev); err != nil && !errors.Is(err, ErrShuttingDown) {
+			p.log.Warn("pipeline: submit approval timeout", "session", pt.Session, "turn", pt.Turn, "err", err)
+		}
+	}
+}
+
+const timeoutPrefix = "approval-timeout:"
+
+// isStop reports whether ev asks to stop the running turn.
+func isStop(ev echogate.InboundEvent) bool {
+	if ev.Actor.IsBot && !ev.Actor.IsSelf {
+		return false
+	}
+	if ev.Kind == echogate.KindReaction {
+		return ev.Reaction == echogate.ReactionStop
+	}
+	return strings.EqualFold(strings.TrimSpace(ev.Text), "stop")
+}

@@ -1,0 +1,371 @@
+// Package pipelinetest has test doubles for the pipeline: an in-memory Store (which also passes
+// storage/storagetest) and a recording Replier.
+package pipelinetest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+// MemStore is an in-memory pipeline.Store for tests. It is safe for concurrent use; one mutex
+// guards everything (it is a test double, not a production store).
+type MemStore struct {
+	mu       sync.Mutex
+	events   map[string]*memEvent
+	sessions map[echogate.SessionKey]echogate.SessionInfo
+	messages map[echogate.SessionKey][]echogate.StoredMessage
+	seq      map[echogate.SessionKey]int64
+	grants   map[echogate.SessionKey]map[string]bool
+	turns    map[string]echogate.TurnRecord
+	usage    []echogate.UsageRecord
+	pending  map[echogate.SessionKey]echogate.PendingTurn
+}
+
+type memEvent struct {
+	payload   []byte
+	claimed   time.Time
+	completed bool
+}
+
+// NewMemStore returns an empty store.
+func NewMemStore() *MemStore {
+	return &MemStore{
+		events:   map[string]*memEvent{},
+		sessions: map[echogate.SessionKey]echogate.SessionInfo{},
+		messages: map[echogate.SessionKey][]echogate.StoredMessage{},
+		seq:      map[echogate.SessionKey]int64{},
+		grants:   map[echogate.SessionKey]map[string]bool{},
+		turns:    map[string]echogate.TurnRecord{},
+		pending:  map[echogate.SessionKey]echogate.PendingTurn{},
+	}
+}
+
+func notFound(what string, id any) error {
+	return fmt.Errorf("memstore: %s %v: %w", what, id, echogate.ErrNotFound)
+}
+
+func (s *MemStore) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
+	s.mu.Lock()
+	return nil
+}
+
+func (s *MemStore) ClaimEvent(ctx context.Context, key string, payload []byte, at time.Time) (bool, error) {
+	if err := s.lock(ctx); err != nil {
+		return false, err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.events[key]; ok {
+		return false, nil
+	}
+	s.events[key] = &memEvent{payload: append([]byte(nil), payload...), claimed: at.UTC()}
+	return true, nil
+}
+
+func (s *MemStore) CompleteEvent(ctx context.Context, key string, at time.Time) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if e, ok := s.events[key]; ok {
+		e.completed = true
+	}
+	return nil
+}
+
+func (s *MemStore) UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []echogate.ClaimedEvent
+	for k, e := range s.events {
+		if !e.completed && e.claimed.Before(before) {
+			out = append(out, echogate.ClaimedEvent{Key: k, Payload: e.payload, ClaimedAt: e.claimed})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].ClaimedAt.Equal(out[j].ClaimedAt) {
+			return out[i].ClaimedAt.Before(out[j].ClaimedAt)
+		}
+		return out[i].Key < out[j].Key
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (s *MemStore) UpsertSession(ctx context.Context, si echogate.SessionInfo) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if old, ok := s.sessions[si.Key]; ok {
+		old.UpdatedAt = si.UpdatedAt.UTC()
+		s.sessions[si.Key] = old
+		return nil
+	}
+	si.CreatedAt, si.UpdatedAt = si.CreatedAt.UTC(), si.UpdatedAt.UTC()
+	s.sessions[si.Key] = si
+	return nil
+}
+
+func (s *MemStore) GetSession(ctx context.Context, key echogate.SessionKey) (echogate.SessionInfo, error) {
+	if err := s.lock(ctx); err != nil {
+		return echogate.SessionInfo{}, err
+	}
+	defer s.mu.Unlock()
+	si, ok := s.sessions[key]
+	if !ok {
+		return si, notFound("session", key)
+	}
+	return si, nil
+}
+
+func (s *MemStore) ListSessions(ctx context.Context, limit int) ([]echogate.SessionInfo, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]echogate.SessionInfo, 0, len(s.sessions))
+	for _, si := range s.sessions {
+		out = append(out, si)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (s *MemStore) DeleteSession(ctx context.Context, key echogate.SessionKey) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	delete(s.sessions, key)
+	delete(s.messages, key)
+	delete(s.seq, key)
+	delete(s.grants, key)
+	delete(s.pending, key)
+	return nil
+}
+
+func (s *MemStore) AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		s.seq[key]++
+		s.messages[key] = append(s.messages[key], echogate.StoredMessage{Seq: s.seq[key], Session: key, Turn: turn, Message: m, At: at.UTC()})
+	}
+	return nil
+}
+
+func (s *MemStore) History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	all := s.messages[key]
+	if limit > 0 && len(all) > limit {
+		all = all[len(all)-limit:]
+	}
+	return append([]echogate.StoredMessage(nil), all...), nil
+}
+
+func (s *MemStore) GrantTool(ctx context.Context, key echogate.SessionKey, tool, by string, at time.Time) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if s.grants[key] == nil {
+		s.grants[key] = map[string]bool{}
+	}
+	s.grants[key][tool] = true
+	return nil
+}
+
+func (s *MemStore) Grants(ctx context.Context, key echogate.SessionKey) ([]string, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []string
+	for g := range s.grants[key] {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (s *MemStore) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.turns[t.ID]; ok {
+		return fmt.Errorf("memstore: turn %s exists", t.ID)
+	}
+	s.turns[t.ID] = t
+	return nil
+}
+
+func (s *MemStore) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	old, ok := s.turns[t.ID]
+	if !ok {
+		return notFound("turn", t.ID)
+	}
+	old.Status, old.Model, old.RouteReason, old.Error = t.Status, t.Model, t.RouteReason, t.Error
+	old.InputTokens, old.OutputTokens, old.CostUSD, old.EndedAt = t.InputTokens, t.OutputTokens, t.CostUSD, t.EndedAt
+	s.turns[t.ID] = old
+	return nil
+}
+
+func (s *MemStore) GetTurn(ctx context.Context, id string) (echogate.TurnRecord, error) {
+	if err := s.lock(ctx); err != nil {
+		return echogate.TurnRecord{}, err
+	}
+	defer s.mu.Unlock()
+	t, ok := s.turns[id]
+	if !ok {
+		return t, notFound("turn", id)
+	}
+	return t, nil
+}
+
+func (s *MemStore) ListTurns(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.TurnRecord, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []echogate.TurnRecord
+	for _, t := range s.turns {
+		if key == "" || t.Session == key {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].StartedAt.Equal(out[j].StartedAt) {
+			return out[i].StartedAt.After(out[j].StartedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (s *MemStore) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64, error) {
+	if err := s.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	r.ID = int64(len(s.usage) + 1)
+	r.At = r.At.UTC()
+	s.usage = append(s.usage, r)
+	return r.ID, nil
+}
+
+func match(r echogate.UsageRecord, f echogate.UsageFilter) bool {
+	return (f.Turn == "" || r.Turn == f.Turn) && (f.Session == "" || r.Session == f.Session) &&
+		(f.UserID == "" || r.UserID == f.UserID) && (f.Channel == "" || r.Channel == f.Channel) &&
+		(f.Since.IsZero() || !r.At.Before(f.Since)) && (f.Until.IsZero() || r.At.Before(f.Until))
+}
+
+func (s *MemStore) SumUsage(ctx context.Context, f echogate.UsageFilter) (echogate.Usage, error) {
+	if err := s.lock(ctx); err != nil {
+		return echogate.Usage{}, err
+	}
+	defer s.mu.Unlock()
+	var u echogate.Usage
+	for _, r := range s.usage {
+		if match(r, f) {
+			u.InputTokens += r.Usage.InputTokens
+			u.OutputTokens += r.Usage.OutputTokens
+			u.CachedInputTokens += r.Usage.CachedInputTokens
+			u.CostUSD += r.Usage.CostUSD
+		}
+	}
+	return u, nil
+}
+
+func (s *MemStore) ListUsage(ctx context.Context, f echogate.UsageFilter, limit int) ([]echogate.UsageRecord, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []echogate.UsageRecord
+	for _, r := range s.usage {
+		if match(r, f) {
+			out = append(out, r)
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
+func (s *MemStore) SavePending(ctx context.Context, p echogate.PendingTurn) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.pending[p.Session] = p
+	return nil
+}
+
+func (s *MemStore) GetPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error) {
+	if err := s.lock(ctx); err != nil {
+		return echogate.PendingTurn{}, err
+	}
+	defer s.mu.Unlock()
+	p, ok := s.pending[key]
+	if !ok {
+		return p, notFound("pending turn of", key)
+	}
+	return p, nil
+}
+
+func (s *MemStore) DeletePending(ctx context.Context, key echogate.SessionKey) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.pending[key]; !ok {
+		return notFound("pending turn of", key)
+	}
+	delete(s.pending, key)
+	return nil
+}
+
+func (s *MemStore) ListPending(ctx context.Context, limit int) ([]echogate.PendingTurn, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]echogate.PendingTurn, 0, len(s.pending))
+	for _, p := range s.pending {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

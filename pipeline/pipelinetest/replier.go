@@ -1,0 +1,130 @@
+package pipelinetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/echogate/echogate"
+)
+
+// Post is one message the Replier posted (or a stream it finished).
+type Post struct {
+	Ref      echogate.MessageRef
+	Out      echogate.Outbound
+	Text     string   // final text
+	Appended []string // stream deltas, when streamed
+	Streamed bool
+}
+
+// Replier records what the pipeline posts. It streams, observes turns, and signals every
+// finished turn on Done (buffered; tests read it to wait for turns without sleeping).
+type Replier struct {
+	Platform string
+	Done     chan echogate.TurnEvent // every "done" turn event
+	// NoStream makes the replier not offer streaming.
+	NoStream bool
+
+	mu     sync.Mutex
+	n      int
+	posts  []Post
+	events []echogate.TurnEvent
+}
+
+// NewReplier returns a Replier for platform with room for 1024 unread done events.
+func NewReplier(platform string) *Replier {
+	return &Replier{Platform: platform, Done: make(chan echogate.TurnEvent, 1024)}
+}
+
+func (r *Replier) nextRef(conv echogate.ConversationRef) echogate.MessageRef {
+	r.n++
+	return echogate.MessageRef{Platform: r.Platform, Channel: conv.Channel, ID: fmt.Sprintf("m%d", r.n)}
+}
+
+// Send records a message.
+func (r *Replier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	if err := ctx.Err(); err != nil {
+		return echogate.MessageRef{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref := r.nextRef(out.Conversation)
+	r.posts = append(r.posts, Post{Ref: ref, Out: out, Text: out.Text})
+	return ref, nil
+}
+
+// ObserveTurn records turn events.
+func (r *Replier) ObserveTurn(ev echogate.TurnEvent) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+	if ev.Type == echogate.TurnDone {
+		r.Done <- ev
+	}
+}
+
+// Posts returns what was posted so far.
+func (r *Replier) Posts() []Post {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Post(nil), r.posts...)
+}
+
+// Texts returns the final texts posted so far, in order.
+func (r *Replier) Texts() []string {
+	var out []string
+	for _, p := range r.Posts() {
+		out = append(out, p.Text)
+	}
+	return out
+}
+
+// Events returns the observed turn events.
+func (r *Replier) Events() []echogate.TurnEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]echogate.TurnEvent(nil), r.events...)
+}
+
+// StreamingReplier is a Replier that also streams.
+type StreamingReplier struct{ *Replier }
+
+// StartStream opens a recorded stream.
+func (r StreamingReplier) StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref := r.nextRef(out.Conversation)
+	r.posts = append(r.posts, Post{Ref: ref, Out: out, Streamed: true})
+	return &stream{r: r.Replier, idx: len(r.posts) - 1}, nil
+}
+
+type stream struct {
+	r        *Replier
+	idx      int
+	finished bool
+}
+
+func (s *stream) Append(ctx context.Context, delta string) error {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	if s.finished {
+		return fmt.Errorf("stream finished")
+	}
+	s.r.posts[s.idx].Appended = append(s.r.posts[s.idx].Appended, delta)
+	return nil
+}
+
+func (s *stream) Finish(ctx context.Context, final string) ([]echogate.MessageRef, error) {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	if s.finished {
+		return nil, fmt.Errorf("stream finished twice")
+	}
+	s.finished = true
+	s.r.posts[s.idx].Text = final
+	return []echogate.MessageRef{s.r.posts[s.idx].Ref}, nil
+}
+
+// Joined returns the concatenated deltas of a streamed post.
+func (p Post) Joined() string { return strings.Join(p.Appended, "") }

@@ -1,0 +1,355 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+const (
+	maxPromptArgs   = 1500 // characters of tool arguments shown in an approval prompt
+	maxEventPayload = 4000 // characters of tool results carried in turn events
+)
+
+// responder carries a turn's output to its channel: streamed deltas, turn events for observing
+// channels, and the final message, posted exactly once.
+type responder struct {
+	p   *Pipeline
+	t   *turn
+	str streamer
+	obs turnObserver
+
+	mu           sync.Mutex
+	stream       echogate.Stream
+	streamFailed bool
+	text         strings.Builder // what was streamed so far
+	needSep      bool
+	firstToken   bool
+	streamCtx    context.Context
+}
+
+func newResponder(p *Pipeline, t *turn) *responder {
+	r := &responder{p: p, t: t, streamCtx: context.Background()}
+	r.str, _ = t.rep.(streamer)
+	r.obs, _ = t.rep.(turnObserver)
+	return r
+}
+
+func (r *responder) outbound(kind echogate.OutboundKind, text string) echogate.Outbound {
+	ev := r.t.ev
+	return echogate.Outbound{Kind: kind, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text,
+		Session: ev.SessionKey(), Turn: r.t.id}
+}
+
+// event delivers a turn event to an observing channel. Safe for concurrent use.
+func (r *responder) event(e echogate.TurnEvent) {
+	if r.obs == nil {
+		return
+	}
+	e.Session, e.Turn, e.EventID = r.t.ev.SessionKey(), r.t.id, r.t.ev.ID
+	if e.Time.IsZero() {
+		e.Time = r.p.cfg.Now()
+	}
+	r.obs.ObserveTurn(e)
+}
+
+// emit receives the agent loop's events. The loop calls it from tool goroutines too.
+func (r *responder) emit(e agent.Event) {
+	switch e.Type {
+	case agent.EventLLMRequestStart:
+		r.mu.Lock()
+		if r.text.Len() > 0 {
+			r.needSep = true
+		}
+		r.mu.Unlock()
+	case agent.EventAnswerDelta:
+		r.delta(e.Text)
+	case agent.EventReasoningDelta:
+		r.event(echogate.TurnEvent{Type: echogate.TurnReasoning, Text: e.Text})
+	case agent.EventToolCall:
+		r.event(echogate.TurnEvent{Type: echogate.TurnToolCall, Tool: e.Call.Name, CallID: e.Call.ID, Args: redactArgs(e.Call.Arguments, maxPromptArgs)})
+	case agent.EventToolRunEnd:
+		text, isErr := e.Result.Content, e.Result.IsError
+		if e.Err != nil {
+			text, isErr = e.Err.Error(), true
+		}
+		r.event(echogate.TurnEvent{Type: echogate.TurnToolResult, Tool: e.Call.Name, CallID: e.Call.ID, Text: capText(text, maxEventPayload), IsError: isErr})
+	case agent.EventPlan:
+		r.event(echogate.TurnEvent{Type: echogate.TurnPlan, Text: e.Text})
+	case agent.EventCompressed:
+		r.t.log.Info("conversation compressed", "iteration", e.Iteration)
+	case agent.EventLLMRequestEnd:
+		if e.Err != nil {
+			r.t.log.Warn("model call failed", "model", e.Model, "err", e.Err)
+		}
+	}
+}
+
+func (r *responder) delta(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.firstToken {
+		r.firstToken = true
+		r.p.d.Metrics.TimeToFirstToken(r.t.ev.Conversation.Platform, r.p.cfg.Now().Sub(r.t.start))
+	}
+	if r.needSep {
+		text = "\n\n" + text
+		r.needSep = false
+	}
+	r.text.WriteString(text)
+	r.event(echogate.TurnEvent{Type: echogate.TurnDelta, Text: text})
+	if r.str == nil || r.streamFailed {
+		return
+	}
+	if r.stream == nil {
+		s, err := r.str.StartStream(r.streamCtx, r.outbound(echogate.OutReply, ""))
+		if err != nil {
+			r.t.log.Warn("pipeline: start streaming; the answer will be posted at the end", "err", err)
+			r.streamFailed = true
+			return
+		}
+		r.stream = s
+	}
+	if err := r.stream.Append(r.streamCtx, text); err != nil {
+		r.t.log.Warn("pipeline: stream update failed", "err", err)
+	}
+}
+
+// finish posts the final text: it completes the open stream, or sends one message. It posts once.
+func (r *responder) finish(ctx context.Context, kind echogate.OutboundKind, text string) (echogate.MessageRef, error) {
+	r.mu.Lock()
+	s := r.stream
+	r.stream = nil
+	r.mu.Unlock()
+	if s != nil {
+		refs, err := s.Finish(ctx, text)
+		if err == nil || len(refs) > 0 {
+			var ref echogate.MessageRef
+			if len(refs) > 0 {
+				ref = refs[len(refs)-1]
+			}
+			return ref, err
+		}
+		r.t.log.Warn("pipeline: finishing the stream failed; posting the answer as a new message", "err", err)
+	}
+	return r.t.rep.Send(ctx, r.outbound(kind, text))
+}
+
+func (r *responder) streamed() (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.String(), r.stream != nil
+}
+
+// respond is the ResponseStage: it persists the new messages, posts the final answer (or the
+// approval prompt / question of a pause), records the turn, and cleans up ephemeral sessions.
+func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord, res agent.Result, resumed bool) {
+	key := t.ev.SessionKey()
+	if len(res.Messages) > 0 {
+		if err := p.d.Store.AppendMessages(ctx, key, t.id, res.Messages, p.cfg.Now()); err != nil {
+			t.log.Error("pipeline: save transcript", "err", err)
+		}
+	}
+	status := echogate.TurnStatus(res.Status)
+	var final string
+	var postErr error
+	switch res.Status {
+	case agent.StatusDone:
+		final = res.Answer
+		if strings.TrimSpace(final) == "" {
+			final = "_(the model returned an empty answer)_"
+		}
+		_, postErr = t.out.finish(ctx, echogate.OutReply, final)
+	case agent.StatusAborted:
+		if errors.Is(res.Err, agent.ErrBudget) {
+			final = joinText(res.Answer, "⚠️ "+budgetText(res.Err))
+			t.log.Info("turn stopped by budget", "err", res.Err)
+		} else {
+			final = joinText(res.Answer, "_(stopped)_")
+		}
+		_, postErr = t.out.finish(ctx, echogate.OutReply, final)
+	case agent.StatusPaused:
+		final, postErr = p.pause(ctx, t, res)
+	default:
+		status = echogate.TurnFailed
+		p.d.Metrics.DegradedAnswer()
+		t.log.Error("turn failed", "err", res.Err)
+		final = joinText(res.Answer, p.cfg.FallbackText+" (ref "+t.id+")")
+		_, postErr = t.out.finish(ctx, echogate.OutNotice, final)
+		rec.Error = errText(res.Err)
+		t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final})
+	}
+	if postErr != nil {
+		t.log.Error("pipeline: post answer", "err", postErr)
+		if rec.Error == "" {
+			rec.Error = "post answer: " + postErr.Error()
+		}
+	}
+
+	t.mu.Lock()
+	rec.InputTokens, rec.OutputTokens, rec.CostUSD = t.usageIn, t.usageOut, t.cost
+	t.mu.Unlock()
+	rec.Status, rec.EndedAt = status, p.cfg.Now()
+	if res.Model != "" {
+		rec.Model, rec.RouteReason = res.Model, res.RouteReason
+	}
+	if err := p.d.Store.UpdateTurn(ctx, rec); err != nil {
+		t.log.Error("pipeline: record turn", "err", err)
+	}
+	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})
+	p.d.Metrics.Turn(t.ev.Conversation.Platform, string(status), p.cfg.Now().Sub(t.start))
+	t.log.Info("turn finished", "status", status, "model", rec.Model, "input_tokens", rec.InputTokens,
+		"output_tokens", rec.OutputTokens, "cost_usd", rec.CostUSD, "ms", p.cfg.Now().Sub(t.start).Milliseconds(), "resumed", resumed)
+
+	if status == echogate.TurnPaused {
+		return
+	}
+	if info, err := p.d.Store.GetSession(ctx, key); err == nil && info.Ephemeral {
+		if err := p.d.Store.DeleteSession(ctx, key); err != nil {
+			t.log.Warn("pipeline: remove ephemeral session", "err", err)
+		}
+	}
+	if status == echogate.TurnDoneSt {
+		sum := TurnSummary{Turn: t.id, Session: key, UserID: t.userID, Channel: t.channel, Status: status}
+		for _, h := range p.d.AfterTurn {
+			h(ctx, sum)
+		}
+	}
+}
+
+// pause persists the paused state and posts the approval prompt or the question.
+func (p *Pipeline) pause(ctx context.Context, t *turn, res agent.Result) (string, error) {
+	pz := res.Pause
+	text, streaming := t.out.streamed()
+	var body string
+	if pz.Kind == echogate.PauseAsk {
+		body = "❓ " + pz.Question
+	} else {
+		body = approvalPrompt(pz.Call, t.userID)
+	}
+	// Close the streamed message with what was said so far; the prompt is its own message so
+	// that reactions on it are unambiguous.
+	if streaming {
+		if _, err := t.out.finish(ctx, echogate.OutReply, text); err != nil {
+			t.log.Warn("pipeline: finish streamed text before pause", "err", err)
+		}
+	} else if strings.TrimSpace(res.Answer) != "" {
+		body = res.Answer + "\n\n" + body
+	}
+	out := t.out.outbound(echogate.OutApprovalPrompt, body)
+	if pz.Kind == echogate.PauseAsk {
+		out.Kind = echogate.OutReply
+	} else {
+		out.Reactions = []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}
+	}
+	state, err := json.Marshal(res.State)
+	if err != nil {
+		return body, fmt.Errorf("pipeline: encode paused state: %w", err)
+	}
+	pend := echogate.PendingTurn{Session: t.ev.SessionKey(), Turn: t.id, Kind: pz.Kind, CallID: pz.Call.ID, Tool: pz.Call.Name,
+		State: state, RequestedBy: t.userID, CreatedAt: p.cfg.Now()}
+	if pz.Kind == echogate.PauseApproval && p.cfg.OnTimeout == OnTimeoutDeny {
+		pend.ExpiresAt = p.cfg.Now().Add(p.cfg.ApprovalTimeout)
+	}
+	// Save before posting, so a decision can never arrive for a pause that is not stored yet;
+	// then save again with the prompt's reference.
+	if err := p.d.Store.SavePending(ctx, pend); err != nil {
+		return body, fmt.Errorf("pipeline: save paused turn: %w", err)
+	}
+	p.d.Metrics.ApprovalPending(1)
+	ref, err := t.rep.Send(ctx, out)
+	if err != nil {
+		return body, fmt.Errorf("pipeline: post approval prompt: %w", err)
+	}
+	pend.Prompt = ref
+	if err := p.d.Store.SavePending(ctx, pend); err != nil {
+		return body, fmt.Errorf("pipeline: save prompt reference: %w", err)
+	}
+	if pz.Kind == echogate.PauseAsk {
+		t.out.event(echogate.TurnEvent{Type: echogate.TurnAsk, Text: pz.Question, CallID: pz.Call.ID, Tool: pz.Call.Name})
+	} else {
+		t.out.event(echogate.TurnEvent{Type: echogate.TurnApprovalRequest, Text: body, CallID: pz.Call.ID, Tool: pz.Call.Name,
+			Args: redactArgs(pz.Call.Arguments, maxPromptArgs)})
+	}
+	t.log.Info("turn paused", "kind", pz.Kind, "tool", pz.Call.Name, "call", pz.Call.ID)
+	return body, nil
+}
+
+func approvalPrompt(call echogate.ToolCall, requester string) string {
+	args := redactArgs(call.Arguments, maxPromptArgs)
+	return fmt.Sprintf("🔐 **Approval needed**: I want to run `%s` with:\n```\n%s\n```\n"+
+		"React ✅ to approve once, 🔁 to approve `%s` for this conversation, or ❌ to deny (or reply `approve` / `deny`). "+
+		"Only %s or an approver can decide.", call.Name, args, call.Name, requester)
+}
+
+var secretKey = regexp.MustCompile(`(?i)(pass(word)?|secret|token|api[_-]?key|authorization|auth|cookie|credential|private[_-]?key)`)
+
+// redactArgs renders tool arguments for people: secrets masked, length capped.
+func redactArgs(args string, max int) string {
+	var v any
+	if err := json.Unmarshal([]byte(args), &v); err == nil {
+		v = redactValue(v)
+		if b, err := json.MarshalIndent(v, "", "  "); err == nil {
+			args = string(b)
+		}
+	}
+	return capText(args, max)
+}
+
+func redactValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if secretKey.MatchString(k) {
+				x[k] = "***"
+			} else {
+				x[k] = redactValue(val)
+			}
+		}
+	case []any:
+		for i := range x {
+			x[i] = redactValue(x[i])
+		}
+	}
+	return v
+}
+
+func capText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && (s[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d more characters)", len(s)-cut)
+}
+
+func joinText(a, b string) string {
+	if strings.TrimSpace(a) == "" {
+		return b
+	}
+	return a + "\n\n" + b
+}
+
+// budgetText is the user-facing text of a budget error: the limit, and when it resets.
+func budgetText(err error) string {
+	s := err.Error()
+	s = strings.TrimSuffix(s, ": "+agent.ErrBudget.Error())
+	return "Stopped: " + s
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+

@@ -1,0 +1,458 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/internal/ids"
+	"github.com/echogate/echogate/tools"
+)
+
+// stageTimeout bounds the ResponseStage's own writes and posts, which run on a fresh context so a
+// stopped or timed-out turn still gets its final message and records.
+const stageTimeout = 30 * time.Second
+
+// handle processes one dequeued event. It never returns an error: failures are answered with the
+// fallback text and logged with the turn id.
+func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
+	ev := it.ev
+	key := ev.SessionKey()
+	log := p.log.With("session", key, "event_id", ev.ID, "channel", ev.Conversation.Platform)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		defer cancel()
+		if err := p.d.Store.CompleteEvent(cctx, ev.DedupeKey(), p.cfg.Now()); err != nil {
+			log.Error("pipeline: complete event", "err", err)
+		}
+	}()
+	if ev.Actor.IsBot && !ev.Actor.IsSelf {
+		return // adapters drop these; never answer a bot
+	}
+
+	info := echogate.SessionInfo{Key: key, Conversation: ev.Conversation, UserID: ev.Actor.QualifiedID(ev.Conversation.Platform),
+		Ephemeral: ev.Ephemeral, CreatedAt: p.cfg.Now(), UpdatedAt: p.cfg.Now()}
+	if !ev.Actor.IsSelf {
+		if err := p.d.Store.UpsertSession(ctx, info); err != nil {
+			log.Error("pipeline: upsert session", "err", err)
+			p.fail(ctx, log, ev, "", err)
+			return
+		}
+	}
+
+	pend, err := p.d.Store.GetPending(ctx, key)
+	switch {
+	case err == nil:
+		p.handlePaused(ctx, ctl, log, ev, pend)
+		return
+	case !errors.Is(err, echogate.ErrNotFound):
+		log.Error("pipeline: load pending turn", "err", err)
+		p.fail(ctx, log, ev, "", err)
+		return
+	}
+
+	switch {
+	case ev.Actor.IsSelf:
+		return // an internal event for a pause that no longer exists
+	case ev.Kind == echogate.KindReaction:
+		return // reactions only matter on approval prompts (stop is handled by Submit)
+	case isStop(ev):
+		return // nothing is running
+	case strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0:
+		return
+	}
+	user := userMessage(ev)
+	p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{user})
+}
+
+// handlePaused decides what an event means for a paused turn.
+func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) {
+	var st agent.State
+	if err := json.Unmarshal(pend.State, &st); err != nil || len(st.Pending) == 0 {
+		log.Error("pipeline: paused state unreadable, dropping it", "turn", pend.Turn, "err", err)
+		_ = p.d.Store.DeletePending(ctx, ev.SessionKey())
+		p.d.Metrics.ApprovalPending(-1)
+		if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf {
+			p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{userMessage(ev)})
+		}
+		return
+	}
+	platform := ev.Conversation.Platform
+	actor := ev.Actor.QualifiedID(platform)
+	allowed := actor == pend.RequestedBy || p.approvers[actor]
+
+	var (
+		rs       agent.Resume
+		grant    bool
+		extra    []echogate.Message
+		decision string
+		notice   string
+	)
+	rs.CallID = pend.CallID
+
+	switch {
+	case ev.Actor.IsSelf && strings.HasPrefix(ev.ID, timeoutPrefix):
+		if ev.ID != timeoutPrefix+pend.Turn {
+			return // a timeout for an earlier pause
+		}
+		rs.Reason = fmt.Sprintf("not approved: nobody approved within %s", p.cfg.ApprovalTimeout)
+		decision = "timeout"
+		notice = fmt.Sprintf("⏱ Nobody approved `%s` within %s, so it was not run.", pend.Tool, p.cfg.ApprovalTimeout)
+	case pend.Kind == echogate.PauseAsk:
+		if ev.Kind == echogate.KindReaction {
+			return
+		}
+		if isStop(ev) {
+			p.cancelPaused(ctx, log, ev, pend, "Stopped. I won't wait for an answer.")
+			return
+		}
+		rs.Answer = ev.Text
+		decision = "answered"
+	case ev.Kind == echogate.KindReaction:
+		if pend.Prompt.ID != "" && ev.Target.ID != pend.Prompt.ID {
+			return // a reaction on some other message
+		}
+		if !allowed {
+			log.Warn("approval reaction ignored: not the requester or an approver", "actor", actor, "turn", pend.Turn, "tool", pend.Tool)
+			return
+		}
+		switch ev.Reaction {
+		case echogate.ReactionApprove:
+			rs.Approved, decision = true, "approved"
+		case echogate.ReactionApproveSession:
+			rs.Approved, grant, decision = true, true, "approved_session"
+		case echogate.ReactionDeny:
+			rs.Reason, decision = "not approved: "+actor+" denied it", "denied"
+		case echogate.ReactionStop:
+			p.cancelPaused(ctx, log, ev, pend, "Stopped. The pending tool call was not run.")
+			return
+		default:
+			return
+		}
+	default:
+		word := strings.ToLower(strings.TrimSpace(ev.Text))
+		switch word {
+		case "approve", "approved", "approve session", "deny", "denied", "reject":
+			if !allowed {
+				log.Warn("approval reply ignored: not the requester or an approver", "actor", actor, "turn", pend.Turn)
+				return
+			}
+			switch word {
+			case "approve", "approved":
+				rs.Approved, decision = true, "approved"
+			case "approve session":
+				rs.Approved, grant, decision = true, true, "approved_session"
+			default:
+				rs.Reason, decision = "not approved: "+actor+" denied it", "denied"
+			}
+		case "stop":
+			p.cancelPaused(ctx, log, ev, pend, "Stopped. The pending tool call was not run.")
+			return
+		default:
+			// A new message while paused: deny the pending call and handle the message.
+			rs.Reason = "not approved: user sent a new message"
+			decision = "superseded"
+			extra = []echogate.Message{userMessage(ev)}
+		}
+	}
+
+	// Delete first: with several replicas, only the one that removes the pause resumes it.
+	if err := p.d.Store.DeletePending(ctx, ev.SessionKey()); err != nil {
+		log.Error("pipeline: clear pending turn", "turn", pend.Turn, "err", err)
+		return
+	}
+	p.d.Metrics.ApprovalPending(-1)
+	p.d.Metrics.ApprovalDecided(decision, p.cfg.Now().Sub(pend.CreatedAt))
+	log.Info("pause resolved", "turn", pend.Turn, "tool", pend.Tool, "decision", decision, "by", actor)
+	if grant {
+		if err := p.d.Store.GrantTool(ctx, ev.SessionKey(), pend.Tool, actor, p.cfg.Now()); err != nil {
+			log.Error("pipeline: record session grant", "tool", pend.Tool, "err", err)
+		}
+	}
+	if notice != "" {
+		p.notify(ctx, log, ev, notice)
+	}
+	// The resumed turn belongs to the user who started it, whoever decided.
+	p.runTurn(ctx, ctl, log, ev, &st, &rs, extra, withRequester(pend.RequestedBy))
+}
+
+func (p *Pipeline) cancelPaused(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn, text string) {
+	if err := p.d.Store.DeletePending(ctx, ev.SessionKey()); err != nil {
+		log.Error("pipeline: clear pending turn", "err", err)
+		return
+	}
+	p.d.Metrics.ApprovalPending(-1)
+	if t, err := p.d.Store.GetTurn(ctx, pend.Turn); err == nil {
+		t.Status, t.EndedAt = echogate.TurnAborted, p.cfg.Now()
+		_ = p.d.Store.UpdateTurn(ctx, t)
+	}
+	p.notify(ctx, log, ev, text)
+}
+
+type turnOption func(*turn)
+
+func withRequester(id string) turnOption { return func(t *turn) { t.userID = id } }
+
+// turn is the state of one running turn.
+type turn struct {
+	p       *Pipeline
+	id      string
+	ev      echogate.InboundEvent
+	log     *slog.Logger
+	userID  string
+	channel string
+	start   time.Time
+	rep     Replier
+	out     *responder
+
+	mu       sync.Mutex
+	usageIn  int64
+	usageOut int64
+	cost     float64
+	grants   map[string]bool
+	loaded   bool
+}
+
+// runTurn runs the three stages for one event. st and rs are set when resuming a paused turn;
+// msgs are the messages the event adds (the user's message).
+func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, st *agent.State, rs *agent.Resume, msgs []echogate.Message, opts ...turnOption) {
+	t := &turn{p: p, id: ids.New("t_"), ev: ev, start: p.cfg.Now(),
+		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel}
+	for _, o := range opts {
+		o(t)
+	}
+	t.log = log.With("turn", t.id)
+	t.rep = p.d.Repliers[ev.Conversation.Platform]
+	if t.rep == nil {
+		t.log.Error("pipeline: no replier for platform; dropping event", "platform", ev.Conversation.Platform)
+		return
+	}
+	t.out = newResponder(p, t)
+	key := ev.SessionKey()
+	rec := echogate.TurnRecord{ID: t.id, Session: key, EventKey: ev.DedupeKey(), UserID: t.userID, Status: echogate.TurnRunning, Model: p.cfg.Model, StartedAt: t.start}
+	if err := p.d.Store.CreateTurn(ctx, rec); err != nil {
+		t.log.Error("pipeline: create turn", "err", err)
+		p.fail(ctx, t.log, ev, t.id, err)
+		return
+	}
+	t.out.event(echogate.TurnEvent{Type: echogate.TurnStarted})
+	if ty, ok := t.rep.(typer); ok {
+		stopTyping := ty.StartTyping(ctx, ev.Conversation, ev.Message)
+		defer stopTyping()
+	}
+
+	// ContextStage.
+	in, err := p.buildContext(ctx, t, st, rs, msgs)
+	if err != nil {
+		p.finishFailed(t, rec, err)
+		return
+	}
+
+	// InferenceStage.
+	res := agent.Run(ctx, in, p.runtime(ctx, ctl, t))
+
+	// ResponseStage runs on its own bounded context: a stopped or timed-out turn is still
+	// answered and recorded.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	p.respond(rctx, t, rec, res, st != nil)
+}
+
+// userMessage is the transcript message of an inbound event.
+func userMessage(ev echogate.InboundEvent) echogate.Message {
+	text := ev.Text
+	if len(ev.Attachments) > 0 {
+		var b strings.Builder
+		b.WriteString(text)
+		b.WriteString("\n\n[attachments: ")
+		for i, a := range ev.Attachments {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s (%s, %d bytes, id %s)", a.Name, a.MIME, a.Size, a.ID)
+		}
+		b.WriteString("]")
+		text = b.String()
+	}
+	return echogate.Message{Role: echogate.RoleUser, Content: text, Name: ev.Actor.Name}
+}
+
+// runtime builds the agent.Runtime of a turn.
+func (p *Pipeline) runtime(ctx context.Context, ctl *turnCtl, t *turn) agent.Runtime {
+	rt := agent.Runtime{
+		Model: p.d.Model,
+		Params: agent.Params{
+			Model:           p.cfg.Model,
+			MaxIterations:   p.cfg.MaxIterations,
+			MaxTokens:       p.cfg.MaxTokens,
+			ToolConcurrency: p.cfg.ToolConcurrency,
+			Hints: agent.Hints{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel,
+				Attachments: len(t.ev.Attachments)},
+		},
+		Tools:       p.d.Tools.Specs(),
+		Authorize:   t.authorize,
+		ExecuteTool: t.executeTool,
+		IsStopping:  ctl.stopping.Load,
+		Emit:        t.out.emit,
+		ReportUsage: t.reportUsage,
+	}
+	if p.d.Budget != nil {
+		rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
+			return p.d.Budget.Check(ctx, BudgetScope{Turn: t.id, UserID: t.userID, Channel: t.channel,
+				Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}, req)
+		}
+	}
+	if p.d.Compactor != nil {
+		rt.Compact = func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {
+			return p.d.Compactor.Compact(ctx, t.ev.SessionKey(), msgs, t.reportUsage)
+		}
+	}
+	return rt
+}
+
+// authorize is the ApprovalGate: policy override, then safety class; an ask is satisfied by a
+// session grant or by an auto-approving event.
+func (t *turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools.Spec) agent.Decision {
+	v, ok := t.p.policy[call.Name]
+	if !ok {
+		if spec.Safety == tools.Safe {
+			v = agent.Allow
+		} else {
+			v = agent.Ask
+		}
+	}
+	switch v {
+	case agent.Allow:
+		return agent.Decision{Verdict: agent.Allow}
+	case agent.Deny:
+		t.p.d.Metrics.ToolCall(call.Name, "denied", 0)
+		return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not allowed: the gateway's policy denies tool %s (tools.%s.approval: deny)", call.Name, call.Name)}
+	}
+	if t.ev.AutoApprove {
+		return agent.Decision{Verdict: agent.Allow}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.loaded {
+		t.loaded = true
+		t.grants = map[string]bool{}
+		gs, err := t.p.d.Store.Grants(ctx, t.ev.SessionKey())
+		if err != nil {
+			t.log.Warn("pipeline: load session grants", "err", err)
+		}
+		for _, g := range gs {
+			t.grants[g] = true
+		}
+	}
+	if t.grants[call.Name] {
+		return agent.Decision{Verdict: agent.Allow}
+	}
+	return agent.Decision{Verdict: agent.Ask}
+}
+
+// executeTool runs one call with the per-tool timeout; panics become tool errors.
+func (t *turn) executeTool(ctx context.Context, call echogate.ToolCall) (res tools.Result, err error) {
+	tool, ok := t.p.d.Tools.Get(call.Name)
+	if !ok {
+		return tools.Errorf("tool %s is no longer available", call.Name), nil
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, t.p.cfg.ToolTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			t.log.Error("tool panicked", "tool", call.Name, "panic", r)
+			res, err = tools.Errorf("tool %s failed: internal error (panic)", call.Name), nil
+		}
+		result := "ok"
+		switch {
+		case err != nil:
+			result = "failed"
+		case res.IsError:
+			result = "error"
+		}
+		t.p.d.Metrics.ToolCall(call.Name, result, time.Since(start))
+	}()
+	args := json.RawMessage(call.Arguments)
+	if len(strings.TrimSpace(call.Arguments)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res, err = tool.Call(cctx, args)
+	if err != nil {
+		var ask *tools.AskUserError
+		switch {
+		case errors.As(err, &ask):
+			return res, err
+		case ctx.Err() != nil:
+			return res, err // the turn itself ended
+		case cctx.Err() != nil:
+			return tools.Errorf("tool %s timed out after %s", call.Name, t.p.cfg.ToolTimeout), nil
+		}
+		// A tool's own failure is something the model can work around; log it for operators.
+		t.log.Warn("tool failed", "tool", call.Name, "err", err)
+		return tools.Errorf("tool %s failed: %v", call.Name, err), nil
+	}
+	return res, nil
+}
+
+// reportUsage is the single entry point of usage into the ledger.
+func (t *turn) reportUsage(u echogate.Usage) {
+	if t.p.d.Pricer != nil && u.CostUSD == 0 {
+		u.CostUSD = t.p.d.Pricer.Price(u)
+	}
+	t.mu.Lock()
+	t.usageIn += u.InputTokens
+	t.usageOut += u.OutputTokens
+	t.cost += u.CostUSD
+	t.mu.Unlock()
+	t.p.d.Metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
+	ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
+	defer cancel()
+	_, err := t.p.d.Store.RecordUsage(ctx, echogate.UsageRecord{Turn: t.id, Session: t.ev.SessionKey(), UserID: t.userID,
+		Channel: t.channel, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()})
+	if err != nil {
+		t.log.Error("pipeline: record usage in ledger", "model", u.Model, "err", err)
+	}
+}
+
+// notify posts a short notice into the event's conversation.
+func (p *Pipeline) notify(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string) {
+	rep := p.d.Repliers[ev.Conversation.Platform]
+	if rep == nil {
+		return
+	}
+	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text, Session: ev.SessionKey()}); err != nil {
+		log.Error("pipeline: post notice", "err", err)
+	}
+}
+
+// fail answers with the fallback text after an unrecoverable error before the turn ran.
+func (p *Pipeline) fail(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, turnID string, err error) {
+	p.d.Metrics.DegradedAnswer()
+	log.Error("turn failed", "turn", turnID, "err", err)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	text := p.cfg.FallbackText
+	if turnID != "" {
+		text += " (ref " + turnID + ")"
+	}
+	p.notify(cctx, log, ev, text)
+}
+
+func (p *Pipeline) finishFailed(t *turn, rec echogate.TurnRecord, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
+	defer cancel()
+	rec.Status, rec.Error, rec.EndedAt = echogate.TurnFailed, err.Error(), p.cfg.Now()
+	_ = p.d.Store.UpdateTurn(ctx, rec)
+	p.fail(ctx, t.log, t.ev, t.id, err)
+	t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: p.cfg.FallbackText})
+	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(echogate.TurnFailed), Text: p.cfg.FallbackText})
+	p.d.Metrics.Turn(t.ev.Conversation.Platform, string(echogate.TurnFailed), p.cfg.Now().Sub(t.start))
+}
