@@ -160,7 +160,7 @@ type Pause struct {
 type Result struct {
 	Status       Status
 	Pause        *Pause
-	Messages     []echogate.Message // messages the loop produced (assistant, tool results), in order; Input messages are not repeated
+	Messages     []echogate.Message // messages the loop added (assistant, tool results; when resuming also Input.Messages, placed after the resolved calls), in order
 	State        State              // full state; persist it when paused
 	Usage        []echogate.Usage   // every usage reported during this Run, in order
 	Answer       string             // the assistant text of this Run, paragraphs joined (partial when aborted)

@@ -73,7 +73,9 @@ func (r *runner) run(ctx context.Context, in Input) Result {
 		if res, ended := r.checkStop(ctx); ended {
 			return res
 		}
-		r.state.Messages = append(r.state.Messages, in.Messages...)
+		for _, m := range in.Messages {
+			r.addMessage(m)
+		}
 	} else {
 		if in.Resume != nil {
 			return r.finish(StatusError, "", fmt.Errorf("%w: resume given without state", ErrBadResume))
