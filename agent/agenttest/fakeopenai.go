@@ -1,0 +1,815 @@
+package agenttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/echogate/echogate"
+)
+
+// Answer scripts one response of FakeOpenAI. The zero value answers an empty text; Status makes it
+// an HTTP error instead.
+type Answer struct {
+	// Text is the assistant content, streamed in fragments of FragmentSize runes (default 4).
+	Text string
+	// Reasoning is streamed before Text as delta.reasoning_content (DeepSeek / vLLM style).
+	Reasoning    string
+	FragmentSize int
+	// ToolCalls are streamed as tool_calls fragments: the first fragment of each call carries index,
+	// id, type and name; the arguments follow in pieces of ArgFragmentSize bytes (default 6), the
+	// calls interleaved round-robin. An empty ID becomes "call_<request>_<i>".
+	ToolCalls       []echogate.ToolCall
+	ArgFragmentSize int
+	// FinishReason defaults to "tool_calls" when ToolCalls is set, else "stop".
+	FinishReason string
+	// Model is the model named in the chunks (default: the request's).
+	Model string
+	// PromptTokens and CompletionTokens are reported in the usage chunk; zero means an estimate of
+	// about 4 bytes per token. CachedTokens goes to prompt_tokens_details.cached_tokens.
+	PromptTokens, CompletionTokens, CachedTokens int64
+	// OmitUsage leaves out the usage chunk even when the request asked for it.
+	OmitUsage bool
+
+	// Status, when not 0 or 200, answers with that HTTP status and an OpenAI error body. ErrorType,
+	// ErrorCode and ErrorMessage default to what OpenAI sends for the status.
+	Status       int
+	ErrorMessage string
+	ErrorType    string
+	ErrorCode    string
+	// RetryAfter sets the Retry-After (whole seconds, rounded up) and retry-after-ms headers.
+	RetryAfter time.Duration
+
+	// Latency delays the response headers; ChunkDelay spaces the chunks. Both end early when the
+	// client goes away.
+	Latency    time.Duration
+	ChunkDelay time.Duration
+	// Drop closes the connection abruptly after DropAfter chunks (0: right after the headers),
+	// without the terminating [DONE] or the chunked-encoding trailer.
+	Drop      bool
+	DropAfter int
+	// Hold, when non-nil, stops the stream after HoldAfter chunks until Hold is closed or the client
+	// goes away.
+	Hold      <-chan struct{}
+	HoldAfter int
+}
+
+// TextAnswer answers text.
+func TextAnswer(text string) Answer { return Answer{Text: text} }
+
+// ToolAnswer answers with tool calls.
+func ToolAnswer(calls ...echogate.ToolCall) Answer { return Answer{ToolCalls: calls} }
+
+// StatusAnswer answers with an HTTP error status.
+func StatusAnswer(status int) Answer { return Answer{Status: status} }
+
+// RateLimited answers 429 with a Retry-After header.
+func RateLimited(after time.Duration) Answer {
+	return Answer{Status: http.StatusTooManyRequests, RetryAfter: after}
+}
+
+// Responder picks the answer for a chat request; ok false passes to the next responder.
+type Responder func(req ChatRequest) (a Answer, ok bool)
+
+// FakeOpenAIOptions configures a FakeOpenAI. The zero value accepts any key and model.
+type FakeOpenAIOptions struct {
+	// APIKey, when set, must be sent as "Authorization: Bearer <APIKey>"; otherwise 401.
+	APIKey string
+	// Models, when set, lists the models that exist; others get 404 model_not_found. GET
+	// /v1/models lists them (or a small default list).
+	Models []string
+	// Default answers chat requests that neither the queue nor a responder answered. Without it such
+	// a request gets a 400 naming the missing script.
+	Default *Answer
+	// EmbeddingDims is the vector size when the request names no dimensions; 0 means 1536.
+	EmbeddingDims int
+	// Lenient skips the transcript checks the real API makes (tool messages answering tool calls,
+	// tool names, non-empty messages).
+	Lenient bool
+}
+
+// FakeOpenAI is an httptest server speaking the OpenAI wire protocol on 127.0.0.1:
+// POST /v1/chat/completions (streaming SSE and plain JSON), POST /v1/embeddings, GET /v1/models.
+//
+// Chat answers come, in order of precedence, from the queue (Enqueue), the responders (Respond)
+// and the default answer. Every decoded request is recorded. It is safe for concurrent use.
+type FakeOpenAI struct {
+	srv  *httptest.Server
+	opts FakeOpenAIOptions
+
+	mu         sync.Mutex
+	queue      []Answer
+	embedQueue []Answer
+	responders []Responder
+	chats      []ChatRequest
+	embeds     []EmbeddingRequest
+	created    int64
+}
+
+// NewFakeOpenAI starts a fake server. Close it when done.
+func NewFakeOpenAI(opts FakeOpenAIOptions) *FakeOpenAI {
+	f := &FakeOpenAI{opts: opts, created: 1700000000}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", f.handleChat)
+	mux.HandleFunc("/v1/embeddings", f.handleEmbeddings)
+	mux.HandleFunc("/v1/models", f.handleModels)
+	mux.HandleFunc("/v1/models/{id}", f.handleModels)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "invalid_request_error", "")
+	})
+	f.srv = httptest.NewServer(mux)
+	return f
+}
+
+// URL is the base URL to configure clients with, including /v1.
+func (f *FakeOpenAI) URL() string { return f.srv.URL + "/v1" }
+
+// Close shuts the server down, closing open streams.
+func (f *FakeOpenAI) Close() {
+	f.srv.CloseClientConnections()
+	f.srv.Close()
+}
+
+// Enqueue adds one-shot chat answers, used first, in order.
+func (f *FakeOpenAI) Enqueue(a ...Answer) {
+	f.mu.Lock()
+	f.queue = append(f.queue, a...)
+	f.mu.Unlock()
+}
+
+// EnqueueEmbedding adds one-shot embedding answers. Only Status, the Error* fields, RetryAfter,
+// Latency and Drop apply; a zero Answer computes the embeddings normally.
+func (f *FakeOpenAI) EnqueueEmbedding(a ...Answer) {
+	f.mu.Lock()
+	f.embedQueue = append(f.embedQueue, a...)
+	f.mu.Unlock()
+}
+
+// Respond adds a responder consulted (in order of addition) when the queue is empty. It runs
+// outside the server's lock, on the request's goroutine, and may be called concurrently.
+func (f *FakeOpenAI) Respond(r Responder) {
+	f.mu.Lock()
+	f.responders = append(f.responders, r)
+	f.mu.Unlock()
+}
+
+// Pending returns how many queued chat answers are unused.
+func (f *FakeOpenAI) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue)
+}
+
+// ChatRequests returns the chat requests received so far, in arrival order.
+func (f *FakeOpenAI) ChatRequests() []ChatRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.chats)
+}
+
+// EmbeddingRequests returns the embedding requests received so far, in arrival order.
+func (f *FakeOpenAI) EmbeddingRequests() []EmbeddingRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.embeds)
+}
+
+const maxBody = 32 << 20
+
+func (f *FakeOpenAI) authorize(w http.ResponseWriter, r *http.Request) bool {
+	if f.opts.APIKey == "" {
+		return true
+	}
+	if r.Header.Get("Authorization") == "Bearer "+f.opts.APIKey {
+		return true
+	}
+	writeError(w, http.StatusUnauthorized, "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key")
+	return false
+}
+
+func (f *FakeOpenAI) modelExists(model string) bool {
+	return len(f.opts.Models) == 0 || slices.Contains(f.opts.Models, model)
+}
+
+func (f *FakeOpenAI) handleChat(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed; use POST", "invalid_request_error", "")
+		return
+	}
+	if !f.authorize(w, r) {
+		return
+	}
+	var req ChatRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error(), "invalid_request_error", "")
+		return
+	}
+	req.Header = r.Header.Clone()
+	f.mu.Lock()
+	req.Seq = len(f.chats) + 1
+	f.chats = append(f.chats, req)
+	f.mu.Unlock()
+
+	if !f.opts.Lenient {
+		if msg, param := validateChat(req); msg != "" {
+			writeJSON(w, http.StatusBadRequest, wireError{Error: wireErrorBody{Message: msg, Type: "invalid_request_error", Param: &param}})
+			return
+		}
+	}
+	if !f.modelExists(req.Model) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "model_not_found")
+		return
+	}
+	a, ok := f.pickChat(req)
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("agenttest.FakeOpenAI: no answer scripted for chat request %d (last message role %q): Enqueue an answer, add a Responder or set Options.Default", req.Seq, req.Last().Role), "invalid_request_error", "")
+		return
+	}
+	if !waitCtx(r.Context(), a.Latency) {
+		return
+	}
+	if a.Status != 0 && a.Status != http.StatusOK {
+		writeAnswerError(w, a)
+		return
+	}
+	if a.Drop && a.DropAfter == 0 && !req.Stream {
+		hijackClose(w)
+		return
+	}
+	s := newScript(a, req)
+	if req.Stream {
+		f.stream(w, r, a, req, s)
+		return
+	}
+	f.complete(w, a, req, s)
+}
+
+func (f *FakeOpenAI) pickChat(req ChatRequest) (Answer, bool) {
+	f.mu.Lock()
+	if len(f.queue) > 0 {
+		a := f.queue[0]
+		f.queue = f.queue[1:]
+		f.mu.Unlock()
+		return a, true
+	}
+	rs := slices.Clone(f.responders)
+	f.mu.Unlock()
+	for _, resp := range rs {
+		if a, ok := resp(req); ok {
+			return a, true
+		}
+	}
+	if f.opts.Default != nil {
+		return *f.opts.Default, true
+	}
+	return Answer{}, false
+}
+
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// validateChat makes the checks the real API makes on the transcript. It returns the error
+// message and the offending parameter, or "" when the request is acceptable.
+func validateChat(req ChatRequest) (msg, param string) {
+	if req.Model == "" {
+		return "you must provide a model parameter", "model"
+	}
+	if len(req.Messages) == 0 {
+		return "[] is too short - 'messages'", "messages"
+	}
+	if req.StreamOptions != nil && !req.Stream {
+		return "The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options"
+	}
+	for i, t := range req.Tools {
+		if t.Type != "function" {
+			return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function'.", t.Type), fmt.Sprintf("tools[%d].type", i)
+		}
+		if !toolNameRE.MatchString(t.Function.Name) {
+			return fmt.Sprintf("Invalid 'tools[%d].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", i), fmt.Sprintf("tools[%d].function.name", i)
+		}
+		if len(t.Function.Parameters) > 0 {
+			var obj map[string]any
+			if err := json.Unmarshal(t.Function.Parameters, &obj); err != nil {
+				return fmt.Sprintf("Invalid schema for function '%s': parameters must be a JSON object.", t.Function.Name), fmt.Sprintf("tools[%d].function.parameters", i)
+			}
+			if typ, _ := obj["type"].(string); typ != "object" {
+				return fmt.Sprintf("Invalid schema for function '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%v\"'.", t.Function.Name, obj["type"]), fmt.Sprintf("tools[%d].function.parameters", i)
+			}
+		}
+	}
+	var pending []string // tool_call ids awaiting a tool message
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool":
+		default:
+			return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.", m.Role), fmt.Sprintf("messages[%d].role", i)
+		}
+		if m.Role == "tool" {
+			if m.ToolCallID == "" {
+				return fmt.Sprintf("Missing required parameter: 'messages[%d].tool_call_id'.", i), fmt.Sprintf("messages[%d].tool_call_id", i)
+			}
+			j := slices.Index(pending, m.ToolCallID)
+			if j < 0 {
+				return "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", fmt.Sprintf("messages.[%d].role", i)
+			}
+			pending = slices.Delete(pending, j, j+1)
+			continue
+		}
+		if len(pending) > 0 {
+			return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(pending, ", "), "messages"
+		}
+		if m.Role == "assistant" {
+			for k, tc := range m.ToolCalls {
+				if tc.ID == "" || tc.Function.Name == "" {
+					return fmt.Sprintf("Missing required parameter: 'messages[%d].tool_calls[%d].id' or '.function.name'.", i, k), fmt.Sprintf("messages[%d].tool_calls[%d]", i, k)
+				}
+				pending = append(pending, tc.ID)
+			}
+		}
+		if m.Role == "user" && m.Content == "" && len(m.Parts) == 0 {
+			return fmt.Sprintf("Invalid 'messages[%d].content': empty user message.", i), fmt.Sprintf("messages[%d].content", i)
+		}
+	}
+	if len(pending) > 0 {
+		return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(pending, ", "), "messages"
+	}
+	return "", ""
+}
+
+// script is an answer resolved against its request.
+type script struct {
+	id, model, finish string
+	calls             []echogate.ToolCall
+	usage             wireUsage
+}
+
+func newScript(a Answer, req ChatRequest) script {
+	s := script{id: fmt.Sprintf("chatcmpl-fake%d", req.Seq), model: a.Model, finish: a.FinishReason}
+	if s.model == "" {
+		s.model = req.Model
+	}
+	for i, c := range a.ToolCalls {
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("call_%d_%d", req.Seq, i)
+		}
+		s.calls = append(s.calls, c)
+	}
+	if s.finish == "" {
+		s.finish = "stop"
+		if len(s.calls) > 0 {
+			s.finish = "tool_calls"
+		}
+	}
+	prompt, completion := a.PromptTokens, a.CompletionTokens
+	if prompt == 0 {
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.Content) + 4
+			for _, tc := range m.ToolCalls {
+				n += len(tc.Function.Name) + len(tc.Function.Arguments)
+			}
+		}
+		for _, t := range req.Tools {
+			n += len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
+		}
+		prompt = tokensForLen(n)
+	}
+	if completion == 0 {
+		n := len(a.Text) + len(a.Reasoning)
+		for _, c := range s.calls {
+			n += len(c.Name) + len(c.Arguments)
+		}
+		completion = tokensForLen(n)
+	}
+	s.usage = wireUsage{
+		PromptTokens:            prompt,
+		CompletionTokens:        completion,
+		TotalTokens:             prompt + completion,
+		PromptTokensDetails:     map[string]int{"cached_tokens": int(a.CachedTokens), "audio_tokens": 0},
+		CompletionTokensDetails: map[string]int{"reasoning_tokens": int(tokensForLen(len(a.Reasoning))), "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+	}
+	return s
+}
+
+func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, a Answer, req ChatRequest, s script) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Request-Id", fmt.Sprintf("req_fake_%d", req.Seq))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	ctx := r.Context()
+	sent := 0
+	var buf bytes.Buffer
+	// send writes one event; false means stop (client gone, or dropped on purpose).
+	send := func(payload any) bool {
+		if a.Drop && sent == a.DropAfter {
+			hijackClose(w)
+			return false
+		}
+		if a.Hold != nil && sent == a.HoldAfter {
+			select {
+			case <-a.Hold:
+			case <-ctx.Done():
+				return false
+			}
+		}
+		if sent > 0 && !waitCtx(ctx, a.ChunkDelay) {
+			return false
+		}
+		buf.Reset()
+		buf.WriteString("data: ")
+		if raw, ok := payload.(string); ok {
+			buf.WriteString(raw)
+		} else {
+			b, err := json.Marshal(payload)
+			if err != nil {
+				return false
+			}
+			buf.Write(b)
+		}
+		buf.WriteString("\n\n")
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return false
+		}
+		if err := rc.Flush(); err != nil {
+			return false
+		}
+		sent++
+		return true
+	}
+	chunk := func(d chunkDelta, finish *string) wireChunk {
+		return wireChunk{
+			ID: s.id, Object: "chat.completion.chunk", Created: f.created, Model: s.model,
+			SystemFingerprint: "fp_fake",
+			Choices:           []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}},
+		}
+	}
+	empty := ""
+	if !send(chunk(chunkDelta{Role: "assistant", Content: &empty}, nil)) {
+		return
+	}
+	for _, frag := range Fragments(a.Reasoning, a.FragmentSize) {
+		if !send(chunk(chunkDelta{ReasoningContent: frag}, nil)) {
+			return
+		}
+	}
+	for _, frag := range Fragments(a.Text, a.FragmentSize) {
+		if !send(chunk(chunkDelta{Content: &frag}, nil)) {
+			return
+		}
+	}
+	argSize := a.ArgFragmentSize
+	if argSize <= 0 {
+		argSize = 6
+	}
+	frags := make([][]string, len(s.calls))
+	rounds := 1
+	for i, c := range s.calls {
+		frags[i] = splitBytes(c.Arguments, argSize)
+		rounds = max(rounds, len(frags[i])+1)
+	}
+	for round := 0; len(s.calls) > 0 && round < rounds; round++ {
+		for i, c := range s.calls {
+			idx := i
+			var tc WireToolCall
+			switch {
+			case round == 0:
+				tc = WireToolCall{Index: &idx, ID: c.ID, Type: "function", Function: WireFunction{Name: c.Name, Arguments: ""}}
+			case round-1 < len(frags[i]):
+				tc = WireToolCall{Index: &idx, Function: WireFunction{Arguments: frags[i][round-1]}}
+			default:
+				continue
+			}
+			if !send(chunk(chunkDelta{ToolCalls: []WireToolCall{tc}}, nil)) {
+				return
+			}
+		}
+	}
+	finish := s.finish
+	if !send(chunk(chunkDelta{}, &finish)) {
+		return
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !a.OmitUsage {
+		u := s.usage
+		if !send(wireChunk{ID: s.id, Object: "chat.completion.chunk", Created: f.created, Model: s.model, SystemFingerprint: "fp_fake", Choices: []chunkChoice{}, Usage: &u}) {
+			return
+		}
+	}
+	send("[DONE]")
+}
+
+func (f *FakeOpenAI) complete(w http.ResponseWriter, a Answer, req ChatRequest, s script) {
+	msg := completionMsg{Role: "assistant", ReasoningContent: a.Reasoning}
+	if a.Text != "" || len(s.calls) == 0 {
+		text := a.Text
+		msg.Content = &text
+	}
+	for _, c := range s.calls {
+		msg.ToolCalls = append(msg.ToolCalls, WireToolCall{ID: c.ID, Type: "function", Function: WireFunction{Name: c.Name, Arguments: c.Arguments}})
+	}
+	u := s.usage
+	body := wireCompletion{
+		ID: s.id, Object: "chat.completion", Created: f.created, Model: s.model, SystemFingerprint: "fp_fake",
+		Choices: []completionChoice{{Index: 0, Message: msg, FinishReason: s.finish}},
+		Usage:   &u,
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprintf("req_fake_%d", req.Seq))
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (f *FakeOpenAI) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed; use POST", "invalid_request_error", "")
+		return
+	}
+	if !f.authorize(w, r) {
+		return
+	}
+	var raw struct {
+		Model          string          `json:"model"`
+		Input          json.RawMessage `json:"input"`
+		Dimensions     int             `json:"dimensions"`
+		EncodingFormat string          `json:"encoding_format"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&raw); err != nil {
+		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error(), "invalid_request_error", "")
+		return
+	}
+	req := EmbeddingRequest{Model: raw.Model, Dimensions: raw.Dimensions, EncodingFormat: raw.EncodingFormat, Header: r.Header.Clone()}
+	var one string
+	inputErr := ""
+	if err := json.Unmarshal(raw.Input, &one); err == nil {
+		req.Input = []string{one}
+	} else if err := json.Unmarshal(raw.Input, &req.Input); err != nil {
+		inputErr = "'input' must be a string or an array of strings (token arrays are not supported by the fake)"
+	}
+	f.mu.Lock()
+	req.Seq = len(f.embeds) + 1
+	f.embeds = append(f.embeds, req)
+	var a Answer
+	if len(f.embedQueue) > 0 {
+		a = f.embedQueue[0]
+		f.embedQueue = f.embedQueue[1:]
+	}
+	f.mu.Unlock()
+
+	switch {
+	case req.Model == "":
+		writeError(w, http.StatusBadRequest, "you must provide a model parameter", "invalid_request_error", "")
+		return
+	case inputErr != "":
+		writeError(w, http.StatusBadRequest, inputErr, "invalid_request_error", "")
+		return
+	case len(req.Input) == 0 || len(req.Input) > 2048:
+		writeError(w, http.StatusBadRequest, "'$.input' is invalid: it must hold 1 to 2048 inputs", "invalid_request_error", "")
+		return
+	case req.Dimensions < 0:
+		writeError(w, http.StatusBadRequest, "Invalid value for 'dimensions' = "+strconv.Itoa(req.Dimensions)+". Must be greater than 0.", "invalid_request_error", "")
+		return
+	}
+	for i, in := range req.Input {
+		if in == "" {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("'$.input[%d]' is invalid: empty strings are not allowed", i), "invalid_request_error", "")
+			return
+		}
+	}
+	if !f.modelExists(req.Model) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "model_not_found")
+		return
+	}
+	if !waitCtx(r.Context(), a.Latency) {
+		return
+	}
+	if a.Status != 0 && a.Status != http.StatusOK {
+		writeAnswerError(w, a)
+		return
+	}
+	if a.Drop {
+		hijackClose(w)
+		return
+	}
+	dims := req.Dimensions
+	if dims == 0 {
+		dims = f.opts.EmbeddingDims
+	}
+	if dims <= 0 {
+		dims = 1536
+	}
+	type b64Embedding struct {
+		Object    string `json:"object"`
+		Index     int    `json:"index"`
+		Embedding string `json:"embedding"`
+	}
+	var tokens int64
+	floats := make([]wireEmbedding, 0, len(req.Input))
+	b64s := make([]b64Embedding, 0, len(req.Input))
+	for i, in := range req.Input {
+		tokens += EstimateTokens(in)
+		v := HashEmbedding(in, dims)
+		if req.EncodingFormat == "base64" {
+			b := make([]byte, 4*len(v))
+			for k, x := range v {
+				binary.LittleEndian.PutUint32(b[4*k:], math.Float32bits(x))
+			}
+			b64s = append(b64s, b64Embedding{Object: "embedding", Index: i, Embedding: base64.StdEncoding.EncodeToString(b)})
+			continue
+		}
+		floats = append(floats, wireEmbedding{Object: "embedding", Index: i, Embedding: v})
+	}
+	usage := wireEmbedUsage{PromptTokens: tokens, TotalTokens: tokens}
+	if req.EncodingFormat == "base64" {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": b64s, "model": req.Model, "usage": usage})
+		return
+	}
+	writeJSON(w, http.StatusOK, wireEmbeddingList{Object: "list", Data: floats, Model: req.Model, Usage: usage})
+}
+
+func (f *FakeOpenAI) handleModels(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed; use GET", "invalid_request_error", "")
+		return
+	}
+	if !f.authorize(w, r) {
+		return
+	}
+	models := f.opts.Models
+	if len(models) == 0 {
+		models = []string{"gpt-4o-mini", "gpt-4o", "text-embedding-3-small"}
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	if id := r.PathValue("id"); id != "" {
+		if !f.modelExists(id) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("The model '%s' does not exist", id), "invalid_request_error", "model_not_found")
+			return
+		}
+		writeJSON(w, http.StatusOK, model{ID: id, Object: "model", Created: f.created, OwnedBy: "echogate-fake"})
+		return
+	}
+	list := make([]model, len(models))
+	for i, m := range models {
+		list[i] = model{ID: m, Object: "model", Created: f.created, OwnedBy: "echogate-fake"}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})
+}
+
+func writeAnswerError(w http.ResponseWriter, a Answer) {
+	if a.RetryAfter > 0 {
+		secs := int64(math.Ceil(a.RetryAfter.Seconds()))
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		w.Header().Set("Retry-After-Ms", strconv.FormatInt(a.RetryAfter.Milliseconds(), 10))
+	}
+	msg, typ, code := a.ErrorMessage, a.ErrorType, a.ErrorCode
+	dmsg, dtyp, dcode := defaultError(a.Status)
+	if msg == "" {
+		msg = dmsg
+	}
+	if typ == "" {
+		typ = dtyp
+	}
+	if code == "" {
+		code = dcode
+	}
+	writeError(w, a.Status, msg, typ, code)
+}
+
+func defaultError(status int) (msg, typ, code string) {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+	case status == http.StatusForbidden:
+		return "You are not allowed to access this resource.", "invalid_request_error", "unsupported_country_region_territory"
+	case status == http.StatusNotFound:
+		return "The model does not exist or you do not have access to it.", "invalid_request_error", "model_not_found"
+	case status == http.StatusTooManyRequests:
+		return "Rate limit reached for requests. Please try again later.", "requests", "rate_limit_exceeded"
+	case status >= 500:
+		return "The server had an error while processing your request. Sorry about that!", "server_error", ""
+	}
+	return "Invalid request.", "invalid_request_error", ""
+}
+
+func writeError(w http.ResponseWriter, status int, msg, typ, code string) {
+	var c any
+	if code != "" {
+		c = code
+	}
+	writeJSON(w, status, wireError{Error: wireErrorBody{Message: msg, Type: typ, Code: c}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// hijackClose closes the connection under the response abruptly: the client sees a truncated
+// chunked body (io.ErrUnexpectedEOF), as when a proxy or the server dies mid-stream.
+func hijackClose(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// Cannot hijack (HTTP/2): abort the handler, which resets the stream.
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
+// waitCtx waits d (no wait when d <= 0); false when ctx ended first.
+func waitCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func splitBytes(s string, size int) []string {
+	var out []string
+	for len(s) > size {
+		out = append(out, s[:size])
+		s = s[size:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// HashEmbedding is the fake's deterministic embedding: a normalised sum of pseudo-random vectors,
+// one per lower-cased word (feature hashing), so texts sharing words are close in cosine
+// similarity. dims <= 0 means 1536.
+func HashEmbedding(text string, dims int) []float32 {
+	if dims <= 0 {
+		dims = 1536
+	}
+	v := make([]float32, dims)
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	if len(words) == 0 {
+		words = []string{text}
+	}
+	for _, w := range words {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(w))
+		x := h.Sum64()
+		for i := range v {
+			x = splitmix64(x)
+			v[i] += float32(int64(x>>11))/float32(1<<52) - 1
+		}
+	}
+	var norm float64
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if norm == 0 {
+		v[0] = 1
+		return v
+	}
+	inv := float32(1 / math.Sqrt(norm))
+	for i := range v {
+		v[i] *= inv
+	}
+	return v
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	z := x
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

@@ -1,0 +1,265 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+// respInfo records what the transport saw of one attempt's HTTP response: go-openai drops the
+// headers of error responses, and Retry-After lives there.
+type respInfo struct {
+	sent       bool
+	status     int
+	retryAfter time.Duration
+	hasRetry   bool
+	requestID  string
+}
+
+type infoKey struct{}
+
+// captureDoer is the HTTP doer given to go-openai: it fills the attempt's respInfo from ctx.
+type captureDoer struct{ c *http.Client }
+
+func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
+	info, _ := req.Context().Value(infoKey{}).(*respInfo)
+	if info != nil {
+		info.sent = true
+	}
+	resp, err := d.c.Do(req)
+	if err != nil || info == nil {
+		return resp, err
+	}
+	info.status = resp.StatusCode
+	info.requestID = resp.Header.Get("X-Request-Id")
+	info.retryAfter, info.hasRetry = parseRetryAfter(resp.Header, time.Now())
+	return resp, nil
+}
+
+// parseRetryAfter reads retry-after-ms (OpenAI) or Retry-After (seconds or an HTTP date).
+func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && !math.IsInf(ms, 0) {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e9 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// callbackError marks an error returned by the caller's onDelta: it is returned as-is, wrapped.
+type callbackError struct{ err error }
+
+func (e *callbackError) Error() string { return e.err.Error() }
+func (e *callbackError) Unwrap() error { return e.err }
+
+// idleTimeout is an attempt that saw no data for Config.Timeout.
+type idleTimeout struct{ d time.Duration }
+
+func (e *idleTimeout) Error() string { return fmt.Sprintf("no data for %s", e.d) }
+func (e *idleTimeout) Unwrap() error { return ErrTimeout }
+
+// errTruncated: the stream ended (EOF) without a finish reason.
+var errTruncated = errors.New("the stream ended without a finish reason (connection closed early)")
+
+// attemptFunc runs one attempt; delivered is the number of characters handed to the caller.
+type attemptFunc func(ctx context.Context) (delivered int, err error)
+
+// withIdleTimeout derives an attempt context cancelled after d without kick(); timedOut reports
+// whether the timer fired. stop releases the timer.
+func (p *Provider) withIdleTimeout(ctx context.Context) (actx context.Context, kick func(), timedOut func() bool, stop func()) {
+	actx, cancel := context.WithCancel(ctx)
+	var fired atomic.Bool
+	t := p.newTimer(p.cfg.Timeout, func() {
+		fired.Store(true)
+		cancel()
+	})
+	return actx, func() { t.Reset(p.cfg.Timeout) }, fired.Load, func() { t.Stop(); cancel() }
+}
+
+// retry runs fn until it succeeds, fails for good, or the retries are spent. Only attempts that
+// delivered nothing are retried.
+func (p *Provider) retry(ctx context.Context, op, model string, fn attemptFunc) error {
+	for attempt := 1; ; attempt++ {
+		info := &respInfo{}
+		delivered, err := fn(context.WithValue(ctx, infoKey{}, info))
+		if err == nil {
+			return nil
+		}
+		var cb *callbackError
+		if errors.As(err, &cb) {
+			return fmt.Errorf("openai: %s with %s: aborted by the caller after %d chars: %w", op, model, delivered, cb.err)
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("openai: %s with %s at %s: %w after %d chars", op, model, p.base, cerr, delivered)
+		}
+		c := p.classify(op, model, err, info)
+		e := c.Error
+		e.Attempts = attempt
+		if delivered > 0 {
+			e.Streamed = delivered
+			e.kinds = []error{ErrStreamBroken}
+			e.retryAfter = nil
+			e.Hint = "the partial answer was kept; the turn can be retried"
+			return e
+		}
+		retryable := c.retryable
+		wait := p.backoff(attempt)
+		if info.hasRetry && e.Status == http.StatusTooManyRequests {
+			wait = info.retryAfter
+			if wait > p.cfg.MaxRetryAfter {
+				retryable = false
+			}
+		}
+		if e.Status == http.StatusTooManyRequests {
+			e.retryAfter = &echogate.RetryAfterError{After: wait, Err: e.Err}
+		}
+		if !retryable || attempt > p.cfg.MaxRetries {
+			return e
+		}
+		p.log.Warn("openai: retrying", "op", op, "model", model, "attempt", attempt, "status", e.Status, "wait", wait, "err", e.Message)
+		if serr := p.sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("openai: %s with %s: waiting %s to retry after %q: %w", op, model, wait, e.Message, serr)
+		}
+	}
+}
+
+// backoff is the wait before retry number attempt (1-based): base·2^(attempt-1) capped at
+// MaxRetryDelay, with "equal jitter" (between half and all of it).
+func (p *Provider) backoff(attempt int) time.Duration {
+	d := p.cfg.RetryBaseDelay << min(attempt-1, 30)
+	if d <= 0 || d > p.cfg.MaxRetryDelay {
+		d = p.cfg.MaxRetryDelay
+	}
+	return d/2 + time.Duration(p.jitter()*float64(d/2))
+}
+
+// classified is an Error with its retry decision.
+type classified struct {
+	*Error
+	retryable bool
+}
+
+// classify turns an attempt's error into an *Error: its kind, whether it is worth retrying and
+// what the user should fix.
+func (p *Provider) classify(op, model string, err error, info *respInfo) classified {
+	e := &Error{Op: op, Model: model, BaseURL: p.base, Err: err, RequestID: info.requestID, Message: err.Error()}
+	var apiErr *goopenai.APIError
+	var reqErr *goopenai.RequestError
+	var idle *idleTimeout
+	switch {
+	case errors.As(err, &apiErr):
+		e.Status = apiErr.HTTPStatusCode
+		e.Message = apiErr.Message
+		e.Code = errorCode(apiErr.Code)
+		if e.Code == "" {
+			e.Code = apiErr.Type
+		}
+	case errors.As(err, &reqErr):
+		e.Status = reqErr.HTTPStatusCode
+		e.Message = strings.TrimSpace(truncate(string(reqErr.Body), 300))
+		if e.Message == "" {
+			e.Message = http.StatusText(reqErr.HTTPStatusCode)
+		}
+	case errors.As(err, &idle):
+		e.Message = fmt.Sprintf("no data for %s", idle.d)
+		e.kinds = []error{agent.ErrUnavailable, ErrTimeout}
+		e.Hint = "the endpoint is slow or stalled; raise the provider timeout if the model is known to be slow"
+		return classified{e, true}
+	case !info.sent:
+		// Failed before any request was made: go-openai rejected the request itself.
+		e.kinds = []error{ErrBadRequest}
+		e.Hint = "the request could not be built; check the model's parameters"
+		return classified{e, false}
+	}
+	if e.Status == 0 && info.status >= 400 {
+		e.Status = info.status
+	}
+	switch s := e.Status; {
+	case s == http.StatusUnauthorized:
+		e.kinds = []error{ErrAuth}
+		e.Hint = "the endpoint rejected the API key: check OPENAI_API_KEY"
+		return classified{e, false}
+	case s == http.StatusForbidden:
+		e.kinds = []error{ErrAuth}
+		e.Hint = fmt.Sprintf("the API key may not use model %q: check the key's project permissions and OPENAI_API_KEY", model)
+		return classified{e, false}
+	case s == http.StatusNotFound:
+		e.kinds = []error{ErrModelNotFound}
+		e.Hint = fmt.Sprintf("model %q not found at %s: check ECHOGATE_MODEL / models.default (or the embeddings model) and that OPENAI_BASE_URL ends in /v1", model, p.base)
+		return classified{e, false}
+	case s == http.StatusTooManyRequests && e.Code == "insufficient_quota":
+		e.kinds = []error{agent.ErrUnavailable}
+		e.Hint = "the account's quota is exhausted: check the billing of the API key's account"
+		return classified{e, false}
+	case s == http.StatusTooManyRequests:
+		e.kinds = []error{agent.ErrUnavailable}
+		e.Hint = "rate limited by the endpoint"
+		return classified{e, true}
+	case s == http.StatusRequestTimeout, s == http.StatusConflict, s == http.StatusTooEarly, s >= 500:
+		e.kinds = []error{agent.ErrUnavailable}
+		e.Hint = "the endpoint is failing: try again later or configure a fallback model"
+		return classified{e, true}
+	case s >= 400:
+		if e.Code == "context_length_exceeded" || strings.Contains(e.Message, "maximum context length") {
+			e.kinds = []error{ErrContextTooLong, ErrBadRequest}
+			e.Hint = "the conversation is longer than the model's context window: compress the history or use a model with a larger window"
+			return classified{e, false}
+		}
+		e.kinds = []error{ErrBadRequest}
+		e.Hint = fmt.Sprintf("the endpoint rejected the request: check that model %q supports the tools, images and parameters sent", model)
+		return classified{e, false}
+	}
+	// A 200 that went wrong: an error event inside the stream, a dropped or truncated connection,
+	// a transport error, garbage in a chunk. All are worth another attempt.
+	e.kinds = []error{agent.ErrUnavailable}
+	var netErr net.Error
+	switch {
+	case apiErr != nil:
+		e.Hint = "the endpoint reported an error inside the stream"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errTruncated), errors.Is(err, io.EOF):
+		e.Hint = "the connection closed before the answer was complete"
+	case errors.As(err, &netErr):
+		e.Hint = fmt.Sprintf("cannot reach %s: check OPENAI_BASE_URL and the network", p.base)
+	default:
+		e.Hint = "unexpected failure talking to the endpoint"
+	}
+	return classified{e, true}
+}
+
+func errorCode(c any) string {
+	switch v := c.(type) {
+	case string:
+		return v
+	case int:
+		if v == 0 { // a JSON null code decodes as 0
+			return ""
+		}
+		return strconv.Itoa(v)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return ""
+}
