@@ -1,0 +1,40 @@
+package web
+
+import (
+	"testing"
+
+	"github.com/echogate/echogate"
+)
+
+// BenchmarkObserveTurn measures one turn event into a session with a replay buffer and four
+// attached streams (one never reads and is dropped).
+func BenchmarkObserveTurn(b *testing.B) {
+	ch, err := New(Config{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ch.ObserveTurn(turnEv(echogate.TurnStarted, "bench", "e", ""))
+	ch.mu.Lock()
+	s := ch.sessions["bench"]
+	stop := make(chan struct{})
+	for range 3 {
+		sub := s.subscribe("", 256)
+		go func() {
+			for {
+				select {
+				case <-sub.ch:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	s.subscribe("", 1)
+	ch.mu.Unlock()
+	defer close(stop)
+	ev := turnEv(echogate.TurnDelta, "bench", "e", "some streamed tokens ")
+	b.ReportAllocs()
+	for b.Loop() {
+		ch.ObserveTurn(ev)
+	}
+}

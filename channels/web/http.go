@@ -1,0 +1,629 @@
+package web
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+//go:embed static
+var staticFS embed.FS
+
+const (
+	chatFields    = `"session", "user", "text" and "id"`
+	stopFields    = `"session" and "user"`
+	approveFields = `"session", "user", "call_id", "prompt_id" and "decision"`
+)
+
+// Handler returns the channel's HTTP API and chat page:
+//
+//	GET  /                    the chat page (assets under /assets/)
+//	POST /api/chat            {"session","user","text","id"} → text/event-stream of the turn
+//	POST /api/chat/stop       {"session","user"} → 202, stops the session's running turn
+//	POST /api/chat/approve    {"session","user","call_id"|"prompt_id","decision"} → 202
+//	GET  /api/chat/stream     ?session=…, Last-Event-ID → replay and follow the current turn
+//	GET  /api/chat/history    ?session=… → the session's recent messages and pending approvals
+//
+// Mount it at "/" (or at least at "/", "/assets/" and "/api/chat"); other paths answer 404.
+func (c *Channel) Handler() http.Handler {
+	mux := http.NewServeMux()
+	page, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		panic("web: embedded page missing: " + err.Error()) // a build defect, not a runtime condition
+	}
+	assets, err := fs.Sub(page, "assets")
+	if err != nil {
+		panic("web: embedded assets missing: " + err.Error())
+	}
+	files := http.StripPrefix("/assets", http.FileServerFS(assets))
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, methodNotAllowed(r, "GET"))
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		http.ServeFileFS(w, r, page, "index.html")
+	})
+	mux.HandleFunc("/assets/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, methodNotAllowed(r, "GET"))
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
+			writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("no such file %s", r.URL.Path)})
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("/api/chat", c.handleChat)
+	mux.HandleFunc("/api/chat/stop", c.handleStop)
+	mux.HandleFunc("/api/chat/approve", c.handleApprove)
+	mux.HandleFunc("/api/chat/stream", c.handleStream)
+	mux.HandleFunc("/api/chat/history", c.handleHistory)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("no such endpoint %s: see GET / for the chat page", r.URL.Path)})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (c *Channel) bodyLimit() int64 { return int64(2*c.cfg.MaxTextBytes + 16<<10) }
+
+func (c *Channel) conversation(session string) echogate.ConversationRef {
+	return echogate.ConversationRef{Platform: echogate.PlatformWeb, Channel: session, DM: true}
+}
+
+// user validates a requested user id, defaulting to Config.DefaultUser.
+func (c *Channel) user(u string) (string, *apiError) {
+	u = strings.TrimSpace(u)
+	if u == "" {
+		return c.cfg.DefaultUser, nil
+	}
+	if msg := checkUser(u); msg != "" {
+		return "", badRequest("%s", msg)
+	}
+	return u, nil
+}
+
+// sessionParam validates a required session id.
+func sessionParam(id string) *apiError {
+	if id == "" {
+		return badRequest("session is missing: name the session (letters, digits, '-', '_' and '.')")
+	}
+	if msg := checkSession(id); msg != "" {
+		return badRequest("%s", msg)
+	}
+	return nil
+}
+
+// sinkError maps a sink failure to the HTTP answer: back-pressure (an error carrying
+// *echogate.RetryAfterError, a temporary error, or one Config.IsBackpressure recognises) is 429
+// with Retry-After; anything else (the gateway shutting down) is 503.
+func (c *Channel) sinkError(err error) *apiError {
+	if d, ok := echogate.RetryAfter(err); ok {
+		d = max(d, time.Second)
+		return &apiError{status: http.StatusTooManyRequests, retryAfter: d,
+			msg: fmt.Sprintf("the gateway is busy with this session: retry in %s (%v)", d.Round(time.Second), err)}
+	}
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) && t.Temporary() || c.cfg.IsBackpressure != nil && c.cfg.IsBackpressure(err) {
+		return &apiError{status: http.StatusTooManyRequests, retryAfter: time.Second,
+			msg: fmt.Sprintf("the gateway is busy with this session: retry in a second (%v)", err)}
+	}
+	if errors.Is(err, ErrTooManySessions) {
+		return &apiError{status: http.StatusServiceUnavailable, retryAfter: 5 * time.Second,
+			msg: fmt.Sprintf("%v: retry later", err)}
+	}
+	return &apiError{status: http.StatusServiceUnavailable, retryAfter: 5 * time.Second,
+		msg: fmt.Sprintf("the gateway is not accepting messages (%v): retry later", err)}
+}
+
+type chatRequest struct {
+	Session string `json:"session"`
+	User    string `json:"user"`
+	Text    string `json:"text"`
+	// ID is an optional client message id: a retried POST with the same id re-attaches to the
+	// same turn instead of starting another one.
+	ID string `json:"id"`
+}
+
+func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, methodNotAllowed(r, "POST"))
+		return
+	}
+	if e := checkOrigin(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	var req chatRequest
+	if e := decodeBody(w, r, c.bodyLimit(), &req, chatFields); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Session == "" {
+		req.Session = newID()
+	} else if msg := checkSession(req.Session); msg != "" {
+		writeError(w, badRequest("%s", msg))
+		return
+	}
+	user, e := c.user(req.User)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		writeError(w, badRequest(`text is empty: type a message in "text"`))
+		return
+	}
+	if len(req.Text) > c.cfg.MaxTextBytes {
+		writeError(w, badRequest("text is %d bytes, over the limit of %d bytes: shorten the message or split it", len(req.Text), c.cfg.MaxTextBytes))
+		return
+	}
+	eventID := newID()
+	if req.ID != "" {
+		if msg := checkSession(req.ID); msg != "" {
+			writeError(w, badRequest("message %s", strings.TrimPrefix(msg, "session ")))
+			return
+		}
+		eventID = "c." + req.Session + "." + req.ID
+	}
+	now := c.cfg.Now()
+	ev := echogate.InboundEvent{
+		ID:           eventID,
+		Kind:         echogate.KindDirect,
+		Conversation: c.conversation(req.Session),
+		Actor:        echogate.Actor{ID: user},
+		Text:         req.Text,
+		Message:      echogate.MessageRef{Platform: echogate.PlatformWeb, Channel: req.Session, ID: eventID},
+		ReceivedAt:   now,
+	}
+	log := c.log.With("session", req.Session, "event_id", eventID)
+
+	if strings.EqualFold(strings.TrimSpace(req.Text), "stop") {
+		// A stop command starts no turn: answer with one notice instead of waiting for a done.
+		if err := c.submit(r.Context(), ev); err != nil {
+			log.Warn("stop not accepted", "err", err)
+			writeError(w, c.sinkError(err))
+			return
+		}
+		sw := c.startSSE(w, req.Session)
+		_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + req.Session),
+			Text: "stop requested", EventID: eventID, Time: now}, Kind: "notice"})
+		return
+	}
+
+	c.mu.Lock()
+	s, err := c.sessionLocked(req.Session, now)
+	if err != nil {
+		c.mu.Unlock()
+		writeError(w, c.sinkError(err))
+		return
+	}
+	replay := s.replayEvent(eventID)
+	_, queued := s.queued[eventID]
+	accepted := queued || len(replay) > 0 || (s.running && s.runningEvent == eventID)
+	finished := len(replay) > 0 && replay[len(replay)-1].terminal() && !(s.running && s.runningEvent == eventID)
+	var sub *subscriber
+	if !finished {
+		sub = s.subscribe(eventID, c.cfg.SubscriberBuffer)
+	}
+	if !accepted {
+		s.queued[eventID] = now
+		s.addHistory(Entry{ID: eventID, Role: "user", User: user, Text: req.Text, At: now}, c.cfg.HistoryMessages)
+	}
+	c.mu.Unlock()
+
+	if !accepted {
+		if err := c.submit(r.Context(), ev); err != nil {
+			c.mu.Lock()
+			delete(s.queued, eventID)
+			s.removeHistory(eventID)
+			s.unsubscribe(sub)
+			c.mu.Unlock()
+			log.Warn("chat message not accepted", "err", err)
+			writeError(w, c.sinkError(err))
+			return
+		}
+		log.Debug("chat message accepted")
+	}
+
+	sw := c.startSSE(w, req.Session)
+	for _, e := range replay {
+		if err := sw.event(e); err != nil {
+			c.unsubscribeFrom(s, sub)
+			return
+		}
+	}
+	if finished {
+		return
+	}
+	c.follow(r.Context(), sw, s, sub, func(e wireEvent) bool { return e.terminal() })
+}
+
+type stopRequest struct {
+	Session string `json:"session"`
+	User    string `json:"user"`
+}
+
+func (c *Channel) handleStop(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, methodNotAllowed(r, "POST"))
+		return
+	}
+	if e := checkOrigin(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	var req stopRequest
+	if e := decodeBody(w, r, 16<<10, &req, stopFields); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := sessionParam(req.Session); e != nil {
+		writeError(w, e)
+		return
+	}
+	user, e := c.user(req.User)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	id := newID()
+	ev := echogate.InboundEvent{
+		ID:           id,
+		Kind:         echogate.KindDirect,
+		Conversation: c.conversation(req.Session),
+		Actor:        echogate.Actor{ID: user},
+		Text:         "stop",
+		Message:      echogate.MessageRef{Platform: echogate.PlatformWeb, Channel: req.Session, ID: id},
+		ReceivedAt:   c.cfg.Now(),
+	}
+	if err := c.submit(r.Context(), ev); err != nil {
+		c.log.Warn("stop not accepted", "session", req.Session, "event_id", id, "err", err)
+		writeError(w, c.sinkError(err))
+		return
+	}
+	c.log.Debug("stop requested", "session", req.Session, "event_id", id)
+	writeJSON(w, http.StatusAccepted, map[string]any{"ok": true, "event_id": id})
+}
+
+type approveRequest struct {
+	Session  string `json:"session"`
+	User     string `json:"user"`
+	CallID   string `json:"call_id"`
+	PromptID string `json:"prompt_id"`
+	Decision string `json:"decision"`
+}
+
+var decisions = map[string]string{
+	"approve":         echogate.ReactionApprove,
+	"approve_session": echogate.ReactionApproveSession,
+	"deny":            echogate.ReactionDeny,
+}
+
+func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, methodNotAllowed(r, "POST"))
+		return
+	}
+	if e := checkOrigin(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	var req approveRequest
+	if e := decodeBody(w, r, 16<<10, &req, approveFields); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := sessionParam(req.Session); e != nil {
+		writeError(w, e)
+		return
+	}
+	user, e := c.user(req.User)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	emoji, ok := decisions[req.Decision]
+	if !ok {
+		writeError(w, badRequest("decision %q is not one of approve, approve_session, deny", req.Decision))
+		return
+	}
+	if req.CallID == "" && req.PromptID == "" {
+		writeError(w, badRequest("name the approval: give call_id (from the approval_request event) or prompt_id"))
+		return
+	}
+	now := c.cfg.Now()
+	id := newID()
+
+	c.mu.Lock()
+	s := c.sessions[req.Session]
+	if s == nil {
+		c.mu.Unlock()
+		writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("unknown session %q: it has no pending approval (sessions are forgotten after %s idle)", req.Session, c.cfg.IdleTimeout)})
+		return
+	}
+	var p *prompt
+	what := "call " + strconv.Quote(req.CallID)
+	if req.CallID != "" {
+		p = s.promptByCall(req.CallID)
+		if p != nil && req.PromptID != "" && p.ref.ID != req.PromptID {
+			c.mu.Unlock()
+			writeError(w, badRequest("call_id %q and prompt_id %q name different approvals: give one of them", req.CallID, req.PromptID))
+			return
+		}
+	} else {
+		p = s.promptByRef(req.PromptID)
+		what = "prompt " + strconv.Quote(req.PromptID)
+	}
+	if p == nil {
+		c.mu.Unlock()
+		writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf(
+			"no pending approval for %s in session %q: it was decided already or never asked", what, req.Session)})
+		return
+	}
+	if p.ref.IsZero() {
+		c.mu.Unlock()
+		writeError(w, &apiError{status: http.StatusConflict, retryAfter: time.Second, msg: fmt.Sprintf(
+			"the approval prompt for %s is not posted yet: retry in a moment", what)})
+		return
+	}
+	ref := p.ref
+	if len(p.decided) >= 8 {
+		p.decided = p.decided[1:]
+	}
+	p.decided = append(p.decided, id)
+	s.queued[id] = now
+	s.lastActive = now
+	c.mu.Unlock()
+
+	ev := echogate.InboundEvent{
+		ID:           id,
+		Kind:         echogate.KindReaction,
+		Conversation: c.conversation(req.Session),
+		Actor:        echogate.Actor{ID: user},
+		Reaction:     emoji,
+		Target:       ref,
+		Message:      ref,
+		ReceivedAt:   now,
+	}
+	log := c.log.With("session", req.Session, "event_id", id)
+	if err := c.submit(r.Context(), ev); err != nil {
+		c.mu.Lock()
+		delete(s.queued, id)
+		c.mu.Unlock()
+		log.Warn("approval decision not accepted", "err", err)
+		writeError(w, c.sinkError(err))
+		return
+	}
+	log.Info("approval decision submitted", "decision", req.Decision, "prompt", ref.ID)
+	writeJSON(w, http.StatusAccepted, map[string]any{"ok": true, "event_id": id, "prompt_id": ref.ID})
+}
+
+func (c *Channel) handleStream(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, methodNotAllowed(r, "GET"))
+		return
+	}
+	q := r.URL.Query()
+	id := q.Get("session")
+	if e := sessionParam(id); e != nil {
+		writeError(w, e)
+		return
+	}
+	lastRaw := r.Header.Get("Last-Event-ID")
+	if lastRaw == "" {
+		lastRaw = q.Get("last_event_id")
+	}
+	var last int64 = -1
+	if lastRaw != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(lastRaw), 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, badRequest("Last-Event-ID %q is not an event id: send the id: of the last event you received, or omit it", lastRaw))
+			return
+		}
+		last = n
+	}
+
+	c.mu.Lock()
+	s := c.sessions[id]
+	if s == nil {
+		c.mu.Unlock()
+		// Nothing to replay or follow; 204 also tells an EventSource to stop reconnecting.
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var (
+		replay []wireEvent
+		gap    bool
+	)
+	switch {
+	case last < 0 || last > s.lastSeq: // no id, or one from before a restart or eviction
+		replay = s.replayLatestTurn()
+	default:
+		replay, gap = s.replayAfter(last)
+	}
+	var (
+		sub   *subscriber
+		isEnd func(wireEvent) bool
+	)
+	switch {
+	case s.running:
+		target := s.runningEvent
+		isEnd = func(e wireEvent) bool { return e.terminal() && (target == "" || e.EventID == target) }
+	case len(s.queued) > 0:
+		isEnd = wireEvent.terminal
+	}
+	if isEnd != nil {
+		sub = s.subscribe("", c.cfg.SubscriberBuffer)
+	}
+	s.lastActive = c.cfg.Now()
+	c.mu.Unlock()
+
+	if len(replay) == 0 && sub == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	sw := c.startSSE(w, id)
+	if gap {
+		if err := sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + id),
+			Text: "some events were dropped from the replay buffer; reload the history", Time: c.cfg.Now()}, Kind: "gap"}); err != nil {
+			c.unsubscribeFrom(s, sub)
+			return
+		}
+	}
+	for _, e := range replay {
+		if err := sw.event(e); err != nil {
+			c.unsubscribeFrom(s, sub)
+			return
+		}
+	}
+	if sub == nil {
+		return
+	}
+	c.follow(r.Context(), sw, s, sub, isEnd)
+}
+
+func (c *Channel) handleHistory(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, methodNotAllowed(r, "GET"))
+		return
+	}
+	id := r.URL.Query().Get("session")
+	if e := sessionParam(id); e != nil {
+		writeError(w, e)
+		return
+	}
+	snap, _ := c.History(id)
+	writeJSON(w, http.StatusOK, snap)
+}
+
+func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
+	if sub == nil {
+		return
+	}
+	c.mu.Lock()
+	s.unsubscribe(sub)
+	c.mu.Unlock()
+}
+
+// follow writes the events of sub until isEnd reports true for one, the client leaves, the
+// channel stops, the stream times out or the stream is dropped for falling behind.
+func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) {
+	defer c.unsubscribeFrom(s, sub)
+	hb := time.NewTicker(c.cfg.Heartbeat)
+	defer hb.Stop()
+	timeout := time.NewTimer(c.cfg.StreamTimeout)
+	defer timeout.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.stopped:
+			_ = sw.comment("gateway shutting down: re-attach with Last-Event-ID")
+			return
+		case <-timeout.C:
+			_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + s.id),
+				Text: "stream timed out before the turn ended: re-attach with GET /api/chat/stream", Time: c.cfg.Now()}, Kind: "timeout"})
+			return
+		case <-hb.C:
+			if err := sw.comment("ping"); err != nil {
+				return
+			}
+		case e, ok := <-sub.ch:
+			if !ok {
+				_ = sw.comment("dropped: the client fell behind; re-attach with Last-Event-ID")
+				c.log.Debug("dropped a slow web stream", "session", s.id)
+				return
+			}
+			if err := sw.event(e); err != nil {
+				return
+			}
+			if isEnd(e) {
+				return
+			}
+		}
+	}
+}
+
+// sseWriter writes Server-Sent Events, each flushed at once and bounded by a write deadline.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     []byte
+}
+
+func (c *Channel) startSSE(w http.ResponseWriter, session string) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache, no-store")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Echogate-Session", session)
+	w.WriteHeader(http.StatusOK)
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: c.cfg.WriteTimeout}
+	_ = sw.flush()
+	return sw
+}
+
+func (s *sseWriter) event(e wireEvent) error {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("web: encode event: %w", err)
+	}
+	s.buf = s.buf[:0]
+	if e.Seq > 0 {
+		s.buf = append(s.buf, "id: "...)
+		s.buf = strconv.AppendInt(s.buf, e.Seq, 10)
+		s.buf = append(s.buf, '\n')
+	}
+	s.buf = append(s.buf, "event: "...)
+	s.buf = append(s.buf, sanitizeField(string(e.Type))...)
+	s.buf = append(s.buf, "\ndata: "...)
+	s.buf = append(s.buf, data...) // JSON escapes every newline
+	s.buf = append(s.buf, "\n\n"...)
+	return s.write()
+}
+
+func (s *sseWriter) comment(text string) error {
+	s.buf = append(s.buf[:0], ": "...)
+	s.buf = append(s.buf, sanitizeField(text)...)
+	s.buf = append(s.buf, "\n\n"...)
+	return s.write()
+}
+
+func (s *sseWriter) write() error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) // unsupported writers just have none
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+func (s *sseWriter) flush() error {
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+func sanitizeField(s string) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}

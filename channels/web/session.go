@@ -1,0 +1,361 @@
+package web
+
+import (
+	"slices"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+// typeNotice is the SSE event type of a message sent while no turn of the session runs.
+const typeNotice echogate.TurnEventType = "notice"
+
+// wireEvent is the JSON of one SSE event: the turn event (Seq replaced by the channel's own
+// per-session id, which is also the SSE id) plus what the page needs to act on it.
+type wireEvent struct {
+	echogate.TurnEvent
+	// Kind is set on notice events: assistant, notice, approval_prompt or plan.
+	Kind string `json:"kind,omitempty"`
+	// MessageID is the id of the message a notice shows (the MessageRef.ID returned by Send).
+	MessageID string `json:"message_id,omitempty"`
+	// PromptID is the approval prompt message of an approval request, when it was already posted.
+	PromptID string `json:"prompt_id,omitempty"`
+}
+
+func (w wireEvent) terminal() bool {
+	return w.Type == echogate.TurnDone || w.Type == echogate.TurnError
+}
+
+// Entry is one message of a session's history.
+type Entry struct {
+	ID   string    `json:"id"`   // "m<N>" for the gateway's messages, the event id for the user's
+	Role string    `json:"role"` // user, assistant, notice, approval_prompt or plan
+	User string    `json:"user,omitempty"`
+	Text string    `json:"text"`
+	Turn string    `json:"turn,omitempty"`
+	At   time.Time `json:"at"`
+}
+
+// Pending is an approval prompt waiting for a decision.
+type Pending struct {
+	PromptID string `json:"prompt_id,omitempty"` // empty until the prompt message was sent
+	CallID   string `json:"call_id,omitempty"`   // empty until the approval_request event arrived
+	Tool     string `json:"tool,omitempty"`
+	Args     string `json:"args,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Turn     string `json:"turn,omitempty"`
+}
+
+// Snapshot is the state of one session as History reports it.
+type Snapshot struct {
+	Session     string    `json:"session"`
+	Running     bool      `json:"running"`       // a turn of the session is running
+	LastEventID int64     `json:"last_event_id"` // the id of the session's latest SSE event
+	Messages    []Entry   `json:"messages"`
+	Pending     []Pending `json:"pending"`
+}
+
+// subscriber is one SSE stream attached to a session. Its channel is closed by whoever removes
+// it from the session (the stream itself, a drop for falling behind, eviction).
+type subscriber struct {
+	ch      chan wireEvent
+	eventID string // only events of this inbound event; "" means every event
+	dropped bool   // removed for falling behind; guarded by Channel.mu
+}
+
+func (s *subscriber) wants(w wireEvent) bool { return s.eventID == "" || w.EventID == s.eventID }
+
+type prompt struct {
+	ref                            echogate.MessageRef
+	callID, tool, args, turn, text string
+	decided                        []string // ids of the decision events submitted for it
+}
+
+// session is the state of one web session. All fields are guarded by Channel.mu.
+type session struct {
+	id         string
+	lastActive time.Time
+
+	events  ring  // replay buffer
+	lastSeq int64 // id of the latest event
+
+	subs map[*subscriber]struct{}
+
+	running      bool   // a turn event other than done/error was the latest
+	runningEvent string // EventID of the running turn
+	lastTurn     string // Turn of the latest done
+	lastFinal    string // Text of the latest done
+
+	// queued holds events accepted by the sink whose turn has not shown an event yet.
+	queued map[string]time.Time
+
+	history []Entry
+	msgSeq  int64
+	prompts []*prompt
+}
+
+func newSession(id string, now time.Time) *session {
+	return &session{
+		id:         id,
+		lastActive: now,
+		subs:       make(map[*subscriber]struct{}),
+		queued:     make(map[string]time.Time),
+	}
+}
+
+// publish numbers w, buffers it and hands it to the attached streams without blocking.
+func (s *session) publish(w wireEvent, replay int) {
+	s.lastSeq++
+	w.Seq = s.lastSeq
+	if w.Session == "" {
+		w.Session = echogate.SessionKey(echogate.PlatformWeb + ":" + s.id)
+	}
+	s.events.push(w, replay)
+	for sub := range s.subs {
+		if !sub.wants(w) {
+			continue
+		}
+		select {
+		case sub.ch <- w:
+		default:
+			// Fell behind: drop it; the client re-attaches with Last-Event-ID.
+			sub.dropped = true
+			delete(s.subs, sub)
+			close(sub.ch)
+		}
+	}
+}
+
+// observe updates the turn state of the session from one turn event.
+func (s *session) observe(ev echogate.TurnEvent, now time.Time) {
+	s.lastActive = now
+	if ev.EventID != "" {
+		delete(s.queued, ev.EventID)
+		s.removePrompts(func(p *prompt) bool { return slices.Contains(p.decided, ev.EventID) })
+	}
+	switch ev.Type {
+	case echogate.TurnDone, echogate.TurnError:
+		s.running = false
+		s.runningEvent = ""
+		if ev.Type == echogate.TurnDone {
+			s.lastTurn, s.lastFinal = ev.Turn, ev.Text
+		}
+	default:
+		s.running = true
+		s.runningEvent = ev.EventID
+	}
+	switch ev.Type {
+	case echogate.TurnApprovalRequest:
+		s.attachPromptCall(ev)
+	case echogate.TurnToolResult:
+		s.removeCall(ev.CallID)
+	}
+}
+
+func (s *session) subscribe(eventID string, buffer int) *subscriber {
+	sub := &subscriber{ch: make(chan wireEvent, buffer), eventID: eventID}
+	s.subs[sub] = struct{}{}
+	return sub
+}
+
+// unsubscribe removes sub unless it was removed already.
+func (s *session) unsubscribe(sub *subscriber) {
+	if _, ok := s.subs[sub]; ok {
+		delete(s.subs, sub)
+		close(sub.ch)
+	}
+}
+
+func (s *session) addHistory(e Entry, limit int) {
+	if len(s.history) >= limit {
+		n := copy(s.history, s.history[len(s.history)-limit+1:])
+		clear(s.history[n:])
+		s.history = s.history[:n]
+	}
+	s.history = append(s.history, e)
+}
+
+// attachPromptRef records the approval prompt message ref for out and returns the call id it
+// prompts for, when the approval_request event arrived first.
+func (s *session) attachPromptRef(ref echogate.MessageRef, out echogate.Outbound, _ time.Time) string {
+	var match *prompt
+	for _, p := range s.prompts {
+		if !p.ref.IsZero() {
+			continue
+		}
+		if p.turn == out.Turn {
+			match = p
+			break
+		}
+		if match == nil && (p.turn == "" || out.Turn == "") {
+			match = p
+		}
+	}
+	if match == nil {
+		match = &prompt{turn: out.Turn}
+		s.addPrompt(match)
+	}
+	match.ref = ref
+	match.text = out.Text
+	return match.callID
+}
+
+// attachPromptCall records the call of an approval_request event, joining it to a prompt message
+// sent before it.
+func (s *session) attachPromptCall(ev echogate.TurnEvent) {
+	var match *prompt
+	for _, p := range s.prompts {
+		if ev.CallID != "" && p.callID == ev.CallID {
+			match = p
+			break
+		}
+		if p.callID != "" {
+			continue
+		}
+		if p.turn == ev.Turn && match == nil {
+			match = p
+		}
+		if match == nil && (p.turn == "" || ev.Turn == "") {
+			match = p
+		}
+	}
+	if match == nil {
+		match = &prompt{turn: ev.Turn, text: ev.Text}
+		s.addPrompt(match)
+	}
+	match.callID, match.tool, match.args = ev.CallID, ev.Tool, ev.Args
+	if match.text == "" {
+		match.text = ev.Text
+	}
+}
+
+func (s *session) addPrompt(p *prompt) {
+	if len(s.prompts) >= maxPrompts {
+		s.prompts[0] = nil
+		s.prompts = s.prompts[1:]
+	}
+	s.prompts = append(s.prompts, p)
+}
+
+func (s *session) removeCall(callID string) {
+	if callID == "" {
+		return
+	}
+	s.removePrompts(func(p *prompt) bool { return p.callID == callID })
+}
+
+func (s *session) removePrompts(drop func(*prompt) bool) {
+	kept := s.prompts[:0]
+	for _, p := range s.prompts {
+		if !drop(p) {
+			kept = append(kept, p)
+		}
+	}
+	clear(s.prompts[len(kept):])
+	s.prompts = kept
+}
+
+func (s *session) removeHistory(id string) {
+	for i := len(s.history) - 1; i >= 0; i-- {
+		if s.history[i].ID == id {
+			s.history = append(s.history[:i], s.history[i+1:]...)
+			return
+		}
+	}
+}
+
+func (s *session) promptByCall(callID string) *prompt {
+	for _, p := range s.prompts {
+		if callID != "" && p.callID == callID {
+			return p
+		}
+	}
+	return nil
+}
+
+func (s *session) promptByRef(id string) *prompt {
+	for _, p := range s.prompts {
+		if id != "" && p.ref.ID == id {
+			return p
+		}
+	}
+	return nil
+}
+
+func (s *session) snapshot() Snapshot {
+	snap := Snapshot{
+		Session:     s.id,
+		Running:     s.running,
+		LastEventID: s.lastSeq,
+		Messages:    append([]Entry{}, s.history...),
+		Pending:     make([]Pending, 0, len(s.prompts)),
+	}
+	for _, p := range s.prompts {
+		snap.Pending = append(snap.Pending, Pending{
+			PromptID: p.ref.ID, CallID: p.callID, Tool: p.tool, Args: p.args, Text: p.text, Turn: p.turn,
+		})
+	}
+	return snap
+}
+
+// replayAfter returns the buffered events with an id above last. gap is true when events after
+// last were already evicted from the buffer.
+func (s *session) replayAfter(last int64) (evs []wireEvent, gap bool) {
+	all := s.events.items()
+	if len(all) > 0 && all[0].Seq > last+1 {
+		gap = true
+	}
+	for _, e := range all {
+		if e.Seq > last {
+			evs = append(evs, e)
+		}
+	}
+	return evs, gap
+}
+
+// replayLatestTurn returns the buffered events from the start of the latest turn (everything
+// when no start is buffered).
+func (s *session) replayLatestTurn() []wireEvent {
+	all := s.events.items()
+	from := 0
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Type == echogate.TurnStarted {
+			from = i
+			break
+		}
+	}
+	return all[from:]
+}
+
+// replayEvent returns the buffered events of one inbound event's turn(s).
+func (s *session) replayEvent(eventID string) []wireEvent {
+	var evs []wireEvent
+	for _, e := range s.events.items() {
+		if e.EventID == eventID {
+			evs = append(evs, e)
+		}
+	}
+	return evs
+}
+
+// ring is a bounded FIFO of events.
+type ring struct {
+	buf   []wireEvent
+	start int
+}
+
+func (r *ring) push(e wireEvent, limit int) {
+	if len(r.buf) < limit {
+		r.buf = append(r.buf, e)
+		return
+	}
+	r.buf[r.start] = e
+	r.start = (r.start + 1) % len(r.buf)
+}
+
+// items returns the events oldest first, in a new slice.
+func (r *ring) items() []wireEvent {
+	out := make([]wireEvent, 0, len(r.buf))
+	out = append(out, r.buf[r.start:]...)
+	return append(out, r.buf[:r.start]...)
+}

@@ -1,0 +1,332 @@
+// echogate chat page: streams a turn by reading the body of POST api/chat as Server-Sent Events.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const log = $("log"), statusLine = $("status"), text = $("text"), stopBtn = $("stop");
+  const sessionInput = $("session"), userInput = $("user"), sessionList = $("sessions");
+  const store = window.localStorage;
+  const SESSION_RE = /^[A-Za-z0-9._-]{1,128}$/;
+
+  let session = store.getItem("echogate.session") || newId();
+  let lastEventId = 0;       // id of the last SSE event seen in this session
+  let current = null;        // {bubble, text} of the turn being streamed
+  let streaming = null;      // AbortController of the open stream
+  let failed = false;        // the current turn reported an error (its done repeats the text)
+  const tools = new Map();   // call_id -> details element
+  const approvals = new Map(); // call_id or prompt_id -> approval element
+
+  function newId() {
+    const b = new Uint8Array(12);
+    crypto.getRandomValues(b);
+    return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  }
+  function el(tag, cls, content) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (content !== undefined) e.textContent = content;
+    return e;
+  }
+  function add(node) {
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    log.append(node);
+    if (atBottom) log.scrollTop = log.scrollHeight;
+    return node;
+  }
+  function setStatus(s) { statusLine.textContent = s; }
+  function setBusy(b) {
+    stopBtn.disabled = !b;
+    log.setAttribute("aria-busy", b ? "true" : "false");
+  }
+  function user() { return userInput.value.trim(); }
+  function clip(s, n) { s = s || ""; return s.length > n ? s.slice(0, n) + "…" : s; }
+
+  function rememberSession(id) {
+    let list = [];
+    try { list = JSON.parse(store.getItem("echogate.sessions") || "[]"); } catch (_) { list = []; }
+    list = [id, ...list.filter((x) => x !== id)].slice(0, 20);
+    store.setItem("echogate.sessions", JSON.stringify(list));
+    store.setItem("echogate.session", id);
+    sessionList.replaceChildren(...list.map((x) => { const o = el("option"); o.value = x; return o; }));
+  }
+
+  async function apiError(resp) {
+    try { const j = await resp.json(); if (j && j.error) return j.error; } catch (_) { /* not JSON */ }
+    return resp.status + " " + resp.statusText;
+  }
+
+  // readSSE calls onEvent(type, data, id) for each event of a text/event-stream response body.
+  async function readSSE(resp, onEvent) {
+    const reader = resp.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let i;
+      while ((i = buf.search(/\r?\n\r?\n/)) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + (buf[i] === "\r" ? 4 : 2));
+        let type = "message", data = "", id = null;
+        for (const line of block.split(/\r?\n/)) {
+          if (line.startsWith(":")) continue;
+          const c = line.indexOf(":");
+          const field = c < 0 ? line : line.slice(0, c);
+          const val = c < 0 ? "" : line.slice(c + 1).replace(/^ /, "");
+          if (field === "event") type = val;
+          else if (field === "data") data += (data ? "\n" : "") + val;
+          else if (field === "id") id = val;
+        }
+        if (!data) continue;
+        let obj;
+        try { obj = JSON.parse(data); } catch (_) { continue; }
+        onEvent(type, obj, id);
+      }
+    }
+  }
+
+  function bubble() {
+    if (!current) {
+      current = { bubble: add(el("div", "msg assistant", "")), text: "" };
+    }
+    return current;
+  }
+
+  function approvalCard(ev) {
+    const key = ev.call_id || ev.prompt_id;
+    if (!key || approvals.has(key)) {
+      const card = approvals.get(key);
+      if (card && ev.prompt_id) card.dataset.prompt = ev.prompt_id;
+      return;
+    }
+    const card = el("section", "approval");
+    card.setAttribute("aria-label", "Approval needed");
+    card.dataset.call = ev.call_id || "";
+    card.dataset.prompt = ev.prompt_id || "";
+    card.append(el("div", "", ev.text || ("Run " + (ev.tool || "a tool") + "?")));
+    if (ev.args) card.append(el("pre", "", clip(ev.args, 2000)));
+    const actions = el("div", "actions");
+    for (const [label, decision] of [["Approve", "approve"], ["Approve for session", "approve_session"], ["Deny", "deny"]]) {
+      const b = el("button", "", label);
+      b.type = "button";
+      b.addEventListener("click", () => decide(card, decision));
+      actions.append(b);
+    }
+    card.append(actions);
+    approvals.set(key, card);
+    add(card);
+  }
+
+  async function decide(card, decision) {
+    const buttons = card.querySelectorAll("button");
+    buttons.forEach((b) => { b.disabled = true; });
+    const body = { session, user: user(), decision };
+    if (card.dataset.call) body.call_id = card.dataset.call; else body.prompt_id = card.dataset.prompt;
+    try {
+      const resp = await fetch("api/chat/approve", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      });
+      if (!resp.ok) {
+        setStatus("Decision not accepted: " + (await apiError(resp)));
+        buttons.forEach((b) => { b.disabled = false; });
+        return;
+      }
+      card.append(el("div", "meta", decision === "deny" ? "Denied." : "Approved."));
+      await attach();
+    } catch (e) {
+      setStatus("Decision failed: " + e.message);
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  }
+
+  function onEvent(type, ev, id) {
+    if (id) lastEventId = Number(id);
+    switch (type) {
+      case "start":
+        current = null;
+        failed = false;
+        setStatus("Thinking…");
+        break;
+      case "delta": {
+        const c = bubble();
+        c.text += ev.text || "";
+        c.bubble.textContent = c.text;
+        if (log.scrollHeight - log.scrollTop - log.clientHeight < 80) log.scrollTop = log.scrollHeight;
+        break;
+      }
+      case "reasoning":
+        setStatus("Reasoning…");
+        break;
+      case "tool_call": {
+        current = null; // text after the tool call goes into a new bubble
+        const d = el("details", "tool");
+        d.append(el("summary", "", "🔧 " + (ev.tool || "tool") + " " + clip(ev.args, 80)));
+        if (ev.args) d.append(el("pre", "", clip(ev.args, 4000)));
+        if (ev.call_id) tools.set(ev.call_id, d);
+        add(d);
+        setStatus("Running " + (ev.tool || "a tool") + "…");
+        break;
+      }
+      case "tool_result": {
+        let d = tools.get(ev.call_id);
+        if (!d) { d = add(el("details", "tool")); d.append(el("summary", "", "🔧 " + (ev.tool || "tool"))); }
+        d.append(el("pre", "", "→ " + clip(ev.text, 4000)));
+        if (ev.is_error) d.classList.add("failed");
+        d.querySelector("summary").textContent += ev.is_error ? "  ✗" : "  ✓";
+        break;
+      }
+      case "approval_request":
+        approvalCard(ev);
+        setStatus("Waiting for approval.");
+        break;
+      case "ask":
+        add(el("div", "msg ask", ev.text || ""));
+        setStatus("The assistant asked a question: your next message answers it.");
+        text.focus();
+        break;
+      case "plan":
+        add(el("div", "msg plan", ev.text || ""));
+        break;
+      case "done": {
+        const c = current;
+        if (failed) { failed = false; }
+        else if (ev.text && (!c || !c.text)) add(el("div", "msg assistant", ev.text));
+        else if (c && ev.text && ev.text.startsWith(c.text)) c.bubble.textContent = ev.text;
+        current = null;
+        const s = ev.status || "done";
+        setStatus(s === "done" ? "" : s === "paused" ? "Paused." : s === "aborted" ? "Stopped." : "Failed.");
+        setBusy(false);
+        break;
+      }
+      case "error":
+        failed = true;
+        add(el("div", "msg error", ev.text || "error"));
+        current = null;
+        setStatus("");
+        setBusy(false);
+        break;
+      case "notice":
+        if (ev.kind === "approval_prompt") approvalCard(ev);
+        else add(el("div", "msg " + (ev.kind === "assistant" ? "assistant" : "notice"), ev.text || ""));
+        break;
+    }
+  }
+
+  async function stream(resp) {
+    if (streaming) streaming.abort();
+    const ctl = new AbortController();
+    streaming = ctl;
+    setBusy(true);
+    try {
+      await readSSE(resp, onEvent);
+    } catch (e) {
+      if (e.name !== "AbortError") setStatus("Connection lost: " + e.message + " (reload to re-attach).");
+    } finally {
+      if (streaming === ctl) { streaming = null; setBusy(false); }
+    }
+  }
+
+  // attach re-attaches to the session's running turn, resuming after the last event seen.
+  async function attach() {
+    const headers = lastEventId ? { "Last-Event-ID": String(lastEventId) } : {};
+    const resp = await fetch("api/chat/stream?session=" + encodeURIComponent(session), { headers });
+    if (resp.status === 204) return;
+    if (!resp.ok) { setStatus(await apiError(resp)); return; }
+    await stream(resp);
+  }
+
+  async function send(message) {
+    add(el("div", "msg user", message));
+    setBusy(true);
+    setStatus("Sending…");
+    const body = JSON.stringify({ session, user: user(), text: message, id: newId() });
+    for (let attempt = 0; attempt < 3; attempt++) {
+      let resp;
+      try {
+        resp = await fetch("api/chat", { method: "POST", headers: { "Content-Type": "application/json" }, body });
+      } catch (e) {
+        setStatus("Network error: " + e.message + "; retrying…");
+        await new Promise((r) => setTimeout(r, 1000 * (attempt + 1)));
+        continue;
+      }
+      if (resp.status === 429) {
+        const wait = Math.min(Number(resp.headers.get("Retry-After")) || 1, 30);
+        setStatus("Busy; retrying in " + wait + "s…");
+        await new Promise((r) => setTimeout(r, wait * 1000));
+        continue;
+      }
+      if (!resp.ok) {
+        add(el("div", "msg error", await apiError(resp)));
+        setStatus("");
+        setBusy(false);
+        return;
+      }
+      await stream(resp);
+      return;
+    }
+    add(el("div", "msg error", "The message could not be delivered; try again."));
+    setStatus("");
+    setBusy(false);
+  }
+
+  async function open(id) {
+    if (streaming) streaming.abort();
+    session = id;
+    sessionInput.value = id;
+    rememberSession(id);
+    log.replaceChildren();
+    tools.clear();
+    approvals.clear();
+    current = null;
+    lastEventId = 0;
+    setStatus("");
+    try {
+      const resp = await fetch("api/chat/history?session=" + encodeURIComponent(id));
+      if (!resp.ok) { setStatus(await apiError(resp)); return; }
+      const h = await resp.json();
+      for (const m of h.messages || []) {
+        if (m.role === "approval_prompt") continue;
+        add(el("div", "msg " + (m.role === "user" || m.role === "assistant" ? m.role : "notice"), m.text));
+      }
+      for (const p of h.pending || []) approvalCard({ call_id: p.call_id, prompt_id: p.prompt_id, text: p.text, tool: p.tool, args: p.args });
+      if (h.running) { lastEventId = h.last_event_id; await attach(); } else { lastEventId = h.last_event_id || 0; }
+    } catch (e) {
+      setStatus("Could not load the session: " + e.message);
+    }
+  }
+
+  $("session-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const id = sessionInput.value.trim();
+    if (!SESSION_RE.test(id)) { setStatus("A session id holds only letters, digits, '-', '_' and '.'."); return; }
+    open(id);
+  });
+  $("new-session").addEventListener("click", () => open(newId()));
+  userInput.value = store.getItem("echogate.user") || "";
+  userInput.addEventListener("change", () => store.setItem("echogate.user", user()));
+  $("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const message = text.value;
+    if (!message.trim()) return;
+    text.value = "";
+    send(message);
+  });
+  text.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  stopBtn.addEventListener("click", async () => {
+    stopBtn.disabled = true;
+    try {
+      const resp = await fetch("api/chat/stop", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ session, user: user() }),
+      });
+      setStatus(resp.ok ? "Stopping…" : await apiError(resp));
+    } catch (e) {
+      setStatus("Stop failed: " + e.message);
+    }
+  });
+  open(SESSION_RE.test(session) ? session : newId());
+})();

@@ -1,0 +1,472 @@
+// Package web is the browser channel of the gateway: a small embedded chat page and a JSON + SSE
+// API (POST /api/chat, /api/chat/stop, /api/chat/approve, GET /api/chat/stream, /api/chat/history).
+//
+// A web session is a conversation named by a client-chosen (or generated) id. Its
+// ConversationRef is {Platform: web, Channel: <session id>, DM: true}, so its session key is
+// "web:<session id>". The channel observes every turn of every web session (channels.TurnObserver),
+// numbers the events per session, keeps the last Config.ReplayEvents of them for re-attaching
+// clients and fans them out to the SSE streams. A slow client never blocks the pipeline: each
+// stream has a bounded queue and is dropped when it falls behind; it can re-attach with
+// Last-Event-ID.
+//
+// The web channel does not authenticate users: the user id in a request is taken as given. Serve
+// it on a loopback address or behind an authenticating proxy. Cross-site requests are refused
+// (POST bodies must be application/json, and a request whose Origin differs from its Host is
+// rejected).
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/channels"
+)
+
+// Config configures the web channel. The zero value means the defaults given per field.
+type Config struct {
+	// Heartbeat is the interval of the ": ping" SSE comment that keeps idle streams (and the
+	// proxies in between) alive. Default 15s.
+	Heartbeat time.Duration
+	// MaxTextBytes bounds the text of one chat message. Default 32 KiB.
+	MaxTextBytes int
+	// ReplayEvents is how many events per session are kept for re-attaching clients. Default 512.
+	ReplayEvents int
+	// SubscriberBuffer is the queue length of one SSE stream; a stream whose client falls further
+	// behind is dropped (the client re-attaches with Last-Event-ID). Default 256.
+	SubscriberBuffer int
+	// IdleTimeout evicts a session that saw no request, event or message for this long and has no
+	// client attached. Default 15m.
+	IdleTimeout time.Duration
+	// JanitorInterval is how often Run looks for idle sessions. Default IdleTimeout/4, at most 1m.
+	JanitorInterval time.Duration
+	// MaxSessions bounds the live sessions; when full, the least recently active session without
+	// an attached client is evicted. Default 10000.
+	MaxSessions int
+	// HistoryMessages is how many messages per session History keeps. Default 200.
+	HistoryMessages int
+	// StreamTimeout ends an SSE stream that waited this long for its turn to finish (the client
+	// can re-attach). Default 10m.
+	StreamTimeout time.Duration
+	// WriteTimeout bounds one write to a client; a client that does not read is disconnected.
+	// Default 30s.
+	WriteTimeout time.Duration
+	// DefaultUser is the user id of requests that name none. Default "web-user".
+	DefaultUser string
+	// Now is the clock of timestamps and idle eviction. Default time.Now.
+	Now func() time.Time
+	// IsBackpressure reports whether a sink error means "the session's queue is full, retry
+	// shortly" (answered 429 with Retry-After) rather than "not accepting" (503). Errors wrapping
+	// *echogate.RetryAfterError or with a Temporary() bool method returning true are
+	// back-pressure without it. cmd wires errors.Is(err, pipeline.ErrMailboxFull) here.
+	IsBackpressure func(error) bool
+}
+
+const (
+	defaultHeartbeat        = 15 * time.Second
+	defaultMaxTextBytes     = 32 << 10
+	defaultReplayEvents     = 512
+	defaultSubscriberBuffer = 256
+	defaultIdleTimeout      = 15 * time.Minute
+	defaultMaxSessions      = 10000
+	defaultHistoryMessages  = 200
+	defaultStreamTimeout    = 10 * time.Minute
+	defaultWriteTimeout     = 30 * time.Second
+	defaultUser             = "web-user"
+
+	maxSessionIDLen = 128
+	maxUserIDLen    = 128
+	maxPrompts      = 32
+)
+
+func (c Config) withDefaults() (Config, error) {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Heartbeat", c.Heartbeat}, {"IdleTimeout", c.IdleTimeout}, {"JanitorInterval", c.JanitorInterval},
+		{"StreamTimeout", c.StreamTimeout}, {"WriteTimeout", c.WriteTimeout},
+	} {
+		if d.v < 0 {
+			return c, fmt.Errorf("web: config %s is negative (%s): use a positive duration or 0 for the default", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"MaxTextBytes", c.MaxTextBytes}, {"ReplayEvents", c.ReplayEvents}, {"SubscriberBuffer", c.SubscriberBuffer},
+		{"MaxSessions", c.MaxSessions}, {"HistoryMessages", c.HistoryMessages},
+	} {
+		if n.v < 0 {
+			return c, fmt.Errorf("web: config %s is negative (%d): use a positive number or 0 for the default", n.name, n.v)
+		}
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = defaultHeartbeat
+	}
+	if c.MaxTextBytes == 0 {
+		c.MaxTextBytes = defaultMaxTextBytes
+	}
+	if c.ReplayEvents == 0 {
+		c.ReplayEvents = defaultReplayEvents
+	}
+	if c.SubscriberBuffer == 0 {
+		c.SubscriberBuffer = defaultSubscriberBuffer
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = defaultIdleTimeout
+	}
+	if c.JanitorInterval == 0 {
+		c.JanitorInterval = min(c.IdleTimeout/4, time.Minute)
+		if c.JanitorInterval <= 0 {
+			c.JanitorInterval = time.Second
+		}
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = defaultMaxSessions
+	}
+	if c.HistoryMessages == 0 {
+		c.HistoryMessages = defaultHistoryMessages
+	}
+	if c.StreamTimeout == 0 {
+		c.StreamTimeout = defaultStreamTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = defaultWriteTimeout
+	}
+	c.DefaultUser = strings.TrimSpace(c.DefaultUser)
+	if c.DefaultUser == "" {
+		c.DefaultUser = defaultUser
+	}
+	if msg := checkUser(c.DefaultUser); msg != "" {
+		return c, fmt.Errorf("web: config DefaultUser: %s", msg)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// Channel is the web channel. It implements channels.Channel, channels.TurnObserver and
+// channels.Health; its HTTP API is served by Handler.
+type Channel struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	sink     channels.Sink
+	state    runState
+	started  chan struct{} // closed when Run starts
+	stopped  chan struct{} // closed when Run returns: open streams end
+}
+
+type runState uint8
+
+const (
+	stateNew runState = iota
+	stateRunning
+	stateStopped
+)
+
+var (
+	_ channels.Channel      = (*Channel)(nil)
+	_ channels.TurnObserver = (*Channel)(nil)
+	_ channels.Health       = (*Channel)(nil)
+)
+
+// New returns a web channel. It validates cfg and does no I/O. A nil log discards logs.
+func New(cfg Config, log *slog.Logger) (*Channel, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Channel{
+		cfg:      cfg,
+		log:      log.With("channel", echogate.PlatformWeb),
+		sessions: make(map[string]*session),
+		started:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}, nil
+}
+
+// Name returns echogate.PlatformWeb.
+func (c *Channel) Name() string { return echogate.PlatformWeb }
+
+// Run accepts chat requests into sink until ctx ends, evicting idle sessions meanwhile. It blocks
+// until ctx ends and returns nil; open SSE streams end when it returns. Run may be called once.
+func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
+	if sink == nil {
+		return fmt.Errorf("web: Run: sink is nil")
+	}
+	c.mu.Lock()
+	if c.state != stateNew {
+		c.mu.Unlock()
+		return ErrAlreadyRunning
+	}
+	c.sink = sink
+	c.state = stateRunning
+	close(c.started)
+	c.mu.Unlock()
+	c.log.Info("web channel running")
+
+	t := time.NewTicker(c.cfg.JanitorInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.state = stateStopped
+			close(c.stopped)
+			c.mu.Unlock()
+			c.log.Info("web channel stopped")
+			return nil
+		case <-t.C:
+			if n := c.evictIdle(c.cfg.Now()); n > 0 {
+				c.log.Debug("evicted idle web sessions", "count", n)
+			}
+		}
+	}
+}
+
+// Ready reports true once Run started and until it returned.
+func (c *Channel) Ready() (bool, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case stateRunning:
+		return true, "serving"
+	case stateStopped:
+		return false, "stopped"
+	}
+	return false, "not started"
+}
+
+// submit hands ev to the sink. It fails with ErrNotRunning outside Run. It blocks only as long as
+// the sink does (the sink returns quickly by contract).
+func (c *Channel) submit(ctx context.Context, ev echogate.InboundEvent) error {
+	c.mu.Lock()
+	sink, state := c.sink, c.state
+	c.mu.Unlock()
+	if state != stateRunning {
+		return ErrNotRunning
+	}
+	if err := sink(ctx, ev); err != nil {
+		return fmt.Errorf("web: submit event %s of session %s: %w", ev.ID, ev.Conversation.Channel, err)
+	}
+	return nil
+}
+
+// Send records out in its session's history and returns its reference {web, session, "m<N>"}.
+// It does no I/O and never blocks; it fails only on a cancelled ctx, an Outbound for another
+// platform or an invalid session id. The message appears on the SSE streams only when no turn
+// of the session is running (as an event of type "notice"): during a turn the turn's own
+// events show the answer.
+func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	if err := ctx.Err(); err != nil {
+		return echogate.MessageRef{}, fmt.Errorf("web: send: %w", err)
+	}
+	if p := out.Conversation.Platform; p != "" && p != echogate.PlatformWeb {
+		return echogate.MessageRef{}, fmt.Errorf("%w: platform %q", ErrWrongPlatform, p)
+	}
+	id := out.Conversation.Channel
+	if id == "" {
+		id = sessionIDFromKey(out.Session)
+	}
+	if msg := checkSession(id); msg != "" {
+		return echogate.MessageRef{}, fmt.Errorf("web: send: %w: %s", ErrBadSession, msg)
+	}
+	now := c.cfg.Now()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, err := c.sessionLocked(id, now)
+	if err != nil {
+		return echogate.MessageRef{}, fmt.Errorf("web: send to session %s: %w", id, err)
+	}
+	s.msgSeq++
+	ref := echogate.MessageRef{Platform: echogate.PlatformWeb, Channel: id, ID: "m" + strconv.FormatInt(s.msgSeq, 10)}
+	kind := outboundKind(out.Kind)
+	s.addHistory(Entry{ID: ref.ID, Role: kind, Text: out.Text, Turn: out.Turn, At: now}, c.cfg.HistoryMessages)
+	var promptCall string
+	if out.Kind == echogate.OutApprovalPrompt {
+		promptCall = s.attachPromptRef(ref, out, now)
+	}
+	// The final reply of a turn that just ended (sent after its done) is shown by that done.
+	shownByDone := out.Kind == echogate.OutReply && (out.Turn != "" && out.Turn == s.lastTurn || out.Text != "" && out.Text == s.lastFinal)
+	if !s.running && !shownByDone {
+		// No turn shows this message: emit it on the streams.
+		ev := wireEvent{
+			TurnEvent: echogate.TurnEvent{
+				Type: typeNotice, Session: echogate.SessionKey("web:" + id), Turn: out.Turn,
+				Text: out.Text, EventID: out.ReplyTo.ID, Time: now,
+			},
+			Kind:      kind,
+			MessageID: ref.ID,
+		}
+		if out.Kind == echogate.OutApprovalPrompt {
+			ev.CallID = promptCall
+			ev.PromptID = ref.ID
+		}
+		s.publish(ev, c.cfg.ReplayEvents)
+		if _, queued := s.queued[ev.EventID]; out.Kind == echogate.OutReply && queued {
+			// The pipeline answered the event without running a turn: the request's stream ends.
+			s.publish(wireEvent{TurnEvent: echogate.TurnEvent{
+				Type: echogate.TurnDone, Session: ev.Session, Turn: out.Turn, Text: out.Text,
+				Status: "done", EventID: ev.EventID, Time: now,
+			}}, c.cfg.ReplayEvents)
+			delete(s.queued, ev.EventID)
+		}
+	}
+	return ref, nil
+}
+
+// ObserveTurn records ev in its session's replay buffer and hands it to the attached streams. It
+// never blocks: a stream whose queue is full is dropped. Events of sessions that are not web
+// sessions (key without the "web:" prefix) are ignored.
+func (c *Channel) ObserveTurn(ev echogate.TurnEvent) {
+	key := string(ev.Session)
+	id, ok := strings.CutPrefix(key, echogate.PlatformWeb+":")
+	if !ok || checkSession(id) != "" {
+		c.log.Debug("ignoring turn event of a non-web session", "session", key, "event_id", ev.EventID)
+		return
+	}
+	now := c.cfg.Now()
+	if ev.Time.IsZero() {
+		ev.Time = now
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, err := c.sessionLocked(id, now)
+	if err != nil {
+		c.log.Warn("dropping turn event", "session", key, "event_id", ev.EventID, "turn", ev.Turn, "err", err)
+		return
+	}
+	s.observe(ev, now)
+	w := wireEvent{TurnEvent: ev}
+	if ev.Type == echogate.TurnApprovalRequest {
+		if p := s.promptByCall(ev.CallID); p != nil {
+			w.PromptID = p.ref.ID
+		}
+	}
+	s.publish(w, c.cfg.ReplayEvents)
+}
+
+// History returns a snapshot of a session: its recent messages, whether a turn runs, pending
+// approval prompts and the id of its last event. ok is false when the session is not live.
+func (c *Channel) History(sessionID string) (snap Snapshot, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[sessionID]
+	if s == nil {
+		return Snapshot{Session: sessionID, Messages: []Entry{}, Pending: []Pending{}}, false
+	}
+	return s.snapshot(), true
+}
+
+// sessionLocked returns the live session id, creating it (and evicting the least recently
+// active unattached session when full). c.mu must be held.
+func (c *Channel) sessionLocked(id string, now time.Time) (*session, error) {
+	if s := c.sessions[id]; s != nil {
+		s.lastActive = now
+		return s, nil
+	}
+	if len(c.sessions) >= c.cfg.MaxSessions {
+		var victim *session
+		for _, s := range c.sessions {
+			if len(s.subs) == 0 && (victim == nil || s.lastActive.Before(victim.lastActive)) {
+				victim = s
+			}
+		}
+		if victim == nil {
+			return nil, fmt.Errorf("%w (%d, every one with a client attached): raise MaxSessions", ErrTooManySessions, len(c.sessions))
+		}
+		delete(c.sessions, victim.id)
+		c.log.Debug("evicted web session to make room", "session", victim.id)
+	}
+	s := newSession(id, now)
+	c.sessions[id] = s
+	return s, nil
+}
+
+// evictIdle removes sessions idle for longer than IdleTimeout without an attached client, and
+// forgets submitted events whose turn never showed up within StreamTimeout. It returns how many
+// sessions it removed.
+func (c *Channel) evictIdle(now time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for id, s := range c.sessions {
+		for evID, at := range s.queued {
+			if now.Sub(at) > c.cfg.StreamTimeout {
+				delete(s.queued, evID)
+			}
+		}
+		if len(s.subs) == 0 && now.Sub(s.lastActive) > c.cfg.IdleTimeout {
+			delete(c.sessions, id)
+			n++
+		}
+	}
+	return n
+}
+
+// newID returns a random id usable as a session or event id (26 characters of [A-Z2-7]).
+func newID() string { return rand.Text() }
+
+func sessionIDFromKey(k echogate.SessionKey) string {
+	id, _ := strings.CutPrefix(string(k), echogate.PlatformWeb+":")
+	return id
+}
+
+func outboundKind(k echogate.OutboundKind) string {
+	switch k {
+	case echogate.OutReply:
+		return "assistant"
+	case echogate.OutApprovalPrompt:
+		return "approval_prompt"
+	case echogate.OutPlan:
+		return "plan"
+	}
+	return "notice"
+}
+
+// checkSession returns what is wrong with a session id, or "".
+func checkSession(id string) string {
+	if id == "" {
+		return "session id is empty"
+	}
+	if len(id) > maxSessionIDLen {
+		return fmt.Sprintf("session id is %d bytes long, over the limit of %d: use a shorter id", len(id), maxSessionIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.' {
+			continue
+		}
+		return fmt.Sprintf("session id %q holds %q at byte %d: use only letters, digits, '-', '_' and '.'", id, rune(b), i)
+	}
+	return ""
+}
+
+// checkUser returns what is wrong with a user id, or "".
+func checkUser(u string) string {
+	if len(u) > maxUserIDLen {
+		return fmt.Sprintf("user id is %d bytes long, over the limit of %d: use a shorter id", len(u), maxUserIDLen)
+	}
+	for i, r := range u {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return fmt.Sprintf("user id %q holds the control or invalid character %q at byte %d: use printable characters", u, r, i)
+		}
+	}
+	return ""
+}
