@@ -1,0 +1,158 @@
+package slack
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults applied by New for zero Config fields.
+const (
+	DefaultAPIURL               = "https://slack.com/api/"
+	DefaultStreamUpdateInterval = time.Second
+	DefaultRequestTimeout       = 15 * time.Second
+	DefaultChannelRate          = 1.0 // requests per second per Slack channel
+	DefaultChannelBurst         = 4
+	DefaultTypingRefresh        = 60 * time.Second
+	DefaultQueueSize            = 256
+)
+
+// Config configures the Slack channel. The zero value of every field means its default; the bot
+// token is the only required value.
+type Config struct {
+	// BotToken is the bot user OAuth token (xoxb-…). Required.
+	BotToken string
+	// AppToken is the app-level token (xapp-…) with connections:write. When set, Run connects
+	// with Socket Mode; otherwise Run waits for events delivered to EventsHandler.
+	AppToken string
+	// SigningSecret verifies requests to the HTTP Events API endpoint (EventsHandler). Without
+	// it EventsHandler refuses every request.
+	SigningSecret string
+	// APIURL is the Web API base URL; default https://slack.com/api/. Must end in "/" (added
+	// when missing). GovSlack, proxies and tests override it.
+	APIURL string
+	// RequireMention says whether channel messages must @-mention the bot to be answered; when
+	// false, follow-ups in a thread the bot already replied in are answered too. nil means
+	// true. DMs never need a mention.
+	RequireMention *bool
+	// Channels overrides settings per Slack channel id (C…, G…).
+	Channels map[string]ChannelConfig
+	// ReplyInThread answers a top-level channel mention in a thread under it (and makes that
+	// thread the session). nil means true.
+	ReplyInThread *bool
+	// StreamUpdateInterval is the minimum time between two visible updates of a streamed
+	// reply (native appends or chat.update edits); default 1s.
+	StreamUpdateInterval time.Duration
+	// ChannelRate and ChannelBurst size the outbound budget of each Slack channel: a token
+	// bucket shared by finals, approval prompts, stream updates and progress indicators
+	// (finals first). Defaults 1/s and 4. There is no global limiter across channels.
+	ChannelRate  float64
+	ChannelBurst int
+	// RequestTimeout bounds one Web API call; default 15s.
+	RequestTimeout time.Duration
+	// TypingRefresh is how often a running turn's status indicator is refreshed; default 60s.
+	TypingRefresh time.Duration
+	// QueueSize bounds the events accepted but not yet handed to the sink; default 256. When it
+	// is full, Socket Mode envelopes are not acknowledged (Slack redelivers them later) and
+	// the Events API answers 503.
+	QueueSize int
+	// DisableNativeStreaming skips chat.startStream and always streams with chat.update.
+	DisableNativeStreaming bool
+	// HTTPClient makes the Web API calls; default a new http.Client.
+	HTTPClient *http.Client
+	// Clock is the time source; default the system clock.
+	Clock Clock
+}
+
+// ChannelConfig holds per-channel overrides.
+type ChannelConfig struct {
+	// RequireMention overrides Config.RequireMention for this channel when non-nil.
+	RequireMention *bool
+}
+
+// Bool returns a pointer to b, for the optional booleans of Config.
+func Bool(b bool) *bool { return &b }
+
+// withDefaults validates c and fills defaults.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	c.BotToken = strings.TrimSpace(c.BotToken)
+	c.AppToken = strings.TrimSpace(c.AppToken)
+	c.SigningSecret = strings.TrimSpace(c.SigningSecret)
+	switch {
+	case c.BotToken == "":
+		return bad("bot token is empty: set slack.bot_token or SLACK_BOT_TOKEN to the Bot User OAuth Token (xoxb-…) from your app's OAuth & Permissions page")
+	case strings.HasPrefix(c.BotToken, "xapp-"):
+		return bad("bot token starts with xapp-, which is an app-level token: put it in slack.app_token / SLACK_APP_TOKEN and set the bot token to the xoxb-… Bot User OAuth Token")
+	case !strings.HasPrefix(c.BotToken, "xoxb-"):
+		return bad("bot token must start with xoxb- (Bot User OAuth Token from OAuth & Permissions); user tokens (xoxp-) and legacy tokens are not supported")
+	}
+	if c.AppToken != "" && !strings.HasPrefix(c.AppToken, "xapp-") {
+		if strings.HasPrefix(c.AppToken, "xoxb-") {
+			return bad("app token starts with xoxb-, which is a bot token: set slack.app_token / SLACK_APP_TOKEN to the app-level token (xapp-…) from Basic Information > App-Level Tokens, with the connections:write scope")
+		}
+		return bad("app token must start with xapp- (Basic Information > App-Level Tokens, scope connections:write)")
+	}
+	if c.AppToken == "" && c.SigningSecret == "" {
+		return bad("neither an app token (Socket Mode) nor a signing secret (Events API) is set: set SLACK_APP_TOKEN=xapp-… for Socket Mode, or SLACK_SIGNING_SECRET for POST /slack/events")
+	}
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	u, err := url.Parse(c.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("api url %q is not an absolute http(s) URL: set slack.api_url / SLACK_API_URL like https://slack.com/api/", c.APIURL)
+	}
+	if !strings.HasSuffix(c.APIURL, "/") {
+		c.APIURL += "/"
+	}
+	if c.StreamUpdateInterval < 0 || c.RequestTimeout < 0 || c.TypingRefresh < 0 || c.ChannelRate < 0 || c.ChannelBurst < 0 || c.QueueSize < 0 {
+		return bad("durations, rates and sizes must not be negative")
+	}
+	if c.StreamUpdateInterval == 0 {
+		c.StreamUpdateInterval = DefaultStreamUpdateInterval
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.TypingRefresh == 0 {
+		c.TypingRefresh = DefaultTypingRefresh
+	}
+	if c.ChannelRate == 0 {
+		c.ChannelRate = DefaultChannelRate
+	}
+	if c.ChannelBurst == 0 {
+		c.ChannelBurst = DefaultChannelBurst
+	}
+	if c.ChannelBurst < 2 {
+		return bad("channel burst must be at least 2 (one token stays reserved for final replies)")
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
+	for id := range c.Channels {
+		if id == "" {
+			return bad("slack.channels has an empty channel id: use the channel id (C…/G…) as the key")
+		}
+	}
+	return c, nil
+}
+
+func (c Config) requireMention(channel string) bool {
+	if cc, ok := c.Channels[channel]; ok && cc.RequireMention != nil {
+		return *cc.RequireMention
+	}
+	return c.RequireMention == nil || *c.RequireMention
+}
+
+func (c Config) replyInThread() bool { return c.ReplyInThread == nil || *c.ReplyInThread }

@@ -1,0 +1,128 @@
+package slack
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack/slackevents"
+)
+
+const (
+	maxEventBody    = 1 << 20
+	maxTimestampAge = 5 * time.Minute
+)
+
+// EventsHandler returns the handler for POST /slack/events (the HTTP Events API). Every request
+// must carry a valid X-Slack-Signature made with the signing secret and a timestamp at most five
+// minutes old (else 401 and nothing happens). url_verification is answered with its challenge.
+// Event callbacks are acknowledged with 200 at once and handled after the response; when Run is
+// not running or the queue is full the answer is 503, so Slack redelivers later. Retries
+// (X-Slack-Retry-Num) are dropped when the event is already queued or handled.
+func (c *Channel) EventsHandler() http.Handler {
+	return http.HandlerFunc(c.serveEvents)
+}
+
+func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "slack events: use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if c.cfg.SigningSecret == "" {
+		http.Error(w, "slack events: no signing secret configured (set SLACK_SIGNING_SECRET)", http.StatusServiceUnavailable)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
+	if err != nil {
+		http.Error(w, "slack events: request body unreadable or over 1 MiB", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if err := verifySignature(r.Header, body, c.cfg.SigningSecret, c.cfg.Clock.Now()); err != nil {
+		c.log.Warn("slack events request refused", "error", err, "remote", r.RemoteAddr)
+		http.Error(w, "slack events: "+err.Error(), http.StatusUnauthorized)
+		return
+	}
+	var outer struct {
+		Type      string `json:"type"`
+		Challenge string `json:"challenge"`
+		EventID   string `json:"event_id"`
+		Minute    int    `json:"minute_rate_limited"`
+	}
+	if err := json.Unmarshal(body, &outer); err != nil {
+		http.Error(w, "slack events: body is not JSON", http.StatusBadRequest)
+		return
+	}
+	switch outer.Type {
+	case slackevents.URLVerification:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"challenge": outer.Challenge})
+		return
+	case slackevents.AppRateLimited:
+		c.log.Warn("slack app rate limited: Slack is dropping events for a minute", "minute", outer.Minute)
+		w.WriteHeader(http.StatusOK)
+		return
+	case slackevents.CallbackEvent:
+	default:
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	ea, err := slackevents.ParseEvent(body, slackevents.OptionNoVerifyToken())
+	if err != nil {
+		// An event type the channel does not parse: acknowledge, so Slack does not retry it.
+		c.log.Debug("slack event ignored", "event_id", outer.EventID, "error", err)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	j, ok := jobFrom(ea, "http")
+	if !ok {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	j.retry, _ = strconv.Atoi(r.Header.Get("X-Slack-Retry-Num"))
+	if !c.enqueue(j) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "slack events: busy", http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// verifySignature checks Slack's v0 request signature and the timestamp's age.
+// https://docs.slack.dev/authentication/verifying-requests-from-slack
+func verifySignature(h http.Header, body []byte, secret string, now time.Time) error {
+	sig := h.Get("X-Slack-Signature")
+	tsText := h.Get("X-Slack-Request-Timestamp")
+	if sig == "" || tsText == "" {
+		return fmt.Errorf("%w: missing X-Slack-Signature or X-Slack-Request-Timestamp header", ErrInvalidSignature)
+	}
+	ts, err := strconv.ParseInt(tsText, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: bad X-Slack-Request-Timestamp %q", ErrInvalidSignature, tsText)
+	}
+	if age := now.Sub(time.Unix(ts, 0)); age > maxTimestampAge || age < -maxTimestampAge {
+		return fmt.Errorf("%w: timestamp is %s away from now (limit 5m): replayed request or clock skew", ErrInvalidSignature, age.Round(time.Second))
+	}
+	hexSig, ok := strings.CutPrefix(sig, "v0=")
+	if !ok {
+		return fmt.Errorf("%w: unsupported signature version", ErrInvalidSignature)
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return fmt.Errorf("%w: signature is not hex", ErrInvalidSignature)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte("v0:" + tsText + ":"))
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return fmt.Errorf("%w: signature mismatch (wrong signing secret?)", ErrInvalidSignature)
+	}
+	return nil
+}

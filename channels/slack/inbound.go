@@ -1,0 +1,332 @@
+package slack
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/channels"
+)
+
+// reactionNames maps Slack reaction names to canonical emoji. Other reactions are ignored.
+var reactionNames = map[string]string{
+	"white_check_mark":            echogate.ReactionApprove,
+	"heavy_check_mark":            echogate.ReactionApprove,
+	"ballot_box_with_check":       echogate.ReactionApprove,
+	"repeat":                      echogate.ReactionApproveSession,
+	"x":                           echogate.ReactionDeny,
+	"negative_squared_cross_mark": echogate.ReactionDeny,
+	"octagonal_sign":              echogate.ReactionStop,
+	"stop_sign":                   echogate.ReactionStop,
+}
+
+// emojiNames maps canonical emoji to the Slack names the bot reacts with.
+var emojiNames = map[string]string{
+	echogate.ReactionApprove:        "white_check_mark",
+	echogate.ReactionApproveSession: "repeat",
+	echogate.ReactionDeny:           "x",
+	echogate.ReactionStop:           "octagonal_sign",
+	echogate.ReactionWorking:        "eyes",
+}
+
+// canonicalReaction maps a Slack reaction name ("white_check_mark", "+1::skin-tone-2") to a
+// canonical emoji; ok is false for reactions the gateway does not act on.
+func canonicalReaction(name string) (string, bool) {
+	if i := strings.Index(name, "::"); i >= 0 { // skin tone suffix
+		name = name[:i]
+	}
+	e, ok := reactionNames[name]
+	return e, ok
+}
+
+// slackEmojiName maps a canonical emoji (or a ":name:" / "name") to a Slack reaction name.
+func slackEmojiName(emoji string) (string, bool) {
+	if n, ok := emojiNames[emoji]; ok {
+		return n, true
+	}
+	n := strings.Trim(emoji, ":")
+	if n != "" && isEmojiName(n) {
+		return n, true
+	}
+	return "", false
+}
+
+func isEmojiName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '+' || r == '\'') {
+			return false
+		}
+	}
+	return true
+}
+
+var reMention = regexp.MustCompile(`<@([UW][A-Z0-9]+)(?:\|[^>]*)?>`)
+
+// keepLines removes the bot's mention markup, unescapes Slack's &amp; &lt; &gt; and trims
+// trailing spaces, keeping line breaks (for multi-line prompts and code).
+func keepLines(text, botUser string) string {
+	if botUser != "" {
+		text = reMention.ReplaceAllStringFunc(text, func(m string) string {
+			if reMention.FindStringSubmatch(m)[1] == botUser {
+				return ""
+			}
+			return m
+		})
+	}
+	lines := strings.Split(slackUnescape(text), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+func mentions(text, user string) bool {
+	if user == "" {
+		return false
+	}
+	for _, m := range reMention.FindAllStringSubmatch(text, -1) {
+		if m[1] == user {
+			return true
+		}
+	}
+	return false
+}
+
+// isDMChannel reports whether a channel id is a one-to-one IM (D…).
+func isDMChannel(ch string) bool { return strings.HasPrefix(ch, "D") }
+
+func msgKey(ch, ts string) string { return ch + ":" + ts }
+
+// channelOf returns the Slack channel of an inner event, for ordering and budgets.
+func channelOf(inner any) string {
+	switch e := inner.(type) {
+	case *slackevents.AppMentionEvent:
+		return e.Channel
+	case *slackevents.MessageEvent:
+		return e.Channel
+	case *slackevents.ReactionAddedEvent:
+		return e.Item.Channel
+	}
+	return ""
+}
+
+// conversation builds the session of a post: a thread is one session; a top-level mention in a
+// channel starts a thread (when replies go in threads); a DM without a thread is one session.
+func (c *Channel) conversation(team, ch, ts, threadTS string, dm bool) echogate.ConversationRef {
+	conv := echogate.ConversationRef{Platform: echogate.PlatformSlack, Workspace: team, Channel: ch, DM: dm, Thread: threadTS}
+	if conv.Thread == "" && !dm && c.cfg.replyInThread() {
+		conv.Thread = ts
+	}
+	return conv
+}
+
+// handle turns one acknowledged event into at most one InboundEvent for the sink.
+func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
+	ev, ok := c.normalize(ctx, j)
+	if !ok {
+		return
+	}
+	log := c.log.With("event_id", ev.ID, "session", string(ev.SessionKey()))
+	if !c.recent.AddIfAbsent("m:"+ev.ID, struct{}{}) {
+		log.Debug("slack post already delivered (message/app_mention pair or retry)")
+		return
+	}
+	if err := sink(ctx, ev); err != nil {
+		// Forget the ids so a redelivery can try again, and tell the user the post was not taken.
+		c.recent.Remove("m:" + ev.ID)
+		if j.eventID != "" {
+			c.recent.Remove("e:" + j.eventID)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.Warn("slack event not accepted by the pipeline", "error", err, "kind", ev.Kind.String())
+		if ev.Kind == echogate.KindDirect || ev.Kind == echogate.KindMention {
+			out := echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation, ReplyTo: ev.Message,
+				Text: "Sorry, I'm too busy to take this message right now. Please try again in a minute."}
+			if _, err := c.Send(ctx, out); err != nil {
+				log.Warn("slack busy notice failed", "error", err)
+			}
+		}
+		return
+	}
+	log.Debug("slack event delivered", "kind", ev.Kind.String(), "transport", j.transport, "retry", j.retry)
+}
+
+// normalize maps a Slack event to an InboundEvent, or reports false for events that are not
+// turns (own or bot messages, edits, joins, room chatter, reactions elsewhere).
+func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, bool) {
+	self := c.identity()
+	now := c.cfg.Clock.Now()
+	team := j.teamID
+	if team == "" {
+		team = self.TeamID
+	}
+	switch e := j.inner.(type) {
+	case *slackevents.AppMentionEvent:
+		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil {
+			return echogate.InboundEvent{}, false
+		}
+		dm := isDMChannel(e.Channel)
+		kind := echogate.KindMention
+		if dm {
+			kind = echogate.KindDirect
+		}
+		ev := c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, dm, kind, self, now)
+		ev.Attachments = attachments(e.Files)
+		return ev, true
+
+	case *slackevents.MessageEvent:
+		switch e.SubType {
+		case "", "file_share", "thread_broadcast":
+		default: // edits, deletes, joins, bot_message, channel topics…: not turns
+			return echogate.InboundEvent{}, false
+		}
+		if e.BotID != "" || e.User == "" || e.User == self.UserID {
+			return echogate.InboundEvent{}, false
+		}
+		var ev echogate.InboundEvent
+		switch {
+		case e.ChannelType == slackevents.ChannelTypeIM || (e.ChannelType == "" && isDMChannel(e.Channel)):
+			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, true, echogate.KindDirect, self, now)
+		case mentions(e.Text, self.UserID):
+			// The app_mention event for this post carries the same id; whichever comes first wins.
+			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
+		case e.ThreadTimeStamp != "" && e.ThreadTimeStamp != e.TimeStamp && !c.cfg.requireMention(e.Channel):
+			if !c.botInThread(ctx, e.Channel, e.ThreadTimeStamp) {
+				return echogate.InboundEvent{}, false
+			}
+			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
+		default:
+			return echogate.InboundEvent{}, false
+		}
+		if e.Message != nil {
+			ev.Attachments = attachments(e.Message.Files)
+		}
+		return ev, true
+
+	case *slackevents.ReactionAddedEvent:
+		if e.Item.Type != "message" || e.ItemUser == "" || e.ItemUser != self.UserID || e.User == self.UserID || e.User == "" {
+			return echogate.InboundEvent{}, false
+		}
+		emoji, ok := canonicalReaction(e.Reaction)
+		if !ok {
+			return echogate.InboundEvent{}, false
+		}
+		conv, ok := c.conversationOf(ctx, team, e.Item.Channel, e.Item.Timestamp)
+		if !ok {
+			return echogate.InboundEvent{}, false
+		}
+		id := j.eventID
+		if id == "" {
+			id = "reaction:" + e.Item.Channel + ":" + e.Item.Timestamp + ":" + e.User + ":" + e.Reaction + ":" + e.EventTimestamp
+		}
+		target := echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: e.Item.Channel, ID: e.Item.Timestamp}
+		return echogate.InboundEvent{
+			ID: id, Kind: echogate.KindReaction, Conversation: conv,
+			Actor: echogate.Actor{ID: e.User}, Reaction: emoji, Target: target, Message: target, ReceivedAt: now,
+		}, true
+	}
+	return echogate.InboundEvent{}, false
+}
+
+func (c *Channel) postEvent(team, ch, ts, threadTS, user, text string, dm bool, kind echogate.EventKind, self identity, now time.Time) echogate.InboundEvent {
+	c.authors.Add(msgKey(ch, ts), user)
+	return echogate.InboundEvent{
+		ID:           msgKey(ch, ts),
+		Kind:         kind,
+		Conversation: c.conversation(team, ch, ts, threadTS, dm),
+		Actor:        echogate.Actor{ID: user},
+		Text:         keepLines(text, self.UserID),
+		Message:      echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: ch, ID: ts},
+		ReceivedAt:   now,
+	}
+}
+
+func attachments(files []slack.File) []echogate.Attachment {
+	if len(files) == 0 {
+		return nil
+	}
+	out := make([]echogate.Attachment, 0, len(files))
+	for _, f := range files {
+		u := f.URLPrivateDownload
+		if u == "" {
+			u = f.URLPrivate
+		}
+		out = append(out, echogate.Attachment{ID: f.ID, Name: f.Name, MIME: f.Mimetype, Size: int64(f.Size), URL: u})
+	}
+	return out
+}
+
+// botInThread reports whether the bot has posted in the thread: from memory of its own posts,
+// else (after a restart) by reading the thread once; the answer is cached.
+func (c *Channel) botInThread(ctx context.Context, ch, thread string) bool {
+	key := msgKey(ch, thread)
+	if in, ok := c.threads.Get(key); ok {
+		return in
+	}
+	self := c.identity()
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	msgs, _, _, err := c.api.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{ChannelID: ch, Timestamp: thread, Limit: 200, Inclusive: true})
+	if err != nil {
+		c.logAPIError("conversations.replies", ch, err)
+		return false
+	}
+	in := false
+	for _, m := range msgs {
+		if (self.UserID != "" && m.User == self.UserID) || (self.BotID != "" && m.BotID == self.BotID) {
+			in = true
+			break
+		}
+	}
+	c.threads.Add(key, in)
+	return in
+}
+
+// conversationOf finds the session a message of the bot belongs to: from memory of recent
+// posts, else by looking the message up (conversations.replies, then conversations.history).
+func (c *Channel) conversationOf(ctx context.Context, team, ch, ts string) (echogate.ConversationRef, bool) {
+	if conv, ok := c.sent.Get(msgKey(ch, ts)); ok {
+		return conv, true
+	}
+	conv := echogate.ConversationRef{Platform: echogate.PlatformSlack, Workspace: team, Channel: ch, DM: isDMChannel(ch)}
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	msgs, _, _, err := c.api.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{ChannelID: ch, Timestamp: ts, Limit: 1, Inclusive: true})
+	if err == nil {
+		for _, m := range msgs {
+			if m.Timestamp == ts {
+				if m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
+					conv.Thread = m.ThreadTimestamp
+				}
+				c.sent.Add(msgKey(ch, ts), conv)
+				return conv, true
+			}
+		}
+	} else {
+		c.logAPIError("conversations.replies", ch, err)
+	}
+	h, err := c.api.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{ChannelID: ch, Latest: ts, Oldest: ts, Inclusive: true, Limit: 1})
+	if err != nil {
+		c.logAPIError("conversations.history", ch, err)
+		c.log.Warn("slack reaction dropped: cannot find the session of the reacted message", "message", ts)
+		return conv, false
+	}
+	for _, m := range h.Messages {
+		if m.Timestamp == ts {
+			if m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
+				conv.Thread = m.ThreadTimestamp
+			}
+			c.sent.Add(msgKey(ch, ts), conv)
+			return conv, true
+		}
+	}
+	c.log.Warn("slack reaction dropped: reacted message not found", "message", ts)
+	return conv, false
+}

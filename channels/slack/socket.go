@@ -1,0 +1,225 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+)
+
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d + 1) // #nosec G404 -- jitter needs no cryptographic randomness
+}
+
+// runSocket runs the Socket Mode client until ctx ends or the app token is rejected. slack-go
+// reconnects after drops, "disconnect" requests and ping timeouts; the connect gate spaces the
+// reconnects with exponential backoff and jitter so replicas do not reconnect in lockstep.
+func (c *Channel) runSocket(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.setReady(false, "connecting")
+	errc := make(chan error, 1)
+	go func() { errc <- c.sock.RunContext(sctx) }()
+	for {
+		select {
+		case err := <-errc:
+			if ctx.Err() != nil {
+				return nil
+			}
+			var se slack.SlackErrorResponse
+			if errors.As(err, &se) {
+				c.setReady(false, "app token rejected: "+se.Err)
+				return fmt.Errorf("slack: socket mode: app token rejected (%s): check SLACK_APP_TOKEN (xapp-… with connections:write) and that Socket Mode is enabled: %w", se.Err, &APIError{Method: "apps.connections.open", Code: se.Err})
+			}
+			c.setReady(false, "socket mode stopped: "+err.Error())
+			return fmt.Errorf("slack: socket mode: %w", err)
+		case evt := <-c.sock.Events:
+			c.socketEvent(sctx, evt)
+		}
+	}
+}
+
+func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
+	switch evt.Type {
+	case socketmode.EventTypeConnecting:
+		c.setReady(false, "connecting")
+	case socketmode.EventTypeConnectionError:
+		detail := "reconnecting"
+		if ce, ok := evt.Data.(*slack.ConnectionErrorEvent); ok && ce.ErrorObj != nil {
+			detail = "reconnecting: " + ce.ErrorObj.Error()
+			c.log.Warn("slack socket mode connection failed", "error", ce.ErrorObj, "attempt", ce.Attempt, "retry_in", ce.Backoff)
+		}
+		c.setReady(false, detail)
+	case socketmode.EventTypeInvalidAuth:
+		c.setReady(false, "app token rejected")
+	case socketmode.EventTypeConnected:
+		c.log.Debug("slack socket mode websocket open")
+	case socketmode.EventTypeHello:
+		c.gate.connected()
+		c.setReady(true, "connected (socket mode)")
+	case socketmode.EventTypeIncomingError:
+		if ie, ok := evt.Data.(*slack.IncomingEventError); ok {
+			c.log.Warn("slack socket mode read error", "error", ie.ErrorObj)
+		}
+	case socketmode.EventTypeErrorWriteFailed:
+		if we, ok := evt.Data.(*socketmode.ErrorWriteFailed); ok {
+			c.log.Warn("slack socket mode ack not written; Slack will redeliver", "error", we.Cause)
+		}
+	case socketmode.EventTypeErrorBadMessage:
+		// Usually an event type slack-go cannot parse (one the app did not ask for). Ack it so
+		// Slack does not redeliver it forever.
+		if bm, ok := evt.Data.(*socketmode.ErrorBadMessage); ok {
+			var env struct {
+				EnvelopeID string `json:"envelope_id"`
+			}
+			if json.Unmarshal(bm.Message, &env) == nil && env.EnvelopeID != "" {
+				c.ack(ctx, env.EnvelopeID)
+			}
+			c.log.Debug("slack socket mode message ignored", "error", bm.Cause)
+		}
+	case socketmode.EventTypeEventsAPI:
+		if evt.Request == nil {
+			return
+		}
+		ea, ok := evt.Data.(slackevents.EventsAPIEvent)
+		if !ok {
+			c.ack(ctx, evt.Request.EnvelopeID)
+			return
+		}
+		j, ok := jobFrom(ea, "socket")
+		if !ok {
+			c.ack(ctx, evt.Request.EnvelopeID)
+			return
+		}
+		j.retry = evt.Request.RetryAttempt
+		if c.enqueue(j) {
+			c.ack(ctx, evt.Request.EnvelopeID)
+		}
+	case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
+		if evt.Request != nil {
+			c.ack(ctx, evt.Request.EnvelopeID)
+		}
+	}
+}
+
+func (c *Channel) ack(ctx context.Context, envelopeID string) {
+	if err := c.sock.AckCtx(ctx, envelopeID, nil); err != nil && ctx.Err() == nil {
+		c.log.Warn("slack socket mode ack failed", "error", err)
+	}
+}
+
+// jobFrom extracts the parts of an Events API callback the workers need. ok is false for events
+// the channel does not handle (they are still acknowledged).
+func jobFrom(ea slackevents.EventsAPIEvent, transport string) (job, bool) {
+	if ea.Type != slackevents.CallbackEvent {
+		return job{}, false
+	}
+	cb, ok := ea.Data.(*slackevents.EventsAPICallbackEvent)
+	if !ok {
+		return job{}, false
+	}
+	switch ea.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent, *slackevents.MessageEvent, *slackevents.ReactionAddedEvent:
+	default:
+		return job{}, false
+	}
+	return job{eventID: cb.EventID, teamID: ea.TeamID, inner: ea.InnerEvent.Data, transport: transport}, true
+}
+
+// connectGate spaces Socket Mode (re)connects: the first connect and a reconnect after a
+// connection that stayed up a while wait only a little jitter; reconnects after short-lived
+// connections back off exponentially (to 30s) with jitter. It wraps the HTTP client that
+// calls apps.connections.open.
+type connectGate struct {
+	clock Clock
+	base  *http.Client
+
+	mu          sync.Mutex
+	opens       int       // apps.connections.open calls since the last stable connection
+	connectedAt time.Time // last hello
+}
+
+const (
+	stableConnection = time.Minute
+	maxReconnectWait = 30 * time.Second
+)
+
+func newConnectGate(clock Clock, base *http.Client) *connectGate {
+	return &connectGate{clock: clock, base: base}
+}
+
+func (g *connectGate) client() *http.Client {
+	cl := *g.base
+	rt := cl.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	cl.Transport = gateTransport{g: g, next: rt}
+	return &cl
+}
+
+func (g *connectGate) connected() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.connectedAt = g.clock.Now()
+	g.mu.Unlock()
+}
+
+// delay returns how long to wait before the next apps.connections.open.
+func (g *connectGate) delay() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	if !g.connectedAt.IsZero() && now.Sub(g.connectedAt) >= stableConnection {
+		g.opens = 0
+	}
+	g.connectedAt = time.Time{}
+	n := g.opens
+	g.opens++
+	switch n {
+	case 0:
+		return 0
+	case 1:
+		return jitter(time.Second)
+	}
+	d := time.Second << min(n-1, 10)
+	if d > maxReconnectWait {
+		d = maxReconnectWait
+	}
+	return d/2 + jitter(d/2)
+}
+
+type gateTransport struct {
+	g    *connectGate
+	next http.RoundTripper
+}
+
+func (t gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/apps.connections.open") {
+		if d := t.g.delay(); d > 0 {
+			select {
+			case <-req.Context().Done():
+				if req.Body != nil {
+					_ = req.Body.Close()
+				}
+				return nil, req.Context().Err()
+			case <-t.g.clock.After(d):
+			}
+		}
+	}
+	return t.next.RoundTrip(req)
+}

@@ -1,0 +1,387 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/echogate/echogate"
+)
+
+// nativeUnsupported are chat.startStream codes meaning the workspace (or token) cannot stream
+// natively; the channel then uses chat.update for good.
+var nativeUnsupported = map[string]bool{
+	"unknown_method": true, "not_allowed": true, "method_deprecated": true, "not_allowed_token_type": true,
+	"feature_not_enabled": true, "not_supported": true, "missing_scope": true, "team_not_allowed": true,
+	"method_not_supported_for_channel_type": true, "not_implemented": true,
+}
+
+// StartStream prepares a streamed reply to out and returns at once; nothing is posted until the
+// first Append. Text is shown with Slack's native streaming (chat.startStream / appendStream /
+// stopStream) when the reply goes in a thread and the workspace supports it, else as one posted
+// message edited with chat.update. Updates happen at most once per StreamUpdateInterval and only
+// when the channel's budget has room beyond what finals need. The stream's background flusher
+// ends with Finish or when ctx ends.
+func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error) {
+	ch, thread, err := c.target(out)
+	if err != nil {
+		return nil, err
+	}
+	s := &stream{
+		c: c, ctx: ctx, ch: ch, thread: thread, conv: out.Conversation,
+		team:  out.Conversation.Workspace,
+		dirty: make(chan struct{}, 1), stop: make(chan struct{}), flusherDone: make(chan struct{}),
+	}
+	if s.team == "" {
+		s.team = c.identity().TeamID
+	}
+	if out.ReplyTo.ID != "" {
+		s.recipient, _ = c.authors.Get(msgKey(out.ReplyTo.Channel, out.ReplyTo.ID))
+	}
+	s.native = !c.nativeOff.Load() && thread != "" && (s.recipient != "" || isDMChannel(ch))
+	go s.flusher()
+	return s, nil
+}
+
+type stream struct {
+	c               *Channel
+	ctx             context.Context
+	ch, thread      string
+	conv            echogate.ConversationRef
+	team, recipient string
+
+	mu       sync.Mutex
+	text     strings.Builder
+	finished bool
+
+	dirty       chan struct{}
+	stop        chan struct{}
+	flusherDone chan struct{}
+
+	// Owned by the flusher goroutine until it exits, then by Finish.
+	native    bool
+	ts        string // the visible message, once posted
+	streamed  int    // bytes of text sent natively
+	lastShown string // last text shown with chat.update
+	lastFlush time.Time
+}
+
+// Append adds delta to the reply. It never waits for the network: the flusher shows the text
+// at the channel's bounded rate. It returns ErrStreamDone after Finish.
+func (s *stream) Append(_ context.Context, delta string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		return ErrStreamDone
+	}
+	if delta == "" {
+		return nil
+	}
+	s.text.WriteString(delta)
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (s *stream) snapshot() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.text.String()
+}
+
+func (s *stream) flusher() {
+	defer close(s.flusherDone)
+	interval := s.c.cfg.StreamUpdateInterval
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.ctx.Done():
+			return
+		case <-s.dirty:
+		}
+		if !s.lastFlush.IsZero() {
+			if wait := s.lastFlush.Add(interval).Sub(s.c.cfg.Clock.Now()); wait > 0 {
+				select {
+				case <-s.stop:
+					return
+				case <-s.ctx.Done():
+					return
+				case <-s.c.cfg.Clock.After(wait):
+				}
+			}
+		}
+		s.lastFlush = s.c.cfg.Clock.Now()
+		if err := s.flush(); err != nil {
+			if !errors.Is(err, errLowBudget) {
+				s.c.log.Debug("slack stream update skipped", "slack_channel", s.ch, "error", err)
+			}
+			if _, ok := echogate.RetryAfter(err); ok || errors.Is(err, errLowBudget) {
+				select { // try again after the interval
+				case s.dirty <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// flush shows the text so far. Called by the flusher only.
+func (s *stream) flush() error {
+	full := s.snapshot()
+	if strings.TrimSpace(full) == "" {
+		return nil
+	}
+	if s.native {
+		err := s.flushNative(full)
+		if err == nil || !s.nativeFailed(err) {
+			return err
+		}
+	}
+	return s.flushEdit(full)
+}
+
+// nativeFailed decides whether a native streaming error moves this stream (and, for
+// "unsupported" answers, the workspace) to chat.update. Called before the stream has a message.
+func (s *stream) nativeFailed(err error) bool {
+	if s.ts != "" {
+		return false
+	}
+	code, ok := apiCode(err)
+	if !ok {
+		return false
+	}
+	if nativeUnsupported[code] {
+		if !s.c.nativeOff.Swap(true) {
+			s.c.log.Info("slack native streaming unavailable; using chat.update", "error", code)
+		}
+	}
+	s.native = false
+	return true
+}
+
+// cut returns the longest prefix of s of at most n bytes that ends on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func (s *stream) flushNative(full string) error {
+	c := s.c
+	if s.ts == "" {
+		piece := cut(full, maxStreamChunk)
+		started := c.cfg.Clock.Now()
+		var ts string
+		err := c.call(s.ctx, "chat.startStream", s.ch, prioLow, func(ctx context.Context) error {
+			opts := []slack.MsgOption{slack.MsgOptionTS(s.thread), slack.MsgOptionMarkdownText(piece)}
+			if s.team != "" {
+				opts = append(opts, slack.MsgOptionRecipientTeamID(s.team))
+			}
+			if s.recipient != "" {
+				opts = append(opts, slack.MsgOptionRecipientUserID(s.recipient))
+			}
+			var err error
+			_, ts, err = c.api.StartStreamContext(ctx, s.ch, opts...)
+			return err
+		})
+		if err != nil {
+			if _, api := apiCode(err); !api && !errors.Is(err, errLowBudget) {
+				if _, ra := echogate.RetryAfter(err); !ra {
+					// Ambiguous: the stream may have started. Adopt it if it did.
+					if found, ok := c.findOwnSince(s.ctx, s.ch, s.thread, started); ok {
+						s.ts, s.streamed = found, len(piece)
+						c.remember(s.ch, s.thread, found, s.conv)
+						return nil
+					}
+				}
+			}
+			return err
+		}
+		s.ts, s.streamed = ts, len(piece)
+		c.remember(s.ch, s.thread, ts, s.conv)
+		return nil
+	}
+	for s.streamed < len(full) && s.streamed < maxStreamMessage {
+		piece := cut(full[s.streamed:], min(maxStreamChunk, maxStreamMessage-s.streamed))
+		if piece == "" {
+			return nil
+		}
+		err := c.call(s.ctx, "chat.appendStream", s.ch, prioLow, func(ctx context.Context) error {
+			_, _, err := c.api.AppendStreamContext(ctx, s.ch, s.ts, slack.MsgOptionMarkdownText(piece))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		s.streamed += len(piece)
+	}
+	return nil
+}
+
+func (s *stream) flushEdit(full string) error {
+	c := s.c
+	msgs := render(full)
+	if len(msgs) == 0 {
+		return nil
+	}
+	m := msgs[0]
+	if m.text == s.lastShown {
+		return nil
+	}
+	if s.ts == "" {
+		ts, err := c.post(s.ctx, s.ch, s.thread, m, prioLow)
+		if err != nil {
+			return err
+		}
+		s.ts, s.lastShown = ts, m.text
+		c.remember(s.ch, s.thread, ts, s.conv)
+		return nil
+	}
+	if err := c.update(s.ctx, s.ch, s.ts, m, prioLow); err != nil {
+		return err
+	}
+	s.lastShown = m.text
+	return nil
+}
+
+// findOwnSince looks for a message of the bot in the thread posted since t that the channel
+// does not know yet: the result of a call whose answer was lost.
+func (c *Channel) findOwnSince(ctx context.Context, ch, thread string, t time.Time) (string, bool) {
+	self := c.identity()
+	var found string
+	err := c.call(ctx, "conversations.replies", ch, prioHigh, func(ctx context.Context) error {
+		msgs, _, _, err := c.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: ch, Timestamp: thread, Oldest: slackTS(t.Add(-5 * time.Second)), Limit: 200, Inclusive: true})
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			own := (self.UserID != "" && m.User == self.UserID) || (self.BotID != "" && m.BotID == self.BotID)
+			if _, known := c.sent.Get(msgKey(ch, m.Timestamp)); own && !known && m.Timestamp != thread {
+				found = m.Timestamp
+			}
+		}
+		return nil
+	})
+	return found, err == nil && found != ""
+}
+
+// Finish shows final, the whole answer, exactly once and returns the messages that hold it. A
+// native stream is completed with chat.stopStream (rewritten with chat.update when final is not
+// what was streamed); an edited message gets the final text; parts beyond Slack's per-message
+// limit follow in the same thread. It blocks until done or ctx ends. An empty final means
+// "what was appended". Calls after the first return ErrStreamDone.
+func (s *stream) Finish(ctx context.Context, final string) ([]echogate.MessageRef, error) {
+	s.mu.Lock()
+	if s.finished {
+		s.mu.Unlock()
+		return nil, ErrStreamDone
+	}
+	s.finished = true
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.flusherDone
+
+	c := s.c
+	if strings.TrimSpace(final) == "" {
+		final = s.snapshot()
+	}
+	if strings.TrimSpace(final) == "" {
+		if s.ts != "" {
+			s.stopNative(ctx, "")
+			_ = c.call(ctx, "chat.delete", s.ch, prioHigh, func(ctx context.Context) error {
+				_, _, err := c.api.DeleteMessageContext(ctx, s.ch, s.ts)
+				return err
+			})
+		}
+		return nil, nil
+	}
+	if s.native && s.ts != "" {
+		streamed := s.snapshot()[:s.streamed]
+		if strings.HasPrefix(final, streamed) && len(final) <= maxStreamMessage {
+			if err := s.finishNative(ctx, final[s.streamed:]); err == nil {
+				return []echogate.MessageRef{s.ref(s.ts)}, nil
+			} else {
+				c.log.Warn("slack native stream could not be completed; rewriting the message", "slack_channel", s.ch, "error", err)
+			}
+		} else {
+			s.stopNative(ctx, "")
+		}
+	}
+	return s.finishEdit(ctx, final)
+}
+
+func (s *stream) ref(ts string) echogate.MessageRef {
+	return echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: s.ch, ID: ts}
+}
+
+// finishNative appends rest and stops the stream.
+func (s *stream) finishNative(ctx context.Context, rest string) error {
+	c := s.c
+	for len(rest) > maxStreamChunk {
+		piece := cut(rest, maxStreamChunk)
+		err := c.call(ctx, "chat.appendStream", s.ch, prioHigh, func(ctx context.Context) error {
+			_, _, err := c.api.AppendStreamContext(ctx, s.ch, s.ts, slack.MsgOptionMarkdownText(piece))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		rest = rest[len(piece):]
+		s.streamed += len(piece)
+	}
+	return s.stopNative(ctx, rest)
+}
+
+func (s *stream) stopNative(ctx context.Context, text string) error {
+	if !s.native || s.ts == "" {
+		return nil
+	}
+	c := s.c
+	return c.call(ctx, "chat.stopStream", s.ch, prioHigh, func(ctx context.Context) error {
+		var opts []slack.MsgOption
+		if text != "" {
+			opts = append(opts, slack.MsgOptionMarkdownText(text))
+		}
+		_, _, err := c.api.StopStreamContext(ctx, s.ch, s.ts, opts...)
+		return err
+	})
+}
+
+// finishEdit puts final into the visible message (or posts it when there is none) and posts
+// any further parts in the thread.
+func (s *stream) finishEdit(ctx context.Context, final string) ([]echogate.MessageRef, error) {
+	c := s.c
+	msgs := render(final)
+	if s.ts == "" {
+		return c.postAll(ctx, s.ch, s.thread, msgs, s.conv)
+	}
+	if err := c.update(ctx, s.ch, s.ts, msgs[0], prioHigh); err != nil {
+		if _, api := apiCode(err); !api {
+			return nil, err
+		}
+		// The partial message cannot be edited (deleted, too old…): post the answer anew and
+		// remove the partial one.
+		c.log.Warn("slack streamed message not editable; posting the answer as a new message", "slack_channel", s.ch, "error", err)
+		_ = c.call(ctx, "chat.delete", s.ch, prioHigh, func(ctx context.Context) error {
+			_, _, err := c.api.DeleteMessageContext(ctx, s.ch, s.ts)
+			return err
+		})
+		return c.postAll(ctx, s.ch, s.thread, msgs, s.conv)
+	}
+	refs := []echogate.MessageRef{s.ref(s.ts)}
+	more, err := c.postAll(ctx, s.ch, s.thread, msgs[1:], s.conv)
+	return append(refs, more...), err
+}

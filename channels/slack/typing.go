@@ -1,0 +1,123 @@
+package slack
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/echogate/echogate"
+)
+
+const typingStatus = "is thinking…"
+
+// StartTyping shows that a turn is running in conv: the assistant thread status ("is
+// thinking…", refreshed every TypingRefresh so long tool runs keep it) where the workspace
+// supports it, else a 👀 reaction on the message being answered (on). stop removes the
+// indicator; it is idempotent, blocks until the removal was attempted (bounded by the request
+// timeout) and also runs when ctx ends. Indicator calls use the low end of the channel's budget;
+// removal uses the high end, so a turn never ends with a stale indicator.
+func (c *Channel) StartTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (stop func()) {
+	ch := conv.Channel
+	if ch == "" {
+		ch = on.Channel
+	}
+	if ch == "" {
+		return func() {}
+	}
+	thread := conv.Thread
+	if thread == "" && !conv.DM && !isDMChannel(ch) && c.cfg.replyInThread() {
+		thread = on.ID
+	}
+	t := &typing{c: c, ch: ch, thread: thread, on: on, stopc: make(chan struct{}), done: make(chan struct{})}
+	go t.run(ctx)
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(t.stopc) })
+		<-t.done
+	}
+}
+
+type typing struct {
+	c      *Channel
+	ch     string
+	thread string
+	on     echogate.MessageRef
+	stopc  chan struct{}
+	done   chan struct{}
+
+	status  bool // assistant status shown
+	reacted bool // 👀 added
+}
+
+func (t *typing) run(ctx context.Context) {
+	defer close(t.done)
+	defer t.clear(ctx)
+	retry := t.c.cfg.StreamUpdateInterval
+	next := t.show(ctx)
+	for {
+		wait := t.c.cfg.TypingRefresh
+		if !next {
+			wait = retry // indicator not shown yet (budget): try again soon
+		} else if !t.status {
+			wait = 24 * time.Hour // a reaction needs no refresh
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.stopc:
+			return
+		case <-t.c.cfg.Clock.After(wait):
+			next = t.show(ctx)
+		}
+	}
+}
+
+// show sets or refreshes the indicator; false means it could not be shown yet.
+func (t *typing) show(ctx context.Context) bool {
+	c := t.c
+	if t.thread != "" && !c.statusOff.Load() {
+		err := c.call(ctx, "assistant.threads.setStatus", t.ch, prioLow, func(ctx context.Context) error {
+			return c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: typingStatus})
+		})
+		if err == nil {
+			t.status = true
+			return true
+		}
+		if _, api := apiCode(err); !api {
+			return false
+		}
+		if !c.statusOff.Swap(true) {
+			c.log.Info("slack assistant thread status unavailable; showing progress with a reaction", "error", err)
+		}
+	}
+	if t.reacted || t.on.ID == "" {
+		return true
+	}
+	if err := c.reaction(ctx, t.on, echogate.ReactionWorking, true, prioLow); err != nil {
+		_, api := apiCode(err)
+		return api // a permanent refusal will not get better by retrying
+	}
+	t.reacted = true
+	return true
+}
+
+func (t *typing) clear(ctx context.Context) {
+	c := t.c
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RequestTimeout)
+	defer cancel()
+	if t.status {
+		err := c.call(cctx, "assistant.threads.setStatus", t.ch, prioHigh, func(ctx context.Context) error {
+			return c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: ""})
+		})
+		if err != nil {
+			c.log.Warn("slack thread status not cleared", "slack_channel", t.ch, "error", err)
+		}
+	}
+	if t.reacted {
+		if err := c.reaction(cctx, t.on, echogate.ReactionWorking, false, prioHigh); err != nil {
+			c.log.Warn("slack progress reaction not removed", "slack_channel", t.ch, "error", err)
+		}
+	}
+}
