@@ -1,0 +1,43 @@
+package discord
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Clock is the channel's time source. Tests inject a fake; the zero Config uses the system clock.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has elapsed.
+	After(d time.Duration) <-chan time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func randJitter(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	return rand.N(max)
+}
+
+// backoffDelay is the wait before reconnection attempt n (n ≥ 1 counts consecutive failures):
+// half of the exponential step plus a random part of the other half ("equal jitter"), so
+// reconnecting shards never synchronise yet never retry in a tight loop. n ≤ 0 waits nothing.
+func backoffDelay(n int, initial, max time.Duration, jitter func(time.Duration) time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := initial
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	half := d / 2
+	return half + jitter(d-half)
+}
