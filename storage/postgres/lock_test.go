@@ -1,0 +1,139 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/storage/postgres"
+)
+
+func TestTryLockSession(t *testing.T) {
+	t.Parallel()
+	// Two stores on one database stand for two replicas. Session keys are unique per test run,
+	// because advisory locks are database-wide, not per schema.
+	replica1 := newStore(t)
+	replica2 := openStore(t, postgres.Config{MaxLockConns: 2})
+	ctx := ctxT(t)
+	a := echogate.SessionKey(randomName("slack:C1:"))
+	b := echogate.SessionKey(randomName("slack:C2:"))
+
+	unlockA, ok, err := replica1.TryLockSession(ctx, a)
+	if err != nil || !ok {
+		t.Fatalf("TryLockSession(a) on replica 1 = %v, %v, want true, nil", ok, err)
+	}
+	if _, ok, err := replica2.TryLockSession(ctx, a); err != nil || ok {
+		t.Errorf("TryLockSession(a) on replica 2 while replica 1 holds it = %v, %v, want false, nil", ok, err)
+	}
+	// A second caller in the same process does not get it either (another connection).
+	if _, ok, err := replica1.TryLockSession(ctx, a); err != nil || ok {
+		t.Errorf("TryLockSession(a) again on replica 1 = %v, %v, want false, nil", ok, err)
+	}
+	unlockB, ok, err := replica2.TryLockSession(ctx, b)
+	if err != nil || !ok {
+		t.Errorf("TryLockSession(b) on replica 2 = %v, %v, want true, nil (another session)", ok, err)
+	}
+
+	unlockA()
+	unlockA() // idempotent
+	unlockA2, ok, err := replica2.TryLockSession(ctx, a)
+	if err != nil || !ok {
+		t.Fatalf("TryLockSession(a) on replica 2 after unlock = %v, %v, want true, nil", ok, err)
+	}
+	unlockA2()
+	unlockB()
+}
+
+func TestTryLockSessionContention(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	ctx := ctxT(t)
+	key := echogate.SessionKey(randomName("web:"))
+	const workers = 8
+	var (
+		holders, maxHolders atomic.Int32
+		wins                atomic.Int32
+		wg                  sync.WaitGroup
+		start               = make(chan struct{})
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for range 20 {
+				unlock, ok, err := st.TryLockSession(ctx, key)
+				if err != nil {
+					t.Errorf("TryLockSession = %v", err)
+					return
+				}
+				if !ok {
+					continue
+				}
+				wins.Add(1)
+				n := holders.Add(1)
+				for {
+					m := maxHolders.Load()
+					if n <= m || maxHolders.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				holders.Add(-1)
+				unlock()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if got := maxHolders.Load(); got != 1 {
+		t.Errorf("max simultaneous holders of one session lock = %d, want 1", got)
+	}
+	if wins.Load() == 0 {
+		t.Errorf("no worker ever got the lock")
+	}
+}
+
+func TestTryLockSessionErrors(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	ctx := ctxT(t)
+	unlock, ok, err := st.TryLockSession(ctx, "")
+	if !errors.Is(err, postgres.ErrInvalid) || ok || unlock == nil {
+		t.Errorf("TryLockSession(\"\") = %v, %v, nil unlock %v, want ErrInvalid, false, a no-op unlock", err, ok, unlock == nil)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	unlock, ok, err = st.TryLockSession(cancelled, "web:x")
+	if !errors.Is(err, context.Canceled) || ok || unlock == nil {
+		t.Errorf("TryLockSession(cancelled ctx) = %v, %v, want context.Canceled, false, a no-op unlock", err, ok)
+	}
+	unlock()
+}
+
+// TestTryLockSessionPoolFull checks that held locks pin lock-pool connections only: with the
+// lock pool full, a further TryLockSession waits (and gives up with ctx) while queries still run.
+func TestTryLockSessionPoolFull(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, postgres.Config{Schema: newSchema(t), MaxConns: 2, MaxLockConns: 1})
+	ctx := ctxT(t)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	unlock, ok, err := st.TryLockSession(ctx, echogate.SessionKey(randomName("web:")))
+	if err != nil || !ok {
+		t.Fatalf("TryLockSession = %v, %v", ok, err)
+	}
+	defer unlock()
+	if _, err := st.ClaimEvent(ctx, "web:e1", nil, time.Now()); err != nil {
+		t.Errorf("ClaimEvent while the lock pool is full = %v, want nil", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, _, err := st.TryLockSession(short, echogate.SessionKey(randomName("web:"))); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("TryLockSession with the lock pool full = %v, want context.DeadlineExceeded after waiting", err)
+	}
+}

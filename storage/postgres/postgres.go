@@ -1,0 +1,433 @@
+// Package postgres is the PostgreSQL (+ pgvector) store of the gateway, selected by DATABASE_URL.
+// It holds the same records as storage/sqlite (sessions, transcripts, the dedupe record of inbound
+// events, turns, the usage ledger, paused turns and tool grants) with the same semantics, and is
+// checked by the same conformance suite, storage/storagetest. It implements pipeline.Store without
+// importing pipeline.
+//
+// # Lifecycle
+//
+//	st, err := postgres.New(postgres.Config{URL: os.Getenv("DATABASE_URL")}, log) // validates only
+//	err = st.Open(ctx)    // builds the connection pools and checks the server answers
+//	err = st.Migrate(ctx) // applies embedded migrations under an advisory lock; safe at every start
+//	...
+//	st.Close()
+//
+// Several replicas may start at once: Migrate serializes them with pg_advisory_lock, so each
+// migration is applied exactly once.
+//
+// # pgvector
+//
+// The first migration runs CREATE EXTENSION IF NOT EXISTS vector, which needs a role allowed to
+// create it (or an extension created beforehand by an administrator). Every pooled connection
+// registers the pgvector types (vector, halfvec, sparsevec) with pgx when it connects, so
+// pgvector.Vector values can be passed as arguments and scanned. A connection made before the
+// extension exists (between Open and the first Migrate on a new database) skips the registration;
+// Migrate resets the pool after applying migrations, so every later connection has the types.
+//
+// # Schemas
+//
+// By default the store uses the server's search_path (normally public). With Config.Schema set,
+// Migrate creates that schema and every connection runs with search_path = <schema>, public: the
+// tables live in the schema, and the vector extension is found either there or in public
+// (install it into public when several echogate deployments share one database).
+//
+// # Connection poolers
+//
+// The store uses prepared statements (pgx's statement cache) and session-level advisory locks
+// (Migrate, TryLockSession). Behind PgBouncer in transaction mode, add
+// default_query_exec_mode=exec to the URL and do not use TryLockSession; session mode works as is.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	neturl "net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+)
+
+// Defaults applied to a zero Config.
+const (
+	DefaultMaxConns        = 10
+	DefaultMaxLockConns    = 16
+	DefaultConnectTimeout  = 10 * time.Second
+	DefaultMaxConnLifetime = time.Hour
+	DefaultMaxConnIdleTime = 30 * time.Minute
+	maxPoolConns           = 1000
+)
+
+// Config configures the store. Only URL is required; the zero value of every other field means
+// the default documented on it.
+type Config struct {
+	// URL is the connection string: postgres://user:password@host:5432/db?sslmode=require, or
+	// the key=value form ("host=… dbname=…"). pgx's parameters are honoured (sslmode,
+	// connect_timeout, pool_max_conns, default_query_exec_mode, …). Required.
+	URL string
+	// MaxConns caps the query pool. Default: pool_max_conns from the URL if set, else 10.
+	MaxConns int32
+	// MaxLockConns caps the connections pinned by TryLockSession holders (one per held lock),
+	// kept in a pool of their own so held locks never starve queries. Default 16.
+	MaxLockConns int32
+	// Schema, when set, holds the store's tables: Migrate creates it, and every connection runs
+	// with search_path = <schema>, public. A lower-case SQL identifier ([a-z_][a-z0-9_]*, at most
+	// 63 bytes). Default: the server's search_path.
+	Schema string
+	// ConnectTimeout bounds establishing one connection when the URL has no connect_timeout.
+	// Default 10s.
+	ConnectTimeout time.Duration
+	// MaxConnLifetime recycles connections after this age (e.g. to follow a DNS fail-over).
+	// Default 1h.
+	MaxConnLifetime time.Duration
+	// MaxConnIdleTime closes connections idle this long. Default 30m.
+	MaxConnIdleTime time.Duration
+	// Now is the clock used for timestamps the caller left zero. Default time.Now.
+	Now func() time.Time
+}
+
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Store is the PostgreSQL store. Its methods are safe for concurrent use once Open has returned.
+type Store struct {
+	poolCfg *pgxpool.Config // query pool; AfterConnect registers the pgvector types
+	lockCfg *pgxpool.Config // TryLockSession pool; no type registration
+	schema  string
+	target  string // host:port/db for logs and errors; never holds the password
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu     sync.Mutex // serializes Open and Close
+	pools  atomic.Pointer[pools]
+	closed atomic.Bool
+}
+
+type pools struct {
+	q     *pgxpool.Pool // queries
+	locks *pgxpool.Pool // connections pinned by TryLockSession
+}
+
+// New validates cfg and returns a store that is not open yet. It does no network I/O (pgx may
+// read a ~/.pgpass or service file named by the URL). log may be nil (logging is then discarded).
+// Errors wrap ErrInvalid and never contain the password.
+func New(cfg Config, log *slog.Logger) (*Store, error) {
+	url := strings.TrimSpace(cfg.URL)
+	if url == "" {
+		return nil, fmt.Errorf("postgres: config url is empty: %w: set database.url or DATABASE_URL to postgres://user:password@host:5432/dbname", ErrInvalid)
+	}
+	if strings.Contains(url, "://") && !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+		scheme, _, _ := strings.Cut(url, "://")
+		return nil, fmt.Errorf("postgres: config url has scheme %q: %w: use postgres://user:password@host:5432/dbname", scheme, ErrInvalid)
+	}
+	poolCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgconn's parse errors redact the password; keep only the reason.
+		return nil, fmt.Errorf("postgres: config url: %w: %s (want postgres://user:password@host:5432/dbname?sslmode=…)", ErrInvalid, parseReason(err))
+	}
+	switch {
+	case cfg.MaxConns < 0 || cfg.MaxConns > maxPoolConns:
+		return nil, fmt.Errorf("postgres: config max conns %d: %w: must be between 0 (default) and %d", cfg.MaxConns, ErrInvalid, maxPoolConns)
+	case cfg.MaxLockConns < 0 || cfg.MaxLockConns > maxPoolConns:
+		return nil, fmt.Errorf("postgres: config max lock conns %d: %w: must be between 0 (default %d) and %d", cfg.MaxLockConns, ErrInvalid, DefaultMaxLockConns, maxPoolConns)
+	case cfg.Schema != "" && !schemaRE.MatchString(cfg.Schema):
+		return nil, fmt.Errorf("postgres: config schema %q: %w: use a lower-case identifier of letters, digits and _ (at most 63 bytes, not starting with a digit)", cfg.Schema, ErrInvalid)
+	case strings.HasPrefix(cfg.Schema, "pg_"):
+		return nil, fmt.Errorf("postgres: config schema %q: %w: names starting with pg_ are reserved by PostgreSQL", cfg.Schema, ErrInvalid)
+	case cfg.ConnectTimeout < 0:
+		return nil, fmt.Errorf("postgres: config connect timeout %s: %w: must be >= 0 (0 means the default %s)", cfg.ConnectTimeout, ErrInvalid, DefaultConnectTimeout)
+	case cfg.MaxConnLifetime < 0:
+		return nil, fmt.Errorf("postgres: config max conn lifetime %s: %w: must be >= 0 (0 means the default %s)", cfg.MaxConnLifetime, ErrInvalid, DefaultMaxConnLifetime)
+	case cfg.MaxConnIdleTime < 0:
+		return nil, fmt.Errorf("postgres: config max conn idle time %s: %w: must be >= 0 (0 means the default %s)", cfg.MaxConnIdleTime, ErrInvalid, DefaultMaxConnIdleTime)
+	}
+
+	s := &Store{schema: cfg.Schema, now: cfg.Now, log: log}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	cc := poolCfg.ConnConfig
+	s.target = fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
+
+	if cfg.MaxConns > 0 {
+		poolCfg.MaxConns = cfg.MaxConns
+	} else if !strings.Contains(url, "pool_max_conns") {
+		poolCfg.MaxConns = DefaultMaxConns
+	}
+	if poolCfg.MinConns > poolCfg.MaxConns {
+		poolCfg.MinConns = poolCfg.MaxConns
+	}
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = DefaultConnectTimeout
+		if cfg.ConnectTimeout > 0 {
+			cc.ConnectTimeout = cfg.ConnectTimeout
+		}
+	}
+	poolCfg.MaxConnLifetime = orDefault(cfg.MaxConnLifetime, DefaultMaxConnLifetime)
+	poolCfg.MaxConnIdleTime = orDefault(cfg.MaxConnIdleTime, DefaultMaxConnIdleTime)
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	if _, ok := cc.RuntimeParams["application_name"]; !ok {
+		cc.RuntimeParams["application_name"] = "echogate"
+	}
+	if s.schema != "" {
+		cc.RuntimeParams["search_path"] = pgx.Identifier{s.schema}.Sanitize() + ", public"
+	}
+	// Every server-side timestamp conversion is done in UTC.
+	cc.RuntimeParams["timezone"] = "UTC"
+
+	lockCfg := poolCfg.Copy()
+	lockCfg.MaxConns = orDefault(cfg.MaxLockConns, DefaultMaxLockConns)
+	lockCfg.MinConns = 0
+	lockCfg.MinIdleConns = 0
+	// A pinned lock connection outlives any lifetime limit: pgxpool recycles only released ones.
+	poolCfg.AfterConnect = s.registerVector
+	s.poolCfg, s.lockCfg = poolCfg, lockCfg
+	return s, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// parseReason extracts the reason from a pgx parse error without the connection string (which
+// pgx redacts only on a best-effort basis, and which url.Parse errors repeat verbatim).
+func parseReason(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return "cannot parse the connection string"
+	}
+	text := pe.Error()
+	inner := pe.Unwrap()
+	if inner != nil {
+		text = strings.TrimSuffix(text, " ("+inner.Error()+")")
+	}
+	reason := "cannot parse the connection string"
+	if i := strings.LastIndex(text, "`: "); i >= 0 {
+		reason = text[i+3:]
+	}
+	if inner != nil {
+		var ue *neturl.Error
+		if errors.As(inner, &ue) {
+			inner = ue.Err
+		}
+		reason += ": " + inner.Error()
+	}
+	return reason
+}
+
+// Target returns host:port/database of the configured server, for logs and diagnostics. It never
+// contains credentials.
+func (s *Store) Target() string { return s.target }
+
+// registerVector is the pool's AfterConnect: it registers the pgvector types on a new connection
+// when the extension exists and skips them otherwise (Migrate creates the extension, then resets
+// the pool so that later connections register them).
+func (s *Store) registerVector(ctx context.Context, c *pgx.Conn) error {
+	var oid *uint32
+	if err := c.QueryRow(ctx, "SELECT to_regtype('vector')::oid").Scan(&oid); err != nil {
+		return fmt.Errorf("postgres: look up the vector type: %w", err)
+	}
+	if oid == nil {
+		s.log.Debug("postgres: vector type not found on new connection; run Migrate to create the extension", "target", s.target)
+		return nil
+	}
+	if err := pgxvec.RegisterTypes(ctx, c); err != nil {
+		return fmt.Errorf("postgres: register pgvector types: %w", err)
+	}
+	return nil
+}
+
+// Open builds the connection pools and checks that the server answers (one round trip, bounded
+// by ctx and the connect timeout). It does not migrate: call Migrate next. Calling Open on an open
+// or closed store is an error. A server that is down fails Open; the caller decides to retry.
+func (s *Store) Open(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.pools.Load() != nil {
+		return fmt.Errorf("postgres: open %s: already open", s.target)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: open %s: %w", s.target, err)
+	}
+	q, err := pgxpool.NewWithConfig(ctx, s.poolCfg)
+	if err != nil {
+		return fail(ctx, err, "open %s", s.target)
+	}
+	if err := q.Ping(ctx); err != nil {
+		q.Close()
+		return fail(ctx, err, "open %s (is the server up and the URL right?)", s.target)
+	}
+	locks, err := pgxpool.NewWithConfig(ctx, s.lockCfg)
+	if err != nil {
+		q.Close()
+		return fail(ctx, err, "open %s (lock pool)", s.target)
+	}
+	s.pools.Store(&pools{q: q, locks: locks})
+	s.log.Debug("postgres: opened", "target", s.target, "schema", s.schema, "max_conns", s.poolCfg.MaxConns)
+	return nil
+}
+
+// Ping checks that the server answers a query on a pooled connection. It blocks until it does or
+// ctx ends.
+func (s *Store) Ping(ctx context.Context) error {
+	p, err := s.conns(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	if err := p.q.Ping(ctx); err != nil {
+		return fail(ctx, err, "ping %s", s.target)
+	}
+	return nil
+}
+
+// Close closes the connection pools. It waits for queries in progress and for held
+// TryLockSession locks to be released (call their unlock funcs first). Later calls of any method
+// return ErrClosed; closing twice is not an error.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	p := s.pools.Swap(nil)
+	if p == nil {
+		return nil
+	}
+	p.locks.Close()
+	p.q.Close()
+	return nil
+}
+
+// WithConn runs fn on a connection of the query pool (with the pgvector types registered once the
+// extension exists) and returns the connection afterwards. It is for diagnostics, tests and
+// queries the typed methods do not cover; fn must not keep c. It blocks while the pool is
+// exhausted; cancelling ctx stops waiting. fn's error is returned wrapped.
+func (s *Store) WithConn(ctx context.Context, fn func(c *pgx.Conn) error) error {
+	p, err := s.pool(ctx, "with conn")
+	if err != nil {
+		return err
+	}
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return fail(ctx, err, "with conn: acquire connection")
+	}
+	defer c.Release()
+	if err := fn(c.Conn()); err != nil {
+		return wrapCtx(ctx, "with conn", err)
+	}
+	return nil
+}
+
+// conns returns the open pools, or why there are none, or ctx's error.
+func (s *Store) conns(ctx context.Context) (*pools, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := s.pools.Load()
+	if p == nil {
+		if s.closed.Load() {
+			return nil, ErrClosed
+		}
+		return nil, ErrNotOpen
+	}
+	return p, nil
+}
+
+// pool returns the query pool, or an error wrapped for op.
+func (s *Store) pool(ctx context.Context, op string) (*pgxpool.Pool, error) {
+	p, err := s.conns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	return p.q, nil
+}
+
+// wrapCtx wraps err once for this layer: "postgres: <op>: err". When ctx has ended, ctx.Err() is
+// wrapped too, so errors.Is(err, context.Canceled) holds even when pgx reported the interruption
+// in its own words.
+func wrapCtx(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("postgres: %s: %w: %w", op, cerr, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// fail wraps err with the operation described by format and args.
+func fail(ctx context.Context, err error, format string, args ...any) error {
+	return wrapCtx(ctx, fmt.Sprintf(format, args...), err)
+}
+
+// inTx runs fn in a read-committed transaction on the query pool and commits it, or rolls it back
+// when fn or the commit fails.
+func inTx(ctx context.Context, p *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, p, fn)
+}
+
+// Time columns are timestamptz: microsecond precision, returned in UTC.
+
+// utc truncates t to the microseconds PostgreSQL keeps and drops the monotonic reading.
+func utc(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
+
+// optTime maps a zero time to NULL.
+func optTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// fromOpt maps a NULL time to the zero time.
+func fromOpt(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// stamp returns t, or the store clock's now when t is zero.
+func (s *Store) stamp(t time.Time) time.Time {
+	if t.IsZero() {
+		return s.now()
+	}
+	return t
+}
+
+// sqlLimit maps "limit <= 0 means no limit" to LIMIT NULL (= LIMIT ALL).
+func sqlLimit(limit int) any {
+	if limit <= 0 {
+		return nil
+	}
+	return int64(limit)
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// isUniqueViolation reports whether err is PostgreSQL's unique_violation (23505).
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}

@@ -1,0 +1,260 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	// A later upsert never moves UpdatedAt backwards and fills a user id the first one lacked;
+	// the conversation, creation time and ephemeral flag are those of the first upsert.
+	qUpsertSession = `INSERT INTO sessions
+(key, platform, workspace, channel, thread, dm, user_id, ephemeral, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT (key) DO UPDATE SET
+  updated_at = greatest(sessions.updated_at, excluded.updated_at),
+  user_id = CASE WHEN sessions.user_id = '' THEN excluded.user_id ELSE sessions.user_id END`
+	sessionCols   = `key, platform, workspace, channel, thread, dm, user_id, ephemeral, created_at, updated_at`
+	qGetSession   = `SELECT ` + sessionCols + ` FROM sessions WHERE key = $1`
+	qListSessions = `SELECT ` + sessionCols + ` FROM sessions ORDER BY updated_at DESC, key DESC LIMIT $1`
+
+	qDeleteMessages = `DELETE FROM messages WHERE session = $1`
+	qDeleteSeq      = `DELETE FROM message_seqs WHERE session = $1`
+	qDeletePendingS = `DELETE FROM pending WHERE session = $1`
+	qDeleteGrants   = `DELETE FROM grants WHERE session = $1`
+	qDeleteSession  = `DELETE FROM sessions WHERE key = $1`
+
+	// One statement, so one round trip and its own transaction: the upsert of the counter takes
+	// the row lock of the session's counter, so concurrent appends to one session queue on it
+	// (also across replicas) and each gets its own consecutive range; the insert numbers the
+	// batch from that range. The counter starts after the transcript's last seq, so a transcript
+	// written without it stays ordered.
+	qAppend = `WITH bump AS (
+  INSERT INTO message_seqs AS m (session, last_seq)
+  VALUES ($1, (SELECT coalesce(max(seq), 0) FROM messages WHERE session = $1) + $2)
+  ON CONFLICT (session) DO UPDATE SET last_seq = m.last_seq + $2
+  RETURNING last_seq
+)
+INSERT INTO messages (session, seq, turn, role, body, at)
+SELECT $1, bump.last_seq - $2 + b.n, $3, b.role, b.body, $4
+FROM bump, unnest($5::text[], $6::json[]) WITH ORDINALITY AS b(role, body, n)`
+	qHistory = `SELECT seq, turn, body, at FROM messages WHERE session = $1 ORDER BY seq DESC LIMIT $2`
+
+	qGrantTool = `INSERT INTO grants (session, tool, granted_by, granted_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (session, tool) DO NOTHING`
+	qGrants = `SELECT tool FROM grants WHERE session = $1 ORDER BY tool`
+)
+
+// UpsertSession creates the session or, when it exists, bumps its UpdatedAt (never backwards)
+// and fills a missing UserID. Zero CreatedAt/UpdatedAt default to each other, then to now.
+func (s *Store) UpsertSession(ctx context.Context, si echogate.SessionInfo) error {
+	if si.Key == "" {
+		return fmt.Errorf("postgres: upsert session: %w: empty key", ErrInvalid)
+	}
+	p, err := s.pool(ctx, fmt.Sprintf("upsert session %q", si.Key))
+	if err != nil {
+		return err
+	}
+	created, updated := si.CreatedAt, si.UpdatedAt
+	switch {
+	case created.IsZero() && updated.IsZero():
+		created = s.now()
+		updated = created
+	case created.IsZero():
+		created = updated
+	case updated.IsZero():
+		updated = created
+	}
+	c := si.Conversation
+	_, err = p.Exec(ctx, qUpsertSession, string(si.Key), c.Platform, c.Workspace, c.Channel, c.Thread, c.DM,
+		si.UserID, si.Ephemeral, utc(created), utc(updated))
+	if err != nil {
+		return fail(ctx, err, "upsert session %q", si.Key)
+	}
+	return nil
+}
+
+func scanSession(row pgx.Row) (echogate.SessionInfo, error) {
+	var (
+		si  echogate.SessionInfo
+		key string
+	)
+	c := &si.Conversation
+	if err := row.Scan(&key, &c.Platform, &c.Workspace, &c.Channel, &c.Thread, &c.DM, &si.UserID, &si.Ephemeral, &si.CreatedAt, &si.UpdatedAt); err != nil {
+		return si, err
+	}
+	si.Key = echogate.SessionKey(key)
+	si.CreatedAt = si.CreatedAt.UTC()
+	si.UpdatedAt = si.UpdatedAt.UTC()
+	return si, nil
+}
+
+// GetSession returns the session, or an error wrapping ErrNotFound.
+func (s *Store) GetSession(ctx context.Context, key echogate.SessionKey) (echogate.SessionInfo, error) {
+	p, err := s.pool(ctx, fmt.Sprintf("get session %q", key))
+	if err != nil {
+		return echogate.SessionInfo{}, err
+	}
+	si, err := scanSession(p.QueryRow(ctx, qGetSession, string(key)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return echogate.SessionInfo{}, fmt.Errorf("postgres: get session %q: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return echogate.SessionInfo{}, fail(ctx, err, "get session %q", key)
+	}
+	return si, nil
+}
+
+// ListSessions lists sessions, most recently updated first (limit <= 0: all).
+func (s *Store) ListSessions(ctx context.Context, limit int) ([]echogate.SessionInfo, error) {
+	p, err := s.pool(ctx, "list sessions")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.Query(ctx, qListSessions, sqlLimit(limit))
+	if err != nil {
+		return nil, fail(ctx, err, "list sessions")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (echogate.SessionInfo, error) { return scanSession(r) })
+	if err != nil {
+		return nil, fail(ctx, err, "list sessions")
+	}
+	return nilIfEmpty(out), nil
+}
+
+// DeleteSession removes the session with its transcript, pending turn and grants, in one
+// transaction. Turns and the usage ledger are kept (money spent stays on the books). A session
+// that does not exist wraps ErrNotFound (after removing any orphaned transcript under its key).
+func (s *Store) DeleteSession(ctx context.Context, key echogate.SessionKey) error {
+	if key == "" {
+		return fmt.Errorf("postgres: delete session: %w: empty key", ErrInvalid)
+	}
+	p, err := s.pool(ctx, fmt.Sprintf("delete session %q", key))
+	if err != nil {
+		return err
+	}
+	var found bool
+	err = inTx(ctx, p, func(tx pgx.Tx) error {
+		// The counter row first: it serializes with a concurrent AppendMessages, which then
+		// either finishes before the delete or starts a fresh transcript after it.
+		for _, q := range [...]string{qDeleteSeq, qDeleteMessages, qDeletePendingS, qDeleteGrants, qDeleteSession} {
+			tag, err := tx.Exec(ctx, q, string(key))
+			if err != nil {
+				return err
+			}
+			found = tag.RowsAffected() > 0 // the last statement deletes the session row
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(ctx, err, "delete session %q", key)
+	}
+	if !found {
+		return fmt.Errorf("postgres: delete session %q: %w", key, ErrNotFound)
+	}
+	return nil
+}
+
+// AppendMessages appends msgs to the session's transcript in one transaction, numbering them
+// with consecutive Seq values after the session's last one. at zero means now. Appending
+// nothing is a no-op. The session row is not required. Concurrent appends to one session, from
+// this or another replica, are serialized by the session's counter row and never interleave.
+func (s *Store) AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error {
+	if key == "" {
+		return fmt.Errorf("postgres: append messages: %w: empty session key", ErrInvalid)
+	}
+	p, err := s.pool(ctx, fmt.Sprintf("append messages to %q", key))
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	roles := make([]string, len(msgs))
+	bodies := make([]string, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("postgres: append messages to %q: encode message %d: %w", key, i, err)
+		}
+		roles[i], bodies[i] = string(m.Role), string(b)
+	}
+	tag, err := p.Exec(ctx, qAppend, string(key), int64(len(msgs)), turn, utc(s.stamp(at)), roles, bodies)
+	if err != nil {
+		return fail(ctx, err, "append %d messages to %q", len(msgs), key)
+	}
+	if tag.RowsAffected() != int64(len(msgs)) {
+		return fmt.Errorf("postgres: append %d messages to %q: inserted %d rows", len(msgs), key, tag.RowsAffected())
+	}
+	return nil
+}
+
+// History returns the last `limit` transcript entries of the session (limit <= 0: all), oldest
+// first. An unknown session has an empty history.
+func (s *Store) History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error) {
+	p, err := s.pool(ctx, fmt.Sprintf("history of %q", key))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.Query(ctx, qHistory, string(key), sqlLimit(limit))
+	if err != nil {
+		return nil, fail(ctx, err, "history of %q", key)
+	}
+	var body []byte
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (echogate.StoredMessage, error) {
+		m := echogate.StoredMessage{Session: key}
+		if err := r.Scan(&m.Seq, &m.Turn, &body, &m.At); err != nil {
+			return m, err
+		}
+		m.At = m.At.UTC()
+		if err := json.Unmarshal(body, &m.Message); err != nil {
+			return m, fmt.Errorf("decode message seq %d: %w", m.Seq, err)
+		}
+		return m, nil
+	})
+	if err != nil {
+		return nil, fail(ctx, err, "history of %q", key)
+	}
+	slices.Reverse(out)
+	return nilIfEmpty(out), nil
+}
+
+// GrantTool records that tool is approved for the rest of the session, by whom and when (zero
+// means now). Granting again is not an error and keeps the first grant.
+func (s *Store) GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error {
+	if key == "" || tool == "" {
+		return fmt.Errorf("postgres: grant tool %q in %q: %w: empty session key or tool name", tool, key, ErrInvalid)
+	}
+	p, err := s.pool(ctx, fmt.Sprintf("grant tool %q in %q", tool, key))
+	if err != nil {
+		return err
+	}
+	if _, err := p.Exec(ctx, qGrantTool, string(key), tool, by, utc(s.stamp(at))); err != nil {
+		return fail(ctx, err, "grant tool %q in %q", tool, key)
+	}
+	return nil
+}
+
+// Grants lists the tools granted in the session, sorted by name (byte order, as in SQLite).
+func (s *Store) Grants(ctx context.Context, key echogate.SessionKey) ([]string, error) {
+	p, err := s.pool(ctx, fmt.Sprintf("grants of %q", key))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.Query(ctx, qGrants, string(key))
+	if err != nil {
+		return nil, fail(ctx, err, "grants of %q", key)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fail(ctx, err, "grants of %q", key)
+	}
+	return nilIfEmpty(out), nil
+}

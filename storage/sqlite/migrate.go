@@ -1,0 +1,211 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+//go:embed migrations/*.sql
+var embeddedMigrations embed.FS
+
+// migration is one numbered schema change, applied in its own transaction.
+type migration struct {
+	version int
+	name    string // file name without extension, e.g. "0001_init"
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
+
+// loadMigrations reads dir of fsys: files named NNNN_name.sql, numbered 1, 2, 3… without gaps.
+func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var ms []migration
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("migration file %q: name must look like 0001_short_name.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		body, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read migration %q: %w", e.Name(), err)
+		}
+		ms = append(ms, migration{version: v, name: e.Name()[:len(e.Name())-len(".sql")], sql: string(body)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %q: version %d, want %d (versions start at 1 and have no gaps or duplicates)", m.name, m.version, i+1)
+		}
+	}
+	return ms, nil
+}
+
+var builtinMigrations = sync.OnceValues(func() ([]migration, error) {
+	return loadMigrations(embeddedMigrations, "migrations")
+})
+
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER NOT NULL PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    applied_at INTEGER NOT NULL
+) STRICT`
+
+// Migrate applies the embedded migrations the database does not have yet, in order, each in its
+// own write transaction together with its row in schema_migrations. It is idempotent and safe
+// to call at every start, also from two processes at once (the second finds the work done).
+// It blocks while another process writes; cancelling ctx rolls back the migration in progress.
+// A database migrated by a newer binary fails with ErrSchemaTooNew and is left untouched.
+func (s *Store) Migrate(ctx context.Context) error {
+	ms, err := builtinMigrations()
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	return s.migrate(ctx, ms)
+}
+
+func (s *Store) migrate(ctx context.Context, ms []migration) error {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	// A solo call on the writer connection: each migration is its own transaction, and ctx
+	// may interrupt it (rolling it back) since no other call shares it.
+	return d.wr.do(ctx, true, func(tx *wtx) error { return s.migrateOn(ctx, tx, ms) })
+}
+
+func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration) error {
+	conn := tx.w.conn
+	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
+		return wrapCtx(ctx, "migrate: create schema_migrations", err)
+	}
+	applied, err := appliedMigrations(ctx, conn)
+	if err != nil {
+		return wrapCtx(ctx, "migrate: read schema_migrations", err)
+	}
+	if n := len(applied); n > 0 && applied[n-1].version > len(ms) {
+		return fmt.Errorf("sqlite: migrate %s: %w: it is at version %d (%s), this binary knows up to %d; upgrade echogate or use a copy of the database made for this version",
+			s.path, ErrSchemaTooNew, applied[n-1].version, applied[n-1].name, len(ms))
+	}
+	done := make(map[int]string, len(applied))
+	for _, a := range applied {
+		done[a.version] = a.name
+	}
+	for _, m := range ms {
+		if name, ok := done[m.version]; ok {
+			if name != m.name {
+				s.log.Warn("sqlite: applied migration has another name than the embedded one",
+					"version", m.version, "applied", name, "embedded", m.name)
+			}
+			continue
+		}
+		ran, err := s.applyMigration(ctx, conn, m)
+		if err != nil {
+			return fail(ctx, err, "migrate: apply %s", m.name)
+		}
+		if ran {
+			s.log.Info("sqlite: applied migration", "version", m.version, "name", m.name, "path", s.path)
+		}
+	}
+	return nil
+}
+
+// applyMigration runs m and records it in one IMMEDIATE transaction. It reports false when
+// another process applied m first.
+func (s *Store) applyMigration(ctx context.Context, conn *sql.Conn, m migration) (ran bool, err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return false, err
+	}
+	defer func() {
+		if err != nil {
+			// A fresh context: the rollback must run even when ctx ended.
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, rerr := conn.ExecContext(rctx, "ROLLBACK"); rerr != nil && !isNoTransaction(rerr) {
+				s.log.Error("sqlite: rollback of failed migration failed", "name", m.name, "err", rerr)
+			}
+		}
+	}()
+	// The write lock is held: this check is final.
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&n); err != nil {
+		return false, err
+	}
+	if n == 0 {
+		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
+			return false, err
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+			m.version, m.name, toMicros(s.now())); err != nil {
+			return false, err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return false, err
+	}
+	return n == 0, nil
+}
+
+type appliedMigration struct {
+	version int
+	name    string
+}
+
+func appliedMigrations(ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) ([]appliedMigration, error) {
+	rows, err := db.QueryContext(ctx, "SELECT version, name FROM schema_migrations ORDER BY version")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []appliedMigration
+	for rows.Next() {
+		var a appliedMigration
+		if err := rows.Scan(&a.version, &a.name); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// SchemaVersion returns the highest applied migration version (0 for a database never
+// migrated) and the highest version this binary knows. doctor reports both.
+func (s *Store) SchemaVersion(ctx context.Context) (applied, known int, err error) {
+	ms, err := builtinMigrations()
+	if err != nil {
+		return 0, 0, fmt.Errorf("sqlite: schema version: %w", err)
+	}
+	d, err := s.conns(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sqlite: schema version: %w", err)
+	}
+	var v sql.NullInt64
+	err = d.r.QueryRowContext(ctx, "SELECT max(version) FROM schema_migrations").Scan(&v)
+	if err != nil {
+		var n int
+		// A database that was never migrated has no schema_migrations table.
+		if qerr := d.r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name = 'schema_migrations'").Scan(&n); qerr == nil && n == 0 {
+			return 0, len(ms), nil
+		}
+		return 0, 0, wrapCtx(ctx, "schema version", err)
+	}
+	return int(v.Int64), len(ms), nil
+}

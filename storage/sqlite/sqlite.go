@@ -1,0 +1,400 @@
+// Package sqlite is the embedded default store of the gateway: one SQLite file (pure Go driver
+// modernc.org/sqlite, no cgo) holding sessions, transcripts, the dedupe record of inbound events,
+// turns, the usage ledger, paused turns and tool grants.
+//
+// It implements pipeline.Store (and is checked by storage/storagetest) without importing pipeline.
+//
+// # Lifecycle
+//
+//	st, err := sqlite.New(sqlite.Config{Path: "./data/echogate.db"}, log) // validates only
+//	err = st.Open(ctx)    // creates the directory, opens the file in WAL mode
+//	err = st.Migrate(ctx) // applies embedded migrations; safe at every start
+//	...
+//	err = st.Close()
+//
+// # Concurrency
+//
+// The database is opened through a single writer connection and a pool of read-only
+// connections that read concurrently under WAL. Every write call is queued to one writer
+// goroutine that owns the write connection and commits with group commit: the calls queued
+// while one transaction commits run together in the next one, each in its own SAVEPOINT (so a
+// failing call rolls back alone). Writers therefore never spin on SQLITE_BUSY, and a burst of
+// writes pays for one commit instead of one each (see writer.go; BenchmarkTurnWrites went from
+// about 1.8k to 6-8k turns/s on 2 cores). A write that has returned is committed and visible to
+// every read that starts after it. Other processes (the `echogate` CLI next to a running
+// server) share the file through SQLite's locks; BusyTimeout bounds how long a write waits for
+// them.
+//
+// Durability: synchronous=NORMAL (the default) in WAL mode never corrupts the database, but a
+// power loss or OS crash may lose the last transactions before the next checkpoint. Set
+// Config.Synchronous to "full" to fsync every commit instead.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// DefaultPath is the database file used when Config.Path is empty.
+const DefaultPath = "./data/echogate.db"
+
+// Defaults applied to a zero Config.
+const (
+	DefaultBusyTimeout = 5 * time.Second
+	minReadConns       = 4
+	maxReadConns       = 64
+)
+
+// Config configures the store. The zero value opens DefaultPath with the defaults below.
+type Config struct {
+	// Path of the database file; its directory is created by Open. Default DefaultPath.
+	// A plain file path: SQLite URIs ("file:…"), query strings and ":memory:" are rejected
+	// (readers and the writer are separate connections and must share one file).
+	Path string
+	// BusyTimeout is how long a statement waits for a lock held by another process before
+	// failing with "database is locked". Default 5s; negative is invalid.
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read-only connection pool. Default max(4, GOMAXPROCS),
+	// at most 64.
+	ReadConns int
+	// Synchronous is "normal" (default: fast, durable across process crashes) or "full"
+	// (fsync every commit: also durable across power loss).
+	Synchronous string
+	// Now is the clock used for timestamps the caller left zero. Default time.Now.
+	Now func() time.Time
+}
+
+// Store is the SQLite store. Its methods are safe for concurrent use once Open has returned.
+type Store struct {
+	path        string
+	busyTimeout time.Duration
+	readConns   int
+	synchronous string
+	now         func() time.Time
+	log         *slog.Logger
+
+	mu     sync.Mutex // serializes Open and Close
+	st     atomic.Pointer[dbs]
+	closed atomic.Bool
+}
+
+// dbs are the open connection pools, the writer and the readers' prepared statements.
+type dbs struct {
+	w, r   *sql.DB
+	wr     *writer  // owns w's only connection
+	rStmts sync.Map // query -> *sql.Stmt on r
+}
+
+// New validates cfg and returns a store that is not open yet. It does no I/O. log may be nil
+// (logging is then discarded).
+func New(cfg Config, log *slog.Logger) (*Store, error) {
+	s := &Store{
+		path:        cfg.Path,
+		busyTimeout: cfg.BusyTimeout,
+		readConns:   cfg.ReadConns,
+		synchronous: strings.ToLower(strings.TrimSpace(cfg.Synchronous)),
+		now:         cfg.Now,
+		log:         log,
+	}
+	if s.path == "" {
+		s.path = DefaultPath
+	}
+	switch {
+	case s.path == ":memory:" || strings.HasPrefix(s.path, "file:"):
+		return nil, fmt.Errorf("sqlite: config path %q: %w: use a plain file path such as %q (an in-memory database cannot be shared by the store's connections)", cfg.Path, ErrInvalid, DefaultPath)
+	case strings.ContainsAny(s.path, "?\x00"):
+		return nil, fmt.Errorf("sqlite: config path %q: %w: it must not contain '?' or NUL; connection options are set through Config fields", cfg.Path, ErrInvalid)
+	case strings.HasSuffix(s.path, "/") || strings.HasSuffix(s.path, string(filepath.Separator)):
+		return nil, fmt.Errorf("sqlite: config path %q: %w: it names a directory; add a file name such as %q", cfg.Path, ErrInvalid, filepath.Join(s.path, "echogate.db"))
+	}
+	abs, err := filepath.Abs(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: config path %q: %w: %w", cfg.Path, ErrInvalid, err)
+	}
+	s.path = abs
+	switch {
+	case s.busyTimeout < 0:
+		return nil, fmt.Errorf("sqlite: config busy timeout %s: %w: must be >= 0 (0 means the default %s)", cfg.BusyTimeout, ErrInvalid, DefaultBusyTimeout)
+	case s.busyTimeout == 0:
+		s.busyTimeout = DefaultBusyTimeout
+	}
+	switch {
+	case s.readConns < 0 || s.readConns > maxReadConns:
+		return nil, fmt.Errorf("sqlite: config read conns %d: %w: must be between 0 (default) and %d", cfg.ReadConns, ErrInvalid, maxReadConns)
+	case s.readConns == 0:
+		s.readConns = max(minReadConns, min(runtime.GOMAXPROCS(0), maxReadConns))
+	}
+	switch s.synchronous {
+	case "":
+		s.synchronous = "normal"
+	case "normal", "full":
+	default:
+		return nil, fmt.Errorf("sqlite: config synchronous %q: %w: use \"normal\" or \"full\"", cfg.Synchronous, ErrInvalid)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// dsn builds the driver connection string. Pragmas are applied by the driver to every new
+// connection of the pool, so a connection the pool replaces gets them too.
+func (s *Store) dsn(writer bool) string {
+	q := []string{
+		"_busy_timeout=" + strconv.FormatInt(s.busyTimeout.Milliseconds(), 10),
+		"_foreign_keys=1",
+		"_synchronous=" + strings.ToUpper(s.synchronous),
+	}
+	if writer {
+		// WAL: readers never block the writer, nor the writer the readers. IMMEDIATE: a write
+		// transaction takes the write lock at BEGIN, so it cannot fail half-way on a lock
+		// upgrade when another process writes. A 16 MiB page cache and checkpoints every
+		// 4000 pages (16 MiB of WAL, instead of 4) keep hot index pages out of repeated
+		// checkpoint writes: about +20% turns/s in BenchmarkTurnWrites.
+		q = append(q, "_journal_mode=WAL", "_txlock=immediate", "_pragma=cache_size(-16000)", "_pragma=wal_autocheckpoint(4000)")
+	} else {
+		q = append(q, "_query_only=1")
+	}
+	return s.path + "?" + strings.Join(q, "&")
+}
+
+// Open creates the database directory and file if needed and opens the connection pools. It
+// blocks on file-system I/O; ctx bounds waiting for locks held by another process. It does not
+// migrate: call Migrate next. Calling Open on an open or closed store is an error.
+func (s *Store) Open(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.st.Load() != nil {
+		return fmt.Errorf("sqlite: open %s: already open", s.path)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o750); err != nil {
+		return fmt.Errorf("sqlite: open %s: create directory: %w", s.path, err)
+	}
+	w, err := sql.Open("sqlite", s.dsn(true))
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	var mode string
+	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		_ = w.Close()
+		return fail(ctx, err, "open %s (is it an SQLite database, and writable?)", s.path)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		// WAL is refused on some file systems (network shares); the store still works, with
+		// readers and the writer blocking each other.
+		s.log.Warn("sqlite: WAL journal mode unavailable; concurrent reads will wait for writes",
+			"path", s.path, "journal_mode", mode)
+	}
+	conn, err := w.Conn(ctx)
+	if err != nil {
+		_ = w.Close()
+		return fail(ctx, err, "open %s", s.path)
+	}
+	r, err := sql.Open("sqlite", s.dsn(false))
+	if err != nil {
+		_ = conn.Close()
+		_ = w.Close()
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	r.SetMaxOpenConns(s.readConns)
+	r.SetMaxIdleConns(s.readConns)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(5 * time.Minute)
+	if err := r.PingContext(ctx); err != nil {
+		_ = r.Close()
+		_ = conn.Close()
+		_ = w.Close()
+		return fail(ctx, err, "open %s (read pool)", s.path)
+	}
+	s.st.Store(&dbs{w: w, r: r, wr: newWriter(conn, s.log)})
+	s.log.Debug("sqlite: opened", "path", s.path, "journal_mode", mode, "read_conns", s.readConns)
+	return nil
+}
+
+// Ping checks that the database file can be read and that the writer connection is available.
+// It blocks until both answer or ctx ends; a write transaction in progress delays it.
+func (s *Store) Ping(ctx context.Context) error {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	var n int
+	if err := d.r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+		return wrapCtx(ctx, "ping (read)", err)
+	}
+	// A no-op write call: the writer is running and can take the write lock.
+	if err := d.wr.do(ctx, false, func(*wtx) error { return nil }); err != nil {
+		return wrapCtx(ctx, "ping (write)", err)
+	}
+	return nil
+}
+
+// Close stops the writer (queued write calls fail with ErrClosed; the running batch completes),
+// runs PRAGMA optimize (bounded to a second) and closes the connection pools, waiting for reads
+// in progress. Later calls of any method return ErrClosed; closing twice is not an error.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	d := s.st.Swap(nil)
+	if d == nil {
+		return nil
+	}
+	d.wr.shutdown()
+	var errs []error
+	if err := d.wr.closeConn(); err != nil {
+		errs = append(errs, err)
+	}
+	d.rStmts.Range(func(_, v any) bool {
+		_ = v.(*sql.Stmt).Close()
+		return true
+	})
+	if err := d.r.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.w.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// conns returns the open pools, or why there are none, or ctx's error.
+func (s *Store) conns(ctx context.Context) (*dbs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d := s.st.Load()
+	if d == nil {
+		if s.closed.Load() {
+			return nil, ErrClosed
+		}
+		return nil, ErrNotOpen
+	}
+	return d, nil
+}
+
+// stmt returns the prepared statement for query on db, preparing and caching it on first use.
+// Statements are prepared lazily because the tables exist only after Migrate.
+func stmt(ctx context.Context, db *sql.DB, cache *sync.Map, query string) (*sql.Stmt, error) {
+	if v, ok := cache.Load(query); ok {
+		return v.(*sql.Stmt), nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if v, loaded := cache.LoadOrStore(query, st); loaded {
+		_ = st.Close()
+		return v.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+func (d *dbs) read(ctx context.Context, query string) (*sql.Stmt, error) {
+	return stmt(ctx, d.r, &d.rStmts, query)
+}
+
+// write runs fn in the writer's next transaction; see writer.go.
+func (d *dbs) write(ctx context.Context, fn func(tx *wtx) error) error {
+	return d.wr.do(ctx, false, fn)
+}
+
+// wrapCtx wraps err once for this layer: "sqlite: <op>: err". When ctx has ended, ctx.Err() is
+// wrapped too, so errors.Is(err, context.Canceled) holds even when the driver reported the
+// interruption in its own words.
+func wrapCtx(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("sqlite: %s: %w: %w", op, cerr, err)
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// fail wraps err with the operation described by format and args (formatted only on failure).
+func fail(ctx context.Context, err error, format string, args ...any) error {
+	return wrapCtx(ctx, fmt.Sprintf(format, args...), err)
+}
+
+// Time columns hold UTC microseconds since the Unix epoch.
+
+func toMicros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+// optMicros maps a zero time to NULL.
+func optMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromOptMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+// stamp returns t, or the store clock's now when t is zero.
+func (s *Store) stamp(t time.Time) time.Time {
+	if t.IsZero() {
+		return s.now()
+	}
+	return t
+}
+
+// sqlLimit maps "limit <= 0 means no limit" to SQLite's LIMIT -1.
+func sqlLimit(limit int) int64 {
+	if limit <= 0 {
+		return -1
+	}
+	return int64(limit)
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

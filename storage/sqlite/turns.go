@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/echogate/echogate"
+	sqlitedrv "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+const (
+	turnCols    = `id, session, event_key, user_id, status, model, route_reason, error, input_tokens, output_tokens, cost_usd, started_at, ended_at`
+	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qUpdateTurn = `UPDATE turns SET status = ?, model = ?, route_reason = ?, error = ?,
+input_tokens = ?, output_tokens = ?, cost_usd = ?, ended_at = ? WHERE id = ?`
+	qGetTurn          = `SELECT ` + turnCols + ` FROM turns WHERE id = ?`
+	qListTurnsSession = `SELECT ` + turnCols + ` FROM turns WHERE session = ? ORDER BY started_at DESC, id DESC LIMIT ?`
+	qListTurnsAll     = `SELECT ` + turnCols + ` FROM turns ORDER BY started_at DESC, id DESC LIMIT ?`
+)
+
+// CreateTurn inserts a new turn. StartedAt zero means now; EndedAt zero is stored as "not
+// ended". An id that exists already wraps ErrExists.
+func (s *Store) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	if t.ID == "" {
+		return fmt.Errorf("sqlite: create turn: %w: empty id", ErrInvalid)
+	}
+	if t.Session == "" {
+		return fmt.Errorf("sqlite: create turn %q: %w: empty session key", t.ID, ErrInvalid)
+	}
+	d, err := s.conns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: create turn %q: %w", t.ID, err)
+	}
+	err = d.write(ctx, func(tx *wtx) error {
+		_, err := tx.exec(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, string(t.Status), t.Model,
+			t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CostUSD, toMicros(s.stamp(t.StartedAt)), optMicros(t.EndedAt))
+		return err
+	})
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("sqlite: create turn %q: %w", t.ID, ErrExists)
+		}
+		return fail(ctx, err, "create turn %q", t.ID)
+	}
+	return nil
+}
+
+// UpdateTurn overwrites the mutable fields of the turn t.ID: status, model, route reason,
+// error, tokens, cost and end time (zero: not ended). Session, event, user and start are kept.
+// An unknown id wraps ErrNotFound.
+func (s *Store) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	if t.ID == "" {
+		return fmt.Errorf("sqlite: update turn: %w: empty id", ErrInvalid)
+	}
+	d, err := s.conns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: update turn %q: %w", t.ID, err)
+	}
+	var n int64
+	err = d.write(ctx, func(tx *wtx) (err error) {
+		n, err = tx.rowsAffected(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error,
+			t.InputTokens, t.OutputTokens, t.CostUSD, optMicros(t.EndedAt), t.ID)
+		return err
+	})
+	if err != nil {
+		return fail(ctx, err, "update turn %q", t.ID)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: update turn %q: %w", t.ID, ErrNotFound)
+	}
+	return nil
+}
+
+func scanTurn(row interface{ Scan(...any) error }) (echogate.TurnRecord, error) {
+	var (
+		t       echogate.TurnRecord
+		session string
+		status  string
+		started int64
+		ended   sql.NullInt64
+	)
+	err := row.Scan(&t.ID, &session, &t.EventKey, &t.UserID, &status, &t.Model, &t.RouteReason, &t.Error,
+		&t.InputTokens, &t.OutputTokens, &t.CostUSD, &started, &ended)
+	if err != nil {
+		return t, err
+	}
+	t.Session = echogate.SessionKey(session)
+	t.Status = echogate.TurnStatus(status)
+	t.StartedAt = fromMicros(started)
+	t.EndedAt = fromOptMicros(ended)
+	return t, nil
+}
+
+// GetTurn returns the turn, or an error wrapping ErrNotFound.
+func (s *Store) GetTurn(ctx context.Context, id string) (echogate.TurnRecord, error) {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return echogate.TurnRecord{}, fmt.Errorf("sqlite: get turn %q: %w", id, err)
+	}
+	st, err := d.read(ctx, qGetTurn)
+	if err != nil {
+		return echogate.TurnRecord{}, fail(ctx, err, "get turn %q", id)
+	}
+	t, err := scanTurn(st.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return echogate.TurnRecord{}, fmt.Errorf("sqlite: get turn %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return echogate.TurnRecord{}, fail(ctx, err, "get turn %q", id)
+	}
+	return t, nil
+}
+
+// ListTurns lists the session's turns (all sessions' when key is empty), newest first by start
+// time, at most limit (limit <= 0: all).
+func (s *Store) ListTurns(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.TurnRecord, error) {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list turns of %q: %w", key, err)
+	}
+	var rows *sql.Rows
+	if key == "" {
+		st, err := d.read(ctx, qListTurnsAll)
+		if err != nil {
+			return nil, fail(ctx, err, "list turns")
+		}
+		rows, err = st.QueryContext(ctx, sqlLimit(limit))
+		if err != nil {
+			return nil, fail(ctx, err, "list turns")
+		}
+	} else {
+		st, err := d.read(ctx, qListTurnsSession)
+		if err != nil {
+			return nil, fail(ctx, err, "list turns of %q", key)
+		}
+		rows, err = st.QueryContext(ctx, string(key), sqlLimit(limit))
+		if err != nil {
+			return nil, fail(ctx, err, "list turns of %q", key)
+		}
+	}
+	defer rows.Close()
+	var out []echogate.TurnRecord
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return nil, fail(ctx, err, "list turns of %q", key)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, err, "list turns of %q", key)
+	}
+	return out, nil
+}
+
+// isUniqueViolation reports whether err is SQLite's PRIMARY KEY / UNIQUE constraint failure.
+func isUniqueViolation(err error) bool {
+	var e *sqlitedrv.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+		return true
+	}
+	return false
+}
