@@ -7,6 +7,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/cost"
 	"github.com/echogate/echogate/internal/metrics"
 	"github.com/echogate/echogate/tools"
 )
@@ -166,18 +167,11 @@ type Pricer interface {
 	Price(u echogate.Usage) float64
 }
 
-// BudgetScope is what a model call is attributed to.
-type BudgetScope struct {
-	Turn, UserID, Channel string
-	Session               echogate.SessionKey
-	Trigger               echogate.UsageTrigger
-	Estimate              float64 // estimated cost of the call about to be made
-}
-
-// Budget checks spend limits. Check returns an error wrapping agent.ErrBudget, whose text is
-// shown to the user (which limit, when it resets), when the call would exceed a limit.
+// Budget checks spend limits before every model call (agent/cost implements it). Check returns
+// an error wrapping agent.ErrBudget, whose text is shown to the user (which limit was hit and when
+// it resets), when the call would exceed a limit.
 type Budget interface {
-	Check(ctx context.Context, s BudgetScope, req agent.Request) error
+	Check(ctx context.Context, s cost.Scope, req agent.Request) error
 }
 
 // Compactor shortens a conversation that nears the model's context window.

@@ -39,6 +39,7 @@ type Pipeline struct {
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
 	workers    sync.WaitGroup
+	started    chan struct{} // closed when Run has started accepting events
 }
 
 const (
@@ -96,7 +97,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(),
+	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}}
 	for _, a := range cfg.Approvers {
 		p.approvers[a] = true
@@ -130,6 +131,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.baseCtx, p.cancelBase = context.WithCancel(context.WithoutCancel(ctx))
 	defer p.cancelBase()
 
+	close(p.started)
 	if err := p.replay(ctx); err != nil {
 		p.log.Error("pipeline: replay unfinished events", "err", err)
 	}
@@ -166,6 +168,10 @@ func (p *Pipeline) shutdown() {
 		<-done
 	}
 }
+
+// Started is closed once Run accepts events; callers that start Run in a goroutine wait on it
+// before they Submit.
+func (p *Pipeline) Started() <-chan struct{} { return p.started }
 
 func (p *Pipeline) shardFor(k echogate.SessionKey) *shard {
 	return &p.shards[maphash.String(p.seed, string(k))%shardCount]
@@ -218,7 +224,8 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	if len(mb.queue)+mb.reserved >= p.cfg.MailboxSize {
 		sh.mu.Unlock()
 		p.d.Metrics.Reject(platform, "mailbox_full")
-		return fmt.Errorf("session %s: %w", key, ErrMailboxFull)
+		// A RetryAfterError: channels answer it as back-pressure (HTTP 429, "busy, retry").
+		return &echogate.RetryAfterError{After: time.Second, Err: fmt.Errorf("session %s: %w", key, ErrMailboxFull)}
 	}
 	mb.reserved++
 	sh.mu.Unlock()

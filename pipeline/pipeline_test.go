@@ -14,6 +14,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/agent/cost"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/tools"
@@ -34,7 +35,9 @@ func (f *funcTool) Call(ctx context.Context, args json.RawMessage) (tools.Result
 
 func newTool(name string, s tools.Safety, result string) *funcTool {
 	return &funcTool{spec: tools.Spec{Name: name, Description: name, Safety: s},
-		fn: func(context.Context, json.RawMessage) (tools.Result, error) { return tools.Result{Content: result}, nil }}
+		fn: func(context.Context, json.RawMessage) (tools.Result, error) {
+			return tools.Result{Content: result}, nil
+		}}
 }
 
 type harness struct {
@@ -82,19 +85,11 @@ func start(t *testing.T, o opts, steps ...agenttest.Step) *harness {
 	var ctx context.Context
 	ctx, h.cancel = context.WithCancel(context.Background())
 	h.done = make(chan struct{})
-	running := make(chan struct{})
 	go func() {
 		defer close(h.done)
-		go func() {
-			// Submit refuses until Run started; wait for that without sleeping.
-			for h.p.Submit(context.Background(), echogate.InboundEvent{}) == pipeline.ErrNotRunning {
-				time.Sleep(time.Millisecond)
-			}
-			close(running)
-		}()
 		_ = h.p.Run(ctx)
 	}()
-	<-running
+	<-h.p.Started()
 	t.Cleanup(h.stop)
 	return h
 }
@@ -384,15 +379,15 @@ func TestEphemeralSessionRemoved(t *testing.T) {
 	}
 }
 
-type budgetFn func(ctx context.Context, s pipeline.BudgetScope, req agent.Request) error
+type budgetFn func(ctx context.Context, s cost.Scope, req agent.Request) error
 
-func (f budgetFn) Check(ctx context.Context, s pipeline.BudgetScope, req agent.Request) error {
+func (f budgetFn) Check(ctx context.Context, s cost.Scope, req agent.Request) error {
 	return f(ctx, s, req)
 }
 
 func TestBudgetStopsBeforeModelCall(t *testing.T) {
 	h := start(t, opts{deps: func(d *pipeline.Deps) {
-		d.Budget = budgetFn(func(context.Context, pipeline.BudgetScope, agent.Request) error {
+		d.Budget = budgetFn(func(context.Context, cost.Scope, agent.Request) error {
 			return fmt.Errorf("your daily budget of $0.01 is used up; it resets at 00:00 UTC: %w", agent.ErrBudget)
 		})
 	}})

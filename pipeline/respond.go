@@ -203,19 +203,19 @@ func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord
 	if err := p.d.Store.UpdateTurn(ctx, rec); err != nil {
 		t.log.Error("pipeline: record turn", "err", err)
 	}
+	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
+	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
+		if info, err := p.d.Store.GetSession(ctx, key); err == nil && info.Ephemeral {
+			if err := p.d.Store.DeleteSession(ctx, key); err != nil {
+				t.log.Warn("pipeline: remove ephemeral session", "err", err)
+			}
+		}
+	}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})
 	p.d.Metrics.Turn(t.ev.Conversation.Platform, string(status), p.cfg.Now().Sub(t.start))
 	t.log.Info("turn finished", "status", status, "model", rec.Model, "input_tokens", rec.InputTokens,
 		"output_tokens", rec.OutputTokens, "cost_usd", rec.CostUSD, "ms", p.cfg.Now().Sub(t.start).Milliseconds(), "resumed", resumed)
 
-	if status == echogate.TurnPaused {
-		return
-	}
-	if info, err := p.d.Store.GetSession(ctx, key); err == nil && info.Ephemeral {
-		if err := p.d.Store.DeleteSession(ctx, key); err != nil {
-			t.log.Warn("pipeline: remove ephemeral session", "err", err)
-		}
-	}
 	if status == echogate.TurnDoneSt {
 		sum := TurnSummary{Turn: t.id, Session: key, UserID: t.userID, Channel: t.channel, Status: status}
 		for _, h := range p.d.AfterTurn {
@@ -352,4 +352,3 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
-

@@ -12,6 +12,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/cost"
 	"github.com/echogate/echogate/internal/ids"
 	"github.com/echogate/echogate/tools"
 )
@@ -305,7 +306,7 @@ func (p *Pipeline) runtime(ctx context.Context, ctl *turnCtl, t *turn) agent.Run
 	}
 	if p.d.Budget != nil {
 		rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
-			return p.d.Budget.Check(ctx, BudgetScope{Turn: t.id, UserID: t.userID, Channel: t.channel,
+			return p.d.Budget.Check(ctx, cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel,
 				Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}, req)
 		}
 	}

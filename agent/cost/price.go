@@ -50,3 +50,12 @@ func (t Table) Price(u echogate.Usage) float64 {
 	}
 	return (float64(u.InputTokens-cached)*p.InputPerMTok + float64(cached)*cachedPrice + float64(u.OutputTokens)*p.OutputPerMTok) / 1e6
 }
+
+// Scope is what a model call or usage is attributed to; budgets are checked per scope.
+type Scope struct {
+	Turn    string
+	Session echogate.SessionKey
+	UserID  string // qualified, e.g. "slack:U123"
+	Channel string // platform:channel
+	Trigger echogate.UsageTrigger
+}

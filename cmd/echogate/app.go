@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/agent/provider/demo"
+	"github.com/echogate/echogate/agent/provider/openai"
+	"github.com/echogate/echogate/internal/metrics"
+	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/storage/postgres"
+	"github.com/echogate/echogate/storage/sqlite"
+	"github.com/echogate/echogate/tools"
+	"github.com/echogate/echogate/tools/builtin"
+)
+
+// store is what the gateway needs of a storage backend.
+type store interface {
+	pipeline.Store
+	Migrate(ctx context.Context) error
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+var (
+	_ store = (*sqlite.Store)(nil)
+	_ store = (*postgres.Store)(nil)
+)
+
+// openStore opens and migrates the configured store: PostgreSQL when database.url is set, else
+// SQLite in the data dir.
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store, string, error) {
+	if cfg.Database.URL != "" {
+		s, err := postgres.New(postgres.Config{URL: cfg.Database.URL}, log)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := s.Open(ctx); err != nil {
+			return nil, "", fmt.Errorf("open PostgreSQL (DATABASE_URL): %w", err)
+		}
+		return s, "postgres", nil
+	}
+	path := filepath.Join(cfg.DataDir, "echogate.db")
+	s, err := sqlite.New(sqlite.Config{Path: path}, log)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.Open(ctx); err != nil {
+		return nil, "", fmt.Errorf("open SQLite at %s (ECHOGATE_DATA_DIR): %w", path, err)
+	}
+	return s, "sqlite", nil
+}
+
+// core is what every command that runs turns shares: store, model, tools, pipeline.
+type core struct {
+	cfg      *Config
+	log      *slog.Logger
+	store    store
+	backend  string
+	model    agent.Model
+	tools    *tools.Registry
+	metrics  *metrics.Metrics
+	pipeline *pipeline.Pipeline
+}
+
+// newCore opens the store (migrating it), makes the model and the tools; the pipeline is made by
+// the caller once the repliers are known.
+func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) {
+	c := &core{cfg: cfg, log: log, metrics: metrics.New()}
+	var err error
+	c.store, c.backend, err = openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.store.Migrate(ctx); err != nil {
+		c.store.Close()
+		return nil, fmt.Errorf("migrate %s store: %w", c.backend, err)
+	}
+	c.model, err = newModel(cfg, log)
+	if err != nil {
+		c.store.Close()
+		return nil, err
+	}
+	c.tools, err = newTools(cfg, log, c.metrics)
+	if err != nil {
+		c.store.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *core) Close() { c.store.Close() }
+
+// newPipeline wires the pipeline with the given repliers.
+func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
+	cfg := c.cfg
+	policy := map[string]string{}
+	for name, t := range cfg.Tools {
+		if t.Approval != "" {
+			policy[name] = t.Approval
+		}
+	}
+	p, err := pipeline.New(pipeline.Config{
+		SystemPrompt:    cfg.Agent.SystemPrompt,
+		Model:           cfg.Models.Default,
+		MaxIterations:   cfg.Agent.MaxIterations,
+		MaxTokens:       cfg.Agent.MaxTokens,
+		TurnTimeout:     time.Duration(cfg.Agent.TurnTimeout),
+		OnBusy:          pipeline.OnBusy(cfg.Agent.OnBusy),
+		MailboxSize:     cfg.Agent.MailboxSize,
+		HistoryMessages: cfg.Agent.HistoryMessages,
+		ToolTimeout:     time.Duration(cfg.Agent.ToolTimeout),
+		DrainTimeout:    time.Duration(cfg.Agent.DrainTimeout),
+		FallbackText:    cfg.Agent.FallbackText,
+		Approvers:       cfg.Approval.Approvers,
+		ApprovalTimeout: time.Duration(cfg.Approval.Timeout),
+		OnTimeout:       pipeline.OnTimeout(cfg.Approval.OnTimeout),
+		ToolPolicy:      policy,
+	}, pipeline.Deps{
+		Store:    c.store,
+		Model:    c.model,
+		Tools:    c.tools,
+		Repliers: repliers,
+		Log:      c.log,
+		Metrics:  c.metrics,
+		Pricer:   newPricer(cfg.Models.Prices),
+	})
+	if err != nil {
+		return err
+	}
+	c.pipeline = p
+	return nil
+}
+
+// newModel returns the OpenAI-compatible provider, or the offline demo model when no key and no
+// base URL are configured.
+func newModel(cfg *Config, log *slog.Logger) (agent.Model, error) {
+	if cfg.demoMode() {
+		log.Warn("DEMO MODE: no OPENAI_API_KEY or OPENAI_BASE_URL set; an offline demo model answers (every reply is labelled)")
+		m, err := demo.New(demo.Config{}, log.With("model", "demo"))
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	p := cfg.Models.Providers[0]
+	m, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, MaxRetries: p.MaxRetries, Timeout: time.Duration(p.Timeout)}, log.With("provider", p.Name))
+	if err != nil {
+		return nil, fmt.Errorf("models.providers[0] (%s): %w", p.Name, err)
+	}
+	return m, nil
+}
+
+// newTools builds the built-in tools from config, each behind a circuit breaker.
+func newTools(cfg *Config, log *slog.Logger, m *metrics.Metrics) (*tools.Registry, error) {
+	var ts []tools.Tool
+	add := func(t tools.Tool, err error) error {
+		if err != nil {
+			return err
+		}
+		ts = append(ts, t)
+		return nil
+	}
+	enabled := func(name string, def bool) bool {
+		if c, ok := cfg.Tools[name]; ok && c.Enabled != nil {
+			return *c.Enabled
+		}
+		return def
+	}
+	if enabled("current_time", true) {
+		if err := add(builtin.NewCurrentTime(builtin.CurrentTimeConfig{})); err != nil {
+			return nil, fmt.Errorf("tools.current_time: %w", err)
+		}
+	}
+	if enabled("http_fetch", true) {
+		fc := cfg.Tools["http_fetch"]
+		if err := add(builtin.NewHTTPFetch(builtin.HTTPFetchConfig{AllowPrivate: fc.AllowPrivate, Timeout: time.Duration(fc.Timeout)})); err != nil {
+			return nil, fmt.Errorf("tools.http_fetch: %w", err)
+		}
+	}
+	if enabled("ask_user", true) {
+		if err := add(builtin.NewAskUser(builtin.AskUserConfig{})); err != nil {
+			return nil, fmt.Errorf("tools.ask_user: %w", err)
+		}
+	}
+	if rc := cfg.Tools["run_command"]; len(rc.Allowed) > 0 && enabled("run_command", true) {
+		dir := filepath.Join(cfg.DataDir, "workspace")
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("tools.run_command: create %s: %w", dir, err)
+		}
+		if err := add(builtin.NewRunCommand(builtin.RunCommandConfig{Allowed: rc.Allowed, Dir: dir, Timeout: time.Duration(rc.Timeout)})); err != nil {
+			return nil, fmt.Errorf("tools.run_command: %w", err)
+		}
+	}
+	onState := func(tool, from, to string) {
+		log.Warn("tool circuit breaker changed state", "tool", tool, "from", from, "to", to)
+		m.Breaker(tool, "tool", to)
+	}
+	reg, err := tools.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if err := reg.Add(tools.WithBreaker(t, tools.BreakerConfig{}, log, onState)); err != nil {
+			return nil, err
+		}
+	}
+	for name := range cfg.Tools {
+		if _, ok := reg.Get(name); !ok && !isLaterTool(name) {
+			log.Warn("tools: configuration names a tool that is not registered", "tool", name)
+		}
+	}
+	return reg, nil
+}
+
+// isLaterTool names tools that register after start (MCP servers' tools contain "__").
+func isLaterTool(name string) bool {
+	for i := 0; i+1 < len(name); i++ {
+		if name[i] == '_' && name[i+1] == '_' {
+			return true
+		}
+	}
+	return false
+}
+
+var errUsage = errors.New("usage")
+
+func newPricer(prices map[string]PriceConf) cost.Table {
+	t := cost.Table{}
+	for name, p := range prices {
+		t[name] = cost.Price{InputPerMTok: p.InputPerMTok, OutputPerMTok: p.OutputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok}
+	}
+	return t
+}

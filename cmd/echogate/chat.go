@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/channels/console"
+	"github.com/echogate/echogate/pipeline"
+)
+
+// cmdChat runs the terminal channel through the full pipeline: interactive, or one message with -m.
+func cmdChat(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	text := fs.String("m", "", "send one message, print the answer and exit")
+	session := fs.String("session", "", "session id to continue (default: a one-shot session with -m, \"default\" otherwise)")
+	user := fs.String("user", "", "user id (default console-user)")
+	approve := fs.Bool("approve", false, "approve every tool call of this turn without asking")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "echogate chat: unexpected arguments %q (quote the message: chat -m \"what time is it\")\n", fs.Args())
+		return 2
+	}
+	c, err := newCore(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate chat:", err)
+		return 1
+	}
+	defer c.Close()
+	con, err := console.New(console.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, IsTTY: e.isTTY,
+		Session: *session, User: *user, AutoApprove: *approve}, log)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate chat:", err)
+		return 2
+	}
+	if err := c.newPipeline(map[string]pipeline.Replier{echogate.PlatformConsole: con}); err != nil {
+		fmt.Fprintln(e.stderr, "echogate chat:", err)
+		return 1
+	}
+	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = c.pipeline.Run(pctx)
+	}()
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+	<-c.pipeline.Started()
+
+	if *text != "" {
+		if _, err := con.RunOnce(ctx, c.pipeline.Submit, *text); err != nil {
+			fmt.Fprintln(e.stderr, "echogate chat:", err)
+			if errors.Is(err, console.ErrAborted) || errors.Is(err, console.ErrNeedsTerminal) {
+				return 1
+			}
+			return 1
+		}
+		return 0
+	}
+	if err := con.Run(ctx, c.pipeline.Submit); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(e.stderr, "echogate chat:", err)
+		return 1
+	}
+	return 0
+}

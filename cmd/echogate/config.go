@@ -1,0 +1,547 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Duration is a time.Duration written as "30s", "5m", "24h" in YAML and the environment.
+type Duration time.Duration
+
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+func parseDuration(s string) (time.Duration, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: write it like 30s, 5m or 24h", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("%q is negative: durations must be positive", s)
+	}
+	return v, nil
+}
+
+// Config is the whole gateway configuration: YAML, then environment overrides, then defaults.
+// Every scalar key can be overridden by ECHOGATE_<PATH> (e.g. ECHOGATE_AGENT_MAX_ITERATIONS);
+// the well-known variables of SPEC.md (OPENAI_API_KEY, SLACK_BOT_TOKEN, …) work too.
+type Config struct {
+	HTTP       HTTPConfig          `yaml:"http"`
+	DataDir    string              `yaml:"data_dir" env:"ECHOGATE_DATA_DIR"`
+	Database   DatabaseConfig      `yaml:"database"`
+	Models     ModelsConfig        `yaml:"models"`
+	Embeddings EmbeddingsConfig    `yaml:"embeddings"`
+	Agent      AgentConfig         `yaml:"agent"`
+	Slack      SlackConfig         `yaml:"slack"`
+	Discord    DiscordConfig       `yaml:"discord"`
+	Approval   ApprovalConfig      `yaml:"approval"`
+	Tools      map[string]ToolConf `yaml:"tools"`
+	Budgets    BudgetsConfig       `yaml:"budgets"`
+	MCP        MCPConfig           `yaml:"mcp"`
+	Log        LogConfig           `yaml:"log"`
+}
+
+type HTTPConfig struct {
+	Addr string `yaml:"addr" env:"ECHOGATE_HTTP_ADDR"`
+	// AuthToken protects the console and admin API; required when Addr is not loopback.
+	AuthToken string `yaml:"auth_token" env:"ECHOGATE_HTTP_AUTH_TOKEN"`
+}
+
+type DatabaseConfig struct {
+	URL string `yaml:"url" env:"DATABASE_URL"`
+}
+
+type ModelsConfig struct {
+	Default   string               `yaml:"default" env:"ECHOGATE_MODEL"`
+	Providers []ProviderConfig     `yaml:"providers"`
+	Routes    []RouteConfig        `yaml:"routes"`
+	Prices    map[string]PriceConf `yaml:"prices"`
+	// ContextWindow per model, tokens.
+	ContextWindows map[string]int `yaml:"context_windows"`
+}
+
+type ProviderConfig struct {
+	Name    string   `yaml:"name"`
+	BaseURL string   `yaml:"base_url"`
+	APIKey  string   `yaml:"api_key"`
+	Models  []string `yaml:"models"`
+	// MaxRetries before the first token on 429/5xx/connection errors; 0 means 3, -1 none.
+	MaxRetries int      `yaml:"max_retries"`
+	Timeout    Duration `yaml:"timeout"`
+}
+
+type RouteConfig struct {
+	Name     string   `yaml:"name"`
+	When     string   `yaml:"when"` // default | long | code | attachments | tools
+	Model    string   `yaml:"model"`
+	Fallback []string `yaml:"fallback"`
+}
+
+type PriceConf struct {
+	InputPerMTok       float64 `yaml:"input_per_mtok"`
+	OutputPerMTok      float64 `yaml:"output_per_mtok"`
+	CachedInputPerMTok float64 `yaml:"cached_input_per_mtok"`
+}
+
+type EmbeddingsConfig struct {
+	Model      string `yaml:"model" env:"ECHOGATE_EMBEDDING_MODEL"`
+	Dimensions int    `yaml:"dimensions"`
+}
+
+type AgentConfig struct {
+	SystemPrompt    string   `yaml:"system_prompt"`
+	MaxIterations   int      `yaml:"max_iterations"`
+	MaxTokens       int      `yaml:"max_tokens"`
+	TurnTimeout     Duration `yaml:"turn_timeout"`
+	OnBusy          string   `yaml:"on_busy"`
+	MailboxSize     int      `yaml:"mailbox_size"`
+	HistoryMessages int      `yaml:"history_messages"`
+	ToolTimeout     Duration `yaml:"tool_timeout"`
+	DrainTimeout    Duration `yaml:"drain_timeout"`
+	FallbackText    string   `yaml:"fallback_text"`
+}
+
+type SlackConfig struct {
+	BotToken       string `yaml:"bot_token" env:"SLACK_BOT_TOKEN"`
+	AppToken       string `yaml:"app_token" env:"SLACK_APP_TOKEN"`
+	SigningSecret  string `yaml:"signing_secret" env:"SLACK_SIGNING_SECRET"`
+	APIURL         string `yaml:"api_url" env:"SLACK_API_URL"`
+	RequireMention *bool  `yaml:"require_mention"`
+	ReplyInThread  *bool  `yaml:"reply_in_thread"`
+}
+
+type DiscordConfig struct {
+	Token          string `yaml:"token" env:"DISCORD_BOT_TOKEN"`
+	APIURL         string `yaml:"api_url" env:"DISCORD_API_URL"`
+	ShardID        int    `yaml:"shard_id"`
+	ShardCount     int    `yaml:"shard_count"`
+	RequireMention *bool  `yaml:"require_mention"`
+}
+
+type ApprovalConfig struct {
+	Approvers []string `yaml:"approvers" env:"ECHOGATE_APPROVERS"`
+	Timeout   Duration `yaml:"timeout"`
+	OnTimeout string   `yaml:"on_timeout"`
+}
+
+type ToolConf struct {
+	Approval     string   `yaml:"approval"`      // allow | ask | deny
+	AllowPrivate bool     `yaml:"allow_private"` // http_fetch
+	Allowed      []string `yaml:"allowed"`       // run_command
+	Timeout      Duration `yaml:"timeout"`
+	Enabled      *bool    `yaml:"enabled"`
+}
+
+type BudgetsConfig struct {
+	PerTurnUSD       float64 `yaml:"per_turn_usd"`
+	PerSessionUSD    float64 `yaml:"per_session_usd"`
+	PerUserDayUSD    float64 `yaml:"per_user_day_usd"`
+	PerChannelDayUSD float64 `yaml:"per_channel_day_usd"`
+	PerDayUSD        float64 `yaml:"per_day_usd"`
+	PerMonthUSD      float64 `yaml:"per_month_usd"`
+}
+
+type MCPConfig struct {
+	Servers []MCPServer `yaml:"servers"`
+}
+
+type MCPServer struct {
+	Name    string            `yaml:"name"`
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+	Safety  string            `yaml:"safety"`
+}
+
+type LogConfig struct {
+	Level  string `yaml:"level" env:"ECHOGATE_LOG_LEVEL"`
+	Format string `yaml:"format" env:"ECHOGATE_LOG_FORMAT"`
+}
+
+// OpenAI settings that must work with no YAML at all; they fill the first provider.
+const (
+	envOpenAIKey  = "OPENAI_API_KEY"
+	envOpenAIBase = "OPENAI_BASE_URL"
+	defaultBase   = "https://api.openai.com/v1"
+)
+
+// ConfigError names the key that is wrong and how to fix it.
+type ConfigError struct {
+	Key string
+	Msg string
+}
+
+func (e *ConfigError) Error() string { return "config: " + e.Key + ": " + e.Msg }
+
+// loadConfig reads the YAML file (path, or ./echogate.yaml when present, or none), expands
+// ${VAR}, applies environment overrides and defaults, and validates.
+func loadConfig(path string, getenv func(string) string) (*Config, error) {
+	cfg := &Config{}
+	explicit := path != ""
+	if path == "" {
+		path = getenv("ECHOGATE_CONFIG")
+		explicit = path != ""
+	}
+	if path == "" {
+		if _, err := os.Stat("echogate.yaml"); err == nil {
+			path = "echogate.yaml"
+		}
+	}
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			if explicit {
+				return nil, fmt.Errorf("config: read %s: %w (check --config / ECHOGATE_CONFIG)", path, err)
+			}
+			return nil, fmt.Errorf("config: read %s: %w", path, err)
+		}
+		expanded, err := expandEnv(raw, getenv)
+		if err != nil {
+			return nil, fmt.Errorf("config: %s: %w", path, err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(expanded))
+		dec.KnownFields(true)
+		if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("config: %s: %s", path, yamlErrorHint(err))
+		}
+	}
+	if err := applyEnv(reflect.ValueOf(cfg).Elem(), "ECHOGATE", getenv); err != nil {
+		return nil, err
+	}
+	applyProviderEnv(cfg, getenv)
+	cfg.applyDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expandEnv replaces ${VAR} and ${VAR:-default}. A ${VAR} whose variable is unset expands to "".
+func expandEnv(raw []byte, getenv func(string) string) ([]byte, error) {
+	return envRef.ReplaceAllFunc(raw, func(m []byte) []byte {
+		sub := envRef.FindSubmatch(m)
+		v := getenv(string(sub[1]))
+		if v == "" && len(sub[2]) > 0 {
+			v = string(sub[3])
+		}
+		return []byte(v)
+	}), nil
+}
+
+func yamlErrorHint(err error) string {
+	s := err.Error()
+	if strings.Contains(s, "not found in type") {
+		re := regexp.MustCompile(`line (\d+): field (\S+) not found`)
+		if m := re.FindStringSubmatch(s); m != nil {
+			return fmt.Sprintf("line %s: unknown key %q: check its spelling against echogate.example.yaml", m[1], m[2])
+		}
+	}
+	return s + " (see echogate.example.yaml for the expected shape)"
+}
+
+// applyEnv overrides scalar fields from the environment: the field's `env` tag, and
+// PREFIX_<YAML PATH> in upper case.
+func applyEnv(v reflect.Value, prefix string, getenv func(string) string) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		key := prefix + "_" + strings.ToUpper(name)
+		fv := v.Field(i)
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(Duration(0)) {
+			if err := applyEnv(fv, key, getenv); err != nil {
+				return err
+			}
+			continue
+		}
+		val := ""
+		if tag := f.Tag.Get("env"); tag != "" {
+			val = getenv(tag)
+		}
+		if s := getenv(key); s != "" {
+			val = s
+		}
+		if val == "" {
+			continue
+		}
+		if err := setScalar(fv, val); err != nil {
+			envName := key
+			if tag := f.Tag.Get("env"); tag != "" && getenv(tag) == val {
+				envName = tag
+			}
+			return &ConfigError{Key: envName, Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+func setScalar(fv reflect.Value, val string) error {
+	switch {
+	case fv.Type() == reflect.TypeOf(Duration(0)):
+		d, err := parseDuration(val)
+		if err != nil {
+			return err
+		}
+		fv.SetInt(int64(d))
+	case fv.Kind() == reflect.String:
+		fv.SetString(val)
+	case fv.Kind() == reflect.Int || fv.Kind() == reflect.Int64:
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", val)
+		}
+		fv.SetInt(n)
+	case fv.Kind() == reflect.Float64:
+		n, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", val)
+		}
+		fv.SetFloat(n)
+	case fv.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", val)
+		}
+		fv.SetBool(b)
+	case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", val)
+		}
+		fv.Set(reflect.ValueOf(&b))
+	case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String:
+		var parts []string
+		for _, p := range strings.Split(val, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		fv.Set(reflect.ValueOf(parts))
+	default:
+		return nil // maps and lists of structs are YAML-only
+	}
+	return nil
+}
+
+func applyProviderEnv(cfg *Config, getenv func(string) string) {
+	key, base := getenv(envOpenAIKey), getenv(envOpenAIBase)
+	if len(cfg.Models.Providers) == 0 {
+		if key == "" && base == "" {
+			return // offline demo model
+		}
+		cfg.Models.Providers = []ProviderConfig{{Name: "openai"}}
+	}
+	p := &cfg.Models.Providers[0]
+	if key != "" {
+		p.APIKey = key
+	}
+	if base != "" {
+		p.BaseURL = base
+	}
+}
+
+func (c *Config) applyDefaults() {
+	if c.HTTP.Addr == "" {
+		c.HTTP.Addr = "127.0.0.1:8080"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	if c.Models.Default == "" {
+		c.Models.Default = "gpt-4o-mini"
+	}
+	for i := range c.Models.Providers {
+		p := &c.Models.Providers[i]
+		if p.Name == "" {
+			p.Name = fmt.Sprintf("provider%d", i+1)
+		}
+		if p.BaseURL == "" && p.APIKey != "" {
+			p.BaseURL = defaultBase
+		}
+	}
+	if c.Embeddings.Model == "" {
+		c.Embeddings.Model = "text-embedding-3-small"
+	}
+	if c.Embeddings.Dimensions == 0 {
+		c.Embeddings.Dimensions = 1536
+	}
+	if c.Agent.OnBusy == "" {
+		c.Agent.OnBusy = "queue"
+	}
+	if c.Approval.OnTimeout == "" {
+		c.Approval.OnTimeout = "deny"
+	}
+	if c.Discord.ShardCount == 0 {
+		c.Discord.ShardCount = 1
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+}
+
+// demoMode reports whether no model endpoint is configured: the offline demo model answers.
+func (c *Config) demoMode() bool { return len(c.Models.Providers) == 0 }
+
+func (c *Config) validate() error {
+	bad := func(key, msg string, args ...any) error {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf(msg, args...)}
+	}
+	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
+		return bad("http.addr", "%q is not host:port (e.g. 127.0.0.1:8080)", c.HTTP.Addr)
+	}
+	if !isLoopbackAddr(c.HTTP.Addr) && c.HTTP.AuthToken == "" {
+		return bad("http.auth_token", "http.addr %s is reachable from other machines: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN) to protect the console and admin API", c.HTTP.Addr)
+	}
+	if u := c.Database.URL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "postgres" && pu.Scheme != "postgresql") {
+			return bad("database.url", "DATABASE_URL must be a postgres://user:pass@host:5432/db URL, or empty for the embedded SQLite store")
+		}
+	}
+	for i, p := range c.Models.Providers {
+		if _, err := url.ParseRequestURI(p.BaseURL); err != nil || !strings.HasPrefix(p.BaseURL, "http") {
+			return bad(fmt.Sprintf("models.providers[%d].base_url", i), "%q is not an http(s) URL (OPENAI_BASE_URL, e.g. https://api.openai.com/v1)", p.BaseURL)
+		}
+	}
+	for name, p := range c.Models.Prices {
+		if p.InputPerMTok < 0 || p.OutputPerMTok < 0 || p.CachedInputPerMTok < 0 {
+			return bad("models.prices."+name, "prices must not be negative")
+		}
+	}
+	if c.Embeddings.Dimensions < 1 || c.Embeddings.Dimensions > 16000 {
+		return bad("embeddings.dimensions", "%d is out of range (1 to 16000)", c.Embeddings.Dimensions)
+	}
+	if c.Agent.MaxIterations < 0 || c.Agent.MaxIterations > 100 {
+		return bad("agent.max_iterations", "%d is out of range (1 to 100)", c.Agent.MaxIterations)
+	}
+	if c.Agent.OnBusy != "queue" && c.Agent.OnBusy != "interrupt" {
+		return bad("agent.on_busy", "%q: use queue or interrupt", c.Agent.OnBusy)
+	}
+	if c.Agent.MailboxSize < 0 {
+		return bad("agent.mailbox_size", "must be positive")
+	}
+	if c.Slack.BotToken != "" && !strings.HasPrefix(c.Slack.BotToken, "xoxb-") {
+		return bad("slack.bot_token", "SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
+	}
+	if c.Slack.AppToken != "" && !strings.HasPrefix(c.Slack.AppToken, "xapp-") {
+		return bad("slack.app_token", "SLACK_APP_TOKEN must be an app-level token starting with xapp- (with connections:write)")
+	}
+	if (c.Slack.AppToken != "" || c.Slack.SigningSecret != "") && c.Slack.BotToken == "" {
+		return bad("slack.bot_token", "SLACK_BOT_TOKEN is required when SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set")
+	}
+	if c.Slack.APIURL != "" {
+		if _, err := url.ParseRequestURI(c.Slack.APIURL); err != nil {
+			return bad("slack.api_url", "%q is not a URL (e.g. https://slack.com/api/)", c.Slack.APIURL)
+		}
+	}
+	if c.Discord.APIURL != "" {
+		if _, err := url.ParseRequestURI(c.Discord.APIURL); err != nil {
+			return bad("discord.api_url", "%q is not a URL (e.g. https://discord.com/api/v9/)", c.Discord.APIURL)
+		}
+	}
+	if c.Discord.ShardCount < 1 || c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount {
+		return bad("discord.shard_id", "shard %d of %d: shard_id must be from 0 to shard_count-1", c.Discord.ShardID, c.Discord.ShardCount)
+	}
+	for _, a := range c.Approval.Approvers {
+		plat, id, ok := strings.Cut(a, ":")
+		if !ok || id == "" || (plat != "slack" && plat != "discord" && plat != "web" && plat != "console") {
+			return bad("approval.approvers", "%q: write approvers as slack:U123, discord:123456 (platform:user id)", a)
+		}
+	}
+	if c.Approval.OnTimeout != "deny" && c.Approval.OnTimeout != "wait" {
+		return bad("approval.on_timeout", "%q: use deny or wait", c.Approval.OnTimeout)
+	}
+	names := make([]string, 0, len(c.Tools))
+	for n := range c.Tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		switch a := c.Tools[n].Approval; a {
+		case "", "allow", "ask", "deny":
+		default:
+			return bad("tools."+n+".approval", "%q: use allow, ask or deny", a)
+		}
+	}
+	b := c.Budgets
+	for k, v := range map[string]float64{"per_turn_usd": b.PerTurnUSD, "per_session_usd": b.PerSessionUSD, "per_user_day_usd": b.PerUserDayUSD,
+		"per_channel_day_usd": b.PerChannelDayUSD, "per_day_usd": b.PerDayUSD, "per_month_usd": b.PerMonthUSD} {
+		if v < 0 {
+			return bad("budgets."+k, "must not be negative (0 means no limit)")
+		}
+	}
+	seen := map[string]bool{}
+	for i, s := range c.MCP.Servers {
+		key := fmt.Sprintf("mcp.servers[%d]", i)
+		if s.Name == "" || strings.Contains(s.Name, "__") {
+			return bad(key+".name", "each MCP server needs a name without \"__\"")
+		}
+		if seen[s.Name] {
+			return bad(key+".name", "%q is used twice", s.Name)
+		}
+		seen[s.Name] = true
+		if (s.Command == "") == (s.URL == "") {
+			return bad(key, "set either command (stdio server) or url (streamable HTTP server)")
+		}
+		switch s.Safety {
+		case "", "safe", "sensitive", "destructive":
+		default:
+			return bad(key+".safety", "%q: use safe, sensitive or destructive", s.Safety)
+		}
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "warning", "error":
+	default:
+		return bad("log.level", "%q: use debug, info, warn or error (ECHOGATE_LOG_LEVEL)", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		return bad("log.format", "%q: use text or json (ECHOGATE_LOG_FORMAT)", c.Log.Format)
+	}
+	return nil
+}
+
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,189 @@
+// Command echogate is the gateway: it runs the configured chat channels, the HTTP server and the
+// background workers (serve), a terminal chat (chat), and the operator commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+// Build information, set with -ldflags "-X main.version=…".
+var (
+	version = "dev"
+	commit  = ""
+)
+
+// env is how the command reaches its surroundings; tests replace it.
+type env struct {
+	args   []string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	isTTY  bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := env{args: os.Args[1:], stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, isTTY: isTerminal(os.Stdin) && isTerminal(os.Stdout)}
+	os.Exit(run(ctx, e))
+}
+
+const usage = `echogate — an AI agent for Slack, Discord, the web and the terminal
+
+Usage:
+  echogate [--config FILE] <command> [flags]
+
+Commands:
+  serve                      run the gateway (channels, HTTP server, workers)
+  chat [-m TEXT] [--session ID] [--user ID] [--approve]
+                             chat in the terminal; -m sends one message and prints the answer
+  migrate                    apply storage migrations
+  doctor                     check configuration, tokens, database and model endpoint
+  knowledge add|search|list|rm   manage the knowledge base
+  memory list|search|forget      inspect and edit long-term memory
+  version                    print version and build info
+
+Configuration: --config FILE or ECHOGATE_CONFIG, else ./echogate.yaml when present; every key can
+be set from the environment (see README.md and echogate.example.yaml).
+`
+
+// run executes one command and returns the process exit code.
+func run(ctx context.Context, e env) int {
+	global := flag.NewFlagSet("echogate", flag.ContinueOnError)
+	global.SetOutput(e.stderr)
+	configPath := global.String("config", "", "YAML configuration file")
+	global.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	if err := global.Parse(e.args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	args := global.Args()
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "version", "--version":
+		printVersion(e.stdout)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(e.stdout, usage)
+		return 0
+	}
+	// Commands may take --config after the command name too.
+	rest, cfgAfter := extractConfigFlag(rest)
+	if cfgAfter != "" {
+		*configPath = cfgAfter
+	}
+	cfg, err := loadConfig(*configPath, e.getenv)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate:", err)
+		return 2
+	}
+	if cmd == "chat" && e.getenv("ECHOGATE_LOG_LEVEL") == "" && cfg.Log.Level == "info" {
+		cfg.Log.Level = "warn" // keep the terminal for the conversation
+	}
+	log := newLogger(cfg.Log, e.stderr)
+	var code int
+	switch cmd {
+	case "serve":
+		code = cmdServe(ctx, e, cfg, log, rest)
+	case "chat":
+		code = cmdChat(ctx, e, cfg, log, rest)
+	case "migrate":
+		code = cmdMigrate(ctx, e, cfg, log)
+	case "doctor":
+		code = cmdDoctor(ctx, e, cfg, log)
+	case "knowledge":
+		code = cmdKnowledge(ctx, e, cfg, log, rest)
+	case "memory":
+		code = cmdMemory(ctx, e, cfg, log, rest)
+	default:
+		fmt.Fprintf(e.stderr, "echogate: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	return code
+}
+
+// extractConfigFlag pulls "--config FILE" / "--config=FILE" out of a command's arguments.
+func extractConfigFlag(args []string) ([]string, string) {
+	var out []string
+	path := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--config" || a == "-config":
+			if i+1 < len(args) {
+				path = args[i+1]
+				i++
+			}
+		case strings.HasPrefix(a, "--config="):
+			path = strings.TrimPrefix(a, "--config=")
+		default:
+			out = append(out, a)
+		}
+	}
+	return out, path
+}
+
+func printVersion(w io.Writer) {
+	goVersion, rev, mod := "", commit, false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if rev == "" {
+					rev = s.Value
+				}
+			case "vcs.modified":
+				mod = s.Value == "true"
+			}
+		}
+	}
+	if rev == "" {
+		rev = "unknown"
+	}
+	if mod {
+		rev += " (modified)"
+	}
+	fmt.Fprintf(w, "echogate %s\ncommit %s\n%s\n", version, rev, goVersion)
+}
+
+func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	switch strings.ToLower(c.Level) {
+	case "debug":
+		lvl = slog.LevelDebug
+	case "warn", "warning":
+		lvl = slog.LevelWarn
+	case "error":
+		lvl = slog.LevelError
+	default:
+		lvl = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

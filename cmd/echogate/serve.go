@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/channels/web"
+	"github.com/echogate/echogate/pipeline"
+)
+
+// gateway is a running `echogate serve`.
+type gateway struct {
+	*core
+	web      *web.Channel
+	channels []channels.Channel
+	extra    map[string]http.Handler // platform HTTP endpoints (/slack/events)
+}
+
+func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(e.stderr, "echogate serve: unexpected arguments %q (serve takes none; configure it with --config or the environment)\n", args)
+		return 2
+	}
+	g, err := newGateway(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate serve:", err)
+		return 1
+	}
+	defer g.Close()
+	if err := g.serve(ctx); err != nil {
+		fmt.Fprintln(e.stderr, "echogate serve:", err)
+		return 1
+	}
+	return 0
+}
+
+func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, error) {
+	c, err := newCore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	g := &gateway{core: c, extra: map[string]http.Handler{}}
+	g.web, err = web.New(web.Config{}, log)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	g.channels = append(g.channels, g.web)
+	if err := g.addPlatformChannels(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	repliers := map[string]pipeline.Replier{}
+	for _, ch := range g.channels {
+		repliers[ch.Name()] = ch
+	}
+	if err := c.newPipeline(repliers); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// serve runs everything until ctx ends, then shuts down in order: inbound channels stop, running
+// turns drain (bounded by agent.drain_timeout), the HTTP server closes.
+func (g *gateway) serve(ctx context.Context) error {
+	ln, err := net.Listen("tcp", g.cfg.HTTP.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (http.addr / ECHOGATE_HTTP_ADDR): %w", g.cfg.HTTP.Addr, err)
+	}
+	srv := &http.Server{Handler: g.routes(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+	names := make([]string, 0, len(g.channels))
+	for _, ch := range g.channels {
+		names = append(names, ch.Name())
+	}
+	g.log.Info("echogate serving", "addr", ln.Addr().String(), "store", g.backend, "model", g.cfg.Models.Default,
+		"demo", g.cfg.demoMode(), "channels", strings.Join(names, ","), "version", version)
+
+	pctx, stopPipeline := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPipeline()
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go func() {
+		defer pwg.Done()
+		_ = g.pipeline.Run(pctx)
+	}()
+
+	chctx, stopChannels := context.WithCancel(ctx)
+	defer stopChannels()
+	var cwg sync.WaitGroup
+	errc := make(chan error, len(g.channels)+1)
+	for _, ch := range g.channels {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			if err := ch.Run(chctx, g.pipeline.Submit); err != nil && chctx.Err() == nil {
+				errc <- fmt.Errorf("channel %s: %w", ch.Name(), err)
+			}
+		}()
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("http: %w", err)
+		}
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		g.log.Info("shutting down: draining running turns")
+	case runErr = <-errc:
+		g.log.Error("shutting down after a permanent failure", "err", runErr)
+	}
+	stopChannels()
+	cwg.Wait()
+	stopPipeline()
+	pwg.Wait()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	g.log.Info("echogate stopped")
+	return runErr
+}
+
+func (g *gateway) routes() http.Handler {
+	mux := http.NewServeMux()
+	protect := g.auth
+	mux.Handle("/", protect(g.web.Handler()))
+	mux.Handle("/api/", protect(g.adminAPI()))
+	mux.Handle("/api/chat", protect(g.web.Handler()))
+	mux.Handle("/api/chat/", protect(g.web.Handler()))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	mux.HandleFunc("GET /readyz", g.readyz)
+	for path, h := range g.extra {
+		mux.Handle(path, h)
+	}
+	return mux
+}
+
+// readyz is 200 only when storage answers and every channel is connected.
+func (g *gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	body := map[string]string{}
+	ok := true
+	if err := g.store.Ping(ctx); err != nil {
+		ok = false
+		body["storage"] = "unavailable: " + err.Error()
+	} else {
+		body["storage"] = "ok (" + g.backend + ")"
+	}
+	for _, ch := range g.channels {
+		h, is := ch.(channels.Health)
+		if !is {
+			body[ch.Name()] = "ok"
+			continue
+		}
+		ready, detail := h.Ready()
+		if !ready {
+			ok = false
+			detail = "not ready: " + detail
+		}
+		body[ch.Name()] = detail
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// auth protects the console and admin API with http.auth_token (Bearer, or Basic with the token
+// as password, so a browser can log in). Without a token (loopback only) it lets everything pass.
+func (g *gateway) auth(next http.Handler) http.Handler {
+	token := g.cfg.HTTP.AuthToken
+	if token == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := ""
+		if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+			got = strings.TrimPrefix(h, "Bearer ")
+		} else if _, pw, ok := r.BasicAuth(); ok {
+			got = pw
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="echogate"`)
+			http.Error(w, `{"error":"authentication required: send Authorization: Bearer <http.auth_token>"}`, http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

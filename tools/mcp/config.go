@@ -1,0 +1,260 @@
+// Package mcp adds the tools of Model Context Protocol servers to a gateway's tools.Registry,
+// on the official SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// A Manager supervises every configured server: it connects at start (stdio: a child process;
+// streamable HTTP: a URL with configured headers), lists the server's tools and registers each as
+// "<server>__<tool>" wrapped in its own circuit breaker, follows notifications/tools/list_changed,
+// and when the session ends unregisters the server's tools and reconnects with exponential backoff
+// and jitter. Registration is asynchronous: a server that is down never delays a turn, and a call
+// to a server that is not connected returns an IsError result at once.
+//
+// Tool output is untrusted: results are capped and fenced as
+//
+//	<<<tool output from SERVER (untrusted)>>>
+//	…
+//	<<<end>>>
+//
+// Which servers a conversation may use is decided by ServerConfig.AllowChannels / AllowUsers;
+// the pipeline applies it through Manager.ToolFilter.
+package mcp
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/echogate/echogate/tools"
+)
+
+// Defaults.
+const (
+	DefaultMaxOutput      = 32 << 10
+	DefaultCallTimeout    = 60 * time.Second
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultPingInterval   = 30 * time.Second
+	DefaultReconnectMin   = time.Second
+	DefaultReconnectMax   = 2 * time.Minute
+	// maxServerName bounds server names so that "<server>__<tool>" keeps room for the tool
+	// within the 64 characters tool names may have.
+	maxServerName = 24
+)
+
+// Config configures a Manager. The zero value means no servers and the documented defaults.
+type Config struct {
+	Servers []ServerConfig
+	// ReconnectMin is the first delay before reconnecting a server whose session ended or
+	// could not be opened; each further failed attempt doubles it (with jitter) up to
+	// ReconnectMax. A session that was established resets the delay. Defaults 1s and 2m.
+	ReconnectMin time.Duration
+	ReconnectMax time.Duration
+	// ConnectTimeout bounds one connection attempt: start/dial, the MCP handshake and the first
+	// tools/list. Default 30s.
+	ConnectTimeout time.Duration
+	// PingInterval is how often a connected server is pinged; a ping that fails or gets no
+	// answer within min(PingInterval, 10s) ends the session (and a reconnect follows). It is how
+	// a dead HTTP server is noticed between calls. Default 30s; negative disables pings.
+	PingInterval time.Duration
+	// Breaker configures the circuit breaker of every MCP tool (each tool has its own).
+	// ServerConfig.CallTimeout replaces Breaker.CallTimeout per server.
+	Breaker tools.BreakerConfig
+}
+
+// ServerConfig is one MCP server. Exactly one of Command (stdio) or URL (streamable HTTP) is set.
+type ServerConfig struct {
+	// Name prefixes the server's tools ("<name>__<tool>"): 1 to 24 letters, digits, '-' or
+	// single '_' (not "__", not at either end). Unique among servers.
+	Name string
+
+	// Command runs a stdio server: the executable (looked up in PATH), its Args, and Env added
+	// to a minimal environment (PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ, TMPDIR). The
+	// gateway's own environment, with its tokens and keys, is never passed on. Dir is the
+	// working directory (empty: the gateway's).
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+
+	// URL is a streamable-HTTP server endpoint (http or https). Headers are sent with every
+	// request (e.g. Authorization); their values are never logged.
+	URL     string
+	Headers map[string]string
+
+	// Safety is the default safety class of the server's tools: "safe", "sensitive" or
+	// "destructive". Empty means "sensitive": every call needs approval.
+	Safety string
+	// ToolSafety overrides Safety per tool, keyed by the server's own (bare) tool name.
+	ToolSafety map[string]string
+
+	// CallTimeout bounds one tool call; a call that runs out of it counts as a failure for the
+	// tool's breaker. Default 60s.
+	CallTimeout time.Duration
+	// MaxOutput caps the text a call returns to the model, in bytes. Default 32 KiB.
+	MaxOutput int
+
+	// AllowChannels and AllowUsers restrict which conversations may use the server's tools:
+	// AllowChannels lists "platform:channel" ids ("slack:C0123", or "slack:*" for a whole
+	// platform), AllowUsers lists qualified user ids ("slack:U0123"). An empty list does not
+	// restrict; when both are set a conversation must match both.
+	AllowChannels []string
+	AllowUsers    []string
+}
+
+// Transport reports "stdio" or "http".
+func (s ServerConfig) Transport() string {
+	if s.URL != "" {
+		return "http"
+	}
+	return "stdio"
+}
+
+func (c Config) withDefaults() Config {
+	if c.ReconnectMin <= 0 {
+		c.ReconnectMin = DefaultReconnectMin
+	}
+	if c.ReconnectMax <= 0 {
+		c.ReconnectMax = DefaultReconnectMax
+	}
+	if c.ReconnectMax < c.ReconnectMin {
+		c.ReconnectMax = c.ReconnectMin
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	return c
+}
+
+// reservedHeaders are set by the transport itself; configuring them would break the protocol.
+var reservedHeaders = map[string]bool{
+	"Content-Type": true, "Accept": true, "Content-Length": true, "Host": true,
+	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Last-Event-Id": true,
+}
+
+// validate checks one server's config; i is its index in mcp.servers (for messages).
+func (s ServerConfig) validate(i int) error {
+	where := fmt.Sprintf("mcp.servers[%d]", i)
+	if s.Name != "" {
+		where = fmt.Sprintf("mcp.servers[%d] (%s)", i, s.Name)
+	}
+	if err := validateServerName(s.Name); err != nil {
+		return fmt.Errorf("%w: %s.name: %v", ErrConfig, where, err)
+	}
+	switch {
+	case s.Command == "" && s.URL == "":
+		return fmt.Errorf("%w: %s: set command (a stdio server) or url (a streamable HTTP server)", ErrConfig, where)
+	case s.Command != "" && s.URL != "":
+		return fmt.Errorf("%w: %s: set either command or url, not both", ErrConfig, where)
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: %s.url %q: want an absolute http:// or https:// URL such as https://mcp.example.com/mcp", ErrConfig, where, redactURL(s.URL))
+		}
+		if len(s.Args) > 0 || len(s.Env) > 0 || s.Dir != "" {
+			return fmt.Errorf("%w: %s: args, env and dir apply to stdio servers (command), not to url servers", ErrConfig, where)
+		}
+		for k := range s.Headers {
+			ck := canonicalHeader(k)
+			if ck == "" || strings.ContainsAny(k, " :\r\n\t") {
+				return fmt.Errorf("%w: %s.headers: %q is not a valid header name", ErrConfig, where, k)
+			}
+			if reservedHeaders[ck] {
+				return fmt.Errorf("%w: %s.headers: %s is set by the MCP transport itself; remove it", ErrConfig, where, ck)
+			}
+			if strings.ContainsAny(s.Headers[k], "\r\n") {
+				return fmt.Errorf("%w: %s.headers.%s: the value holds a line break; remove it", ErrConfig, where, k)
+			}
+		}
+	} else {
+		if len(s.Headers) > 0 {
+			return fmt.Errorf("%w: %s: headers apply to url servers, not to stdio servers (use env)", ErrConfig, where)
+		}
+		for k := range s.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				return fmt.Errorf("%w: %s.env: %q is not a valid variable name", ErrConfig, where, k)
+			}
+		}
+	}
+	if _, err := parseSafety(s.Safety); err != nil {
+		return fmt.Errorf("%w: %s.safety: %v", ErrConfig, where, err)
+	}
+	for tool, v := range s.ToolSafety {
+		if tool == "" {
+			return fmt.Errorf("%w: %s.tool_safety: an empty tool name; use the server's own tool name", ErrConfig, where)
+		}
+		if _, err := parseSafety(v); err != nil {
+			return fmt.Errorf("%w: %s.tool_safety.%s: %v", ErrConfig, where, tool, err)
+		}
+	}
+	if s.CallTimeout < 0 {
+		return fmt.Errorf("%w: %s.call_timeout %s: must not be negative (0 means the default %s)", ErrConfig, where, s.CallTimeout, DefaultCallTimeout)
+	}
+	if s.MaxOutput < 0 {
+		return fmt.Errorf("%w: %s.max_output %d: must not be negative (0 means the default %d)", ErrConfig, where, s.MaxOutput, DefaultMaxOutput)
+	}
+	for _, c := range s.AllowChannels {
+		if p, id, ok := strings.Cut(c, ":"); !ok || p == "" || id == "" {
+			return fmt.Errorf("%w: %s.allow_channels: %q: want platform:channel, e.g. slack:C0123 or slack:*", ErrConfig, where, c)
+		}
+	}
+	for _, u := range s.AllowUsers {
+		if p, id, ok := strings.Cut(u, ":"); !ok || p == "" || id == "" {
+			return fmt.Errorf("%w: %s.allow_users: %q: want a qualified user id, e.g. slack:U0123", ErrConfig, where, u)
+		}
+	}
+	return nil
+}
+
+func validateServerName(name string) error {
+	if name == "" || len(name) > maxServerName {
+		return fmt.Errorf("%q must be 1 to %d characters", name, maxServerName)
+	}
+	for _, c := range name {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return fmt.Errorf("%q may hold only letters, digits, '-' and '_'", name)
+		}
+	}
+	if strings.Contains(name, "__") || strings.HasPrefix(name, "_") || strings.HasSuffix(name, "_") {
+		return fmt.Errorf("%q must not contain \"__\" or start or end with '_' (\"__\" separates server and tool)", name)
+	}
+	return nil
+}
+
+// parseSafety parses a safety class; empty means sensitive.
+func parseSafety(s string) (tools.Safety, error) {
+	if s == "" {
+		return tools.Sensitive, nil
+	}
+	return tools.ParseSafety(strings.ToLower(strings.TrimSpace(s)))
+}
+
+func canonicalHeader(k string) string {
+	k = strings.TrimSpace(k)
+	if k == "" {
+		return ""
+	}
+	parts := strings.Split(strings.ToLower(k), "-")
+	for i, p := range parts {
+		if p != "" {
+			parts[i] = strings.ToUpper(p[:1]) + p[1:]
+		}
+	}
+	return strings.Join(parts, "-")
+}
+
+// redactURL drops the user info, query and fragment of a URL: they may carry credentials.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	u.Fragment = ""
+	return u.String()
+}
