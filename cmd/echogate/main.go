@@ -53,6 +53,7 @@ Commands:
   knowledge add|search|list|rm   manage the knowledge base
   memory list|search|forget      inspect and edit long-term memory
   version                    print version and build info
+  healthcheck                exit 0 when the local gateway answers /healthz (container health checks)
 
 Configuration: --config FILE or ECHOGATE_CONFIG, else ./echogate.yaml when present; every key can
 be set from the environment (see README.md and echogate.example.yaml).
@@ -108,6 +109,8 @@ func run(ctx context.Context, e env) int {
 		code = cmdMigrate(ctx, e, cfg, log)
 	case "doctor":
 		code = cmdDoctor(ctx, e, cfg, log)
+	case "healthcheck":
+		code = cmdHealthcheck(ctx, e, cfg)
 	case "knowledge":
 		code = cmdKnowledge(ctx, e, cfg, log, rest)
 	case "memory":

@@ -381,3 +381,25 @@ func TestServeWebChatStreamsAndShutsDown(t *testing.T) {
 	}
 	_ = logs
 }
+
+func TestExampleConfigLoads(t *testing.T) {
+	cfg, err := loadConfig("../../echogate.example.yaml", func(k string) string {
+		return map[string]string{"OPENAI_API_KEY": "sk-x"}[k]
+	})
+	if err != nil {
+		t.Fatalf("echogate.example.yaml does not load: %v", err)
+	}
+	if cfg.Agent.MaxIterations != 8 || cfg.Approval.OnTimeout != "deny" || cfg.Models.Prices["gpt-4o-mini"].OutputPerMTok != 0.60 {
+		t.Errorf("example values not read: %+v", cfg.Agent)
+	}
+}
+
+func TestHealthcheck(t *testing.T) {
+	base, _, stop := startServe(t, map[string]string{})
+	defer stop()
+	addr := strings.TrimPrefix(base, "http://")
+	e, _, errb := testEnv(map[string]string{"ECHOGATE_HTTP_ADDR": addr, "ECHOGATE_DATA_DIR": t.TempDir()}, "healthcheck")
+	if code := run(context.Background(), e); code != 0 {
+		t.Fatalf("healthcheck = %d (%s), want 0", code, errb.String())
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"time"
 )
 
 func cmdMigrate(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
@@ -29,4 +32,30 @@ func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, arg
 func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
 	fmt.Fprintln(e.stderr, "echogate memory: long-term memory is not part of this build yet")
 	return 2
+}
+
+// cmdHealthcheck asks the local gateway's /healthz; containers without curl use it.
+func cmdHealthcheck(ctx context.Context, e env, cfg *Config) int {
+	host, port, err := net.SplitHostPort(cfg.HTTP.Addr)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate healthcheck:", err)
+		return 1
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate healthcheck:", err)
+		return 1
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(e.stderr, "echogate healthcheck: /healthz answered", resp.Status)
+		return 1
+	}
+	return 0
 }
