@@ -50,6 +50,8 @@ type writer struct {
 	stop  chan struct{} // closed by shutdown
 	done  chan struct{} // closed when the goroutine has exited
 	batch []*writeReq
+	// enqueued, when set (tests only), is called after a call entered the queue.
+	enqueued atomic.Pointer[func()]
 }
 
 func newWriter(conn *sql.Conn, log *slog.Logger) *writer {
@@ -124,6 +126,9 @@ func (w *writer) do(ctx context.Context, solo bool, fn func(tx *wtx) error) erro
 		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if hook := w.enqueued.Load(); hook != nil {
+		(*hook)()
 	}
 	select {
 	case err := <-req.done:
