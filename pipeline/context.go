@@ -25,14 +25,30 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if st != nil {
 		return agent.Input{System: system, State: st, Resume: rs, Messages: msgs}, nil
 	}
-	if err := p.d.Store.AppendMessages(ctx, key, t.id, msgs, p.cfg.Now()); err != nil {
-		return agent.Input{}, fmt.Errorf("pipeline: save user message: %w", err)
-	}
-	hist, err := p.d.Store.History(ctx, key, p.cfg.HistoryMessages)
+	// Saving the new message and loading the history before it are independent.
+	var hist []echogate.StoredMessage
+	err := parallel(
+		func() error {
+			if err := p.d.Store.AppendMessages(ctx, key, t.id, msgs, p.cfg.Now()); err != nil {
+				return fmt.Errorf("pipeline: save user message: %w", err)
+			}
+			return nil
+		},
+		func() (err error) {
+			limit := max(p.cfg.HistoryMessages-len(msgs), 1)
+			if hist, err = p.d.Store.History(ctx, key, limit); err != nil {
+				return fmt.Errorf("pipeline: load history: %w", err)
+			}
+			// A concurrent append of this turn's own messages may already be visible.
+			for len(hist) > 0 && hist[len(hist)-1].Turn == t.id {
+				hist = hist[:len(hist)-1]
+			}
+			return nil
+		})
 	if err != nil {
-		return agent.Input{}, fmt.Errorf("pipeline: load history: %w", err)
+		return agent.Input{}, err
 	}
-	return agent.Input{System: system, Messages: sanitizeHistory(hist)}, nil
+	return agent.Input{System: system, Messages: append(sanitizeHistory(hist), msgs...)}, nil
 }
 
 func (p *Pipeline) systemPrompt(ctx context.Context, t *turn, query string) string {

@@ -152,11 +152,6 @@ func (r *responder) streamed() (string, bool) {
 // approval prompt / question of a pause), records the turn, and cleans up ephemeral sessions.
 func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord, res agent.Result, resumed bool) {
 	key := t.ev.SessionKey()
-	if len(res.Messages) > 0 {
-		if err := p.d.Store.AppendMessages(ctx, key, t.id, res.Messages, p.cfg.Now()); err != nil {
-			t.log.Error("pipeline: save transcript", "err", err)
-		}
-	}
 	status := echogate.TurnStatus(res.Status)
 	var final string
 	var postErr error
@@ -200,9 +195,32 @@ func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord
 	if res.Model != "" {
 		rec.Model, rec.RouteReason = res.Model, res.RouteReason
 	}
-	if err := p.d.Store.UpdateTurn(ctx, rec); err != nil {
-		t.log.Error("pipeline: record turn", "err", err)
-	}
+	// Transcript, turn record and the event's completion: one round trip (group commit).
+	_ = parallel(
+		func() error {
+			if len(res.Messages) > 0 {
+				if err := p.d.Store.AppendMessages(ctx, key, t.id, res.Messages, p.cfg.Now()); err != nil {
+					t.log.Error("pipeline: save transcript", "err", err)
+				}
+			}
+			return nil
+		},
+		func() error {
+			if err := p.d.Store.UpdateTurn(ctx, rec); err != nil {
+				t.log.Error("pipeline: record turn", "err", err)
+			}
+			return nil
+		},
+		func() error {
+			if c := completionFrom(ctx); c != nil {
+				c.complete(ctx)
+			}
+			return nil
+		},
+		func() error {
+			t.ledger.Wait() // usage writes issued during the turn land before "done"
+			return nil
+		})
 	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
 	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
 		if info, err := p.d.Store.GetSession(ctx, key); err == nil && info.Ephemeral {

@@ -27,28 +27,41 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	ev := it.ev
 	key := ev.SessionKey()
 	log := p.log.With("session", key, "event_id", ev.ID, "channel", ev.Conversation.Platform)
+	done := &completion{p: p, key: ev.DedupeKey(), log: log}
+	ctx = withCompletion(ctx, done)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 		defer cancel()
-		if err := p.d.Store.CompleteEvent(cctx, ev.DedupeKey(), p.cfg.Now()); err != nil {
-			log.Error("pipeline: complete event", "err", err)
-		}
+		done.complete(cctx)
 	}()
 	if ev.Actor.IsBot && !ev.Actor.IsSelf {
 		return // adapters drop these; never answer a bot
 	}
 
+	// The session record and the pause lookup are independent: one round trip for both.
 	info := echogate.SessionInfo{Key: key, Conversation: ev.Conversation, UserID: ev.Actor.QualifiedID(ev.Conversation.Platform),
 		Ephemeral: ev.Ephemeral, CreatedAt: p.cfg.Now(), UpdatedAt: p.cfg.Now()}
-	if !ev.Actor.IsSelf {
-		if err := p.d.Store.UpsertSession(ctx, info); err != nil {
-			log.Error("pipeline: upsert session", "err", err)
-			p.fail(ctx, log, ev, "", err)
-			return
-		}
+	var pend echogate.PendingTurn
+	var pendErr error
+	err := parallel(
+		func() error {
+			if ev.Actor.IsSelf {
+				return nil
+			}
+			if err := p.d.Store.UpsertSession(ctx, info); err != nil {
+				return fmt.Errorf("pipeline: upsert session: %w", err)
+			}
+			return nil
+		},
+		func() error {
+			pend, pendErr = p.d.Store.GetPending(ctx, key)
+			return nil
+		})
+	if err != nil {
+		p.fail(ctx, log, ev, "", err)
+		return
 	}
-
-	pend, err := p.d.Store.GetPending(ctx, key)
+	err = pendErr
 	switch {
 	case err == nil:
 		p.handlePaused(ctx, ctl, log, ev, pend)
@@ -219,6 +232,7 @@ type turn struct {
 	cost     float64
 	grants   map[string]bool
 	loaded   bool
+	ledger   sync.WaitGroup // in-flight usage writes
 }
 
 // runTurn runs the three stages for one event. st and rs are set when resuming a paused turn;
@@ -238,19 +252,25 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	t.out = newResponder(p, t)
 	key := ev.SessionKey()
 	rec := echogate.TurnRecord{ID: t.id, Session: key, EventKey: ev.DedupeKey(), UserID: t.userID, Status: echogate.TurnRunning, Model: p.cfg.Model, StartedAt: t.start}
-	if err := p.d.Store.CreateTurn(ctx, rec); err != nil {
-		t.log.Error("pipeline: create turn", "err", err)
-		p.fail(ctx, t.log, ev, t.id, err)
-		return
-	}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnStarted})
 	if ty, ok := t.rep.(typer); ok {
 		stopTyping := ty.StartTyping(ctx, ev.Conversation, ev.Message)
 		defer stopTyping()
 	}
 
-	// ContextStage.
-	in, err := p.buildContext(ctx, t, st, rs, msgs)
+	// ContextStage, with the turn record written in the same round trip.
+	var in agent.Input
+	err := parallel(
+		func() error {
+			if err := p.d.Store.CreateTurn(ctx, rec); err != nil {
+				return fmt.Errorf("pipeline: create turn: %w", err)
+			}
+			return nil
+		},
+		func() (err error) {
+			in, err = p.buildContext(ctx, t, st, rs, msgs)
+			return err
+		})
 	if err != nil {
 		p.finishFailed(t, rec, err)
 		return
@@ -414,13 +434,19 @@ func (t *turn) reportUsage(u echogate.Usage) {
 	t.cost += u.CostUSD
 	t.mu.Unlock()
 	t.p.d.Metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
-	ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
-	defer cancel()
-	_, err := t.p.d.Store.RecordUsage(ctx, echogate.UsageRecord{Turn: t.id, Session: t.ev.SessionKey(), UserID: t.userID,
-		Channel: t.channel, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()})
-	if err != nil {
-		t.log.Error("pipeline: record usage in ledger", "model", u.Model, "err", err)
-	}
+	rec := echogate.UsageRecord{Turn: t.id, Session: t.ev.SessionKey(), UserID: t.userID,
+		Channel: t.channel, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()}
+	// The ledger write does not hold up the agent loop; the ResponseStage waits for it before it
+	// announces the turn done, so a finished turn's usage is always in the ledger.
+	t.ledger.Add(1)
+	go func() {
+		defer t.ledger.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
+		defer cancel()
+		if _, err := t.p.d.Store.RecordUsage(ctx, rec); err != nil {
+			t.log.Error("pipeline: record usage in ledger", "model", u.Model, "err", err)
+		}
+	}()
 }
 
 // notify posts a short notice into the event's conversation.
@@ -451,9 +477,56 @@ func (p *Pipeline) finishFailed(t *turn, rec echogate.TurnRecord, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
 	defer cancel()
 	rec.Status, rec.Error, rec.EndedAt = echogate.TurnFailed, err.Error(), p.cfg.Now()
-	_ = p.d.Store.UpdateTurn(ctx, rec)
+	if uerr := p.d.Store.UpdateTurn(ctx, rec); uerr != nil && !errors.Is(uerr, echogate.ErrNotFound) {
+		t.log.Error("pipeline: record failed turn", "err", uerr)
+	}
 	p.fail(ctx, t.log, t.ev, t.id, err)
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: p.cfg.FallbackText})
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(echogate.TurnFailed), Text: p.cfg.FallbackText})
 	p.d.Metrics.Turn(t.ev.Conversation.Platform, string(echogate.TurnFailed), p.cfg.Now().Sub(t.start))
+}
+
+// parallel runs fns concurrently and returns the first error. The stores batch concurrent writes
+// into one transaction (group commit), so independent writes cost one round trip together.
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = fn()
+		}()
+	}
+	errs[0] = fns[0]()
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// completion marks an event handled exactly once: in the ResponseStage's final round trip when a
+// turn ran, else when handling ends.
+type completion struct {
+	p    *Pipeline
+	key  string
+	log  *slog.Logger
+	once sync.Once
+}
+
+func (c *completion) complete(ctx context.Context) {
+	c.once.Do(func() {
+		if err := c.p.d.Store.CompleteEvent(ctx, c.key, c.p.cfg.Now()); err != nil {
+			c.log.Error("pipeline: complete event", "err", err)
+		}
+	})
+}
+
+type completionKey struct{}
+
+func withCompletion(ctx context.Context, c *completion) context.Context {
+	return context.WithValue(ctx, completionKey{}, c)
+}
+
+func completionFrom(ctx context.Context) *completion {
+	c, _ := ctx.Value(completionKey{}).(*completion)
+	return c
 }

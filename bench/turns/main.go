@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of each throughput scenario")
 	latency := flag.Duration("latency", 200*time.Millisecond, "model latency in the throughput scenarios")
 	sessions := flag.String("sessions", "1,100,1000", "concurrent sessions of the throughput scenarios")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the throughput scenarios")
 	flag.Parse()
 
 	fmt.Printf("echogate turn benchmark — %s, %d CPUs, GOMAXPROCS %d\n\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
@@ -46,6 +48,12 @@ func main() {
 	var ss []int
 	for _, s := range splitInts(*sessions) {
 		ss = append(ss, s)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
 	}
 	fmt.Printf("\nthroughput: model answers in %s, no tools, store on (SQLite, WAL)\n", *latency)
 	fmt.Printf("%10s %12s %12s %10s %12s %12s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency")
