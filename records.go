@@ -112,3 +112,12 @@ type PendingTurn struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	ExpiresAt   time.Time  `json:"expires_at,omitzero"` // zero: never
 }
+
+// ContextQuery is what a context provider (memory snapshot, knowledge hits) sees of a turn.
+type ContextQuery struct {
+	Session SessionKey
+	UserID  string // qualified, e.g. "slack:U123"
+	Channel string // platform:channel
+	Text    string // the user's message
+	Budget  int    // approximate tokens the section may use
+}

@@ -146,20 +146,12 @@ type turnObserver interface {
 	ObserveTurn(ev echogate.TurnEvent)
 }
 
-// ContextQuery is what a ContextProvider sees of the turn.
-type ContextQuery struct {
-	Session echogate.SessionKey
-	UserID  string // qualified
-	Channel string // platform:channel
-	Text    string // the user's message
-	Budget  int    // approximate tokens the section may use
-}
-
 // ContextProvider adds one section to the system prompt of a turn (long-term memory snapshot,
 // knowledge-base hits). It blocks on I/O and honours ctx; an error is logged and the turn goes on
-// without the section.
+// without the section. memory and knowledge implement it (the query is a root value so they need
+// not import the pipeline).
 type ContextProvider interface {
-	ContextSection(ctx context.Context, q ContextQuery) (title, text string, err error)
+	ContextSection(ctx context.Context, q echogate.ContextQuery) (title, text string, err error)
 }
 
 // Pricer prices one usage (CostUSD) from a price table.

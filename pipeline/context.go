@@ -59,7 +59,7 @@ func (p *Pipeline) systemPrompt(ctx context.Context, t *turn, query string) stri
 	if len(p.d.Context) == 0 {
 		return b.String()
 	}
-	q := ContextQuery{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
+	q := echogate.ContextQuery{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
 	for _, cp := range p.d.Context {
 		title, text, err := cp.ContextSection(ctx, q)
 		if err != nil {
