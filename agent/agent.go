@@ -86,6 +86,8 @@ type Params struct {
 	Temperature     *float32
 	ToolConcurrency int // safe calls run at once; 0 means 4
 	Hints           Hints
+	// Plan offers the plan system tool, handled by the loop itself; the plan lives in State.
+	Plan bool
 }
 
 // Runtime is everything the loop may use. Nil funcs are no-ops (Authorize nil allows everything).
@@ -137,6 +139,10 @@ type State struct {
 	Pending   []echogate.ToolCall `json:"pending,omitempty"`    // calls of the last response not yet answered; [0] is paused
 	Iteration int                 `json:"iteration"`            // model calls made so far in this turn
 	PauseKind echogate.PauseKind  `json:"pause_kind,omitempty"` // what Pending[0] waits for
+	Plan      *Plan               `json:"plan,omitempty"`       // the visible plan, when one was set
+	// Notes are the caller's values carried with the state across a pause (the pipeline keeps
+	// the plan message's reference there). The loop never reads them.
+	Notes map[string]string `json:"notes,omitempty"`
 }
 
 // Status of a finished Run.

@@ -47,6 +47,10 @@ type runner struct {
 
 func newRunner(rt Runtime) *runner {
 	r := &runner{rt: rt, catalog: make(map[string]tools.Spec, len(rt.Tools))}
+	if rt.Params.Plan {
+		rt.Tools = append(append([]tools.Spec(nil), rt.Tools...), PlanSpec)
+		r.rt = rt
+	}
 	for _, s := range rt.Tools {
 		r.catalog[s.Name] = s
 	}
@@ -191,6 +195,16 @@ func (r *runner) runPending(ctx context.Context) error {
 			return err
 		}
 		call := r.state.Pending[0]
+		if call.Name == PlanToolName && r.rt.Params.Plan {
+			var res tools.Result
+			r.state.Plan, res = applyPlan(r.state.Plan, call.Arguments)
+			r.addToolResult(call, res)
+			r.state.Pending = r.state.Pending[1:]
+			if !res.IsError {
+				r.emit(Event{Type: EventPlan, Iteration: r.state.Iteration, Call: call, Text: r.state.Plan.Render()})
+			}
+			continue
+		}
 		spec, ok := r.catalog[call.Name]
 		if !ok {
 			r.addToolResult(call, tools.Errorf("unknown tool %q; available tools: %s", call.Name, r.toolNames()))
@@ -318,8 +332,8 @@ func (r *runner) callModel(ctx context.Context, system string, final bool) (Resp
 	}
 	p := r.rt.Params
 	msgs := make([]echogate.Message, 0, len(r.state.Messages)+2)
-	if system != "" {
-		msgs = append(msgs, echogate.Message{Role: echogate.RoleSystem, Content: system})
+	if sys := system + planPrompt(r.state.Plan); sys != "" {
+		msgs = append(msgs, echogate.Message{Role: echogate.RoleSystem, Content: sys})
 	}
 	msgs = append(msgs, r.state.Messages...)
 	req := Request{Model: p.Model, Messages: msgs, MaxTokens: p.MaxTokens, Temperature: p.Temperature, Hints: p.Hints}
@@ -452,6 +466,13 @@ func (r *runner) toolNames() string {
 func cloneState(s State) State {
 	s.Messages = append([]echogate.Message(nil), s.Messages...)
 	s.Pending = append([]echogate.ToolCall(nil), s.Pending...)
+	if s.Notes != nil {
+		n := make(map[string]string, len(s.Notes))
+		for k, v := range s.Notes {
+			n[k] = v
+		}
+		s.Notes = n
+	}
 	return s
 }
 

@@ -346,7 +346,9 @@ func TestRunStopMidStream(t *testing.T) {
 func TestRunMaxIterations(t *testing.T) {
 	loop := step{calls: []echogate.ToolCall{call("c", "current_time", `{}`)}}
 	m := &fakeModel{steps: []step{loop, loop, {text: []string{"giving up"}, calls: []echogate.ToolCall{call("x", "current_time", "{}")}}}}
-	exec := func(ctx context.Context, c echogate.ToolCall) (tools.Result, error) { return tools.Result{Content: "t"}, nil }
+	exec := func(ctx context.Context, c echogate.ToolCall) (tools.Result, error) {
+		return tools.Result{Content: "t"}, nil
+	}
 	rt := runtimeFor(m, &recorder{}, exec, timeSpec)
 	rt.Params.MaxIterations = 3
 	res := Run(context.Background(), Input{Messages: user("x")}, rt)
@@ -374,7 +376,9 @@ func TestRunBudgetAndModelError(t *testing.T) {
 			{calls: []echogate.ToolCall{call("c1", "current_time", `{}`)}},
 			{err: fmt.Errorf("boom: %w", ErrUnavailable)},
 		}}
-		exec := func(ctx context.Context, c echogate.ToolCall) (tools.Result, error) { return tools.Result{Content: "t"}, nil }
+		exec := func(ctx context.Context, c echogate.ToolCall) (tools.Result, error) {
+			return tools.Result{Content: "t"}, nil
+		}
 		rec := &recorder{}
 		res := Run(context.Background(), Input{Messages: user("x")}, runtimeFor(m, rec, exec, timeSpec))
 		if res.Status != StatusError || !errors.Is(res.Err, ErrUnavailable) {
@@ -386,7 +390,9 @@ func TestRunBudgetAndModelError(t *testing.T) {
 	})
 	t.Run("tool go error fails the turn", func(t *testing.T) {
 		m := &fakeModel{steps: []step{{calls: []echogate.ToolCall{call("c1", "current_time", `{}`)}}}}
-		exec := func(ctx context.Context, c echogate.ToolCall) (tools.Result, error) { return tools.Result{}, errors.New("disk on fire") }
+		exec := func(ctx context.Context, c echogate.ToolCall) (tools.Result, error) {
+			return tools.Result{}, errors.New("disk on fire")
+		}
 		res := Run(context.Background(), Input{Messages: user("x")}, runtimeFor(m, &recorder{}, exec, timeSpec))
 		if res.Status != StatusError || !strings.Contains(res.Err.Error(), "disk on fire") {
 			t.Fatalf("Run = %s %v, want error naming the tool failure", res.Status, res.Err)

@@ -48,6 +48,10 @@ type Config struct {
 	OnTimeout       OnTimeout     // default deny
 	// ToolPolicy overrides a tool's safety class: tool name → allow | ask | deny.
 	ToolPolicy map[string]string
+	// NoPlan turns off the plan system tool (on by default).
+	NoPlan bool
+	// PlanUpdateInterval bounds how often the plan message is edited; default 1s.
+	PlanUpdateInterval time.Duration
 	// JanitorInterval is how often expired approvals are looked for; default 30s.
 	JanitorInterval time.Duration
 	// Now is the clock; default time.Now.
@@ -95,6 +99,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OnTimeout == "" {
 		c.OnTimeout = OnTimeoutDeny
+	}
+	if c.PlanUpdateInterval <= 0 {
+		c.PlanUpdateInterval = time.Second
 	}
 	if c.JanitorInterval <= 0 {
 		c.JanitorInterval = 30 * time.Second
@@ -144,6 +151,10 @@ type typer interface {
 
 type turnObserver interface {
 	ObserveTurn(ev echogate.TurnEvent)
+}
+
+type editor interface {
+	Edit(ctx context.Context, ref echogate.MessageRef, text string) error
 }
 
 // ContextProvider adds one section to the system prompt of a turn (long-term memory snapshot,

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
@@ -33,6 +34,14 @@ type responder struct {
 	needSep      bool
 	firstToken   bool
 	streamCtx    context.Context
+
+	// The plan message, edited in place (rate-limited); planMu is separate from mu so a plan
+	// edit never waits on a stream update.
+	planMu    sync.Mutex
+	planRef   echogate.MessageRef
+	planText  string // latest render
+	planShown string // what the channel shows
+	planAt    time.Time
 }
 
 func newResponder(p *Pipeline, t *turn) *responder {
@@ -83,6 +92,7 @@ func (r *responder) emit(e agent.Event) {
 		r.event(echogate.TurnEvent{Type: echogate.TurnToolResult, Tool: e.Call.Name, CallID: e.Call.ID, Text: capText(text, maxEventPayload), IsError: isErr})
 	case agent.EventPlan:
 		r.event(echogate.TurnEvent{Type: echogate.TurnPlan, Text: e.Text})
+		r.plan(e.Text)
 	case agent.EventCompressed:
 		r.t.log.Info("conversation compressed", "iteration", e.Iteration)
 	case agent.EventLLMRequestEnd:
@@ -90,6 +100,83 @@ func (r *responder) emit(e agent.Event) {
 			r.t.log.Warn("model call failed", "model", e.Model, "err", e.Err)
 		}
 	}
+}
+
+// plan shows the plan: one message, posted at the first plan and edited in place at most once
+// per Config.PlanUpdateInterval; flushPlan brings it up to date at the end of the turn.
+func (r *responder) plan(text string) {
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	r.planText = text
+	now := r.p.cfg.Now()
+	if r.planRef.IsZero() {
+		ref, err := r.t.rep.Send(r.streamCtx, r.outbound(echogate.OutPlan, text))
+		if err != nil {
+			r.t.log.Warn("pipeline: post plan", "err", err)
+			return
+		}
+		r.planRef, r.planShown, r.planAt = ref, text, now
+		return
+	}
+	ed, ok := r.t.rep.(editor)
+	if !ok || now.Sub(r.planAt) < r.p.cfg.PlanUpdateInterval {
+		return
+	}
+	if err := ed.Edit(r.streamCtx, r.planRef, text); err != nil {
+		r.t.log.Warn("pipeline: update plan", "err", err)
+		return
+	}
+	r.planShown, r.planAt = text, now
+}
+
+func (r *responder) flushPlan(ctx context.Context) {
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	if r.planText == "" || r.planText == r.planShown {
+		return
+	}
+	if ed, ok := r.t.rep.(editor); ok && !r.planRef.IsZero() {
+		if err := ed.Edit(ctx, r.planRef, r.planText); err != nil {
+			r.t.log.Warn("pipeline: update plan", "err", err)
+			return
+		}
+	} else {
+		ref, err := r.t.rep.Send(ctx, r.outbound(echogate.OutPlan, r.planText))
+		if err != nil {
+			r.t.log.Warn("pipeline: post plan", "err", err)
+			return
+		}
+		r.planRef = ref
+	}
+	r.planShown, r.planAt = r.planText, r.p.cfg.Now()
+}
+
+// planNote encodes the plan message's reference for agent.State.Notes.
+const planNoteKey = "plan_ref"
+
+func (r *responder) restorePlan(st *agent.State) {
+	if st == nil || st.Plan == nil || st.Notes[planNoteKey] == "" {
+		return
+	}
+	parts := strings.SplitN(st.Notes[planNoteKey], "\x1f", 3)
+	if len(parts) != 3 {
+		return
+	}
+	r.planRef = echogate.MessageRef{Platform: parts[0], Channel: parts[1], ID: parts[2]}
+	r.planText = st.Plan.Render()
+	r.planShown = r.planText
+}
+
+func (r *responder) savePlan(st *agent.State) {
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	if r.planRef.IsZero() {
+		return
+	}
+	if st.Notes == nil {
+		st.Notes = map[string]string{}
+	}
+	st.Notes[planNoteKey] = r.planRef.Platform + "\x1f" + r.planRef.Channel + "\x1f" + r.planRef.ID
 }
 
 func (r *responder) delta(text string) {
@@ -153,6 +240,7 @@ func (r *responder) streamed() (string, bool) {
 func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord, res agent.Result, resumed bool) {
 	key := t.ev.SessionKey()
 	status := echogate.TurnStatus(res.Status)
+	t.out.flushPlan(ctx)
 	var final string
 	var postErr error
 	switch res.Status {
@@ -267,6 +355,7 @@ func (p *Pipeline) pause(ctx context.Context, t *turn, res agent.Result) (string
 	} else {
 		out.Reactions = []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}
 	}
+	t.out.savePlan(&res.State)
 	state, err := json.Marshal(res.State)
 	if err != nil {
 		return body, fmt.Errorf("pipeline: encode paused state: %w", err)

@@ -250,6 +250,7 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 		return
 	}
 	t.out = newResponder(p, t)
+	t.out.restorePlan(st)
 	key := ev.SessionKey()
 	rec := echogate.TurnRecord{ID: t.id, Session: key, EventKey: ev.DedupeKey(), UserID: t.userID, Status: echogate.TurnRunning, Model: p.cfg.Model, StartedAt: t.start}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnStarted})
@@ -314,6 +315,7 @@ func (p *Pipeline) runtime(ctx context.Context, ctl *turnCtl, t *turn) agent.Run
 			MaxIterations:   p.cfg.MaxIterations,
 			MaxTokens:       p.cfg.MaxTokens,
 			ToolConcurrency: p.cfg.ToolConcurrency,
+			Plan:            !p.cfg.NoPlan,
 			Hints: agent.Hints{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel,
 				Attachments: len(t.ev.Attachments)},
 		},

@@ -122,46 +122,69 @@ func conversationChars(msgs []echogate.Message) int {
 
 var fenceRE = regexp.MustCompile("(?m)^[ \t]*(```|~~~)")
 
-// codeMarkers are signs of code in prose. Each is one "kind"; two different kinds make code.
+// codeMarkers are signs of code in prose. Each is one "kind"; two different kinds make code. lits
+// is a cheap prefilter: the regexp only runs when the text contains one of them.
 var codeMarkers = []struct {
 	name string
+	lits []string
 	re   *regexp.Regexp
 }{
-	{"func", regexp.MustCompile(`\bfunc\s*(\([^)]*\)\s*)?\w*\s*\(`)},
-	{"def", regexp.MustCompile(`(?m)^\s*(async\s+)?def\s+\w+\s*\(`)},
-	{"class", regexp.MustCompile(`(?m)^\s*(public\s+|export\s+)?(class|struct|interface|enum)\s+\w+\s*[:({<]`)},
-	{"import", regexp.MustCompile(`(?m)^\s*(import\s+[\w.{"'*]|from\s+[\w.]+\s+import\s|#include\s*[<"]|using\s+[\w.]+;|package\s+\w+\s*;?$|require\(['"])`)},
-	{"function", regexp.MustCompile(`\bfunction\s*\w*\s*\(|\(\s*\w*\s*\)\s*=>|\blambda\s+\w*\s*:`)},
-	{"declaration", regexp.MustCompile(`(?m)^\s*(const|let|var|val|int|long|char|float|double|bool|string|auto|fn|pub fn|static|final)\s+[\w*&\[\]<>]+\s*(=|:=|\(|;|:)`)},
-	{"assignment", regexp.MustCompile(`\w\s*:=\s*\S`)},
-	{"return", regexp.MustCompile(`(?m)^\s*return\b[^.?!]*;?\s*$`)},
-	{"control flow", regexp.MustCompile(`(?m)^\s*(if|for|while|switch)\s*\(?.*\)?\s*\{\s*$|^\s*(if|for|while|elif|else)\b.*:\s*$`)},
-	{"call", regexp.MustCompile(`\b(console\.log|System\.out\.print|fmt\.Print\w*|printf|println!?|print)\s*\(`)},
-	{"sql", regexp.MustCompile(`(?is)\b(SELECT\s+.+\s+FROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|CREATE\s+(TABLE|INDEX))\b`)},
-	{"stack trace", regexp.MustCompile(`Traceback \(most recent call last\)|(?m)^panic: |(?m)^\s+at [\w$.]+\(|goroutine \d+ \[|Exception in thread|(?m)^\s*File "[^"]+", line \d+`)},
-	{"shell", regexp.MustCompile(`(?m)^\s*\$\s+(sudo\s+)?(git|go|npm|npx|yarn|pip|python3?|docker|kubectl|make|cargo|curl|ls|cd|cat|grep)\b`)},
-	{"markup", regexp.MustCompile(`</?(div|span|html|body|script|template|svg|button|input)\b[^>]*>`)},
+	{"func", []string{"func"}, regexp.MustCompile(`\bfunc\s*(\([^)]*\)\s*)?\w*\s*\(`)},
+	{"def", []string{"def "}, regexp.MustCompile(`(?m)^\s*(async\s+)?def\s+\w+\s*\(`)},
+	{"class", []string{"class", "struct", "interface", "enum"}, regexp.MustCompile(`(?m)^\s*(public\s+|export\s+)?(class|struct|interface|enum)\s+\w+\s*[:({<]`)},
+	{"import", []string{"import", "#include", "using", "package", "require("}, regexp.MustCompile(`(?m)^\s*(import\s+[\w.{"'*]|from\s+[\w.]+\s+import\s|#include\s*[<"]|using\s+[\w.]+;|package\s+\w+\s*;?$|require\(['"])`)},
+	{"function", []string{"function", "=>", "lambda"}, regexp.MustCompile(`\bfunction\s*\w*\s*\(|\(\s*\w*\s*\)\s*=>|\blambda\s+\w*\s*:`)},
+	{"declaration", []string{"const", "let", "var", "val", "int", "long", "char", "float", "double", "bool", "string", "auto", "fn", "static", "final"},
+		regexp.MustCompile(`(?m)^\s*(const|let|var|val|int|long|char|float|double|bool|string|auto|fn|pub fn|static|final)\s+[\w*&\[\]<>]+\s*(=|:=|\(|;|:)`)},
+	{"assignment", []string{":="}, regexp.MustCompile(`\w\s*:=\s*\S`)},
+	{"return", []string{"return"}, regexp.MustCompile(`(?m)^\s*return\b[^.?!]*;?\s*$`)},
+	{"control flow", []string{"if", "for", "while", "switch", "else"}, regexp.MustCompile(`(?m)^\s*(if|for|while|switch)\s*\(?.*\)?\s*\{\s*$|^\s*(if|for|while|elif|else)\b.*:\s*$`)},
+	{"call", []string{"console.log", "System.out.print", "fmt.Print", "printf", "println", "print"}, regexp.MustCompile(`\b(console\.log|System\.out\.print|fmt\.Print\w*|printf|println!?|print)\s*\(`)},
+	{"sql", []string{"SELECT", "select", "INSERT", "insert", "UPDATE", "update", "CREATE", "create"},
+		regexp.MustCompile(`(?is)\b(SELECT\s+.+\s+FROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|CREATE\s+(TABLE|INDEX))\b`)},
+	{"stack trace", []string{"Traceback", "panic: ", "at ", "goroutine ", "Exception in thread", "File \""},
+		regexp.MustCompile(`Traceback \(most recent call last\)|(?m)^panic: |(?m)^\s+at [\w$.]+\(|goroutine \d+ \[|Exception in thread|(?m)^\s*File "[^"]+", line \d+`)},
+	{"shell", []string{"$ "}, regexp.MustCompile(`(?m)^\s*\$\s+(sudo\s+)?(git|go|npm|npx|yarn|pip|python3?|docker|kubectl|make|cargo|curl|ls|cd|cat|grep)\b`)},
+	{"markup", []string{"<"}, regexp.MustCompile(`</?(div|span|html|body|script|template|svg|button|input)\b[^>]*>`)},
+}
+
+func containsAny(s string, lits []string) bool {
+	for _, l := range lits {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // statementEndRE matches lines that end like code statements: `;`, `{`, `}` or `);`.
 var statementEndRE = regexp.MustCompile(`(?m)(;|\{|\}|\);)\s*$`)
+
+// maxCodeScan bounds the text the code rule scans (the regexps cost about 30µs per KB).
+const maxCodeScan = 8 << 10
 
 // looksLikeCode applies the code rule to text.
 func looksLikeCode(text string) (bool, string) {
 	if text == "" {
 		return false, ""
 	}
-	if fenceRE.MatchString(text) {
+	if len(text) > maxCodeScan {
+		text = text[:maxCodeScan] // a huge paste is decided by its beginning (and by RuleLong)
+	}
+	if (strings.Contains(text, "```") || strings.Contains(text, "~~~")) && fenceRE.MatchString(text) {
 		return true, "fenced code block"
 	}
 	var kinds []string
 	for _, m := range codeMarkers {
-		if m.re.MatchString(text) {
+		if containsAny(text, m.lits) && m.re.MatchString(text) {
 			kinds = append(kinds, m.name)
 		}
 	}
 	if len(kinds) >= 2 {
 		return true, "code markers: " + strings.Join(kinds, ", ")
+	}
+	if !strings.ContainsAny(text, ";{}") {
+		return false, ""
 	}
 	if n := len(statementEndRE.FindAllStringIndex(text, -1)); n >= 3 {
 		return true, fmt.Sprintf("%d lines ending like code", n)
@@ -192,7 +215,11 @@ var urlRE = regexp.MustCompile(`https?://[^\s>]+`)
 
 // asksForAction reports whether text asks for something tools do, and the verb (or "url").
 func asksForAction(text string) (string, bool) {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+	head := text
+	if len(head) > 256 {
+		head = head[:256] // the verb is in the first few words
+	}
+	words := strings.FieldsFunc(strings.ToLower(head), func(r rune) bool {
 		return !unicode.IsLetter(r) && r != '\''
 	})
 	for i, w := range words {

@@ -16,6 +16,7 @@ type Post struct {
 	Text     string   // final text
 	Appended []string // stream deltas, when streamed
 	Streamed bool
+	Edits    int // in-place edits after posting
 }
 
 // Replier records what the pipeline posts. It streams, observes turns, and signals every
@@ -128,3 +129,17 @@ func (s *stream) Finish(ctx context.Context, final string) ([]echogate.MessageRe
 
 // Joined returns the concatenated deltas of a streamed post.
 func (p Post) Joined() string { return strings.Join(p.Appended, "") }
+
+// Edit replaces the text of a posted message and counts the edit.
+func (r *Replier) Edit(ctx context.Context, ref echogate.MessageRef, text string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.posts {
+		if r.posts[i].Ref == ref {
+			r.posts[i].Text = text
+			r.posts[i].Edits++
+			return nil
+		}
+	}
+	return fmt.Errorf("edit: no message %s", ref.ID)
+}

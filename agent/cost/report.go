@@ -1,0 +1,103 @@
+package cost
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/echogate/echogate"
+)
+
+// Report renders the spend of userID (qualified, "slack:U123") today and this month, of channel
+// ("platform:channel", may be empty) today, and the limits that apply, as Markdown for the /usage
+// chat command. Gateway-wide limits are shown as a percentage used, not as amounts. It reads the
+// ledger directly (never the cache) and blocks on a handful of queries; it honours ctx.
+func (t *Tracker) Report(ctx context.Context, userID, channel string) (string, error) {
+	if userID == "" {
+		return "", fmt.Errorf("cost: usage report: no user id given")
+	}
+	lim := t.Limits()
+	now := t.cfg.Now()
+	day, nextDay, month, nextMonth := t.bounds(now)
+	sum := func(what string, f echogate.UsageFilter) (echogate.Usage, error) {
+		u, err := t.ledger.SumUsage(ctx, f)
+		if err != nil {
+			return u, fmt.Errorf("cost: usage report for %s: sum %s: %w", userID, what, err)
+		}
+		return u, nil
+	}
+	today, err := sum("today", echogate.UsageFilter{UserID: userID, Since: day, Until: nextDay})
+	if err != nil {
+		return "", err
+	}
+	thisMonth, err := sum("this month", echogate.UsageFilter{UserID: userID, Since: month, Until: nextMonth})
+	if err != nil {
+		return "", err
+	}
+
+	var b strings.Builder
+	b.WriteString("**Your usage**\n")
+	fmt.Fprintf(&b, "- Today: %s (%s tokens)", USD(today.CostUSD), tokens(today))
+	if lim.PerUserDayUSD > 0 {
+		fmt.Fprintf(&b, " of your %s daily budget; resets %s", USD(lim.PerUserDayUSD), t.resetText(LimitPerUserDay, nextDay, now))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "- This month: %s (%s tokens)\n", USD(thisMonth.CostUSD), tokens(thisMonth))
+	if channel != "" && lim.PerChannelDayUSD > 0 {
+		ch, err := sum("channel today", echogate.UsageFilter{Channel: channel, Since: day, Until: nextDay})
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "- This channel today: %s of its %s daily budget\n", USD(ch.CostUSD), USD(lim.PerChannelDayUSD))
+	}
+	if lim.PerTurnUSD > 0 || lim.PerSessionUSD > 0 {
+		var parts []string
+		if lim.PerTurnUSD > 0 {
+			parts = append(parts, USD(lim.PerTurnUSD)+" per turn")
+		}
+		if lim.PerSessionUSD > 0 {
+			parts = append(parts, USD(lim.PerSessionUSD)+" per conversation")
+		}
+		fmt.Fprintf(&b, "- Limits: %s\n", strings.Join(parts, ", "))
+	}
+	var gw []string
+	if lim.PerDayUSD > 0 {
+		u, err := sum("gateway today", echogate.UsageFilter{Since: day, Until: nextDay})
+		if err != nil {
+			return "", err
+		}
+		gw = append(gw, fmt.Sprintf("%s of today's budget", percent(u.CostUSD, lim.PerDayUSD)))
+	}
+	if lim.PerMonthUSD > 0 {
+		u, err := sum("gateway this month", echogate.UsageFilter{Since: month, Until: nextMonth})
+		if err != nil {
+			return "", err
+		}
+		gw = append(gw, fmt.Sprintf("%s of this month's budget", percent(u.CostUSD, lim.PerMonthUSD)))
+	}
+	if len(gw) > 0 {
+		fmt.Fprintf(&b, "\n**Gateway**: %s used\n", strings.Join(gw, ", "))
+	}
+	return strings.TrimRight(b.String(), "\n"), nil
+}
+
+func tokens(u echogate.Usage) string {
+	n := u.InputTokens + u.OutputTokens
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%.0fk", float64(n)/1e3)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d", n)
+}
+
+func percent(v, of float64) string {
+	p := v / of * 100
+	if p > 0 && p < 1 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", p)
+}

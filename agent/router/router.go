@@ -1,0 +1,493 @@
+// Package router is the ModelRouter: an agent.Model decorator that picks a light or a strong model
+// per call from the request (rules on the last user message, the conversation's size, attachments,
+// tool need, explicit overrides), and fails over along the route's fallback chain when a model is
+// unavailable (429, 5xx, timeouts, an open circuit breaker).
+//
+// Every model has its own circuit breaker (github.com/sony/gobreaker/v2, two-step): the router asks
+// it before the stream opens and reports the outcome when Generate returns. An open breaker makes
+// the router skip that model at once, without a request, until its cool-down ends; then one probe
+// call decides whether it closes again.
+//
+// Failover happens only on errors that wrap agent.ErrUnavailable and only while no answer text has
+// reached onDelta: the user never sees two answers. Each attempt's usage reaches the ledger exactly
+// once: the returned Response carries the usage of the attempt it describes (the agent loop reports
+// it), and every earlier, failed attempt is reported through the usage reporter (see
+// WithUsageReporter and Config.OnUsage) before the next attempt starts.
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+// Defaults of Config.
+const (
+	DefaultLongChars        = 2000
+	DefaultLongContextChars = 48000 // about 12k tokens
+	DefaultBreakerFailures  = 3
+	DefaultBreakerCoolDown  = 30 * time.Second
+	DefaultBreakerProbes    = 1
+)
+
+// Route sends requests matching When to Model, falling back along Fallback in order.
+type Route struct {
+	Name     string   // unique; shown in RouteReason and logs
+	When     Rule     // empty means RuleDefault
+	Model    string   // the primary model; a key of the models map given to New
+	Fallback []string // tried in order when the previous model is unavailable
+}
+
+// BreakerConfig tunes every model's circuit breaker. The zero value means the defaults.
+type BreakerConfig struct {
+	// Failures is the number of consecutive counted failures (errors wrapping
+	// agent.ErrUnavailable, or a stream that broke mid-answer) that opens the breaker. Default 3.
+	Failures int
+	// CoolDown is how long an open breaker skips its model before letting a probe through.
+	// Default 30s. It runs on the wall clock (gobreaker takes no clock).
+	CoolDown time.Duration
+	// Probes is the number of calls let through while half-open; that many successes in a row
+	// close the breaker, one failure opens it again. Default 1.
+	Probes int
+}
+
+// Config configures a Router. The zero value routes every request to the request's own model
+// (agent.Request.Model, i.e. the configured default model), behind a breaker, without fallback.
+type Config struct {
+	// Routes are evaluated in order; the first whose rule matches the request wins. A route with
+	// RuleDefault matches everything and must be the last.
+	Routes []Route
+	// Default names the route taken when no rule matched. Empty means the route whose rule is
+	// RuleDefault, and without one the request's own model, without fallback.
+	Default string
+	// LongChars is RuleLong's limit on the last user message, in characters. Default 2000.
+	LongChars int
+	// LongContextChars is RuleLong's limit on the whole conversation's text. Default 48000.
+	LongContextChars int
+	// UserModels and ChannelModels pin a model for a user (qualified id, "slack:U123") or a
+	// channel ("platform:channel"). agent.Hints.Override (the /model command) wins over a user's
+	// model, which wins over a channel's, which wins over the rules. The pinned model is tried
+	// first; the chain of the route the rules pick follows it as fallback.
+	UserModels    map[string]string
+	ChannelModels map[string]string
+	Breaker       BreakerConfig
+	// Clock stamps breaker state changes and failures for BreakerStatus; default time.Now.
+	Clock func() time.Time
+	// OnUsage receives the usage of every failed attempt that was followed by another attempt
+	// (Failed set, Model named, real tokens, usually zero). Wire it to the same ledger entry
+	// point as agent.Runtime.ReportUsage. A reporter set on the call's context with
+	// WithUsageReporter takes precedence (it knows the turn); OnUsage is the fallback for calls
+	// without one. It is called synchronously from Generate and must not block for long.
+	OnUsage func(echogate.Usage)
+	// OnState is called when a model's breaker changes state ("closed", "half-open", "open"),
+	// e.g. to set a metric. It runs with the breaker's lock held: it must return quickly and must
+	// not call Breakers.
+	OnState func(model, from, to string)
+}
+
+var _ agent.Model = (*Router)(nil)
+
+// Router is an agent.Model that routes and fails over. It is safe for concurrent use.
+type Router struct {
+	cfg      Config
+	models   map[string]agent.Model
+	breakers map[string]*breaker
+	routes   map[string]*Route
+	def      *Route // nil: the request's own model
+	log      *slog.Logger
+}
+
+// New validates cfg against models (model name → the provider serving it; the name is what the
+// provider is asked for) and returns a router. It does no I/O.
+func New(cfg Config, models map[string]agent.Model, log *slog.Logger) (*Router, error) {
+	if len(models) == 0 {
+		return nil, fmt.Errorf("router: no models: configure at least one provider with a model under models.providers")
+	}
+	for name, m := range models {
+		if strings.TrimSpace(name) == "" || m == nil {
+			return nil, fmt.Errorf("router: model %q has no provider (empty name or nil model): check models.providers", name)
+		}
+	}
+	switch {
+	case cfg.LongChars < 0:
+		return nil, fmt.Errorf("router: long_chars %d is negative: use a positive number or 0 for the default %d", cfg.LongChars, DefaultLongChars)
+	case cfg.LongContextChars < 0:
+		return nil, fmt.Errorf("router: long_context_chars %d is negative: use a positive number or 0 for the default %d", cfg.LongContextChars, DefaultLongContextChars)
+	case cfg.Breaker.Failures < 0:
+		return nil, fmt.Errorf("router: breaker failures %d is negative: use a positive number or 0 for the default %d", cfg.Breaker.Failures, DefaultBreakerFailures)
+	case cfg.Breaker.CoolDown < 0:
+		return nil, fmt.Errorf("router: breaker cool-down %s is negative: use a positive duration or 0 for the default %s", cfg.Breaker.CoolDown, DefaultBreakerCoolDown)
+	case cfg.Breaker.Probes < 0:
+		return nil, fmt.Errorf("router: breaker probes %d is negative: use a positive number or 0 for the default %d", cfg.Breaker.Probes, DefaultBreakerProbes)
+	}
+	if cfg.LongChars == 0 {
+		cfg.LongChars = DefaultLongChars
+	}
+	if cfg.LongContextChars == 0 {
+		cfg.LongContextChars = DefaultLongContextChars
+	}
+	if cfg.Breaker.Failures == 0 {
+		cfg.Breaker.Failures = DefaultBreakerFailures
+	}
+	if cfg.Breaker.CoolDown == 0 {
+		cfg.Breaker.CoolDown = DefaultBreakerCoolDown
+	}
+	if cfg.Breaker.Probes == 0 {
+		cfg.Breaker.Probes = DefaultBreakerProbes
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	known := sortedKeys(models)
+	unknown := func(what, model string) error {
+		return fmt.Errorf("router: %s names model %q, which no provider serves: add it to a provider's models or use one of %s", what, model, strings.Join(known, ", "))
+	}
+
+	r := &Router{models: models, breakers: make(map[string]*breaker, len(models)), routes: map[string]*Route{}, log: log}
+	routes := make([]Route, len(cfg.Routes))
+	for i, rt := range cfg.Routes {
+		rt.Fallback = slices.Clone(rt.Fallback)
+		rt.Name = strings.TrimSpace(rt.Name)
+		if rt.Name == "" {
+			return nil, fmt.Errorf("router: route %d has no name: give every route a unique name", i+1)
+		}
+		if r.routes[rt.Name] != nil {
+			return nil, fmt.Errorf("router: route name %q is used twice: route names must be unique", rt.Name)
+		}
+		if rt.When == "" {
+			rt.When = RuleDefault
+		}
+		if !rt.When.valid() {
+			return nil, fmt.Errorf("router: route %s: unknown rule %q: use one of %s", rt.Name, rt.When, joinRules())
+		}
+		if rt.When == RuleDefault && i != len(cfg.Routes)-1 {
+			return nil, fmt.Errorf("router: route %s matches every request (when: default), so the routes after it are never used: move it last", rt.Name)
+		}
+		if rt.Model == "" {
+			return nil, fmt.Errorf("router: route %s has no model: set its model", rt.Name)
+		}
+		if models[rt.Model] == nil {
+			return nil, unknown("route "+rt.Name, rt.Model)
+		}
+		seen := map[string]bool{rt.Model: true}
+		for _, fb := range rt.Fallback {
+			if models[fb] == nil {
+				return nil, unknown("route "+rt.Name+" fallback", fb)
+			}
+			if seen[fb] {
+				return nil, fmt.Errorf("router: route %s lists model %q twice (model and fallback): list each model once", rt.Name, fb)
+			}
+			seen[fb] = true
+		}
+		routes[i] = rt
+		r.routes[rt.Name] = &routes[i]
+	}
+	cfg.Routes = routes
+	switch {
+	case cfg.Default != "":
+		r.def = r.routes[cfg.Default]
+		if r.def == nil {
+			return nil, fmt.Errorf("router: default route %q does not exist: name one of the routes", cfg.Default)
+		}
+	case len(routes) > 0 && routes[len(routes)-1].When == RuleDefault:
+		r.def = &routes[len(routes)-1]
+	}
+	for who, m := range cfg.UserModels {
+		if models[m] == nil {
+			return nil, unknown("the model override of user "+who, m)
+		}
+	}
+	for ch, m := range cfg.ChannelModels {
+		if models[m] == nil {
+			return nil, unknown("the model override of channel "+ch, m)
+		}
+	}
+	r.cfg = cfg
+	for _, name := range known {
+		r.breakers[name] = newBreaker(name, cfg.Breaker, cfg.Clock, cfg.OnState)
+	}
+	return r, nil
+}
+
+func joinRules() string {
+	var s []string
+	for _, r := range Rules() {
+		s = append(s, string(r))
+	}
+	return strings.Join(s, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Models returns the names of the models the router can use, sorted (for the /model command).
+func (r *Router) Models() []string { return sortedKeys(r.models) }
+
+// Known reports whether a provider serves model, i.e. whether an override to it takes effect.
+func (r *Router) Known(model string) bool { return r.models[model] != nil }
+
+// Breakers returns every model's breaker, sorted by model name.
+func (r *Router) Breakers() []BreakerStatus {
+	out := make([]BreakerStatus, 0, len(r.breakers))
+	for _, name := range sortedKeys(r.breakers) {
+		out = append(out, r.breakers[name].status())
+	}
+	return out
+}
+
+// Choice is a routing decision: the models to try in order and why.
+type Choice struct {
+	Route  string   // the route's name; "override" for a pinned model, "default" for the request's model
+	Models []string // primary first, then fallbacks; never empty
+	Reason string   // e.g. "route code: fenced code block"
+}
+
+// Choose applies the overrides and the rules to req. It does no I/O.
+func (r *Router) Choose(req agent.Request) (Choice, error) {
+	rc, err := r.byRules(req)
+	if err != nil {
+		return Choice{}, err
+	}
+	pin, why := "", ""
+	switch h := req.Hints; {
+	case h.Override != "" && r.models[h.Override] != nil:
+		pin, why = h.Override, "override "+h.Override+" (requested)"
+	case h.UserID != "" && r.cfg.UserModels[h.UserID] != "":
+		pin, why = r.cfg.UserModels[h.UserID], "override "+r.cfg.UserModels[h.UserID]+" (user "+h.UserID+")"
+	case h.Channel != "" && r.cfg.ChannelModels[h.Channel] != "":
+		pin, why = r.cfg.ChannelModels[h.Channel], "override "+r.cfg.ChannelModels[h.Channel]+" (channel "+h.Channel+")"
+	}
+	if h := req.Hints.Override; h != "" && r.models[h] == nil {
+		rc.Reason += "; override " + h + " ignored: unknown model"
+	}
+	if pin == "" {
+		return rc, nil
+	}
+	models := []string{pin}
+	for _, m := range rc.Models {
+		if m != pin {
+			models = append(models, m)
+		}
+	}
+	return Choice{Route: "override", Models: models, Reason: why}, nil
+}
+
+func (r *Router) byRules(req agent.Request) (Choice, error) {
+	last := lastUser(req.Messages)
+	for i := range r.cfg.Routes {
+		rt := &r.cfg.Routes[i]
+		if rt.When == RuleDefault {
+			continue // only as the default, below
+		}
+		if ok, why := r.match(rt.When, req, last); ok {
+			return routeChoice(rt, "route "+rt.Name+": "+why), nil
+		}
+	}
+	if r.def != nil {
+		return routeChoice(r.def, "route "+r.def.Name+": default"), nil
+	}
+	if r.models[req.Model] == nil {
+		return Choice{}, fmt.Errorf("router: no route matched and the request's model %q is not served by any provider (models: %s): add it to a provider's models or add a route with when: default: %w",
+			req.Model, strings.Join(r.Models(), ", "), ErrUnknownModel)
+	}
+	return Choice{Route: "default", Models: []string{req.Model}, Reason: "default model"}, nil
+}
+
+func routeChoice(rt *Route, reason string) Choice {
+	return Choice{Route: rt.Name, Models: append([]string{rt.Model}, rt.Fallback...), Reason: reason}
+}
+
+type reporterKey struct{}
+
+// WithUsageReporter returns a context whose Generate calls report failed attempts' usage to f
+// instead of Config.OnUsage. The pipeline sets it per turn with the same function it gives
+// agent.Runtime.ReportUsage, so failed attempts are attributed to the turn like every other usage.
+func WithUsageReporter(ctx context.Context, f func(echogate.Usage)) context.Context {
+	return context.WithValue(ctx, reporterKey{}, f)
+}
+
+func (r *Router) reportFailed(ctx context.Context, u echogate.Usage, log *slog.Logger) {
+	if f, _ := ctx.Value(reporterKey{}).(func(echogate.Usage)); f != nil {
+		f(u)
+		return
+	}
+	if r.cfg.OnUsage != nil {
+		r.cfg.OnUsage(u)
+		return
+	}
+	log.Warn("router: usage of a failed attempt not recorded: set router Config.OnUsage or WithUsageReporter",
+		"in", u.InputTokens, "out", u.OutputTokens)
+}
+
+// attempt is one model call that failed in a way that allows trying the next model.
+type attempt struct {
+	resp agent.Response
+	err  error
+}
+
+// Generate routes req and streams the answer of the first model that answers. It blocks until a
+// model answered, every model of the chain failed or was skipped, or ctx ended.
+//
+// Failover to the next model happens when an attempt fails with an error wrapping
+// agent.ErrUnavailable before any answer text was delivered to onDelta, or when a model's breaker
+// does not allow the call. Any other error (a bad request, an error returned by onDelta, ctx
+// ending, a stream that broke mid-answer) is returned at once, wrapped, with that attempt's
+// Response. When every model failed, the last failure is returned (wrapping
+// agent.ErrUnavailable); when every model was skipped, the error wraps ErrBreakerOpen.
+//
+// The Response names the model that answered (or failed last) in Model and Usage.Model, and says
+// why in RouteReason ("route code: fenced code block; fallback after gpt-4o: 503").
+func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(agent.Delta) error) (agent.Response, error) {
+	log := r.log.With("session", req.Hints.Session, "channel", req.Hints.Channel)
+	choice, err := r.Choose(req)
+	if err != nil {
+		return agent.Response{Model: req.Model, Usage: echogate.Usage{Kind: echogate.UsageModel, Model: req.Model, Failed: true}}, err
+	}
+	notes := []string{choice.Reason}
+	reason := func() string { return strings.Join(notes, "; ") }
+
+	var (
+		delivered bool  // answer text reached onDelta: no failover any more
+		cbErr     error // onDelta's own error
+	)
+	deliver := func(d agent.Delta) error {
+		if d.Text != "" {
+			delivered = true
+		}
+		if onDelta == nil {
+			return nil
+		}
+		if err := onDelta(d); err != nil {
+			cbErr = err
+			return err
+		}
+		return nil
+	}
+
+	var pending *attempt // the last failed attempt, not yet reported
+	var skipped []string
+	for i, name := range choice.Models {
+		b := r.breakers[name]
+		done, ok := b.allow()
+		if !ok {
+			skipped = append(skipped, name)
+			notes = append(notes, "skipped "+name+": breaker "+b.cb.State().String())
+			log.Warn("model skipped: circuit breaker not allowing calls", "model", name, "route", choice.Route, "state", b.cb.State().String())
+			continue
+		}
+		if pending != nil {
+			// Another attempt starts: the previous one is final, report it now.
+			r.reportFailed(ctx, pending.resp.Usage, log)
+			pending = nil
+		}
+		areq := req
+		areq.Model = name
+		resp, err := r.models[name].Generate(ctx, areq, deliver)
+		if resp.Model == "" {
+			resp.Model = name
+		}
+		if resp.Usage.Model == "" {
+			resp.Usage.Model = name
+		}
+		if resp.Usage.Kind == "" {
+			resp.Usage.Kind = echogate.UsageModel
+		}
+		counted := r.outcome(ctx, err, delivered, cbErr)
+		if counted == errCounted {
+			b.failed(r.cfg.Clock(), err)
+		}
+		done(counted)
+
+		if err == nil {
+			resp.RouteReason = reason()
+			log.Info("model answered", "model", name, "route", choice.Route, "reason", resp.RouteReason)
+			return resp, nil
+		}
+		resp.Usage.Failed = true
+		if !r.failover(ctx, err, delivered, cbErr) {
+			resp.RouteReason = reason()
+			return resp, fmt.Errorf("router: %s (%s): %w", name, resp.RouteReason, err)
+		}
+		short := shortError(err)
+		if i < len(choice.Models)-1 {
+			notes = append(notes, "fallback after "+name+": "+short)
+			log.Warn("model unavailable, falling back", "model", name, "route", choice.Route, "err", err)
+		} else {
+			notes = append(notes, name+" failed: "+short)
+		}
+		pending = &attempt{resp: resp, err: err}
+	}
+	if pending != nil {
+		pending.resp.RouteReason = reason()
+		log.Error("every model of the route failed", "route", choice.Route, "reason", pending.resp.RouteReason, "err", pending.err)
+		return pending.resp, fmt.Errorf("router: every model failed (%s): %w", pending.resp.RouteReason, pending.err)
+	}
+	first := choice.Models[0]
+	log.Error("every model of the route is skipped by its breaker", "route", choice.Route, "models", strings.Join(skipped, ","))
+	return agent.Response{
+			Model:       first,
+			Usage:       echogate.Usage{Kind: echogate.UsageModel, Model: first, Failed: true},
+			RouteReason: reason(),
+		}, fmt.Errorf("router: no model available (%s): every breaker of %s is open; retry after the cool-down (%s): %w",
+			reason(), strings.Join(skipped, ", "), r.cfg.Breaker.CoolDown, ErrBreakerOpen)
+}
+
+// outcome is what a breaker learns from one attempt: nil (success), errCounted (the model failed)
+// or errExcluded (not the model's fault, or not a sign of its health).
+func (r *Router) outcome(ctx context.Context, err error, delivered bool, cbErr error) error {
+	switch {
+	case err == nil:
+		return nil
+	case cbErr != nil, ctx.Err() != nil:
+		return errExcluded // the caller stopped it
+	case isUnavailable(err), delivered:
+		return errCounted // 429/5xx/timeout, or the stream broke mid-answer
+	default:
+		return errExcluded // a bad request, auth, unknown model: not the endpoint's health
+	}
+}
+
+// failover reports whether a failed attempt may be followed by the next model.
+func (r *Router) failover(ctx context.Context, err error, delivered bool, cbErr error) bool {
+	return !delivered && cbErr == nil && ctx.Err() == nil && isUnavailable(err)
+}
+
+func isUnavailable(err error) bool { return errors.Is(err, agent.ErrUnavailable) }
+
+var httpStatusRE = regexp.MustCompile(`\bHTTP (\d{3})\b`)
+
+// shortError is a few words for RouteReason: the HTTP status, "429", "timeout" or "unavailable".
+func shortError(err error) string {
+	if _, ok := echogate.RetryAfter(err); ok {
+		return "429"
+	}
+	if m := httpStatusRE.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	s := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(s, "timed out"), strings.Contains(s, "timeout"), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case strings.Contains(s, "connection refused"), strings.Contains(s, "no such host"), strings.Contains(s, "connection reset"):
+		return "unreachable"
+	}
+	return "unavailable"
+}
