@@ -52,7 +52,13 @@ type Config struct {
 	NoPlan bool
 	// PlanUpdateInterval bounds how often the plan message is edited; default 1s.
 	PlanUpdateInterval time.Duration
-	// JanitorInterval is how often expired approvals are looked for; default 30s.
+	// ReplayAfter is how old an unfinished event's claim must be before it is replayed. Zero (one
+	// gateway process per store, SQLite) replays every unfinished event at start. With several
+	// replicas on one database set it above TurnTimeout+DrainTimeout: a replica then takes over
+	// events a dead replica left, checking every JanitorInterval.
+	ReplayAfter time.Duration
+	// JanitorInterval is how often expired approvals (and, with ReplayAfter, abandoned events)
+	// are looked for; default 30s.
 	JanitorInterval time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -151,6 +157,19 @@ type typer interface {
 
 type turnObserver interface {
 	ObserveTurn(ev echogate.TurnEvent)
+}
+
+// SessionLocker is implemented by stores shared by several replicas (PostgreSQL): it keeps one
+// session's turns on one replica at a time. TryLockSession never waits for the lock; ok false
+// means another holder has it.
+type SessionLocker interface {
+	TryLockSession(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, err error)
+}
+
+// EventReclaimer is implemented by stores that let exactly one process take over an unfinished
+// event whose claim is older than staleBefore.
+type EventReclaimer interface {
+	ReclaimEvent(ctx context.Context, key string, staleBefore, now time.Time) (bool, error)
 }
 
 type editor interface {

@@ -301,7 +301,13 @@ func (p *Pipeline) work(sh *shard, mb *mailbox) {
 		mb.cur = ctl
 		sh.mu.Unlock()
 
-		p.handle(ctx, ctl, it)
+		if unlock, err := p.lockSession(ctx, mb.key); err != nil {
+			// Left claimed and unfinished: the replay sweep takes it up later.
+			p.log.Error("pipeline: session is locked elsewhere; event left for replay", "session", mb.key, "event_id", it.ev.ID, "err", err)
+		} else {
+			p.handle(ctx, ctl, it)
+			unlock()
+		}
 		cancel()
 
 		sh.mu.Lock()
@@ -310,13 +316,55 @@ func (p *Pipeline) work(sh *shard, mb *mailbox) {
 	}
 }
 
-// replay queues the events that were recorded but not finished before the last stop.
+// lockSession takes the session's cross-replica lock when the store offers one, waiting with
+// backoff while another replica runs the session (bounded by ctx, the turn timeout).
+func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (func(), error) {
+	lk, ok := p.d.Store.(SessionLocker)
+	if !ok {
+		return func() {}, nil
+	}
+	wait := 20 * time.Millisecond
+	for {
+		unlock, got, err := lk.TryLockSession(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if got {
+			return unlock, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
+// replay queues the events that were recorded but not finished: at start everything unfinished
+// (one process per store) or, with ReplayAfter, events abandoned longer than that. With a store
+// that can reclaim, each event is taken over by exactly one replica.
 func (p *Pipeline) replay(ctx context.Context) error {
-	evs, err := p.d.Store.UnfinishedEvents(ctx, p.cfg.Now(), 10000)
+	now := p.cfg.Now()
+	stale := now.Add(-p.cfg.ReplayAfter)
+	evs, err := p.d.Store.UnfinishedEvents(ctx, stale, 10000)
 	if err != nil {
 		return err
 	}
+	rc, canReclaim := p.d.Store.(EventReclaimer)
 	for _, ce := range evs {
+		if canReclaim {
+			ok, err := rc.ReclaimEvent(ctx, ce.Key, stale.Add(time.Nanosecond), now)
+			if err != nil {
+				p.log.Warn("pipeline: reclaim unfinished event", "event", ce.Key, "err", err)
+				continue
+			}
+			if !ok {
+				continue // finished meanwhile, or another replica took it
+			}
+		}
 		var ev echogate.InboundEvent
 		if len(ce.Payload) == 0 || json.Unmarshal(ce.Payload, &ev) != nil {
 			_ = p.d.Store.CompleteEvent(ctx, ce.Key, p.cfg.Now())
@@ -338,15 +386,23 @@ func (p *Pipeline) replay(ctx context.Context) error {
 	return nil
 }
 
-// janitor applies approval timeouts until ctx ends.
+// janitor applies approval timeouts and, with several replicas, takes over abandoned events,
+// until ctx ends.
 func (p *Pipeline) janitor(ctx context.Context) {
-	if p.cfg.OnTimeout != OnTimeoutDeny {
+	if p.cfg.OnTimeout != OnTimeoutDeny && p.cfg.ReplayAfter <= 0 {
 		return
 	}
 	t := time.NewTicker(p.cfg.JanitorInterval)
 	defer t.Stop()
 	for {
-		p.expireApprovals(ctx)
+		if p.cfg.OnTimeout == OnTimeoutDeny {
+			p.expireApprovals(ctx)
+		}
+		if p.cfg.ReplayAfter > 0 {
+			if err := p.replay(ctx); err != nil && ctx.Err() == nil {
+				p.log.Warn("pipeline: replay abandoned events", "err", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
