@@ -139,6 +139,24 @@ type Deps struct {
 	// AfterTurn hooks run after a turn was answered (memory consolidation enqueue). They must
 	// return quickly.
 	AfterTurn []func(ctx context.Context, t TurnSummary)
+	// UsageObservers see every ledger entry after it was stored (the cost tracker's running
+	// totals). They must return quickly.
+	UsageObservers []func(echogate.UsageRecord)
+	// Spend answers the /usage chat command; nil means the command is not offered.
+	Spend SpendReporter
+	// Models lists the models the /model command may pick; nil means the command is not offered.
+	Models ModelLister
+}
+
+// SpendReporter renders a user's spend and limits as Markdown (agent/cost's Tracker).
+type SpendReporter interface {
+	Report(ctx context.Context, userID, channel string) (string, error)
+}
+
+// ModelLister says which models exist (agent/router's Router).
+type ModelLister interface {
+	Models() []string
+	Known(model string) bool
 }
 
 // Replier is how the pipeline posts to a platform. Channel adapters satisfy it; the pipeline finds

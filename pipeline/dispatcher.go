@@ -40,6 +40,9 @@ type Pipeline struct {
 	cancelBase context.CancelFunc
 	workers    sync.WaitGroup
 	started    chan struct{} // closed when Run has started accepting events
+
+	overrideMu sync.Mutex
+	overrides  map[echogate.SessionKey]string // /model choices, bounded by maxOverrides
 }
 
 const (

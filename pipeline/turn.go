@@ -13,6 +13,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/agent/router"
 	"github.com/echogate/echogate/internal/ids"
 	"github.com/echogate/echogate/tools"
 )
@@ -80,6 +81,9 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	case isStop(ev):
 		return // nothing is running
 	case strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0:
+		return
+	}
+	if p.command(ctx, log, ev) {
 		return
 	}
 	user := userMessage(ev)
@@ -277,8 +281,9 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 		return
 	}
 
-	// InferenceStage.
-	res := agent.Run(ctx, in, p.runtime(ctx, ctl, t))
+	// InferenceStage. A routing model reports the usage of failed attempts through the context,
+	// attributed to this turn.
+	res := agent.Run(router.WithUsageReporter(ctx, t.reportUsage), in, p.runtime(ctx, ctl, t))
 
 	// ResponseStage runs on its own bounded context: a stopped or timed-out turn is still
 	// answered and recorded.
@@ -317,7 +322,7 @@ func (p *Pipeline) runtime(ctx context.Context, ctl *turnCtl, t *turn) agent.Run
 			ToolConcurrency: p.cfg.ToolConcurrency,
 			Plan:            !p.cfg.NoPlan,
 			Hints: agent.Hints{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel,
-				Attachments: len(t.ev.Attachments)},
+				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.ev.SessionKey())},
 		},
 		Tools:       p.d.Tools.Specs(),
 		Authorize:   t.authorize,
@@ -445,8 +450,14 @@ func (t *turn) reportUsage(u echogate.Usage) {
 		defer t.ledger.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
 		defer cancel()
-		if _, err := t.p.d.Store.RecordUsage(ctx, rec); err != nil {
+		id, err := t.p.d.Store.RecordUsage(ctx, rec)
+		if err != nil {
 			t.log.Error("pipeline: record usage in ledger", "model", u.Model, "err", err)
+			return
+		}
+		rec.ID = id
+		for _, o := range t.p.d.UsageObservers {
+			o(rec)
 		}
 	}()
 }

@@ -140,8 +140,9 @@ var codeMarkers = []struct {
 	{"return", []string{"return"}, regexp.MustCompile(`(?m)^\s*return\b[^.?!]*;?\s*$`)},
 	{"control flow", []string{"if", "for", "while", "switch", "else"}, regexp.MustCompile(`(?m)^\s*(if|for|while|switch)\s*\(?.*\)?\s*\{\s*$|^\s*(if|for|while|elif|else)\b.*:\s*$`)},
 	{"call", []string{"console.log", "System.out.print", "fmt.Print", "printf", "println", "print"}, regexp.MustCompile(`\b(console\.log|System\.out\.print|fmt\.Print\w*|printf|println!?|print)\s*\(`)},
-	{"sql", []string{"SELECT", "select", "INSERT", "insert", "UPDATE", "update", "CREATE", "create"},
-		regexp.MustCompile(`(?is)\b(SELECT\s+.+\s+FROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|CREATE\s+(TABLE|INDEX))\b`)},
+	// SQL in capitals only: "select a color from the list" is prose.
+	{"sql", []string{"SELECT", "INSERT", "UPDATE", "CREATE"},
+		regexp.MustCompile(`(?s)\b(SELECT\s+.+?\s+FROM\s+\w|INSERT\s+INTO\s+\w|UPDATE\s+\w+\s+SET\s|CREATE\s+(TABLE|INDEX|VIEW)\s)`)},
 	{"stack trace", []string{"Traceback", "panic: ", "at ", "goroutine ", "Exception in thread", "File \""},
 		regexp.MustCompile(`Traceback \(most recent call last\)|(?m)^panic: |(?m)^\s+at [\w$.]+\(|goroutine \d+ \[|Exception in thread|(?m)^\s*File "[^"]+", line \d+`)},
 	{"shell", []string{"$ "}, regexp.MustCompile(`(?m)^\s*\$\s+(sudo\s+)?(git|go|npm|npx|yarn|pip|python3?|docker|kubectl|make|cargo|curl|ls|cd|cat|grep)\b`)},

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/cost"
 	"github.com/echogate/echogate/agent/provider/demo"
@@ -65,6 +66,7 @@ type core struct {
 	store    store
 	backend  string
 	model    agent.Model
+	models   *modelStack
 	tools    *tools.Registry
 	metrics  *metrics.Metrics
 	pipeline *pipeline.Pipeline
@@ -83,11 +85,12 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 		c.store.Close()
 		return nil, fmt.Errorf("migrate %s store: %w", c.backend, err)
 	}
-	c.model, err = newModel(cfg, log)
+	c.models, err = newModelStack(cfg, log, c.metrics, c.store, recordBackground(c.store, log))
 	if err != nil {
 		c.store.Close()
 		return nil, err
 	}
+	c.model = c.models.model
 	c.tools, err = newTools(cfg, log, c.metrics)
 	if err != nil {
 		c.store.Close()
@@ -107,7 +110,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 			policy[name] = t.Approval
 		}
 	}
-	p, err := pipeline.New(pipeline.Config{
+	pcfg := pipeline.Config{
 		SystemPrompt:    cfg.Agent.SystemPrompt,
 		Model:           cfg.Models.Default,
 		MaxIterations:   cfg.Agent.MaxIterations,
@@ -122,16 +125,34 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		Approvers:       cfg.Approval.Approvers,
 		ApprovalTimeout: time.Duration(cfg.Approval.Timeout),
 		OnTimeout:       pipeline.OnTimeout(cfg.Approval.OnTimeout),
+		JanitorInterval: time.Duration(cfg.Approval.CheckInterval),
 		ToolPolicy:      policy,
-	}, pipeline.Deps{
+	}
+	if c.backend == "postgres" {
+		// Several replicas may share the database: take over only events whose replica is gone.
+		pcfg.ReplayAfter = max(time.Duration(cfg.Agent.TurnTimeout), 5*time.Minute) + max(time.Duration(cfg.Agent.DrainTimeout), 30*time.Second) + time.Minute
+		if cfg.Agent.ReplayAfter > 0 {
+			pcfg.ReplayAfter = time.Duration(cfg.Agent.ReplayAfter)
+		}
+	}
+	deps := pipeline.Deps{
 		Store:    c.store,
 		Model:    c.model,
 		Tools:    c.tools,
 		Repliers: repliers,
 		Log:      c.log,
 		Metrics:  c.metrics,
-		Pricer:   newPricer(cfg.Models.Prices),
-	})
+		Pricer:   c.models.prices,
+		Budget:   c.models.tracker,
+		Spend:    c.models.tracker,
+		UsageObservers: []func(echogate.UsageRecord){
+			c.models.tracker.Observe,
+		},
+	}
+	if c.models.router != nil {
+		deps.Models = c.models.router
+	}
+	p, err := pipeline.New(pcfg, deps)
 	if err != nil {
 		return err
 	}

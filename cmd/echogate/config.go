@@ -123,6 +123,9 @@ type AgentConfig struct {
 	ToolTimeout     Duration `yaml:"tool_timeout"`
 	DrainTimeout    Duration `yaml:"drain_timeout"`
 	FallbackText    string   `yaml:"fallback_text"`
+	// ReplayAfter: with PostgreSQL, how old an unfinished event must be before another replica
+	// takes it over (default turn_timeout + drain_timeout + 1m).
+	ReplayAfter Duration `yaml:"replay_after"`
 }
 
 type SlackConfig struct {
@@ -146,6 +149,8 @@ type ApprovalConfig struct {
 	Approvers []string `yaml:"approvers" env:"ECHOGATE_APPROVERS"`
 	Timeout   Duration `yaml:"timeout"`
 	OnTimeout string   `yaml:"on_timeout"`
+	// CheckInterval is how often expired approvals are looked for (default 30s).
+	CheckInterval Duration `yaml:"check_interval"`
 }
 
 type ToolConf struct {
