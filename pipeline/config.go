@@ -142,6 +142,9 @@ type Deps struct {
 	// UsageObservers see every ledger entry after it was stored (the cost tracker's running
 	// totals). They must return quickly.
 	UsageObservers []func(echogate.UsageRecord)
+	// ToolFilter hides tools from a conversation (MCP servers' per-channel and per-user
+	// allow-lists); nil offers every tool everywhere.
+	ToolFilter func(tool, channel, userID string) bool
 	// Spend answers the /usage chat command; nil means the command is not offered.
 	Spend SpendReporter
 	// Models lists the models the /model command may pick; nil means the command is not offered.

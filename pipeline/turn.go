@@ -65,6 +65,12 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	err = pendErr
 	switch {
 	case err == nil:
+		if it.replay && p.pausedBy(ctx, pend, ev) {
+			// A crash came after this event's turn paused but before the event was completed:
+			// the pause is its own outcome, not a new message that supersedes it.
+			p.restorePrompt(ctx, log, ev, pend)
+			return
+		}
 		p.handlePaused(ctx, ctl, log, ev, pend)
 		return
 	case !errors.Is(err, echogate.ErrNotFound):
@@ -201,6 +207,48 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	p.runTurn(ctx, ctl, log, ev, &st, &rs, extra, withRequester(pend.RequestedBy))
 }
 
+// pausedBy reports whether the paused turn was started by ev itself.
+func (p *Pipeline) pausedBy(ctx context.Context, pend echogate.PendingTurn, ev echogate.InboundEvent) bool {
+	t, err := p.d.Store.GetTurn(ctx, pend.Turn)
+	return err == nil && t.EventKey == ev.DedupeKey()
+}
+
+// restorePrompt posts the prompt (or question) of a pause again when the crash came before its
+// reference was saved, so the user sees what the turn waits for.
+func (p *Pipeline) restorePrompt(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) {
+	log.Info("replayed event had already paused its turn; waiting for the decision", "turn", pend.Turn, "tool", pend.Tool)
+	if !pend.Prompt.IsZero() {
+		return
+	}
+	rep := p.d.Repliers[ev.Conversation.Platform]
+	var st agent.State
+	if rep == nil || json.Unmarshal(pend.State, &st) != nil || len(st.Pending) == 0 {
+		return
+	}
+	call := st.Pending[0]
+	out := echogate.Outbound{Kind: echogate.OutApprovalPrompt, Conversation: ev.Conversation, ReplyTo: ev.Message,
+		Session: ev.SessionKey(), Turn: pend.Turn}
+	if pend.Kind == echogate.PauseAsk {
+		var args struct {
+			Question string `json:"question"`
+		}
+		_ = json.Unmarshal([]byte(call.Arguments), &args)
+		out.Kind, out.Text = echogate.OutReply, "❓ "+args.Question
+	} else {
+		out.Text = approvalPrompt(call, pend.RequestedBy)
+		out.Reactions = []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}
+	}
+	ref, err := rep.Send(ctx, out)
+	if err != nil {
+		log.Error("pipeline: post approval prompt again", "turn", pend.Turn, "err", err)
+		return
+	}
+	pend.Prompt = ref
+	if err := p.d.Store.SavePending(ctx, pend); err != nil {
+		log.Error("pipeline: save prompt reference", "turn", pend.Turn, "err", err)
+	}
+}
+
 func (p *Pipeline) cancelPaused(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn, text string) {
 	if err := p.d.Store.DeletePending(ctx, ev.SessionKey()); err != nil {
 		log.Error("pipeline: clear pending turn", "err", err)
@@ -324,7 +372,7 @@ func (p *Pipeline) runtime(ctx context.Context, ctl *turnCtl, t *turn) agent.Run
 			Hints: agent.Hints{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel,
 				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.ev.SessionKey())},
 		},
-		Tools:       p.d.Tools.Specs(),
+		Tools:       t.toolSpecs(),
 		Authorize:   t.authorize,
 		ExecuteTool: t.executeTool,
 		IsStopping:  ctl.stopping.Load,
@@ -343,6 +391,25 @@ func (p *Pipeline) runtime(ctx context.Context, ctl *turnCtl, t *turn) agent.Run
 		}
 	}
 	return rt
+}
+
+// toolSpecs is the catalogue this conversation may use.
+func (t *turn) toolSpecs() []tools.Spec {
+	all := t.p.d.Tools.Specs()
+	if t.p.d.ToolFilter == nil {
+		return all
+	}
+	out := all[:0]
+	for _, s := range all {
+		if t.allowed(s.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (t *turn) allowed(tool string) bool {
+	return t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID)
 }
 
 // authorize is the ApprovalGate: policy override, then safety class; an ask is satisfied by a
@@ -388,8 +455,8 @@ func (t *turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 // executeTool runs one call with the per-tool timeout; panics become tool errors.
 func (t *turn) executeTool(ctx context.Context, call echogate.ToolCall) (res tools.Result, err error) {
 	tool, ok := t.p.d.Tools.Get(call.Name)
-	if !ok {
-		return tools.Errorf("tool %s is no longer available", call.Name), nil
+	if !ok || !t.allowed(call.Name) {
+		return tools.Errorf("tool %s is not available in this conversation", call.Name), nil
 	}
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, t.p.cfg.ToolTimeout)

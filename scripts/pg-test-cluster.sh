@@ -86,12 +86,13 @@ build_pgvector_from_trixie() {
 	local work
 	work=$(mktemp -d /tmp/echogate-pgvector.XXXXXX)
 	BUILD_DIR=$work # removed by the EXIT trap, also when the build fails
-	mkdir -p "$work/lists/partial"
+	mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
 	printf '%s\n' "$TRIXIE_SRC" >"$work/trixie-src.list"
 	local apt_opts=(
 		-o "Dir::Etc::SourceList=$work/trixie-src.list"
 		-o "Dir::Etc::SourceParts=/dev/null"
 		-o "Dir::State::Lists=$work/lists"
+		-o "Dir::Cache=$work/cache" # the system's package cache is not rebuilt from trixie's lists
 		-o "APT::Sandbox::User=root" # a private root-owned temp dir: _apt cannot write it
 	)
 	log "fetching pgvector source from Debian trixie (private apt lists in $work)"

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -20,6 +21,7 @@ import (
 	"github.com/echogate/echogate/storage/sqlite"
 	"github.com/echogate/echogate/tools"
 	"github.com/echogate/echogate/tools/builtin"
+	"github.com/echogate/echogate/tools/mcp"
 )
 
 // store is what the gateway needs of a storage backend.
@@ -61,13 +63,16 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store, strin
 
 // core is what every command that runs turns shares: store, model, tools, pipeline.
 type core struct {
-	cfg      *Config
-	log      *slog.Logger
-	store    store
-	backend  string
-	model    agent.Model
-	models   *modelStack
-	tools    *tools.Registry
+	cfg     *Config
+	log     *slog.Logger
+	store   store
+	backend string
+	model   agent.Model
+	models  *modelStack
+	tools   *tools.Registry
+	mcp     *mcp.Manager // nil without mcp.servers
+	// workers are further background loops (consolidation, …) run by startBackground.
+	workers  map[string]func(context.Context) error
 	metrics  *metrics.Metrics
 	pipeline *pipeline.Pipeline
 }
@@ -95,6 +100,11 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 	if err != nil {
 		c.store.Close()
 		return nil, err
+	}
+	c.mcp, err = newMCP(cfg, c.tools, log, c.metrics)
+	if err != nil {
+		c.store.Close()
+		return nil, fmt.Errorf("mcp.servers: %w", err)
 	}
 	return c, nil
 }
@@ -151,6 +161,9 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	}
 	if c.models.router != nil {
 		deps.Models = c.models.router
+	}
+	if c.mcp != nil {
+		deps.ToolFilter = c.mcp.ToolFilter()
 	}
 	p, err := pipeline.New(pcfg, deps)
 	if err != nil {
@@ -259,4 +272,31 @@ func newPricer(prices map[string]PriceConf) cost.Table {
 		t[name] = cost.Price{InputPerMTok: p.InputPerMTok, OutputPerMTok: p.OutputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok}
 	}
 	return t
+}
+
+// startBackground starts the core's background workers (MCP server supervisors, and whatever
+// else registers in c.workers) and returns a function that stops them and waits until they
+// have exited.
+func (c *core) startBackground(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	run := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				c.log.Error("background worker stopped", "worker", name, "err", err)
+			}
+		}()
+	}
+	if c.mcp != nil {
+		run("mcp", c.mcp.Run)
+	}
+	for name, fn := range c.workers {
+		run(name, fn)
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }

@@ -44,6 +44,8 @@ func cmdChat(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []s
 		fmt.Fprintln(e.stderr, "echogate chat:", err)
 		return 1
 	}
+	stopBackground := c.startBackground(ctx)
+	defer stopBackground()
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -176,12 +176,21 @@ type MCPConfig struct {
 
 type MCPServer struct {
 	Name    string            `yaml:"name"`
-	Command string            `yaml:"command"`
+	Command string            `yaml:"command"` // stdio server
 	Args    []string          `yaml:"args"`
 	Env     map[string]string `yaml:"env"`
-	URL     string            `yaml:"url"`
+	Dir     string            `yaml:"dir"`
+	URL     string            `yaml:"url"` // streamable HTTP server
 	Headers map[string]string `yaml:"headers"`
-	Safety  string            `yaml:"safety"`
+	Safety  string            `yaml:"safety"` // default sensitive
+	// ToolSafety overrides the safety class per tool (bare tool name → safe|sensitive|destructive).
+	ToolSafety  map[string]string `yaml:"tool_safety"`
+	CallTimeout Duration          `yaml:"call_timeout"`
+	MaxOutput   int               `yaml:"max_output"`
+	// AllowChannels / AllowUsers restrict who may use the server's tools ("slack:C123",
+	// "slack:*", "discord:U…"); empty means everyone.
+	AllowChannels []string `yaml:"allow_channels"`
+	AllowUsers    []string `yaml:"allow_users"`
 }
 
 type LogConfig struct {

@@ -353,8 +353,8 @@ func TestServeWebChatStreamsAndShutsDown(t *testing.T) {
 
 	// Bad input gets 400 naming the problem.
 	for body, want := range map[string]string{
-		`{"session":"a","text":`:                          "malformed JSON",
-		`{"session":"a","text":"   "}`:                     "text is empty",
+		`{"session":"a","text":`:                                      "malformed JSON",
+		`{"session":"a","text":"   "}`:                                "text is empty",
 		`{"session":"a","text":"` + strings.Repeat("x", 40000) + `"}`: "text",
 	} {
 		resp, err := http.Post(base+"/api/chat", "application/json", strings.NewReader(body))

@@ -88,6 +88,8 @@ func (g *gateway) serve(ctx context.Context) error {
 	g.log.Info("echogate serving", "addr", ln.Addr().String(), "store", g.backend, "model", g.cfg.Models.Default,
 		"demo", g.cfg.demoMode(), "channels", strings.Join(names, ","), "version", version)
 
+	stopBackground := g.startBackground(ctx)
+	defer stopBackground()
 	pctx, stopPipeline := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPipeline()
 	var pwg sync.WaitGroup
@@ -179,6 +181,17 @@ func (g *gateway) readyz(w http.ResponseWriter, r *http.Request) {
 			detail = "not ready: " + detail
 		}
 		body[ch.Name()] = detail
+	}
+	if g.mcp != nil {
+		// MCP servers are reported but never fail readiness: a turn goes on without their tools.
+		up, all := 0, 0
+		for _, s := range g.mcp.Status() {
+			all++
+			if s.Connected {
+				up++
+			}
+		}
+		body["mcp"] = fmt.Sprintf("%d of %d servers connected", up, all)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if !ok {

@@ -45,18 +45,20 @@ type Config struct {
 	Servers []ServerConfig
 	// ReconnectMin is the first delay before reconnecting a server whose session ended or
 	// could not be opened; each further failed attempt doubles it (with jitter) up to
-	// ReconnectMax. A session that was established resets the delay. Defaults 1s and 2m.
+	// ReconnectMax. A session that stayed up for 30s resets the delay. Defaults 1s and 2m.
 	ReconnectMin time.Duration
 	ReconnectMax time.Duration
 	// ConnectTimeout bounds one connection attempt: start/dial, the MCP handshake and the first
 	// tools/list. Default 30s.
 	ConnectTimeout time.Duration
-	// PingInterval is how often a connected server is pinged; a ping that fails or gets no
-	// answer within min(PingInterval, 10s) ends the session (and a reconnect follows). It is how
-	// a dead HTTP server is noticed between calls. Default 30s; negative disables pings.
+	// PingInterval is how often a connected server is pinged; two pings in a row that fail or
+	// get no answer within min(PingInterval, 10s), or one that finds the connection closed, end
+	// the session (and a reconnect follows). It is how a dead HTTP server is noticed between
+	// calls. Default 30s; negative disables pings.
 	PingInterval time.Duration
 	// Breaker configures the circuit breaker of every MCP tool (each tool has its own).
-	// ServerConfig.CallTimeout replaces Breaker.CallTimeout per server.
+	// A server's CallTimeout, when set, replaces Breaker.CallTimeout; when neither is set calls
+	// are bounded by DefaultCallTimeout.
 	Breaker tools.BreakerConfig
 }
 
@@ -87,7 +89,7 @@ type ServerConfig struct {
 	ToolSafety map[string]string
 
 	// CallTimeout bounds one tool call; a call that runs out of it counts as a failure for the
-	// tool's breaker. Default 60s.
+	// tool's breaker. Default: Config.Breaker.CallTimeout, else 60s.
 	CallTimeout time.Duration
 	// MaxOutput caps the text a call returns to the model, in bytes. Default 32 KiB.
 	MaxOutput int

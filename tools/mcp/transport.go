@@ -146,7 +146,9 @@ func (w *tailWriter) Tail() string {
 // newHTTPTransport builds the streamable-HTTP transport of a URL server: its own http.Client
 // (no overall timeout: the server's event stream is long-lived; dial, TLS and response-header
 // timeouts bound a dead server) that adds the configured headers to every request.
-func newHTTPTransport(cfg ServerConfig, connectTimeout time.Duration) sdk.Transport {
+//
+// Call the returned client's CloseIdleConnections when the session is over.
+func newHTTPTransport(cfg ServerConfig, connectTimeout time.Duration) (sdk.Transport, *http.Client) {
 	base := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -162,13 +164,14 @@ func newHTTPTransport(cfg ServerConfig, connectTimeout time.Duration) sdk.Transp
 	for k, v := range cfg.Headers {
 		h.Set(strings.TrimSpace(k), v)
 	}
+	client := &http.Client{Transport: &headerTripper{base: base, headers: h}}
 	return &sdk.StreamableClientTransport{
 		Endpoint:   cfg.URL,
-		HTTPClient: &http.Client{Transport: &headerTripper{base: base, headers: h}},
+		HTTPClient: client,
 		// The supervisor reconnects with its own backoff; the SDK retries a broken event
 		// stream only briefly before giving the session up.
 		MaxRetries: 2,
-	}
+	}, client
 }
 
 // headerTripper adds fixed headers to every request.

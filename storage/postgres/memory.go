@@ -1,0 +1,434 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/memrec"
+)
+
+const memoryCols = `id, owner, text, kind, importance, pinned, embedding, session, source_turn, created_at, updated_at, expires_at, superseded_by, superseded_at`
+
+func scanMemory(r pgx.Row, extra ...any) (memrec.Memory, error) {
+	var (
+		m              memrec.Memory
+		emb            *pgvector.Vector
+		expires, supAt *time.Time
+	)
+	dest := append([]any{&m.ID, &m.Owner, &m.Text, &m.Kind, &m.Importance, &m.Pinned, &emb, &m.Session, &m.SourceTurn,
+		&m.CreatedAt, &m.UpdatedAt, &expires, &m.SupersededBy, &supAt}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return m, err
+	}
+	m.Embedding = vecOf(emb)
+	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
+	m.ExpiresAt, m.SupersededAt = fromOpt(expires), fromOpt(supAt)
+	return m, nil
+}
+
+func validMemory(m memrec.Memory) error {
+	switch {
+	case m.ID == "":
+		return fmt.Errorf("%w: memory without id", ErrInvalid)
+	case m.Owner == "":
+		return fmt.Errorf("%w: memory %s without owner", ErrInvalid, m.ID)
+	case strings.TrimSpace(m.Text) == "":
+		return fmt.Errorf("%w: memory %s has no text", ErrInvalid, m.ID)
+	}
+	return nil
+}
+
+const qPutMemory = `INSERT INTO memories (` + memoryCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, text = excluded.text, kind = excluded.kind,
+ importance = excluded.importance, pinned = excluded.pinned, embedding = excluded.embedding,
+ session = excluded.session, source_turn = excluded.source_turn, updated_at = excluded.updated_at,
+ expires_at = excluded.expires_at, superseded_by = excluded.superseded_by, superseded_at = excluded.superseded_at`
+
+func (s *Store) putMemory(ctx context.Context, tx pgx.Tx, m memrec.Memory) error {
+	if err := validMemory(m); err != nil {
+		return err
+	}
+	if len(m.Embedding) > 0 {
+		if err := checkDims(ctx, tx, len(m.Embedding)); err != nil {
+			return err
+		}
+	}
+	created := utc(s.stamp(m.CreatedAt))
+	updated := m.UpdatedAt
+	if updated.IsZero() {
+		updated = created
+	}
+	_, err := tx.Exec(ctx, qPutMemory, m.ID, m.Owner, m.Text, m.Kind, m.Importance, m.Pinned, vecArg(m.Embedding),
+		m.Session, m.SourceTurn, created, utc(updated), optTime(m.ExpiresAt), m.SupersededBy, optTime(m.SupersededAt))
+	return err
+}
+
+// PutMemory inserts m, or replaces the memory with m's id (its CreatedAt is kept). A zero
+// CreatedAt means now; a zero UpdatedAt means CreatedAt. A vector of another size than the
+// store's fails with ErrDims.
+func (s *Store) PutMemory(ctx context.Context, m memrec.Memory) error {
+	p, err := s.pool(ctx, fmt.Sprintf("put memory %q", m.ID))
+	if err != nil {
+		return err
+	}
+	if err := inTx(ctx, p, func(tx pgx.Tx) error { return s.putMemory(ctx, tx, m) }); err != nil {
+		return fail(ctx, err, "put memory %q", m.ID)
+	}
+	return nil
+}
+
+// GetMemory returns one memory (also a superseded or expired one).
+func (s *Store) GetMemory(ctx context.Context, id string) (memrec.Memory, error) {
+	p, err := s.pool(ctx, fmt.Sprintf("get memory %q", id))
+	if err != nil {
+		return memrec.Memory{}, err
+	}
+	m, err := scanMemory(p.QueryRow(ctx, "SELECT "+memoryCols+" FROM memories WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memrec.Memory{}, fmt.Errorf("postgres: get memory %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return memrec.Memory{}, fail(ctx, err, "get memory %q", id)
+	}
+	return m, nil
+}
+
+// ListMemories lists memories matching f, most recently updated first.
+func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memrec.Memory, error) {
+	p, err := s.pool(ctx, "list memories")
+	if err != nil {
+		return nil, err
+	}
+	var (
+		conds []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if len(f.Owners) > 0 {
+		conds = append(conds, "owner = ANY("+arg(f.Owners)+")")
+	}
+	if f.Current {
+		conds = append(conds, "superseded_by = ''", "(expires_at IS NULL OR expires_at > "+arg(utc(s.stamp(f.Now)))+")")
+	}
+	if f.Pinned {
+		conds = append(conds, "pinned")
+	}
+	q := "SELECT " + memoryCols + " FROM memories"
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	q += " ORDER BY updated_at DESC, id DESC LIMIT " + arg(sqlLimit(f.Limit))
+	rows, err := p.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fail(ctx, err, "list memories")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memrec.Memory, error) { return scanMemory(r) })
+	if err != nil {
+		return nil, fail(ctx, err, "list memories")
+	}
+	return out, nil
+}
+
+// DeleteMemory removes one memory for good. Unknown ids wrap ErrNotFound.
+func (s *Store) DeleteMemory(ctx context.Context, id string) error {
+	p, err := s.pool(ctx, fmt.Sprintf("delete memory %q", id))
+	if err != nil {
+		return err
+	}
+	tag, err := p.Exec(ctx, "DELETE FROM memories WHERE id = $1", id)
+	if err != nil {
+		return fail(ctx, err, "delete memory %q", id)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: delete memory %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+func searchLimit(n int) int {
+	if n <= 0 {
+		return 10
+	}
+	return n
+}
+
+const currentMemory = `m.owner = ANY($2) AND m.superseded_by = '' AND (m.expires_at IS NULL OR m.expires_at > $3)`
+
+// SearchMemoriesVector returns the owners' current memories nearest to q.Vector by cosine
+// distance (exact search within the owners), best first (Score = cosine similarity).
+func (s *Store) SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error) {
+	p, err := s.pool(ctx, "search memories")
+	if err != nil {
+		return nil, err
+	}
+	if len(q.Vector) == 0 || len(q.Owners) == 0 {
+		return nil, fmt.Errorf("postgres: search memories: %w: a vector and owners are required", ErrInvalid)
+	}
+	if err := checkDims(ctx, p, len(q.Vector)); err != nil {
+		return nil, fail(ctx, err, "search memories")
+	}
+	rows, err := p.Query(ctx, "SELECT "+prefixed("m.", memoryCols)+", m.embedding <=> $1 AS dist FROM memories m WHERE "+currentMemory+
+		" AND m.embedding IS NOT NULL ORDER BY dist LIMIT $4", pgvector.NewVector(q.Vector), q.Owners, utc(s.stamp(q.Now)), searchLimit(q.Limit))
+	return scored(ctx, rows, err, func(d float64) float64 { return 1 - d })
+}
+
+// SearchMemoriesText returns the owners' current memories matching the words of q.Text (any of
+// them), ranked by ts_rank_cd, best first.
+func (s *Store) SearchMemoriesText(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error) {
+	p, err := s.pool(ctx, "search memories")
+	if err != nil {
+		return nil, err
+	}
+	if len(q.Owners) == 0 {
+		return nil, fmt.Errorf("postgres: search memories: %w: owners are required", ErrInvalid)
+	}
+	tq := tsQuery(q.Text)
+	if tq == "" {
+		return nil, nil
+	}
+	rows, err := p.Query(ctx, "SELECT "+prefixed("m.", memoryCols)+", ts_rank_cd(m.tsv, query) AS r FROM memories m, to_tsquery('english', $1) query WHERE "+
+		currentMemory+" AND m.tsv @@ query ORDER BY r DESC, m.updated_at DESC LIMIT $4", tq, q.Owners, utc(s.stamp(q.Now)), searchLimit(q.Limit))
+	return scored(ctx, rows, err, func(r float64) float64 { return r })
+}
+
+func scored(ctx context.Context, rows pgx.Rows, err error, score func(float64) float64) ([]memrec.ScoredMemory, error) {
+	if err != nil {
+		return nil, fail(ctx, err, "search memories")
+	}
+	var out []memrec.ScoredMemory
+	out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (memrec.ScoredMemory, error) {
+		var v float64
+		m, err := scanMemory(r, &v)
+		return memrec.ScoredMemory{Memory: m, Score: score(v)}, err
+	})
+	if err != nil {
+		return nil, fail(ctx, err, "search memories")
+	}
+	for i := range out {
+		out[i].Rank = i + 1
+	}
+	return out, nil
+}
+
+func prefixed(p, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i := range parts {
+		parts[i] = p + parts[i]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// MessagesAfter returns up to limit transcript entries of the session with Seq > after, oldest
+// first.
+func (s *Store) MessagesAfter(ctx context.Context, key echogate.SessionKey, after int64, limit int) ([]echogate.StoredMessage, error) {
+	p, err := s.pool(ctx, fmt.Sprintf("messages of %q", key))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.Query(ctx, "SELECT seq, turn, body, at FROM messages WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3", string(key), after, sqlLimit(limit))
+	if err != nil {
+		return nil, fail(ctx, err, "messages of %q", key)
+	}
+	var body []byte
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (echogate.StoredMessage, error) {
+		m := echogate.StoredMessage{Session: key}
+		if err := r.Scan(&m.Seq, &m.Turn, &body, &m.At); err != nil {
+			return m, err
+		}
+		m.At = m.At.UTC()
+		if err := json.Unmarshal(body, &m.Message); err != nil {
+			return m, fmt.Errorf("decode message seq %d: %w", m.Seq, err)
+		}
+		return m, nil
+	})
+	if err != nil {
+		return nil, fail(ctx, err, "messages of %q", key)
+	}
+	return out, nil
+}
+
+// EnqueueConsolidation schedules a consolidation of the session at j.DueAt (debounced: a job
+// already pending moves to j.DueAt, but never past the notAfter of its first enqueue).
+func (s *Store) EnqueueConsolidation(ctx context.Context, j memrec.ConsolidationJob, notAfter time.Time) error {
+	if j.Session == "" {
+		return fmt.Errorf("postgres: enqueue consolidation: %w: empty session", ErrInvalid)
+	}
+	p, err := s.pool(ctx, fmt.Sprintf("enqueue consolidation of %q", j.Session))
+	if err != nil {
+		return err
+	}
+	due := utc(s.stamp(j.DueAt))
+	if notAfter.Before(due) {
+		notAfter = due
+	}
+	_, err = p.Exec(ctx, `INSERT INTO memory_sessions AS ms (session, user_id, channel, due_at, not_after, gen, updated_at)
+VALUES ($1, $2, $3, $4, $5, 1, $6)
+ON CONFLICT (session) DO UPDATE SET user_id = excluded.user_id, channel = excluded.channel, gen = ms.gen + 1,
+ due_at = CASE WHEN ms.due_at IS NULL THEN excluded.due_at ELSE least(excluded.due_at, coalesce(ms.not_after, excluded.due_at)) END,
+ not_after = CASE WHEN ms.due_at IS NULL THEN excluded.not_after ELSE ms.not_after END,
+ updated_at = excluded.updated_at`, j.Session, j.UserID, j.Channel, due, utc(notAfter), utc(s.now()))
+	if err != nil {
+		return fail(ctx, err, "enqueue consolidation of %q", j.Session)
+	}
+	return nil
+}
+
+const jobCols = `session, user_id, channel, cursor, attempts, due_at, worker, gen, lease_until, last_error`
+
+func scanJob(r pgx.Row) (memrec.ConsolidationJob, error) {
+	var (
+		j          memrec.ConsolidationJob
+		due, lease *time.Time
+	)
+	err := r.Scan(&j.Session, &j.UserID, &j.Channel, &j.Cursor, &j.Attempts, &due, &j.Worker, &j.Gen, &lease, &j.LastError)
+	j.DueAt, j.LeaseUntil = fromOpt(due), fromOpt(lease)
+	return j, err
+}
+
+// ClaimConsolidation takes the oldest due job whose lease is free (or expired) for worker until
+// now+lease, counting an attempt. ok is false when no job is due. Concurrent claimers skip each
+// other's rows (FOR UPDATE SKIP LOCKED), so two workers never hold one session's job at once.
+func (s *Store) ClaimConsolidation(ctx context.Context, worker string, now time.Time, lease time.Duration) (memrec.ConsolidationJob, bool, error) {
+	if worker == "" || lease <= 0 {
+		return memrec.ConsolidationJob{}, false, fmt.Errorf("postgres: claim consolidation: %w: need a worker id and a positive lease", ErrInvalid)
+	}
+	p, err := s.pool(ctx, "claim consolidation")
+	if err != nil {
+		return memrec.ConsolidationJob{}, false, err
+	}
+	n := utc(now)
+	j, err := scanJob(p.QueryRow(ctx, `UPDATE memory_sessions SET worker = $1, lease_until = $2, attempts = attempts + 1, updated_at = $3
+WHERE session = (SELECT session FROM memory_sessions WHERE due_at IS NOT NULL AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+ ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING `+jobCols, worker, utc(now.Add(lease)), n))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memrec.ConsolidationJob{}, false, nil
+	}
+	if err != nil {
+		return memrec.ConsolidationJob{}, false, fail(ctx, err, "claim consolidation")
+	}
+	return j, true, nil
+}
+
+// holdsLease locks the job's row and checks that j's claim is still the current one.
+func holdsLease(ctx context.Context, tx pgx.Tx, j memrec.ConsolidationJob) error {
+	var (
+		worker string
+		lease  *time.Time
+	)
+	err := tx.QueryRow(ctx, "SELECT worker, lease_until FROM memory_sessions WHERE session = $1 FOR UPDATE", j.Session).Scan(&worker, &lease)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (worker != j.Worker || lease == nil || !lease.Equal(j.LeaseUntil))) {
+		return ErrLeaseLost
+	}
+	return err
+}
+
+// CompleteConsolidation applies res and advances the session's cursor in one transaction, and
+// frees the lease. The job stays pending when the session was enqueued again after the claim.
+// It fails with ErrLeaseLost (writing nothing) when another worker has taken the job over.
+func (s *Store) CompleteConsolidation(ctx context.Context, j memrec.ConsolidationJob, res memrec.ConsolidationResult) error {
+	p, err := s.pool(ctx, fmt.Sprintf("complete consolidation of %q", j.Session))
+	if err != nil {
+		return err
+	}
+	err = inTx(ctx, p, func(tx pgx.Tx) error {
+		if err := holdsLease(ctx, tx, j); err != nil {
+			return err
+		}
+		for _, m := range res.Insert {
+			if err := s.putMemory(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		for _, m := range res.Update {
+			if len(m.Embedding) > 0 {
+				if err := checkDims(ctx, tx, len(m.Embedding)); err != nil {
+					return err
+				}
+			}
+			tag, err := tx.Exec(ctx, `UPDATE memories SET text = $1, kind = $2, importance = $3, embedding = coalesce($4, embedding), updated_at = $5, expires_at = $6, source_turn = $7 WHERE id = $8`,
+				m.Text, m.Kind, m.Importance, vecArg(m.Embedding), utc(s.stamp(m.UpdatedAt)), optTime(m.ExpiresAt), m.SourceTurn, m.ID)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return fmt.Errorf("update memory %q: %w", m.ID, ErrNotFound)
+			}
+		}
+		for _, sp := range res.Supersede {
+			if _, err := tx.Exec(ctx, "UPDATE memories SET superseded_by = $1, superseded_at = $2 WHERE id = $3 AND superseded_by = ''",
+				sp.New, utc(s.stamp(sp.At)), sp.Old); err != nil {
+				return err
+			}
+		}
+		if !res.ExpireBefore.IsZero() && res.ExpireOwner != "" {
+			if _, err := tx.Exec(ctx, "DELETE FROM memories WHERE owner = $1 AND expires_at IS NOT NULL AND expires_at <= $2",
+				res.ExpireOwner, utc(res.ExpireBefore)); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE memory_sessions SET cursor = greatest(cursor, $1), worker = '', lease_until = NULL, attempts = 0, last_error = '',
+ due_at = CASE WHEN gen = $2 THEN NULL ELSE due_at END, not_after = CASE WHEN gen = $2 THEN NULL ELSE not_after END, updated_at = $3 WHERE session = $4`,
+			res.Cursor, j.Gen, utc(s.now()), j.Session)
+		return err
+	})
+	if err != nil {
+		return fail(ctx, err, "complete consolidation of %q", j.Session)
+	}
+	return nil
+}
+
+// ReleaseConsolidation gives the job back after a failure or a deferral: it runs again at
+// retryAt (zero: not until the session is enqueued again), with errText recorded. It fails with
+// ErrLeaseLost when another worker has taken the job over.
+func (s *Store) ReleaseConsolidation(ctx context.Context, j memrec.ConsolidationJob, retryAt time.Time, errText string) error {
+	p, err := s.pool(ctx, fmt.Sprintf("release consolidation of %q", j.Session))
+	if err != nil {
+		return err
+	}
+	var retry any
+	if !retryAt.IsZero() {
+		retry = utc(retryAt)
+	}
+	err = inTx(ctx, p, func(tx pgx.Tx) error {
+		if err := holdsLease(ctx, tx, j); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE memory_sessions SET worker = '', lease_until = NULL, last_error = $1, updated_at = $2,
+ due_at = $3::timestamptz, not_after = CASE WHEN $3::timestamptz IS NULL THEN NULL ELSE not_after END,
+ attempts = CASE WHEN $3::timestamptz IS NULL THEN 0 ELSE attempts END WHERE session = $4`,
+			errText, utc(s.now()), retry, j.Session)
+		return err
+	})
+	if err != nil {
+		return fail(ctx, err, "release consolidation of %q", j.Session)
+	}
+	return nil
+}
+
+// ConsolidationState returns the session's consolidation row; unknown sessions wrap ErrNotFound.
+func (s *Store) ConsolidationState(ctx context.Context, session string) (memrec.ConsolidationJob, error) {
+	p, err := s.pool(ctx, fmt.Sprintf("consolidation state of %q", session))
+	if err != nil {
+		return memrec.ConsolidationJob{}, err
+	}
+	j, err := scanJob(p.QueryRow(ctx, "SELECT "+jobCols+" FROM memory_sessions WHERE session = $1", session))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memrec.ConsolidationJob{}, fmt.Errorf("postgres: consolidation state of %q: %w", session, ErrNotFound)
+	}
+	if err != nil {
+		return memrec.ConsolidationJob{}, fail(ctx, err, "consolidation state of %q", session)
+	}
+	return j, nil
+}
