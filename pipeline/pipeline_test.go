@@ -466,3 +466,22 @@ func turnErr(h *harness, id string) string {
 	tr, _ := h.store.GetTurn(context.Background(), id)
 	return tr.Error
 }
+
+func TestReplayClosesInterruptedTurn(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	ev := msg("s1", "ann", "hello?")
+	ev.ReceivedAt = time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	payload, _ := json.Marshal(ev)
+	ctx := context.Background()
+	store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
+	// The process died mid-turn: a running turn record is left behind.
+	store.CreateTurn(ctx, echogate.TurnRecord{ID: "t_dead", Session: ev.SessionKey(), EventKey: ev.DedupeKey(), Status: echogate.TurnRunning, StartedAt: ev.ReceivedAt})
+	h := start(t, opts{store: store}, agenttest.Reply("here"))
+	if d := h.waitDone(); d.Text != "here" {
+		t.Fatalf("replayed answer = %q", d.Text)
+	}
+	dead, _ := store.GetTurn(ctx, "t_dead")
+	if dead.Status != echogate.TurnFailed || !strings.Contains(dead.Error, "interrupted") {
+		t.Errorf("dead turn = %+v, want failed and marked interrupted", dead)
+	}
+}

@@ -38,6 +38,9 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	if ev.Actor.IsBot && !ev.Actor.IsSelf {
 		return // adapters drop these; never answer a bot
 	}
+	if it.replay {
+		p.closeInterruptedTurns(ctx, log, ev)
+	}
 
 	// The session record and the pause lookup are independent: one round trip for both.
 	info := echogate.SessionInfo{Key: key, Conversation: ev.Conversation, UserID: ev.Actor.QualifiedID(ev.Conversation.Platform),
@@ -141,6 +144,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 		decision = "answered"
 	case ev.Kind == echogate.KindReaction:
 		if pend.Prompt.ID != "" && ev.Target.ID != pend.Prompt.ID {
+			log.Warn("DBG target mismatch", "target", ev.Target.ID, "prompt", pend.Prompt.ID)
 			return // a reaction on some other message
 		}
 		if !allowed {
@@ -609,4 +613,26 @@ func withCompletion(ctx context.Context, c *completion) context.Context {
 func completionFrom(ctx context.Context) *completion {
 	c, _ := ctx.Value(completionKey{}).(*completion)
 	return c
+}
+
+// closeInterruptedTurns marks turns of a replayed event that were left running (their process
+// died or stopped mid-turn) as failed, so the records show what happened; the replay then answers
+// the event in a new turn.
+func (p *Pipeline) closeInterruptedTurns(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) {
+	turns, err := p.d.Store.ListTurns(ctx, ev.SessionKey(), 50)
+	if err != nil {
+		log.Warn("pipeline: list turns of a replayed event", "err", err)
+		return
+	}
+	for _, tr := range turns {
+		if tr.EventKey != ev.DedupeKey() || tr.Status != echogate.TurnRunning {
+			continue
+		}
+		tr.Status, tr.Error, tr.EndedAt = echogate.TurnFailed, "interrupted: the gateway stopped during the turn; the event was replayed", p.cfg.Now()
+		if err := p.d.Store.UpdateTurn(ctx, tr); err != nil {
+			log.Warn("pipeline: close interrupted turn", "turn", tr.ID, "err", err)
+			continue
+		}
+		log.Warn("turn interrupted by a stop or crash; answering the event again", "turn", tr.ID)
+	}
 }
