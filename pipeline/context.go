@@ -25,6 +25,13 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if st != nil {
 		return agent.Input{System: system, State: st, Resume: rs, Messages: msgs}, nil
 	}
+	if t.inputSaved {
+		hist, err := p.d.Store.History(ctx, key, p.cfg.HistoryMessages)
+		if err != nil {
+			return agent.Input{}, fmt.Errorf("pipeline: load history: %w", err)
+		}
+		return agent.Input{System: system, Messages: sanitizeHistory(hist)}, nil
+	}
 	// Saving the new message and loading the history before it are independent.
 	var hist []echogate.StoredMessage
 	err := parallel(
@@ -48,7 +55,18 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if err != nil {
 		return agent.Input{}, err
 	}
-	return agent.Input{System: system, Messages: append(sanitizeHistory(hist), msgs...)}, nil
+	var head []echogate.Message // the latest checkpoint, when the Compactor keeps them
+	if rb, ok := p.d.Compactor.(historyRebuilder); ok {
+		head, hist = rb.Rebuild(ctx, key, hist)
+	}
+	return agent.Input{System: system, Messages: append(append(head, sanitizeHistory(hist)...), msgs...)}, nil
+}
+
+// historyRebuilder is an optional capability of a Compactor (agent/compress has it): it starts a
+// turn from the session's latest checkpoint, returning the checkpoint messages and the stored
+// messages after it, which are sanitized like the whole history. It never fails the turn.
+type historyRebuilder interface {
+	Rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage)
 }
 
 func (p *Pipeline) systemPrompt(ctx context.Context, t *turn, query string) string {

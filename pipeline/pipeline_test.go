@@ -476,6 +476,7 @@ func TestReplayClosesInterruptedTurn(t *testing.T) {
 	store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
 	// The process died mid-turn: a running turn record is left behind.
 	store.CreateTurn(ctx, echogate.TurnRecord{ID: "t_dead", Session: ev.SessionKey(), EventKey: ev.DedupeKey(), Status: echogate.TurnRunning, StartedAt: ev.ReceivedAt})
+	store.AppendMessages(ctx, ev.SessionKey(), "t_dead", []echogate.Message{{Role: echogate.RoleUser, Content: ev.Text}}, ev.ReceivedAt)
 	h := start(t, opts{store: store}, agenttest.Reply("here"))
 	if d := h.waitDone(); d.Text != "here" {
 		t.Fatalf("replayed answer = %q", d.Text)
@@ -483,5 +484,11 @@ func TestReplayClosesInterruptedTurn(t *testing.T) {
 	dead, _ := store.GetTurn(ctx, "t_dead")
 	if dead.Status != echogate.TurnFailed || !strings.Contains(dead.Error, "interrupted") {
 		t.Errorf("dead turn = %+v, want failed and marked interrupted", dead)
+	}
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hello?|assistant:here"; got != want {
+		t.Errorf("transcript = %s, want %s (the user's message once)", got, want)
+	}
+	if msgs := h.model.Requests()[0].Messages; msgs[len(msgs)-1].Content != "hello?" || msgs[len(msgs)-2].Role != echogate.RoleSystem {
+		t.Errorf("the model saw %+v, want the system prompt and the message once", msgs)
 	}
 }

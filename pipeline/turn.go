@@ -38,8 +38,10 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	if ev.Actor.IsBot && !ev.Actor.IsSelf {
 		return // adapters drop these; never answer a bot
 	}
-	if it.replay {
-		p.closeInterruptedTurns(ctx, log, ev)
+	var resumeOpts []turnOption
+	if it.replay && p.closeInterruptedTurns(ctx, log, ev) {
+		// The dead turn saved the user's message already: answer it without saving it again.
+		resumeOpts = append(resumeOpts, withInputSaved())
 	}
 
 	// The session record and the pause lookup are independent: one round trip for both.
@@ -70,8 +72,11 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	case err == nil:
 		if it.replay && p.pausedBy(ctx, pend, ev) {
 			// A crash came after this event's turn paused but before the event was completed:
-			// the pause is its own outcome, not a new message that supersedes it.
-			p.restorePrompt(ctx, log, ev, pend)
+			// the pause is its own outcome, not a new message that supersedes it. When the
+			// prompt's reference was not saved (the crash came while it was posted), a
+			// decision on any message of the session counts, and replying works too.
+			log.Info("replayed event had already paused its turn; waiting for the decision", "turn", pend.Turn, "tool", pend.Tool,
+				"prompt_saved", !pend.Prompt.IsZero())
 			return
 		}
 		p.handlePaused(ctx, ctl, log, ev, pend)
@@ -96,7 +101,7 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 		return
 	}
 	user := userMessage(ev)
-	p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{user})
+	p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{user}, resumeOpts...)
 }
 
 // handlePaused decides what an event means for a paused turn.
@@ -144,7 +149,6 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 		decision = "answered"
 	case ev.Kind == echogate.KindReaction:
 		if pend.Prompt.ID != "" && ev.Target.ID != pend.Prompt.ID {
-			log.Warn("DBG target mismatch", "target", ev.Target.ID, "prompt", pend.Prompt.ID)
 			return // a reaction on some other message
 		}
 		if !allowed {
@@ -217,42 +221,6 @@ func (p *Pipeline) pausedBy(ctx context.Context, pend echogate.PendingTurn, ev e
 	return err == nil && t.EventKey == ev.DedupeKey()
 }
 
-// restorePrompt posts the prompt (or question) of a pause again when the crash came before its
-// reference was saved, so the user sees what the turn waits for.
-func (p *Pipeline) restorePrompt(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) {
-	log.Info("replayed event had already paused its turn; waiting for the decision", "turn", pend.Turn, "tool", pend.Tool)
-	if !pend.Prompt.IsZero() {
-		return
-	}
-	rep := p.d.Repliers[ev.Conversation.Platform]
-	var st agent.State
-	if rep == nil || json.Unmarshal(pend.State, &st) != nil || len(st.Pending) == 0 {
-		return
-	}
-	call := st.Pending[0]
-	out := echogate.Outbound{Kind: echogate.OutApprovalPrompt, Conversation: ev.Conversation, ReplyTo: ev.Message,
-		Session: ev.SessionKey(), Turn: pend.Turn}
-	if pend.Kind == echogate.PauseAsk {
-		var args struct {
-			Question string `json:"question"`
-		}
-		_ = json.Unmarshal([]byte(call.Arguments), &args)
-		out.Kind, out.Text = echogate.OutReply, "❓ "+args.Question
-	} else {
-		out.Text = approvalPrompt(call, pend.RequestedBy)
-		out.Reactions = []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}
-	}
-	ref, err := rep.Send(ctx, out)
-	if err != nil {
-		log.Error("pipeline: post approval prompt again", "turn", pend.Turn, "err", err)
-		return
-	}
-	pend.Prompt = ref
-	if err := p.d.Store.SavePending(ctx, pend); err != nil {
-		log.Error("pipeline: save prompt reference", "turn", pend.Turn, "err", err)
-	}
-}
-
 func (p *Pipeline) cancelPaused(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn, text string) {
 	if err := p.d.Store.DeletePending(ctx, ev.SessionKey()); err != nil {
 		log.Error("pipeline: clear pending turn", "err", err)
@@ -269,6 +237,9 @@ func (p *Pipeline) cancelPaused(ctx context.Context, log *slog.Logger, ev echoga
 type turnOption func(*turn)
 
 func withRequester(id string) turnOption { return func(t *turn) { t.userID = id } }
+
+// withInputSaved marks a turn whose input messages are already in the transcript (a replay).
+func withInputSaved() turnOption { return func(t *turn) { t.inputSaved = true } }
 
 // turn is the state of one running turn.
 type turn struct {
@@ -289,6 +260,8 @@ type turn struct {
 	grants   map[string]bool
 	loaded   bool
 	ledger   sync.WaitGroup // in-flight usage writes
+	// inputSaved: the input messages are in the transcript already (replay of a dead turn).
+	inputSaved bool
 }
 
 // runTurn runs the three stages for one event. st and rs are set when resuming a paused turn;
@@ -618,16 +591,17 @@ func completionFrom(ctx context.Context) *completion {
 // closeInterruptedTurns marks turns of a replayed event that were left running (their process
 // died or stopped mid-turn) as failed, so the records show what happened; the replay then answers
 // the event in a new turn.
-func (p *Pipeline) closeInterruptedTurns(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) {
+func (p *Pipeline) closeInterruptedTurns(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) (found bool) {
 	turns, err := p.d.Store.ListTurns(ctx, ev.SessionKey(), 50)
 	if err != nil {
 		log.Warn("pipeline: list turns of a replayed event", "err", err)
-		return
+		return false
 	}
 	for _, tr := range turns {
 		if tr.EventKey != ev.DedupeKey() || tr.Status != echogate.TurnRunning {
 			continue
 		}
+		found = true
 		tr.Status, tr.Error, tr.EndedAt = echogate.TurnFailed, "interrupted: the gateway stopped during the turn; the event was replayed", p.cfg.Now()
 		if err := p.d.Store.UpdateTurn(ctx, tr); err != nil {
 			log.Warn("pipeline: close interrupted turn", "turn", tr.ID, "err", err)
@@ -635,4 +609,5 @@ func (p *Pipeline) closeInterruptedTurns(ctx context.Context, log *slog.Logger, 
 		}
 		log.Warn("turn interrupted by a stop or crash; answering the event again", "turn", tr.ID)
 	}
+	return found
 }
