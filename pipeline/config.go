@@ -142,6 +142,8 @@ type Deps struct {
 	// UsageObservers see every ledger entry after it was stored (the cost tracker's running
 	// totals). They must return quickly.
 	UsageObservers []func(echogate.UsageRecord)
+	// Tracer records spans (OpenTelemetry in cmd); nil records nothing.
+	Tracer Tracer
 	// ToolFilter hides tools from a conversation (MCP servers' per-channel and per-user
 	// allow-lists); nil offers every tool everywhere.
 	ToolFilter func(tool, channel, userID string) bool
@@ -229,4 +231,18 @@ type TurnSummary struct {
 	UserID  string
 	Channel string
 	Status  echogate.TurnStatus
+}
+
+// Tracer starts spans. Attribute keys follow OpenTelemetry's GenAI conventions where one exists
+// (gen_ai.request.model, gen_ai.tool.name, …). end must be called once; its attrs are added to the
+// span before it ends, and a non-nil err marks the span failed.
+type Tracer interface {
+	Start(ctx context.Context, name string, attrs map[string]string) (context.Context, func(err error, attrs map[string]string))
+}
+
+func (p *Pipeline) span(ctx context.Context, name string, attrs map[string]string) (context.Context, func(error, map[string]string)) {
+	if p.d.Tracer == nil {
+		return ctx, func(error, map[string]string) {}
+	}
+	return p.d.Tracer.Start(ctx, name, attrs)
 }

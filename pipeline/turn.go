@@ -278,6 +278,12 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 		t.log.Error("pipeline: no replier for platform; dropping event", "platform", ev.Conversation.Platform)
 		return
 	}
+	ctx, endTurn := p.span(ctx, "echogate.turn", map[string]string{
+		"echogate.session": string(ev.SessionKey()), "echogate.turn": t.id, "echogate.channel": ev.Conversation.Platform,
+		"echogate.event_id": ev.ID, "echogate.resumed": fmt.Sprint(st != nil)})
+	var turnErr error
+	turnAttrs := map[string]string{}
+	defer func() { endTurn(turnErr, turnAttrs) }()
 	t.out = newResponder(p, t)
 	t.out.restorePlan(st)
 	key := ev.SessionKey()
@@ -290,6 +296,7 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 
 	// ContextStage, with the turn record written in the same round trip.
 	var in agent.Input
+	cctx, endContext := p.span(ctx, "echogate.context", nil)
 	err := parallel(
 		func() error {
 			if err := p.d.Store.CreateTurn(ctx, rec); err != nil {
@@ -298,10 +305,12 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 			return nil
 		},
 		func() (err error) {
-			in, err = p.buildContext(ctx, t, st, rs, msgs)
+			in, err = p.buildContext(cctx, t, st, rs, msgs)
 			return err
 		})
+	endContext(err, map[string]string{"echogate.history_messages": fmt.Sprint(len(in.Messages))})
 	if err != nil {
+		turnErr = err
 		p.finishFailed(t, rec, err)
 		return
 	}
@@ -314,7 +323,13 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	// answered and recorded.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()
+	rctx, endResponse := p.span(rctx, "echogate.response", nil)
 	p.respond(rctx, t, rec, res, st != nil)
+	endResponse(nil, nil)
+	turnErr = res.Err
+	turnAttrs["echogate.status"] = string(res.Status)
+	turnAttrs["gen_ai.response.model"] = res.Model
+	turnAttrs["echogate.route_reason"] = res.RouteReason
 }
 
 // userMessage is the transcript message of an inbound event.
@@ -436,8 +451,19 @@ func (t *turn) executeTool(ctx context.Context, call echogate.ToolCall) (res too
 		return tools.Errorf("tool %s is not available in this conversation", call.Name), nil
 	}
 	start := time.Now()
+	ctx, endSpan := t.p.span(ctx, "execute_tool "+call.Name, map[string]string{
+		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.Name, "gen_ai.tool.call.id": call.ID})
 	cctx, cancel := context.WithTimeout(ctx, t.p.cfg.ToolTimeout)
 	defer cancel()
+	defer func() {
+		var spanErr error
+		if err != nil {
+			spanErr = err
+		} else if res.IsError {
+			spanErr = errors.New(capText(res.Content, 200))
+		}
+		endSpan(spanErr, nil)
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			t.log.Error("tool panicked", "tool", call.Name, "panic", r)
