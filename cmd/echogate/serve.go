@@ -143,6 +143,7 @@ func (g *gateway) routes() http.Handler {
 	protect := g.auth
 	mux.Handle("/", protect(g.web.Handler()))
 	mux.Handle("/api/", protect(g.adminAPI()))
+	mux.Handle("PUT /api/budgets", protect(http.HandlerFunc(g.putBudgets)))
 	mux.Handle("/api/chat", protect(g.web.Handler()))
 	mux.Handle("/api/chat/", protect(g.web.Handler()))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))

@@ -56,6 +56,9 @@ type Options struct {
 	NoEcho bool
 	// OmitMessageAuthorID leaves message_author_id out of MESSAGE_REACTION_ADD payloads.
 	OmitMessageAuthorID bool
+	// AppFlags are the application flags of GET /applications/@me; nil means
+	// GATEWAY_MESSAGE_CONTENT (1<<18) is set, as after enabling the intent in the portal.
+	AppFlags *int64
 }
 
 // User is a Discord user as the fake knows it.
@@ -393,6 +396,12 @@ func (s *Server) handleREST(w http.ResponseWriter, r *http.Request, path string,
 			"session_start_limit": map[string]int{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}})
 	case r.Method == http.MethodGet && path == "/users/@me":
 		writeJSON(w, 200, s.Bot())
+	case r.Method == http.MethodGet && path == "/applications/@me":
+		flags := int64(1 << 18)
+		if s.opts.AppFlags != nil {
+			flags = *s.opts.AppFlags
+		}
+		writeJSON(w, 200, map[string]any{"id": s.Bot().ID, "name": s.Bot().Username, "flags": flags})
 	case len(parts) == 2 && parts[0] == "channels" && r.Method == http.MethodGet:
 		s.mu.Lock()
 		guild, known := s.guildOf[parts[1]]

@@ -42,6 +42,9 @@ type Options struct {
 	TeamID             string
 	// PingInterval is how often the Socket Mode server pings each connection; default 2s.
 	PingInterval time.Duration
+	// Scopes are the bot token's OAuth scopes, sent in auth.test's X-OAuth-Scopes header as
+	// Slack does; nil means DefaultScopes.
+	Scopes []string
 	// Now stamps recorded calls and new message timestamps; default time.Now.
 	Now func() time.Time
 }
@@ -344,8 +347,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(method, params, status, errCode(body))
+	if method == "auth.test" && status == 200 {
+		scopes := s.opts.Scopes
+		if scopes == nil {
+			scopes = DefaultScopes
+		}
+		w.Header().Set("X-OAuth-Scopes", strings.Join(scopes, ","))
+	}
 	writeJSON(w, status, body)
 }
+
+// DefaultScopes are the bot scopes of docs/slack-app-manifest.yaml.
+var DefaultScopes = []string{"app_mentions:read", "chat:write", "channels:history", "groups:history", "im:history",
+	"mpim:history", "im:read", "im:write", "reactions:read", "reactions:write", "users:read", "files:read", "assistant:write"}
 
 func wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// putBudgets changes the spend limits without a restart: PUT /api/budgets with the limits in USD
+// (0 means no limit). Fields left out keep their current value. The change is this process's;
+// with several replicas, send it to each (or set budgets.* in the config and restart).
+func (g *gateway) putBudgets(w http.ResponseWriter, r *http.Request) {
+	tr := g.models.tracker
+	if tr == nil {
+		writeError(w, http.StatusNotFound, "budgets are not available in this gateway")
+		return
+	}
+	lim := tr.Limits()
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&lim); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid budgets: "+err.Error()+
+			` (send e.g. {"per_user_day_usd": 5, "per_day_usd": 50}; fields: per_turn_usd, per_session_usd, per_user_day_usd, per_channel_day_usd, per_day_usd, per_month_usd)`)
+		return
+	}
+	if err := tr.SetLimits(lim); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	g.log.Info("budgets changed through the admin API", "limits", lim)
+	writeJSON(w, tr.Limits(), nil)
+}
