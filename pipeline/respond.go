@@ -311,7 +311,8 @@ func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord
 		})
 	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
 	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
-		if info, err := p.d.Store.GetSession(ctx, key); err == nil && info.Ephemeral {
+		waitSessionWrite(ctx) // never delete before the session's own upsert landed
+		if info, err := p.d.Store.GetSession(ctx, key); t.ev.Ephemeral || (err == nil && info.Ephemeral) {
 			if err := p.d.Store.DeleteSession(ctx, key); err != nil {
 				t.log.Warn("pipeline: remove ephemeral session", "err", err)
 			}

@@ -44,30 +44,25 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 		resumeOpts = append(resumeOpts, withInputSaved())
 	}
 
-	// The session record and the pause lookup are independent: one round trip for both.
+	// The session record is written while the pause is looked up and the turn starts: nothing
+	// reads it before the turn ends, and its write joins the turn's first commit (group commit).
 	info := echogate.SessionInfo{Key: key, Conversation: ev.Conversation, UserID: ev.Actor.QualifiedID(ev.Conversation.Platform),
 		Ephemeral: ev.Ephemeral, CreatedAt: p.cfg.Now(), UpdatedAt: p.cfg.Now()}
-	var pend echogate.PendingTurn
-	var pendErr error
-	err := parallel(
-		func() error {
-			if ev.Actor.IsSelf {
-				return nil
-			}
-			if err := p.d.Store.UpsertSession(ctx, info); err != nil {
-				return fmt.Errorf("pipeline: upsert session: %w", err)
-			}
-			return nil
-		},
-		func() error {
-			pend, pendErr = p.d.Store.GetPending(ctx, key)
-			return nil
-		})
-	if err != nil {
-		p.fail(ctx, log, ev, "", err)
-		return
+	upserted := make(chan error, 1)
+	if ev.Actor.IsSelf {
+		upserted <- nil
+	} else {
+		uctx := ctx
+		go func() { upserted <- p.d.Store.UpsertSession(uctx, info) }()
 	}
-	err = pendErr
+	waitSession := sync.OnceFunc(func() {
+		if err := <-upserted; err != nil {
+			log.Error("pipeline: upsert session", "err", err)
+		}
+	})
+	defer waitSession()
+	ctx = context.WithValue(ctx, sessionWriteKey{}, waitSession)
+	pend, err := p.d.Store.GetPending(ctx, key)
 	switch {
 	case err == nil:
 		if it.replay && p.pausedBy(ctx, pend, ev) {
@@ -636,4 +631,13 @@ func (p *Pipeline) closeInterruptedTurns(ctx context.Context, log *slog.Logger, 
 		log.Warn("turn interrupted by a stop or crash; answering the event again", "turn", tr.ID)
 	}
 	return found
+}
+
+type sessionWriteKey struct{}
+
+// waitSessionWrite waits until the session record of the event being handled is written.
+func waitSessionWrite(ctx context.Context) {
+	if f, ok := ctx.Value(sessionWriteKey{}).(func()); ok {
+		f()
+	}
 }
