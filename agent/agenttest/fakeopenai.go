@@ -7,7 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
+	"github.com/echogate/echogate/internal/hashvec"
 	"io"
 	"math"
 	"net/http"
@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/echogate/echogate"
 )
@@ -768,48 +767,6 @@ func splitBytes(s string, size int) []string {
 	return out
 }
 
-// HashEmbedding is the fake's deterministic embedding: a normalised sum of pseudo-random vectors,
-// one per lower-cased word (feature hashing), so texts sharing words are close in cosine
-// similarity. dims <= 0 means 1536.
-func HashEmbedding(text string, dims int) []float32 {
-	if dims <= 0 {
-		dims = 1536
-	}
-	v := make([]float32, dims)
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-	if len(words) == 0 {
-		words = []string{text}
-	}
-	for _, w := range words {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(w))
-		x := h.Sum64()
-		for i := range v {
-			x = splitmix64(x)
-			v[i] += float32(int64(x>>11))/float32(1<<52) - 1
-		}
-	}
-	var norm float64
-	for _, x := range v {
-		norm += float64(x) * float64(x)
-	}
-	if norm == 0 {
-		v[0] = 1
-		return v
-	}
-	inv := float32(1 / math.Sqrt(norm))
-	for i := range v {
-		v[i] *= inv
-	}
-	return v
-}
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	z := x
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+// HashEmbedding is the fake's deterministic embedding (internal/hashvec): texts sharing words are
+// close in cosine similarity. dims <= 0 means 1536.
+func HashEmbedding(text string, dims int) []float32 { return hashvec.Embed(text, dims) }

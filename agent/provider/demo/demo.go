@@ -12,13 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"github.com/echogate/echogate/internal/hashvec"
 	"log/slog"
-	"math"
 	"regexp"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/echogate/echogate"
@@ -375,48 +373,8 @@ func (m *Model) Embed(ctx context.Context, model string, dims int, texts []strin
 			usage.Failed = true
 			return nil, usage, fmt.Errorf("demo: embed: %w", err)
 		}
-		out[i] = hashEmbedding(t, dims)
+		out[i] = hashvec.Embed(t, dims)
 		usage.InputTokens += tokens(len(t))
 	}
 	return out, usage, nil
-}
-
-func hashEmbedding(text string, dims int) []float32 {
-	v := make([]float32, dims)
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-	if len(words) == 0 {
-		words = []string{text}
-	}
-	for _, w := range words {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(w))
-		x := h.Sum64()
-		for i := range v {
-			x = splitmix64(x)
-			v[i] += float32(int64(x>>11))/float32(1<<52) - 1
-		}
-	}
-	var norm float64
-	for _, x := range v {
-		norm += float64(x) * float64(x)
-	}
-	if norm == 0 {
-		v[0] = 1
-		return v
-	}
-	inv := float32(1 / math.Sqrt(norm))
-	for i := range v {
-		v[i] *= inv
-	}
-	return v
-}
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	z := x
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }
