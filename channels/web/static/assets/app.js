@@ -1,4 +1,5 @@
-// echogate chat page: streams a turn by reading the body of POST api/chat as Server-Sent Events.
+// echogate console, chat tab: streams a turn by reading the body of POST api/chat as Server-Sent
+// Events. console.js (the other tabs) talks to it through window.echogateChat.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -12,6 +13,7 @@
   let current = null;        // {bubble, text} of the turn being streamed
   let streaming = null;      // AbortController of the open stream
   let failed = false;        // the current turn reported an error (its done repeats the text)
+  let asked = false;         // the current turn asked for approval (its done repeats the prompt)
   const tools = new Map();   // call_id -> details element
   const approvals = new Map(); // call_id or prompt_id -> approval element
 
@@ -33,6 +35,32 @@
     return node;
   }
   function setStatus(s) { statusLine.textContent = s; }
+
+  // render shows a model answer with the little Markdown models use: ``` code blocks, `code` and
+  // **bold**. It builds DOM nodes (never HTML), so the text cannot inject markup.
+  function render(node, md) {
+    const out = [];
+    const parts = String(md || "").split(/```/);
+    parts.forEach((part, i) => {
+      if (i % 2 === 1) { // inside a fence; the first line may name the language
+        const nl = part.indexOf("\n");
+        const code = nl >= 0 && /^[\w+-]*$/.test(part.slice(0, nl)) ? part.slice(nl + 1) : part;
+        const pre = el("pre", "code");
+        pre.append(el("code", "", code.replace(/\n$/, "")));
+        out.push(pre);
+        return;
+      }
+      for (const [j, seg] of part.split(/(`[^`\n]+`)/).entries()) {
+        if (j % 2 === 1) { out.push(el("code", "", seg.slice(1, -1))); continue; }
+        for (const [k, b] of seg.split(/(\*\*[^*\n]+\*\*)/).entries()) {
+          if (k % 2 === 1) out.push(el("strong", "", b.slice(2, -2)));
+          else if (b) out.push(document.createTextNode(b));
+        }
+      }
+    });
+    node.replaceChildren(...out);
+    return node;
+  }
   function setBusy(b) {
     stopBtn.disabled = !b;
     log.setAttribute("aria-busy", b ? "true" : "false");
@@ -103,8 +131,14 @@
     card.setAttribute("aria-label", "Approval needed");
     card.dataset.call = ev.call_id || "";
     card.dataset.prompt = ev.prompt_id || "";
-    card.append(el("div", "", ev.text || ("Run " + (ev.tool || "a tool") + "?")));
-    if (ev.args) card.append(el("pre", "", clip(ev.args, 2000)));
+    if (ev.tool) {
+      const title = el("div", "approval-title", "Approval needed: run ");
+      title.append(el("code", "", ev.tool), document.createTextNode(ev.args ? " with" : "?"));
+      card.append(title);
+      if (ev.args) card.append(el("pre", "", clip(ev.args, 2000)));
+    } else {
+      card.append(render(el("div"), ev.text || "Approval needed."));
+    }
     const actions = el("div", "actions");
     for (const [label, decision] of [["Approve", "approve"], ["Approve for session", "approve_session"], ["Deny", "deny"]]) {
       const b = el("button", "", label);
@@ -123,16 +157,25 @@
     const body = { session, user: user(), decision };
     if (card.dataset.call) body.call_id = card.dataset.call; else body.prompt_id = card.dataset.prompt;
     try {
-      const resp = await fetch("api/chat/approve", {
+      let resp = await fetch("api/chat/approve", {
         method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
       });
+      if (resp.status === 404 && body.call_id) {
+        // The web channel forgot the session (idle or restarted): decide through the admin API,
+        // which finds the pause in the store.
+        resp = await fetch("api/approvals/decide", {
+          method: "POST", headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ session: "web:" + session, call_id: body.call_id, decision, user: user() }),
+        });
+      }
       if (!resp.ok) {
         setStatus("Decision not accepted: " + (await apiError(resp)));
         buttons.forEach((b) => { b.disabled = false; });
         return;
       }
+      card.dataset.decided = "1";
       card.append(el("div", "meta", decision === "deny" ? "Denied." : "Approved."));
-      await attach();
+      await follow(session);
     } catch (e) {
       setStatus("Decision failed: " + e.message);
       buttons.forEach((b) => { b.disabled = false; });
@@ -145,12 +188,13 @@
       case "start":
         current = null;
         failed = false;
+        asked = false;
         setStatus("Thinking…");
         break;
       case "delta": {
         const c = bubble();
         c.text += ev.text || "";
-        c.bubble.textContent = c.text;
+        render(c.bubble, c.text);
         if (log.scrollHeight - log.scrollTop - log.clientHeight < 80) log.scrollTop = log.scrollHeight;
         break;
       }
@@ -176,7 +220,9 @@
         break;
       }
       case "approval_request":
+        asked = true;
         approvalCard(ev);
+        if (window.echogateConsole) window.echogateConsole.refreshBadge();
         setStatus("Waiting for approval.");
         break;
       case "ask":
@@ -189,12 +235,14 @@
         break;
       case "done": {
         const c = current;
-        if (failed) { failed = false; }
-        else if (ev.text && (!c || !c.text)) add(el("div", "msg assistant", ev.text));
-        else if (c && ev.text && ev.text.startsWith(c.text)) c.bubble.textContent = ev.text;
-        current = null;
         const s = ev.status || "done";
-        setStatus(s === "done" ? "" : s === "paused" ? "Paused." : s === "aborted" ? "Stopped." : "Failed.");
+        if (failed) { failed = false; }
+        else if (s === "paused" && asked) { /* the approval card shows the prompt */ }
+        else if (ev.text && (!c || !c.text)) add(render(el("div", "msg assistant"), ev.text));
+        else if (c && ev.text && ev.text.startsWith(c.text)) render(c.bubble, ev.text);
+        current = null;
+        setStatus(s === "done" ? "" : s === "paused" ? (asked ? "Waiting for approval." : "Paused.") : s === "aborted" ? "Stopped." : "Failed.");
+        if (window.echogateConsole) window.echogateConsole.refreshBadge();
         setBusy(false);
         break;
       }
@@ -207,7 +255,7 @@
         break;
       case "notice":
         if (ev.kind === "approval_prompt") approvalCard(ev);
-        else add(el("div", "msg " + (ev.kind === "assistant" ? "assistant" : "notice"), ev.text || ""));
+        else add(render(el("div", "msg " + (ev.kind === "assistant" ? "assistant" : "notice")), ev.text || ""));
         break;
     }
   }
@@ -226,13 +274,36 @@
     }
   }
 
-  // attach re-attaches to the session's running turn, resuming after the last event seen.
+  // attach re-attaches to the session's running turn, resuming after the last event seen. It
+  // resolves to false when there was nothing to follow.
   async function attach() {
     const headers = lastEventId ? { "Last-Event-ID": String(lastEventId) } : {};
     const resp = await fetch("api/chat/stream?session=" + encodeURIComponent(session), { headers });
-    if (resp.status === 204) return;
-    if (!resp.ok) { setStatus(await apiError(resp)); return; }
+    if (resp.status === 204) return false;
+    if (!resp.ok) { setStatus(await apiError(resp)); return false; }
     await stream(resp);
+    return true;
+  }
+
+  // follow shows a turn that something else (the Approvals tab) started in the open session: it
+  // re-attaches, retrying for a few seconds while the turn has not started yet.
+  async function follow(id) {
+    if (id !== session) return;
+    for (let i = 0; i < 20 && id === session; i++) {
+      if (streaming) return; // already attached: the stream shows it
+      if (await attach()) return;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+
+  // markDecided marks the chat's approval card of callId as decided elsewhere.
+  function markDecided(id, callId, text) {
+    if (id !== session) return;
+    const card = approvals.get(callId);
+    if (!card || card.dataset.decided) return;
+    card.dataset.decided = "1";
+    card.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+    card.append(el("div", "meta", text));
   }
 
   async function send(message) {
@@ -286,7 +357,9 @@
       const h = await resp.json();
       for (const m of h.messages || []) {
         if (m.role === "approval_prompt") continue;
-        add(el("div", "msg " + (m.role === "user" || m.role === "assistant" ? m.role : "notice"), m.text));
+        const node = el("div", "msg " + (m.role === "user" || m.role === "assistant" ? m.role : "notice"));
+        if (m.role === "user") node.textContent = m.text; else render(node, m.text);
+        add(node);
       }
       for (const p of h.pending || []) approvalCard({ call_id: p.call_id, prompt_id: p.prompt_id, text: p.text, tool: p.tool, args: p.args });
       if (h.running) { lastEventId = h.last_event_id; await attach(); } else { lastEventId = h.last_event_id || 0; }
@@ -328,5 +401,6 @@
       setStatus("Stop failed: " + e.message);
     }
   });
+  window.echogateChat = { session: () => session, user, open, follow, markDecided };
   open(SESSION_RE.test(session) ? session : newId());
 })();

@@ -1,0 +1,557 @@
+// echogate console: the tabs beside the chat (turns, approvals, spend, breakers, memory,
+// knowledge). Plain DOM, no dependencies; every value from the server is set as text, never as
+// HTML. Data comes from the admin JSON API under api/ (see cmd/echogate/admin.go).
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const SVG = "http://www.w3.org/2000/svg";
+  const PANELS = ["chat", "turns", "approvals", "spend", "breakers", "memory", "knowledge"];
+  const POLL_MS = 3000;        // refresh of the visible live panel
+  const BADGE_MS = 5000;       // refresh of the approvals badge when its panel is hidden
+
+  let active = "chat";
+  let pollTimer = null;
+  let badgeTimer = null;
+  let selectedTurn = "";
+  let info = null;
+
+  // ---- helpers ------------------------------------------------------------------------------
+  function el(tag, cls, content) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (content !== undefined && content !== null) e.textContent = String(content);
+    return e;
+  }
+  function svg(tag, attrs, content) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    if (content !== undefined) e.textContent = content;
+    return e;
+  }
+  function td(content, cls) { return el("td", cls, content); }
+  function pill(state) {
+    const s = String(state || "none");
+    return el("span", "pill " + s.replace(/[^a-z-]/g, ""), s);
+  }
+  function clip(s, n) { s = s || ""; return s.length > n ? s.slice(0, n) + "…" : s; }
+  function num(n) { return Number(n || 0).toLocaleString(); }
+  function usd(v) {
+    v = Number(v || 0);
+    if (v === 0) return "$0";
+    if (Math.abs(v) < 0.1) return "$" + String(Number(v.toPrecision(2))); // 0.018, 0.0006
+    if (Math.abs(v) < 1) return "$" + v.toFixed(2);
+    if (Math.abs(v) < 1000) return "$" + v.toFixed(2);
+    return "$" + Math.round(v).toLocaleString();
+  }
+  function when(t) {
+    if (!t) return "";
+    const d = new Date(t);
+    return isNaN(d) ? "" : d.toLocaleString();
+  }
+  function ago(t) {
+    if (!t) return "";
+    const s = Math.round((Date.now() - new Date(t).getTime()) / 1000);
+    if (!isFinite(s)) return "";
+    if (s < 5) return "just now";
+    if (s < 60) return s + "s ago";
+    if (s < 3600) return Math.floor(s / 60) + "m ago";
+    if (s < 86400) return Math.floor(s / 3600) + "h ago";
+    return Math.floor(s / 86400) + "d ago";
+  }
+  function duration(a, b) {
+    if (!a || !b) return "";
+    const ms = new Date(b) - new Date(a);
+    if (!isFinite(ms) || ms < 0) return "";
+    return ms < 1000 ? ms + " ms" : ms < 60000 ? (ms / 1000).toFixed(1) + " s" : Math.round(ms / 60000) + " min";
+  }
+  function stamp(id) { $(id).textContent = "updated " + new Date().toLocaleTimeString(); }
+  function banner(text) {
+    const b = $("banner");
+    b.textContent = text || "";
+    b.hidden = !text;
+  }
+
+  // api fetches a JSON endpoint. It resolves to {ok, status, data, error}; it never throws.
+  async function api(path, opts) {
+    let resp;
+    try {
+      resp = await fetch(path, opts);
+    } catch (e) {
+      return { ok: false, status: 0, error: "the gateway is unreachable (" + e.message + ")" };
+    }
+    let data = null;
+    try { data = await resp.json(); } catch (_) { /* not JSON */ }
+    if (resp.status === 401) banner("Authentication required: reload the page and log in (any user name, the http.auth_token as password).");
+    if (!resp.ok) {
+      return { ok: false, status: resp.status, data, error: (data && data.error) || resp.status + " " + resp.statusText };
+    }
+    return { ok: true, status: resp.status, data };
+  }
+  function post(path, body) {
+    return api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  }
+
+  // ---- tabs ---------------------------------------------------------------------------------
+  function show(name) {
+    if (!PANELS.includes(name)) name = "chat";
+    active = name;
+    for (const p of PANELS) {
+      $("panel-" + p).hidden = p !== name;
+      $("tab-" + p).setAttribute("aria-selected", p === name ? "true" : "false");
+    }
+    schedule(true);
+    if (name === "chat") $("text").focus();
+  }
+  const loaders = {
+    turns: loadTurns, approvals: loadApprovals, spend: loadSpend, breakers: loadBreakers,
+    memory: () => loadFeature("memory"), knowledge: () => loadFeature("knowledge"),
+  };
+  const live = { turns: () => $("turns-live").checked, approvals: () => true, breakers: () => true };
+
+  // schedule loads the active panel now (when asked) and then polls it while it is live and the
+  // page is visible. The approvals badge refreshes on its own, slower timer.
+  function schedule(now) {
+    clearTimeout(pollTimer);
+    pollTimer = null;
+    const load = loaders[active];
+    if (!load) return;
+    const tick = async () => {
+      if (!document.hidden) await load();
+      if (live[active] && live[active]()) pollTimer = setTimeout(tick, POLL_MS);
+    };
+    if (now) tick();
+    else if (live[active] && live[active]()) pollTimer = setTimeout(tick, POLL_MS);
+  }
+  async function badgeTick() {
+    clearTimeout(badgeTimer);
+    if (!document.hidden && active !== "approvals") await refreshBadge();
+    badgeTimer = setTimeout(badgeTick, BADGE_MS);
+  }
+  async function refreshBadge() {
+    const r = await api("api/approvals");
+    if (r.ok) setBadge(countApprovals(r.data));
+  }
+  function countApprovals(list) { return (list || []).filter((p) => p.kind === "approval").length; }
+  function setBadge(n) {
+    const b = $("approvals-badge");
+    b.textContent = String(n);
+    b.hidden = !n;
+  }
+
+  // ---- header -------------------------------------------------------------------------------
+  async function loadInfo() {
+    const r = await api("api/info");
+    if (!r.ok) return;
+    info = r.data;
+    const box = $("info");
+    box.replaceChildren();
+    if (info.demo) box.append(el("span", "chip demo", "DEMO MODEL"));
+    box.append(el("span", "chip", "model " + info.model));
+    box.append(el("span", "chip", "store " + info.store));
+    box.append(el("span", "chip", (info.channels || []).join(" · ")));
+    box.append(el("span", "chip", info.version));
+  }
+
+  // ---- turns --------------------------------------------------------------------------------
+  async function loadTurns() {
+    const session = $("turns-session").value.trim();
+    const r = await api("api/turns?limit=100" + (session ? "&session=" + encodeURIComponent(session) : ""));
+    if (!r.ok) { $("turns-updated").textContent = r.error; return; }
+    const turns = r.data || [];
+    const body = $("turns-table").tBodies[0];
+    const rows = turns.map((t) => {
+      const tr = el("tr", "clickable" + (t.id === selectedTurn ? " selected" : ""));
+      tr.dataset.turn = t.id;
+      tr.tabIndex = 0;
+      const started = td(ago(t.started_at));
+      started.title = when(t.started_at);
+      const sess = td(t.session, "mono clip");
+      sess.title = t.session;
+      tr.append(started, sess, td(t.user_id, "clip"));
+      const st = td("");
+      st.append(pill(t.status));
+      tr.append(st, td(t.model || "", "mono"),
+        td(num(t.input_tokens) + " / " + num(t.output_tokens), "num"),
+        td(usd(t.cost_usd), "num"),
+        td(t.status === "running" ? duration(t.started_at, new Date().toISOString()) : duration(t.started_at, t.ended_at), "num"));
+      tr.addEventListener("click", () => selectTurn(t.id));
+      tr.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); selectTurn(t.id); } });
+      return tr;
+    });
+    body.replaceChildren(...rows);
+    $("turns-empty").hidden = turns.length > 0;
+    stamp("turns-updated");
+    const sel = turns.find((t) => t.id === selectedTurn);
+    if (sel && sel.status === "running") loadTurnDetail(selectedTurn); // live turn: keep its detail fresh
+  }
+
+  function selectTurn(id) {
+    selectedTurn = id;
+    for (const tr of $("turns-table").tBodies[0].rows) tr.classList.toggle("selected", tr.dataset.turn === id);
+    loadTurnDetail(id);
+  }
+
+  async function loadTurnDetail(id) {
+    const box = $("turn-detail");
+    const r = await api("api/turns/detail?id=" + encodeURIComponent(id));
+    if (id !== selectedTurn) return;
+    if (!r.ok) { box.replaceChildren(el("p", "empty", r.error)); return; }
+    const { turn: t, usage, messages } = r.data;
+    const h = el("h2", "", "Turn ");
+    h.append(el("span", "mono", t.id), pill(t.status));
+    const kv = el("dl", "kv");
+    const row = (k, v, cls) => { if (v === "" || v === undefined || v === null) return; kv.append(el("dt", "", k), el("dd", cls, v)); };
+    row("Session", t.session, "mono");
+    row("User", t.user_id);
+    row("Model", t.model, "mono");
+    row("Routing", t.route_reason);
+    row("Started", when(t.started_at));
+    row("Ended", when(t.ended_at));
+    row("Duration", duration(t.started_at, t.ended_at));
+    row("Tokens", num(t.input_tokens) + " in · " + num(t.output_tokens) + " out");
+    row("Cost", usd(t.cost_usd));
+    row("Error", t.error);
+    row("Event", t.event_key, "mono");
+    const parts = [h, kv];
+    if (t.session && t.session.startsWith("web:") && window.echogateChat) {
+      const open = el("button", "", "Open in chat");
+      open.type = "button";
+      open.addEventListener("click", () => { location.hash = "#chat"; window.echogateChat.open(t.session.slice(4)); });
+      parts.push(el("p"), open);
+    }
+
+    parts.push(el("h3", "", "Model calls"));
+    if (!usage.length) parts.push(el("p", "muted", "No usage recorded for this turn."));
+    else {
+      const tbl = el("table", "grid");
+      const head = el("tr");
+      for (const c of ["Kind", "Model", "In", "Out", "Cached", "Cost", ""]) head.append(el("th", c === "In" || c === "Out" || c === "Cached" || c === "Cost" ? "num" : "", c));
+      tbl.append(el("thead"), el("tbody"));
+      tbl.tHead.append(head);
+      for (const u of usage) {
+        const x = u.usage || {};
+        const tr = el("tr");
+        tr.append(td(x.kind), td(x.model || "", "mono"), td(num(x.input_tokens), "num"), td(num(x.output_tokens), "num"),
+          td(num(x.cached_input_tokens), "num"), td(usd(x.cost_usd), "num"), td(x.failed ? "failed" : ""));
+        tbl.tBodies[0].append(tr);
+      }
+      parts.push(tbl);
+    }
+
+    parts.push(el("h3", "", "Events"));
+    if (!messages.length) parts.push(el("p", "muted", "No transcript entries for this turn (yet)."));
+    else {
+      const ol = el("ol", "events");
+      for (const m of messages) for (const li of eventItems(m.message || {})) ol.append(li);
+      parts.push(ol);
+    }
+    box.replaceChildren(...parts);
+  }
+
+  // eventItems renders one transcript message as the steps it stands for.
+  function eventItems(m) {
+    const item = (cls, what, text) => {
+      const li = el("li", cls);
+      li.append(el("div", "what", what));
+      if (text) li.append(el("pre", "", clip(text, 4000)));
+      return li;
+    };
+    const out = [];
+    if (m.role === "user") out.push(item("user", "user message", m.content));
+    else if (m.role === "tool") {
+      const li = item("result" + (m.is_error ? " failed" : ""), "tool result · " + (m.name || "tool") + (m.is_error ? " · error" : ""), m.content);
+      out.push(li);
+    } else if (m.role === "assistant") {
+      if (m.content) out.push(item("assistant", "answer", m.content));
+      for (const c of m.tool_calls || []) out.push(item("call", "tool call · " + c.name, c.arguments));
+    } else out.push(item("", m.role || "message", m.content));
+    return out;
+  }
+
+  // ---- approvals ----------------------------------------------------------------------------
+  const decided = new Map(); // call_id -> result text, kept while the server still lists it
+
+  async function loadApprovals() {
+    const r = await api("api/approvals");
+    const list = $("approvals-list");
+    if (!r.ok) { $("approvals-updated").textContent = r.error; return; }
+    const items = r.data || [];
+    setBadge(countApprovals(items));
+    const seen = new Set(items.map((p) => p.call_id));
+    for (const k of decided.keys()) if (!seen.has(k)) decided.delete(k);
+    // Keep cards whose buttons are busy; rebuild the rest.
+    const cards = items.map((p) => {
+      const existing = list.querySelector('[data-call="' + CSS.escape(p.call_id) + '"]');
+      if (existing && existing.dataset.busy) return existing;
+      return approvalCard(p);
+    });
+    list.replaceChildren(...cards);
+    $("approvals-empty").hidden = items.length > 0;
+    stamp("approvals-updated");
+  }
+
+  function approvalCard(p) {
+    const card = el("article", "card");
+    card.dataset.call = p.call_id;
+    card.dataset.session = p.session;
+    const title = el("div", "title");
+    title.append(el("span", "mono", p.tool || "tool"), el("span", "pill " + (p.kind === "approval" ? "paused" : "none"), p.kind === "approval" ? "needs approval" : "asked the user"));
+    card.append(title);
+    const kv = el("dl", "kv");
+    const row = (k, v, cls) => { if (v) kv.append(el("dt", "", k), el("dd", cls, v)); };
+    row("Session", p.session, "mono");
+    row("Requested by", p.requested_by);
+    row("Asked", ago(p.created_at) + " · " + when(p.created_at));
+    row("Expires", when(p.expires_at));
+    row("Turn", p.turn, "mono");
+    card.append(kv);
+    if (p.args) card.append(el("pre", "mono", p.args));
+    const result = el("div", "result");
+    if (decided.has(p.call_id)) { result.textContent = decided.get(p.call_id); result.classList.add("ok"); }
+    if (p.kind === "approval") {
+      const actions = el("div", "actions");
+      for (const [label, decision, cls] of [["Approve", "approve", "primary"], ["Approve for session", "approve_session", ""], ["Deny", "deny", "danger"]]) {
+        const b = el("button", cls, label);
+        b.type = "button";
+        b.dataset.decision = decision;
+        b.disabled = decided.has(p.call_id);
+        b.addEventListener("click", () => decide(card, p, decision, result));
+        actions.append(b);
+      }
+      card.append(actions);
+    } else {
+      card.append(el("p", "muted", "The assistant asked a question: the user's next message in the conversation answers it."));
+    }
+    card.append(result);
+    return card;
+  }
+
+  // decide sends a decision. Web sessions go through the web channel (POST api/chat/approve, as
+  // the user who asked, so the chat page follows the resumed turn); when the web channel no longer
+  // knows the session (idle eviction, restart), and for Slack and Discord sessions, the admin
+  // endpoint submits it through the pipeline as the console's approver identity.
+  async function decide(card, p, decision, result) {
+    const buttons = card.querySelectorAll("button");
+    buttons.forEach((b) => { b.disabled = true; });
+    card.dataset.busy = "1";
+    result.className = "result";
+    result.textContent = "Sending…";
+    const as = $("decide-as").value.trim();
+    let r = null;
+    const web = p.session.startsWith("web:");
+    if (web && !as) {
+      const user = (p.requested_by || "").replace(/^web:/, "");
+      r = await post("api/chat/approve", { session: p.session.slice(4), user, call_id: p.call_id, decision });
+    }
+    if (!r || (!r.ok && r.status === 404)) {
+      r = await post("api/approvals/decide", { session: p.session, call_id: p.call_id, decision, user: as });
+    }
+    delete card.dataset.busy;
+    if (!r.ok) {
+      result.className = "result err";
+      result.textContent = "Not accepted: " + r.error;
+      buttons.forEach((b) => { b.disabled = false; });
+      return;
+    }
+    const text = decision === "deny" ? "Denied — the turn continues without the tool." : "Approved — the turn resumes.";
+    decided.set(p.call_id, text);
+    result.className = "result ok";
+    result.textContent = text;
+    if (web && window.echogateChat) {
+      const id = p.session.slice(4);
+      window.echogateChat.markDecided(id, p.call_id, decision === "deny" ? "Denied from the console." : "Approved from the console.");
+      window.echogateChat.follow(id);
+    }
+    setTimeout(() => { if (active === "approvals") loadApprovals(); else refreshBadge(); }, 800);
+  }
+
+  // ---- spend --------------------------------------------------------------------------------
+  async function loadSpend() {
+    const days = $("spend-days").value;
+    const [s, b] = await Promise.all([api("api/usage/series?days=" + encodeURIComponent(days)), api("api/budgets")]);
+    const chart = $("spend-chart");
+    if (!s.ok) { chart.replaceChildren(el("p", "empty", "Could not load the spend: " + s.error)); return; }
+    const budgets = b.ok ? b.data : {};
+    renderStats(s.data, budgets, Number(days));
+    drawChart(chart, s.data.days || [], Number(budgets.per_day_usd || 0));
+    renderBudgets(budgets, s.data);
+  }
+
+  function stat(label, value, sub, ratio) {
+    const box = el("div", "stat");
+    box.append(el("div", "label", label), el("div", "value", value));
+    if (sub) box.append(el("div", "sub", sub));
+    if (ratio !== undefined) {
+      const m = el("div", "meter" + (ratio >= 1 ? " over" : ratio >= 0.8 ? " high" : ""));
+      const fill = el("span");
+      fill.style.width = Math.min(100, Math.max(ratio > 0 ? 1 : 0, ratio * 100)).toFixed(1) + "%";
+      m.append(fill);
+      m.setAttribute("role", "meter");
+      m.setAttribute("aria-valuenow", (ratio * 100).toFixed(1));
+      m.setAttribute("aria-label", label + " of budget");
+      box.append(m);
+    }
+    return box;
+  }
+
+  function renderStats(s, budgets, days) {
+    const perDay = Number(budgets.per_day_usd || 0), perMonth = Number(budgets.per_month_usd || 0);
+    const today = s.today || {}, month = s.month_to_date || {}, total = s.total || {};
+    $("spend-cards").replaceChildren(
+      stat("Today (UTC)", usd(today.cost_usd), perDay ? "of " + usd(perDay) + " daily budget" : "no daily budget", perDay ? today.cost_usd / perDay : undefined),
+      stat("Month to date", usd(month.cost_usd), perMonth ? "of " + usd(perMonth) + " monthly budget" : "no monthly budget", perMonth ? month.cost_usd / perMonth : undefined),
+      stat("Last " + days + " days", usd(total.cost_usd), "average " + usd((total.cost_usd || 0) / days) + " a day"),
+      stat("Tokens, last " + days + " days", num((total.input_tokens || 0) + (total.output_tokens || 0)), num(total.input_tokens) + " in · " + num(total.output_tokens) + " out"),
+    );
+  }
+
+  function renderBudgets(b, s) {
+    const rows = [
+      ["Per turn", b.per_turn_usd, ""], ["Per session", b.per_session_usd, ""],
+      ["Per user and day", b.per_user_day_usd, ""], ["Per channel and day", b.per_channel_day_usd, ""],
+      ["Per day", b.per_day_usd, s.today ? usd(s.today.cost_usd) + " spent today" : ""],
+      ["Per month", b.per_month_usd, s.month_to_date ? usd(s.month_to_date.cost_usd) + " spent this month" : ""],
+    ];
+    const body = $("budgets-table").tBodies[0];
+    body.replaceChildren(...rows.map(([k, v, note]) => {
+      const tr = el("tr");
+      tr.append(el("th", "", k), td(v ? usd(v) : "no limit", "num"), td(note, "muted"));
+      return tr;
+    }));
+  }
+
+  // drawChart draws daily spend as SVG bars with the daily budget as a dashed line. The scale
+  // fits the data; a budget far above every day is named in a note instead of flattening the bars.
+  function drawChart(box, days, budget) {
+    const W = 860, H = 280, L = 58, R = 16, T = 22, B = 34;
+    const w = W - L - R, h = H - T - B;
+    const peak = days.reduce((m, d) => Math.max(m, Number(d.cost_usd || 0)), 0);
+    let top = peak * 1.2;
+    const budgetOnScale = budget > 0 && (peak === 0 ? true : budget <= peak * 4);
+    if (budgetOnScale) top = Math.max(top, budget * 1.12);
+    if (top <= 0) top = 1;
+    const nice = niceStep(top / 4);
+    top = Math.ceil(top / nice) * nice;
+    const y = (v) => T + h - (v / top) * h;
+    const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Daily spend in USD for the last " + days.length + " days", "data-days": days.length, "data-peak": peak });
+    const axis = svg("g", { class: "axis" });
+    for (let v = 0; v <= top + nice / 2; v += nice) {
+      axis.append(svg("line", { class: "gridline", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
+      axis.append(svg("text", { x: L - 8, y: y(v) + 4, "text-anchor": "end" }, usd(v)));
+    }
+    s.append(axis);
+    const n = Math.max(days.length, 1);
+    const slot = w / n, bw = Math.max(2, Math.min(28, slot * 0.7));
+    const bars = svg("g", { class: "bars" });
+    const every = Math.ceil(n / 10);
+    days.forEach((d, i) => {
+      const v = Number(d.cost_usd || 0);
+      const x = L + i * slot + (slot - bw) / 2;
+      let bh = (v / top) * h;
+      if (v > 0) bh = Math.max(bh, 2); // a day with any spend stays visible
+      const r = svg("rect", { class: "bar" + (v > 0 ? "" : " zero"), x: x.toFixed(1), y: (T + h - Math.max(bh, 1)).toFixed(1), width: bw.toFixed(1), height: Math.max(bh, 1).toFixed(1), rx: 2, "data-day": d.day, "data-cost": v });
+      r.append(svg("title", {}, `${d.day}: ${usd(v)} · ${num(d.input_tokens)} in / ${num(d.output_tokens)} out tokens`));
+      bars.append(r);
+      if (i % every === 0 || i === n - 1) {
+        axis.append(svg("text", { x: (L + i * slot + slot / 2).toFixed(1), y: H - B + 16, "text-anchor": "middle" }, d.day.slice(5)));
+      }
+    });
+    s.append(bars);
+    if (budget > 0 && budgetOnScale) {
+      s.append(svg("line", { class: "budget", x1: L, x2: W - R, y1: y(budget), y2: y(budget) }));
+      s.append(svg("text", { class: "budget-label", x: W - R - 4, y: y(budget) - 6, "text-anchor": "end" }, "daily budget " + usd(budget)));
+    } else if (budget > 0) {
+      const pct = (peak / budget) * 100;
+      s.append(svg("text", { class: "budget-label", x: W - R - 4, y: T - 8, "text-anchor": "end" },
+        `daily budget ${usd(budget)} is off this scale (busiest day: ${pct < 0.1 ? "<0.1" : pct.toFixed(1)}% of it)`));
+    }
+    if (peak === 0) s.append(svg("text", { class: "note", x: L + w / 2, y: T + h / 2, "text-anchor": "middle" }, "No spend recorded in this range."));
+    box.replaceChildren(s);
+  }
+
+  // niceStep rounds a raw grid step up to 1, 2 or 5 times a power of ten.
+  function niceStep(raw) {
+    if (!(raw > 0)) return 1;
+    const p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const f = raw / p;
+    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+  }
+
+  // ---- breakers -----------------------------------------------------------------------------
+  async function loadBreakers() {
+    const r = await api("api/breakers");
+    if (!r.ok) { banner("Could not load the breakers: " + r.error); return; }
+    const tools = r.data.tools || [], models = r.data.models || [];
+    $("tool-breakers").tBodies[0].replaceChildren(...tools.map((t) => {
+      const tr = el("tr");
+      const st = td("");
+      st.append(pill(t.state));
+      tr.append(td(t.tool, "mono"), td(t.safety), td(t.approval), st);
+      return tr;
+    }));
+    $("model-breakers").tBodies[0].replaceChildren(...models.map((m) => {
+      const tr = el("tr");
+      const st = td("");
+      st.append(pill(m.state));
+      const err = td(clip(m.last_error, 160), "wrap");
+      if (m.last_error_at) err.title = when(m.last_error_at);
+      tr.append(td(m.model, "mono"), st, td(num(m.consecutive_failures), "num"), td(num(m.calls), "num"),
+        td(num(m.failures), "num"), td(num(m.skipped), "num"), td(when(m.since)), err);
+      return tr;
+    }));
+    $("model-breakers").hidden = models.length === 0;
+    $("model-breakers-empty").hidden = models.length > 0;
+  }
+
+  // ---- memory and knowledge -----------------------------------------------------------------
+  async function loadFeature(name) {
+    const box = $(name + "-body");
+    const r = await api("api/" + name);
+    if (!r.ok) {
+      const p = el("div", "empty");
+      if (r.status === 404 || r.status === 501) {
+        p.append(el("strong", "", name[0].toUpperCase() + name.slice(1) + " is not configured."));
+        p.append(el("p", "muted", r.error));
+      } else p.textContent = "Could not load " + name + ": " + r.error;
+      box.replaceChildren(p);
+      return;
+    }
+    let items = r.data;
+    if (items && !Array.isArray(items)) items = items.items || items.records || items.documents || items.memories || [];
+    if (!items || !items.length) { box.replaceChildren(el("p", "empty", "Nothing stored yet.")); return; }
+    const keys = [];
+    for (const it of items.slice(0, 50)) for (const k of Object.keys(it || {})) if (!keys.includes(k) && keys.length < 8) keys.push(k);
+    const tbl = el("table", "grid");
+    tbl.append(el("thead"), el("tbody"));
+    const head = el("tr");
+    for (const k of keys) head.append(el("th", "", k));
+    tbl.tHead.append(head);
+    for (const it of items.slice(0, 500)) {
+      const tr = el("tr");
+      for (const k of keys) {
+        let v = it[k];
+        if (v !== null && typeof v === "object") v = JSON.stringify(v);
+        tr.append(td(clip(v === undefined || v === null ? "" : String(v), 300), "wrap"));
+      }
+      tbl.tBodies[0].append(tr);
+    }
+    box.replaceChildren(tbl);
+  }
+
+  // The chat tab tells the console when a turn asked for approval or ended.
+  window.echogateConsole = { refreshBadge };
+
+  // ---- wiring -------------------------------------------------------------------------------
+  window.addEventListener("hashchange", () => show(location.hash.slice(1)));
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) schedule(true); });
+  $("turns-filter").addEventListener("submit", (e) => { e.preventDefault(); selectedTurn = ""; loadTurns(); });
+  $("turns-live").addEventListener("change", () => schedule(false));
+  $("approvals-refresh").addEventListener("click", loadApprovals);
+  $("spend-refresh").addEventListener("click", loadSpend);
+  $("spend-days").addEventListener("change", loadSpend);
+  $("breakers-refresh").addEventListener("click", loadBreakers);
+  for (const b of document.querySelectorAll("[data-refresh]")) b.addEventListener("click", () => loadFeature(b.dataset.refresh));
+  loadInfo();
+  show(location.hash.slice(1) || "chat");
+  badgeTick();
+})();
