@@ -27,6 +27,7 @@ test-short:
 ## bench: benchmarks and the load figures quoted in the notes (reports, never gates)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./agent/... ./pipeline/... ./storage/... ./channels/... ./tools/...
+	$(GO) test -run '^$$' -bench . -benchtime 100x ./bench/memkb
 	$(GO) run ./bench/turns
 
 lint: vet

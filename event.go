@@ -109,11 +109,11 @@ func (m MessageRef) IsZero() bool { return m.ID == "" }
 // Attachment is a file attached to an inbound message. The content is fetched lazily by the
 // channel that produced it.
 type Attachment struct {
-	ID   string
-	Name string
-	MIME string
-	Size int64
-	URL  string // platform URL; may need the bot token to download
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	MIME string `json:"mime,omitempty"`
+	Size int64  `json:"size,omitempty"`
+	URL  string `json:"url,omitempty"` // platform URL; may need the bot token to download
 }
 
 // InboundEvent is one normalized platform event. It is a value: adapters build it, the dispatcher

@@ -32,13 +32,15 @@ type ImagePart struct {
 
 // Message is one provider-neutral chat message: what the transcript stores and the model sees.
 type Message struct {
-	Role       Role        `json:"role"`
-	Content    string      `json:"content,omitempty"`
-	Images     []ImagePart `json:"images,omitempty"`
-	ToolCalls  []ToolCall  `json:"tool_calls,omitempty"`   // assistant
-	ToolCallID string      `json:"tool_call_id,omitempty"` // tool result
-	Name       string      `json:"name,omitempty"`         // tool name on a tool result
-	IsError    bool        `json:"is_error,omitempty"`     // tool result reported an error
+	Role    Role        `json:"role"`
+	Content string      `json:"content,omitempty"`
+	Images  []ImagePart `json:"images,omitempty"`
+	// Attachments are the files a user message came with (metadata; read_file fetches them).
+	Attachments []Attachment `json:"attachments,omitempty"`
+	ToolCalls   []ToolCall   `json:"tool_calls,omitempty"`   // assistant
+	ToolCallID  string       `json:"tool_call_id,omitempty"` // tool result
+	Name        string       `json:"name,omitempty"`         // tool name on a tool result
+	IsError     bool         `json:"is_error,omitempty"`     // tool result reported an error
 }
 
 // UsageKind says what consumed tokens or money.
@@ -135,3 +137,6 @@ type Stream interface {
 
 // ErrNotFound is wrapped by stores when a record does not exist.
 var ErrNotFound = errors.New("not found")
+
+// ErrTooLarge is wrapped when content (a downloaded file, a request body) exceeds its size limit.
+var ErrTooLarge = errors.New("too large")

@@ -62,3 +62,11 @@ type Health interface {
 	// human-readable detail ("connected", "reconnecting: …").
 	Ready() (bool, string)
 }
+
+// Downloader fetches the content of a file attached to an inbound message, with the platform's
+// credentials where it needs them. It reads at most maxBytes (a larger file is an error wrapping
+// echogate.ErrTooLarge, checked before downloading where the platform states the size), refuses redirects
+// to other hosts and private addresses, and returns the content type the platform reported.
+type Downloader interface {
+	Download(ctx context.Context, att echogate.Attachment, maxBytes int64) (data []byte, mime string, err error)
+}

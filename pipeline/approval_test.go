@@ -262,3 +262,19 @@ func TestToolPanicAndErrorBecomeToolErrors(t *testing.T) {
 		t.Errorf("tool result = %q", tr[2])
 	}
 }
+
+func TestToolsSeeTheirCaller(t *testing.T) {
+	who := &funcTool{spec: tools.Spec{Name: "whoami", Safety: tools.Safe}, fn: func(ctx context.Context, _ json.RawMessage) (tools.Result, error) {
+		c, ok := tools.CallerFrom(ctx)
+		if !ok {
+			return tools.Errorf("no caller"), nil
+		}
+		return tools.Result{Content: c.UserID + " in " + string(c.Session) + " via " + c.Channel}, nil
+	}}
+	h := start(t, opts{tools: []tools.Tool{who}}, agenttest.CallTool("whoami", `{}`), agenttest.Reply("ok"))
+	h.submit(msg("s1", "ann", "who am I"))
+	h.waitDone()
+	if tr := h.transcript("s1"); tr[2] != "tool:web:ann in web:s1 via web:s1" {
+		t.Errorf("tool saw %q, want the turn's user, session and channel", tr[2])
+	}
+}

@@ -477,6 +477,7 @@ func (t *turn) executeTool(ctx context.Context, call echogate.ToolCall) (res too
 	if len(strings.TrimSpace(call.Arguments)) == 0 {
 		args = json.RawMessage("{}")
 	}
+	cctx = tools.WithCaller(cctx, tools.Caller{UserID: t.userID, Session: t.ev.SessionKey(), Channel: t.channel, Turn: t.id})
 	res, err = tool.Call(cctx, args)
 	if err != nil {
 		var ask *tools.AskUserError

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/echogate/echogate"
 )
 
 // Safety ranks a tool's blast radius. The zero value is the strictest, so an unclassified tool
@@ -164,3 +166,26 @@ type AskUserError struct {
 }
 
 func (e *AskUserError) Error() string { return "tools: waiting for the user's answer: " + e.Question }
+
+// Caller identifies who a tool call acts for: the pipeline attaches it to the context of every
+// tool call, so tools that keep per-user state (memory) or read the conversation's files never act
+// for the wrong user.
+type Caller struct {
+	UserID  string // qualified, e.g. "slack:U123"
+	Session echogate.SessionKey
+	Channel string // platform:channel
+	Turn    string
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller attached by WithCaller; ok is false without one.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok && c.UserID != ""
+}

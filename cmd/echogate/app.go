@@ -73,8 +73,10 @@ type core struct {
 	mcp     *mcp.Manager // nil without mcp.servers
 	// workers are further background loops (consolidation, …) run by startBackground.
 	workers  map[string]func(context.Context) error
+	memkb    *memkb // long-term memory and knowledge base (memory_wiring.go)
 	metrics  *metrics.Metrics
 	pipeline *pipeline.Pipeline
+	tracing  *tracingWiring // nil unless tracing is configured (tracing_wiring.go)
 }
 
 // newCore opens the store (migrating it), makes the model and the tools; the pipeline is made by
@@ -106,10 +108,17 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 		c.store.Close()
 		return nil, fmt.Errorf("mcp.servers: %w", err)
 	}
+	if c.memkb, err = c.newMemKB(ctx); err != nil {
+		c.store.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
-func (c *core) Close() { c.store.Close() }
+func (c *core) Close() {
+	c.stopTracing()
+	c.store.Close()
+}
 
 // newPipeline wires the pipeline with the given repliers.
 func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
@@ -146,15 +155,18 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		}
 	}
 	deps := pipeline.Deps{
-		Store:    c.store,
-		Model:    c.model,
-		Tools:    c.tools,
-		Repliers: repliers,
-		Log:      c.log,
-		Metrics:  c.metrics,
-		Pricer:   c.models.prices,
-		Budget:   c.models.tracker,
-		Spend:    c.models.tracker,
+		Store:     c.store,
+		Model:     c.model,
+		Tools:     c.tools,
+		Repliers:  repliers,
+		Log:       c.log,
+		Metrics:   c.metrics,
+		Pricer:    c.models.prices,
+		Budget:    c.models.tracker,
+		Spend:     c.models.tracker,
+		Compactor: c.compactor(),
+		Context:   c.memkb.contextProviders(),
+		AfterTurn: c.memkb.afterTurn(c.log),
 		UsageObservers: []func(echogate.UsageRecord){
 			c.models.tracker.Observe,
 		},
@@ -164,6 +176,9 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	}
 	if c.mcp != nil {
 		deps.ToolFilter = c.mcp.ToolFilter()
+	}
+	if err := c.wireTracing(&deps); err != nil {
+		return err
 	}
 	p, err := pipeline.New(pcfg, deps)
 	if err != nil {

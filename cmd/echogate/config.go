@@ -63,6 +63,9 @@ type Config struct {
 	Budgets    BudgetsConfig       `yaml:"budgets"`
 	MCP        MCPConfig           `yaml:"mcp"`
 	Log        LogConfig           `yaml:"log"`
+	Memory     MemoryConf          `yaml:"memory"`
+	Knowledge  KnowledgeConf       `yaml:"knowledge"`
+	Tracing    TracingConf         `yaml:"tracing"`
 }
 
 type HTTPConfig struct {
@@ -123,6 +126,11 @@ type AgentConfig struct {
 	ToolTimeout     Duration `yaml:"tool_timeout"`
 	DrainTimeout    Duration `yaml:"drain_timeout"`
 	FallbackText    string   `yaml:"fallback_text"`
+	// CompressThreshold is the fraction of the model's context window (models.context_windows)
+	// at which older turns are summarized into a checkpoint; 0 means 0.8.
+	CompressThreshold float64 `yaml:"compress_threshold"`
+	// KeepTurns is how many of the latest user turns stay verbatim when compressing; 0 means 4.
+	KeepTurns int `yaml:"keep_turns"`
 	// ReplayAfter: with PostgreSQL, how old an unfinished event must be before another replica
 	// takes it over (default turn_timeout + drain_timeout + 1m).
 	ReplayAfter Duration `yaml:"replay_after"`
@@ -249,6 +257,7 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	applyProviderEnv(cfg, getenv)
+	cfg.Tracing.getenv = getenv
 	cfg.applyDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -468,6 +477,24 @@ func (c *Config) validate() error {
 	if c.Agent.MailboxSize < 0 {
 		return bad("agent.mailbox_size", "must be positive")
 	}
+	if t := c.Agent.CompressThreshold; t < 0 || t > 1 {
+		return bad("agent.compress_threshold", "%g is out of range: use a fraction of the context window between 0 and 1, e.g. 0.8", t)
+	}
+	if c.Agent.KeepTurns < 0 {
+		return bad("agent.keep_turns", "%d is negative: use how many of the latest user turns to keep verbatim, e.g. 4", c.Agent.KeepTurns)
+	}
+	thr := c.Agent.CompressThreshold
+	if thr == 0 {
+		thr = 0.8
+	}
+	for m, w := range c.Models.ContextWindows {
+		if w < 1000 {
+			return bad("models.context_windows."+m, "%d tokens is too small: give the model's context window in tokens, e.g. 128000", w)
+		}
+		if float64(w)*thr < 256 {
+			return bad("agent.compress_threshold", "%g of %s's %d-token window leaves less than 256 tokens to compress into: raise it (e.g. 0.8)", thr, m, w)
+		}
+	}
 	if c.Slack.BotToken != "" && !strings.HasPrefix(c.Slack.BotToken, "xoxb-") {
 		return bad("slack.bot_token", "SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
 	}
@@ -545,6 +572,9 @@ func (c *Config) validate() error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		return bad("log.format", "%q: use text or json (ECHOGATE_LOG_FORMAT)", c.Log.Format)
 	}
+	if err := c.Tracing.validate(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -558,4 +588,46 @@ func isLoopbackAddr(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// MemoryConf is the `memory:` section: long-term memory and its consolidation worker. Zero values
+// mean the defaults documented in echogate.example.yaml; validated by validateMemKB.
+type MemoryConf struct {
+	Enabled             *bool   `yaml:"enabled"`              // default false (opt-in)
+	ChannelMemories     bool    `yaml:"channel_memories"`     // include the channel's shared memories
+	BudgetTokens        int     `yaml:"budget_tokens"`        // snapshot size; default 600
+	PinnedLimit         int     `yaml:"pinned_limit"`         // default 20
+	RelevantLimit       int     `yaml:"relevant_limit"`       // default 8
+	MinSimilarity       float64 `yaml:"min_similarity"`       // default 0.25
+	DuplicateSimilarity float64 `yaml:"duplicate_similarity"` // default 0.9
+	Consolidation       struct {
+		Enabled      *bool    `yaml:"enabled"`       // default true
+		Model        string   `yaml:"model"`         // default models.default
+		Debounce     Duration `yaml:"debounce"`      // default 2m
+		MaxDelay     Duration `yaml:"max_delay"`     // default 15m
+		PollInterval Duration `yaml:"poll_interval"` // default 10s
+		Lease        Duration `yaml:"lease"`         // default 5m
+		MaxAttempts  int      `yaml:"max_attempts"`  // default 5
+	} `yaml:"consolidation"`
+}
+
+// KnowledgeConf is the `knowledge:` section.
+type KnowledgeConf struct {
+	Enabled       *bool   `yaml:"enabled"`        // default false (opt-in)
+	BudgetTokens  int     `yaml:"budget_tokens"`  // passages per turn, in tokens; default 1200
+	TopK          int     `yaml:"top_k"`          // default 4
+	ChunkSize     int     `yaml:"chunk_size"`     // bytes; default 1200
+	ChunkOverlap  int     `yaml:"chunk_overlap"`  // bytes; default 150
+	MinSimilarity float64 `yaml:"min_similarity"` // default 0.2
+}
+
+// TracingConf is the `tracing:` section: OpenTelemetry traces over OTLP/HTTP, off unless an
+// endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT (tracing_wiring.go).
+type TracingConf struct {
+	Endpoint    string            `yaml:"endpoint"`     // collector base URL, e.g. http://otel-collector:4318
+	Headers     map[string]string `yaml:"headers"`      // sent with every export (API keys)
+	Insecure    bool              `yaml:"insecure"`     // plain HTTP for an endpoint without a scheme
+	SampleRatio float64           `yaml:"sample_ratio"` // fraction of turns traced; 0 means 1
+	ServiceName string            `yaml:"service_name"` // default OTEL_SERVICE_NAME, else echogate
+	getenv      func(string) string
 }

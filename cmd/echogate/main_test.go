@@ -227,10 +227,13 @@ func startServe(t *testing.T, vars map[string]string, args ...string) (string, *
 	base := "http://" + addr
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(base + "/healthz")
+		// Ready, not just alive: the channels run and accept messages.
+		resp, err := http.Get(base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
-			break
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
 		}
 		select {
 		case code := <-done:

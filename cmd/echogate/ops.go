@@ -24,16 +24,6 @@ func cmdMigrate(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 	return 0
 }
 
-func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
-	fmt.Fprintln(e.stderr, "echogate knowledge: the knowledge base is not part of this build yet")
-	return 2
-}
-
-func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
-	fmt.Fprintln(e.stderr, "echogate memory: long-term memory is not part of this build yet")
-	return 2
-}
-
 // cmdHealthcheck asks the local gateway's /healthz; containers without curl use it.
 func cmdHealthcheck(ctx context.Context, e env, cfg *Config) int {
 	host, port, err := net.SplitHostPort(cfg.HTTP.Addr)

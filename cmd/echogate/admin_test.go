@@ -1,0 +1,378 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+func TestConsoleActor(t *testing.T) {
+	web := echogate.PendingTurn{Session: "web:s1", RequestedBy: "web:alice"}
+	slack := echogate.PendingTurn{Session: "slack:C1:1.2", RequestedBy: "slack:U1"}
+	for name, tt := range map[string]struct {
+		approvers []string
+		platform  string
+		user      string
+		pend      echogate.PendingTurn
+		want      string
+		status    int
+		msg       string
+	}{
+		"console identity listed":        {[]string{"slack:U9", "slack:console-admin"}, "slack", "", slack, "slack:console-admin", 0, ""},
+		"first approver of the platform": {[]string{"discord:7", "slack:U9"}, "slack", "", slack, "slack:U9", 0, ""},
+		"no approver for the platform":   {[]string{"discord:7"}, "slack", "", slack, "", http.StatusForbidden, "add slack:console-admin"},
+		"requester is not enough":        {nil, "slack", "slack:U1", slack, "", http.StatusForbidden, "approval.approvers"},
+		"named approver":                 {[]string{"slack:U9"}, "slack", "slack:U9", slack, "slack:U9", 0, ""},
+		"bare id on the platform":        {[]string{"slack:U9"}, "slack", "U9", slack, "slack:U9", 0, ""},
+		"other platform's identity":      {[]string{"slack:U9", "discord:U9"}, "slack", "discord:U9", slack, "", http.StatusBadRequest, "is on slack"},
+		"unlisted user":                  {[]string{"slack:U9"}, "slack", "slack:U2", slack, "", http.StatusForbidden, "slack:U2 may not decide"},
+		"web falls back to requester":    {nil, "web", "", web, "web:alice", 0, ""},
+		"web requester named":            {nil, "web", "alice", web, "web:alice", 0, ""},
+		"web console identity first":     {[]string{"web:console-admin"}, "web", "", web, "web:console-admin", 0, ""},
+		"web stranger":                   {nil, "web", "mallory", web, "", http.StatusForbidden, "web:mallory may not decide"},
+	} {
+		c := &core{cfg: &Config{Approval: ApprovalConfig{Approvers: tt.approvers}}}
+		got, status, msg := c.consoleActor(tt.platform, tt.user, tt.pend)
+		if got != tt.want || status != tt.status || !strings.Contains(msg, tt.msg) {
+			t.Errorf("%s: consoleActor(%s, %q) = %q, %d, %q; want %q, %d, a message naming %q", name, tt.platform, tt.user, got, status, msg, tt.want, tt.status, tt.msg)
+		}
+	}
+}
+
+// summer is a ledger that answers SumUsage from fixed records.
+type summer struct {
+	recs  []echogate.UsageRecord
+	calls int
+	fail  int // fail the n-th call (1-based); 0 never
+}
+
+func (s *summer) SumUsage(_ context.Context, f echogate.UsageFilter) (echogate.Usage, error) {
+	s.calls++
+	if s.calls == s.fail {
+		return echogate.Usage{}, errors.New("disk on fire")
+	}
+	var u echogate.Usage
+	for _, r := range s.recs {
+		if r.At.Before(f.Since) || !f.Until.IsZero() && !r.At.Before(f.Until) || f.Session != "" && r.Session != f.Session {
+			continue
+		}
+		u = addUsage(u, r.Usage)
+	}
+	return u, nil
+}
+
+func TestSeriesOf(t *testing.T) {
+	now := time.Date(2026, 3, 2, 15, 0, 0, 0, time.FixedZone("CET", 3600))
+	rec := func(at string, cost float64, in int64) echogate.UsageRecord {
+		ts, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return echogate.UsageRecord{Session: "web:a", At: ts, Usage: echogate.Usage{CostUSD: cost, InputTokens: in, OutputTokens: 1}}
+	}
+	s := &summer{recs: []echogate.UsageRecord{
+		rec("2026-02-26T10:00:00Z", 9, 900), // before the range
+		rec("2026-02-28T23:59:59Z", 1, 10),
+		rec("2026-03-01T00:00:00Z", 2, 20),
+		rec("2026-03-02T14:00:00Z", 4, 40),
+		rec("2026-03-02T14:30:00Z", 0.5, 5),
+	}}
+	got, err := seriesOf(context.Background(), s, echogate.UsageFilter{}, 3, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var days []string
+	for _, d := range got.Days {
+		days = append(days, fmt.Sprintf("%s=%g/%d", d.Day, d.CostUSD, d.InputTokens))
+	}
+	if want := "2026-02-28=1/10 2026-03-01=2/20 2026-03-02=4.5/45"; strings.Join(days, " ") != want {
+		t.Errorf("days = %s, want %s", strings.Join(days, " "), want)
+	}
+	if got.From != "2026-02-28" || got.To != "2026-03-02" || got.Timezone != "UTC" {
+		t.Errorf("range = %s..%s %s, want 2026-02-28..2026-03-02 UTC", got.From, got.To, got.Timezone)
+	}
+	if got.Total.CostUSD != 7.5 || got.Today.CostUSD != 4.5 || got.MonthToDate.CostUSD != 6.5 {
+		t.Errorf("total, today, month = %g, %g, %g; want 7.5, 4.5, 6.5", got.Total.CostUSD, got.Today.CostUSD, got.MonthToDate.CostUSD)
+	}
+	if s.calls != 4 {
+		t.Errorf("store calls = %d, want 4 (one per day and the month)", s.calls)
+	}
+
+	s = &summer{fail: 2}
+	if _, err := seriesOf(context.Background(), s, echogate.UsageFilter{}, 3, now); err == nil || !strings.Contains(err.Error(), "2026-03-01") {
+		t.Errorf("seriesOf with a failing store = %v, want the error naming the day", err)
+	}
+}
+
+func TestMaskArgs(t *testing.T) {
+	for name, tt := range map[string]struct {
+		in, want string
+		n        int
+	}{
+		"secret masked":   {`{"url":"https://x","api_key":"sk-1","nested":{"Password":"p"}}`, `"api_key": "***"`, 1000},
+		"nested masked":   {`{"nested":{"Password":"p"}}`, `"Password": "***"`, 1000},
+		"plain kept":      {`{"timezone":"UTC"}`, `"timezone": "UTC"`, 1000},
+		"not JSON capped": {"abcdef", "abc…", 3},
+		"utf-8 kept":      {"ééé", "é…", 3},
+	} {
+		if got := maskArgs(tt.in, tt.n); !strings.Contains(got, tt.want) || strings.Contains(got, "sk-1") {
+			t.Errorf("%s: maskArgs(%q) = %q, want it to contain %q and no secret", name, tt.in, got, tt.want)
+		}
+	}
+}
+
+// adminPost posts a JSON body (or raw text with the given content type) and returns the status
+// and the decoded body.
+func adminPost(t *testing.T, url, contentType, body string, header ...string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(b, &out)
+	return resp.StatusCode, out
+}
+
+// waitFor polls cond (an HTTP API the gateway updates asynchronously) until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAdminAPI drives the console's JSON API against a running gateway: a web turn pauses for
+// approval, the admin endpoint decides it through the pipeline, and the turn, usage, spend
+// series, budgets and breakers show the result. Bad requests get errors that say what to fix.
+func TestAdminAPI(t *testing.T) {
+	fake := consoleModel(t)
+	dir := t.TempDir()
+	base, logs, stop := serveReady(t, map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-console",
+		"ECHOGATE_DATA_DIR": dir}, "--config", consoleConfig(t, dir, "ask"))
+	defer stop()
+
+	evs := postChat(t, base, "adm", "what time is it?")
+	if last := evs[len(evs)-1]; last.Data["status"] != "paused" {
+		t.Fatalf("turn ended %v, want paused for approval; log:\n%s", last.Data, logs.String())
+	}
+	var pending []approvalView
+	apiGet(t, base+"/api/approvals", "", &pending)
+	if len(pending) != 1 || pending[0].Session != "web:adm" || pending[0].Tool != "current_time" || pending[0].Platform != "web" ||
+		!strings.Contains(pending[0].Args, `"timezone": "UTC"`) || pending[0].RequestedBy != "web:u1" {
+		t.Fatalf("GET /api/approvals = %+v, want the current_time call of web:adm with its arguments", pending)
+	}
+	call := pending[0].CallID
+	decide := base + "/api/approvals/decide"
+	body := func(session, callID, decision, user string) string {
+		b, _ := json.Marshal(decideRequest{Session: session, CallID: callID, Decision: decision, User: user})
+		return string(b)
+	}
+	for name, tt := range map[string]struct {
+		ctype, body string
+		header      []string
+		status      int
+		msg         string
+	}{
+		"form post":          {"application/x-www-form-urlencoded", "session=web:adm", nil, 400, "Content-Type must be application/json"},
+		"cross-site":         {"application/json", body("web:adm", call, "approve", ""), []string{"Origin", "https://evil.example"}, 400, "cross-site request refused"},
+		"malformed":          {"application/json", `{"session":`, nil, 400, "malformed JSON"},
+		"unknown field":      {"application/json", `{"session":"web:adm","call":"x"}`, nil, 400, `unknown field "call"`},
+		"two objects":        {"application/json", body("web:adm", call, "approve", "") + "{}", nil, 400, "more than one JSON object"},
+		"no session":         {"application/json", body("", call, "approve", ""), nil, 400, "session is required"},
+		"no call":            {"application/json", body("web:adm", "", "approve", ""), nil, 400, "call_id is required"},
+		"bad decision":       {"application/json", body("web:adm", call, "maybe", ""), nil, 400, `decision "maybe" is not one of`},
+		"nothing pending":    {"application/json", body("web:other", call, "approve", ""), nil, 404, "has no pending approval"},
+		"stale call":         {"application/json", body("web:adm", "call_old", "approve", ""), nil, 409, "reload the approvals"},
+		"other platform":     {"application/json", body("web:adm", call, "approve", "slack:U1"), nil, 400, "is on web"},
+		"not the requester":  {"application/json", body("web:adm", call, "approve", "mallory"), nil, 403, "web:mallory may not decide"},
+		"unknown admin path": {"application/json", "{}", nil, 404, "unknown API path"},
+	} {
+		url := decide
+		if name == "unknown admin path" {
+			url = base + "/api/approvals/nope"
+		}
+		status, out := adminPost(t, url, tt.ctype, tt.body, tt.header...)
+		if msg, _ := out["error"].(string); status != tt.status || !strings.Contains(msg, tt.msg) {
+			t.Errorf("%s: POST = %d %v, want %d naming %q", name, status, out, tt.status, tt.msg)
+		}
+	}
+
+	// The decision goes through the pipeline as the requester's (a web session) and resumes the turn.
+	status, out := adminPost(t, decide, "application/json", body("web:adm", call, "approve", ""))
+	if status != http.StatusAccepted || out["actor"] != "web:u1" {
+		t.Fatalf("POST /api/approvals/decide = %d %v, want 202 as web:u1", status, out)
+	}
+	var turns []echogate.TurnRecord
+	waitFor(t, "the resumed turn to finish", func() bool {
+		apiGet(t, base+"/api/turns?session=web:adm", "", &turns)
+		return len(turns) == 2 && turns[0].Status == echogate.TurnDoneSt
+	})
+	apiGet(t, base+"/api/approvals", "", &pending)
+	if len(pending) != 0 {
+		t.Errorf("approvals after the decision = %+v, want none", pending)
+	}
+	if status, out := adminPost(t, decide, "application/json", body("web:adm", call, "approve", "")); status != 404 {
+		t.Errorf("deciding twice = %d %v, want 404", status, out)
+	}
+
+	var detail turnDetail
+	if code := apiGet(t, base+"/api/turns/detail?id="+turns[0].ID, "", &detail); code != 200 {
+		t.Fatalf("GET /api/turns/detail = %d", code)
+	}
+	var steps []string
+	for _, m := range detail.Messages {
+		steps = append(steps, string(m.Message.Role))
+	}
+	modelCalls := 0
+	for _, u := range detail.Usage {
+		if u.Usage.Kind == echogate.UsageModel && u.Usage.InputTokens == 1200 {
+			modelCalls++
+		}
+	}
+	if modelCalls != 1 || detail.Turn.CostUSD <= 0 ||
+		strings.Join(steps, ",") != "tool,assistant" || detail.Messages[1].Message.Content != consoleTimeAnswer {
+		t.Errorf("turn detail = %+v (steps %v), want one model call, the tool result and the answer", detail, steps)
+	}
+	for url, want := range map[string]int{
+		base + "/api/turns/detail":           400,
+		base + "/api/turns/detail?id=t_nope": 404,
+		base + "/api/usage/series?days=0":    400,
+		base + "/api/usage/series?days=x":    400,
+		base + "/api/usage/series?days=367":  400,
+		base + "/api/memory":                 404,
+		base + "/api/knowledge":              404,
+	} {
+		if code := apiGet(t, url, "", nil); code != want {
+			t.Errorf("GET %s = %d, want %d", url, code, want)
+		}
+	}
+
+	var series usageSeries
+	apiGet(t, base+"/api/usage/series?days=7", "", &series)
+	today := time.Now().UTC().Format(time.DateOnly)
+	var ledger struct {
+		Total echogate.Usage `json:"total"`
+	}
+	apiGet(t, base+"/api/usage?since="+today+"T00:00:00Z", "", &ledger)
+	if len(series.Days) != 7 || series.To != today || series.Days[6].CostUSD <= 0 || series.Today != (echogate.Usage{}) && series.Today.CostUSD != series.Days[6].CostUSD ||
+		series.Total.InputTokens < 2400 || series.Today.InputTokens != ledger.Total.InputTokens || series.Today.CostUSD != ledger.Total.CostUSD ||
+		series.MonthToDate.CostUSD < series.Today.CostUSD {
+		t.Errorf("GET /api/usage/series?days=7 = %+v, want 7 days ending today with today's ledger total %+v (two model calls)", series, ledger.Total)
+	}
+	var b budgets
+	apiGet(t, base+"/api/budgets", "", &b)
+	if b != (budgets{PerTurnUSD: 0.5, PerDayUSD: 0.05, PerMonthUSD: 20}) {
+		t.Errorf("GET /api/budgets = %+v, want the configured limits", b)
+	}
+	var br breakersView
+	apiGet(t, base+"/api/breakers", "", &br)
+	found := false
+	for _, tb := range br.Tools {
+		if tb.Tool == "current_time" {
+			found = tb.State == "closed" && tb.Approval == "ask" && tb.Safety == "safe"
+		}
+	}
+	if !found || br.Models == nil {
+		t.Errorf("GET /api/breakers = %+v, want current_time closed with approval ask", br)
+	}
+	var info map[string]any
+	apiGet(t, base+"/api/info", "", &info)
+	if info["store"] != "sqlite" || info["model"] != "gpt-4o-mini" || info["auth"] != false {
+		t.Errorf("GET /api/info = %v", info)
+	}
+}
+
+// TestConsoleDecidesSlackApproval approves a Slack conversation's tool call from the console:
+// the decision reaches the pipeline as a reaction by the console's approver identity, and the
+// answer is posted in the Slack thread.
+func TestConsoleDecidesSlackApproval(t *testing.T) {
+	p, _ := newSlackPlatform(t)
+	p.vars["ECHOGATE_APPROVERS"] = "slack:console-admin"
+	g, model := approvalGateway(t, p, approvalConfig)
+	tag := "[console-slack]"
+	c := p.newConv(t, tag)
+	p.open(t, c, p.requester, tag+" what time is it")
+	c.waitPrompt(t, "current_time")
+
+	// The pause is stored before its prompt is posted, and gets the prompt's reference after.
+	var pending []approvalView
+	waitFor(t, "the pending approval with its posted prompt", func() bool {
+		apiGet(t, g.base+"/api/approvals", "", &pending)
+		return len(pending) == 1 && !pending[0].Prompt.IsZero()
+	})
+	if pending[0].Platform != "slack" || pending[0].Tool != "current_time" {
+		t.Fatalf("GET /api/approvals = %+v, want the Slack call", pending)
+	}
+	pd := pending[0]
+	req := func(user string) string {
+		b, _ := json.Marshal(decideRequest{Session: string(pd.Session), CallID: pd.CallID, Decision: "approve", User: user})
+		return string(b)
+	}
+	if status, out := adminPost(t, g.base+"/api/approvals/decide", "application/json", req("slack:U_STRANGER")); status != http.StatusForbidden {
+		t.Errorf("deciding as an unlisted Slack user = %d %v, want 403", status, out)
+	}
+	status, out := adminPost(t, g.base+"/api/approvals/decide", "application/json", req(""))
+	if status != http.StatusAccepted || out["actor"] != "slack:console-admin" {
+		t.Fatalf("POST /api/approvals/decide = %d %v, want 202 as slack:console-admin", status, out)
+	}
+	c.waitMsg(t, afterToolText)
+	if res := singleToolResult(t, approvalEnv{p: p, g: g, model: model}, tag, "current_time"); !strings.Contains(res, `"timezone":"UTC"`) {
+		t.Errorf("tool result = %q, want the current_time output", res)
+	}
+	if !strings.Contains(g.logs.String(), "by=slack:console-admin") {
+		t.Errorf("log lacks the console's decision:\n%s", g.logs.String())
+	}
+}
+
+// TestAdminMemoryAndKnowledgeLists: with memory and knowledge on, their console endpoints list
+// the stores (empty on a fresh gateway) and check the user filter.
+func TestAdminMemoryAndKnowledgeLists(t *testing.T) {
+	fake := consoleModel(t)
+	dir := t.TempDir()
+	cfg := consoleConfig(t, dir, "allow")
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("memory: {enabled: true}\nknowledge: {enabled: true}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	base, _, stop := serveReady(t, map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-console", "ECHOGATE_DATA_DIR": dir}, "--config", cfg)
+	defer stop()
+	for url, want := range map[string]int{
+		base + "/api/memory":               200,
+		base + "/api/memory?user=slack:U1": 200,
+		base + "/api/memory?user=U1":       400,
+		base + "/api/knowledge?limit=10":   200,
+	} {
+		var list []map[string]any
+		if code := apiGet(t, url, "", &list); code != want || code == 200 && list == nil {
+			t.Errorf("GET %s = %d %v, want %d with a JSON list", url, code, list, want)
+		}
+	}
+}

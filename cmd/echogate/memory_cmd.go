@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/memrec"
+	"github.com/echogate/echogate/knowledge"
+)
+
+const knowledgeUsage = `usage: echogate knowledge <command>
+  add PATH…            ingest Markdown, text, HTML and PDF files and folders (unchanged files are skipped)
+  search [--limit N] QUERY   hybrid search; prints passages with citation ids
+  list                 list the documents
+  rm ID|PATH           remove a document and its passages`
+
+const memoryUsage = `usage: echogate memory <command>
+  list [--user U] [--all] [--limit N]   list memories (current ones unless --all), e.g. --user slack:U123
+  search --user U QUERY                 search a user's memories
+  forget ID                             delete one memory`
+
+// openMemKB opens the store and builds memory and knowledge for a CLI command (no chat model:
+// consolidation does not run here).
+func openMemKB(ctx context.Context, cfg *Config, log *slog.Logger) (*memkb, func(), error) {
+	st, backend, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("migrate %s store: %w", backend, err)
+	}
+	k, err := newMemKB(ctx, cfg, memkbDeps{store: st, log: log, pricer: newPricer(cfg.Models.Prices), record: recordBackground(st, log)})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return k, func() { st.Close() }, nil
+}
+
+func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(e.stderr, knowledgeUsage)
+		return 2
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "add", "search", "list", "rm":
+	default:
+		fmt.Fprintf(e.stderr, "echogate knowledge: unknown command %q\n%s\n", sub, knowledgeUsage)
+		return 2
+	}
+	if !optIn(cfg.Knowledge.Enabled) {
+		fmt.Fprintln(e.stderr, "echogate knowledge: the knowledge base is off: set knowledge.enabled: true (or ECHOGATE_KNOWLEDGE_ENABLED=true)")
+		return 1
+	}
+	k, closeFn, err := openMemKB(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate knowledge:", err)
+		return 1
+	}
+	defer closeFn()
+	kb := k.kb
+	switch sub {
+	case "add":
+		if len(rest) == 0 {
+			fmt.Fprintln(e.stderr, "echogate knowledge add: name at least one file or folder\n"+knowledgeUsage)
+			return 2
+		}
+		p := newProgress(e.stderr, e.isTTY)
+		rep, err := kb.Ingest(ctx, rest, p.update)
+		p.done()
+		fmt.Fprintf(e.stdout, "knowledge: %d added, %d updated, %d unchanged, %d failed; %d chunks written, %d embedded\n",
+			rep.Added, rep.Updated, rep.Unchanged, rep.Failed, rep.Chunks, rep.Embedded)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "echogate knowledge add:", err)
+			return 1
+		}
+		return 0
+	case "search":
+		fs := flag.NewFlagSet("knowledge search", flag.ContinueOnError)
+		fs.SetOutput(e.stderr)
+		limit := fs.Int("limit", 5, "passages to show")
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		q := strings.Join(fs.Args(), " ")
+		if strings.TrimSpace(q) == "" {
+			fmt.Fprintln(e.stderr, "echogate knowledge search: give a query, e.g. echogate knowledge search how do I deploy")
+			return 2
+		}
+		ps, keywordOnly, err := kb.Search(ctx, q, *limit)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "echogate knowledge search:", err)
+			return 1
+		}
+		if keywordOnly {
+			fmt.Fprintln(e.stderr, "note: the embedding endpoint is unavailable; results come from keyword search only")
+		}
+		if len(ps) == 0 {
+			fmt.Fprintln(e.stdout, "no passages found")
+		}
+		for _, p := range ps {
+			fmt.Fprint(e.stdout, knowledge.RenderPassage(p))
+		}
+		return 0
+	case "list":
+		ds, err := kb.List(ctx, 0)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "echogate knowledge list:", err)
+			return 1
+		}
+		if len(ds) == 0 {
+			fmt.Fprintln(e.stdout, "the knowledge base is empty: add files with `echogate knowledge add PATH…`")
+		}
+		for _, d := range ds {
+			fmt.Fprintf(e.stdout, "%s  %4d chunks  %8d bytes  %s  %s\n", d.ID, d.Chunks, d.Bytes, d.UpdatedAt.Format(time.DateTime), d.Source)
+		}
+		return 0
+	default: // rm
+		if len(rest) != 1 {
+			fmt.Fprintln(e.stderr, "echogate knowledge rm: name one document id or path (see `echogate knowledge list`)")
+			return 2
+		}
+		d, err := kb.Remove(ctx, rest[0])
+		if err != nil {
+			fmt.Fprintln(e.stderr, "echogate knowledge rm:", err)
+			return 1
+		}
+		fmt.Fprintf(e.stdout, "removed %s (%s, %d chunks)\n", d.ID, d.Source, d.Chunks)
+		return 0
+	}
+}
+
+func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(e.stderr, memoryUsage)
+		return 2
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("memory "+sub, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	user := fs.String("user", "", "qualified user id, e.g. slack:U123 or web:alice")
+	all := fs.Bool("all", false, "include superseded and expired memories")
+	limit := fs.Int("limit", 50, "memories to show (0: all)")
+	switch sub {
+	case "list", "search", "forget":
+	default:
+		fmt.Fprintf(e.stderr, "echogate memory: unknown command %q\n%s\n", sub, memoryUsage)
+		return 2
+	}
+	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	if !optIn(cfg.Memory.Enabled) {
+		fmt.Fprintln(e.stderr, "echogate memory: long-term memory is off: set memory.enabled: true (or ECHOGATE_MEMORY_ENABLED=true)")
+		return 1
+	}
+	k, closeFn, err := openMemKB(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate memory:", err)
+		return 1
+	}
+	defer closeFn()
+	mem := k.mem
+	var owners []string
+	if *user != "" {
+		owners = []string{memrec.UserOwner(*user)}
+	}
+	switch sub {
+	case "list":
+		ms, err := mem.List(ctx, memrec.MemoryFilter{Owners: owners, Current: !*all, Limit: *limit})
+		if err != nil {
+			fmt.Fprintln(e.stderr, "echogate memory list:", err)
+			return 1
+		}
+		if len(ms) == 0 {
+			fmt.Fprintln(e.stdout, "no memories")
+		}
+		for _, m := range ms {
+			printMemory(e.stdout, m)
+		}
+		return 0
+	case "search":
+		q := strings.Join(fs.Args(), " ")
+		if *user == "" || strings.TrimSpace(q) == "" {
+			fmt.Fprintln(e.stderr, "echogate memory search: give --user and a query, e.g. echogate memory search --user slack:U123 editor")
+			return 2
+		}
+		hits, err := mem.Recall(ctx, owners, q, *limit, "", *user, "")
+		if err != nil {
+			fmt.Fprintln(e.stderr, "echogate memory search:", err)
+			return 1
+		}
+		if len(hits) == 0 {
+			fmt.Fprintln(e.stdout, "no memories found")
+		}
+		for _, h := range hits {
+			printMemory(e.stdout, h.Memory)
+		}
+		return 0
+	default: // forget
+		if fs.NArg() != 1 {
+			fmt.Fprintln(e.stderr, "echogate memory forget: name one memory id (see `echogate memory list`)")
+			return 2
+		}
+		m, err := mem.Forget(ctx, owners, fs.Arg(0))
+		if err != nil {
+			if errors.Is(err, echogate.ErrNotFound) {
+				fmt.Fprintf(e.stderr, "echogate memory forget: no memory %s (see `echogate memory list`)\n", fs.Arg(0))
+				return 1
+			}
+			fmt.Fprintln(e.stderr, "echogate memory forget:", err)
+			return 1
+		}
+		fmt.Fprintf(e.stdout, "forgot %s: %s\n", m.ID, m.Text)
+		return 0
+	}
+}
+
+func printMemory(w io.Writer, m memrec.Memory) {
+	state := ""
+	switch {
+	case m.SupersededBy != "":
+		state = "  [superseded by " + m.SupersededBy + "]"
+	case !m.ExpiresAt.IsZero():
+		state = "  [expires " + m.ExpiresAt.Format(time.DateTime) + "]"
+	}
+	pin := ""
+	if m.Pinned {
+		pin = " pinned"
+	}
+	fmt.Fprintf(w, "%s  %-24s  %-10s%s  %s  %s%s\n", m.ID, m.Owner, m.Kind, pin, m.UpdatedAt.Format(time.DateOnly), m.Text, state)
+}
+
+// progress shows ingestion: a redrawn bar on a terminal, one line per file otherwise.
+type progress struct {
+	w   io.Writer
+	tty bool
+	any bool
+}
+
+func newProgress(w io.Writer, tty bool) *progress { return &progress{w: w, tty: tty} }
+
+func (p *progress) update(pr knowledge.Progress) {
+	p.any = true
+	name := filepath.Base(pr.Path)
+	status := pr.Status
+	if pr.Err != nil {
+		status = "failed: " + pr.Err.Error()
+	} else if pr.Status != "unchanged" {
+		status = fmt.Sprintf("%s (%d chunks)", pr.Status, pr.Chunks)
+	}
+	if !p.tty {
+		fmt.Fprintf(p.w, "[%d/%d] %s: %s\n", pr.Index, pr.Total, pr.Path, status)
+		return
+	}
+	const width = 24
+	filled := width * pr.Index / max(pr.Total, 1)
+	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
+	line := fmt.Sprintf("\r%s %d/%d %s: %s", bar, pr.Index, pr.Total, name, status)
+	if r := []rune(line); len(r) > 100 {
+		line = string(r[:100])
+	}
+	fmt.Fprintf(p.w, "%s\x1b[K", line)
+	if pr.Err != nil {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func (p *progress) done() {
+	if p.tty && p.any {
+		fmt.Fprintln(p.w)
+	}
+}
