@@ -29,6 +29,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./agent/... ./pipeline/... ./storage/... ./channels/... ./tools/...
 	$(GO) test -run '^$$' -bench . -benchtime 100x ./bench/memkb
 	$(GO) run ./bench/turns
+	$(GO) run ./bench/vectors $(if $(DATABASE_URL),-pg,)
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
