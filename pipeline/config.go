@@ -151,6 +151,10 @@ type Deps struct {
 	Spend SpendReporter
 	// Models lists the models the /model command may pick; nil means the command is not offered.
 	Models ModelLister
+	// Files serves chat attachments: images for vision-capable models and size notes in the
+	// ContextStage (files.go); the same value is read_file's source. nil means attachments are
+	// only listed in the user's message.
+	Files *Files
 }
 
 // SpendReporter renders a user's spend and limits as Markdown (agent/cost's Tracker).

@@ -32,9 +32,15 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 		}
 		return agent.Input{System: system, Messages: sanitizeHistory(hist)}, nil
 	}
-	// Saving the new message and loading the history before it are independent.
+	// Saving the new message, loading the history before it and fetching its images for the
+	// model are independent.
 	var hist []echogate.StoredMessage
+	in := msgs
 	err := parallel(
+		func() error {
+			in = p.prepareAttachments(ctx, t, msgs)
+			return nil
+		},
 		func() error {
 			if err := p.d.Store.AppendMessages(ctx, key, t.id, msgs, p.cfg.Now()); err != nil {
 				return fmt.Errorf("pipeline: save user message: %w", err)
@@ -59,7 +65,7 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if rb, ok := p.d.Compactor.(historyRebuilder); ok {
 		head, hist = rb.Rebuild(ctx, key, hist)
 	}
-	return agent.Input{System: system, Messages: append(append(head, sanitizeHistory(hist)...), msgs...)}, nil
+	return agent.Input{System: system, Messages: append(append(head, sanitizeHistory(hist)...), in...)}, nil
 }
 
 // historyRebuilder is an optional capability of a Compactor (agent/compress has it): it starts a

@@ -343,7 +343,7 @@ func userMessage(ev echogate.InboundEvent) echogate.Message {
 		b.WriteString("]")
 		text = b.String()
 	}
-	return echogate.Message{Role: echogate.RoleUser, Content: text, Name: ev.Actor.Name}
+	return echogate.Message{Role: echogate.RoleUser, Content: text, Name: ev.Actor.Name, Attachments: ev.Attachments}
 }
 
 // runtime builds the agent.Runtime of a turn.

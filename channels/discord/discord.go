@@ -79,6 +79,7 @@ type Channel struct {
 	closed   bool
 	wg       sync.WaitGroup
 
+	files        downloads     // attachment downloads (download.go)
 	disconnected chan struct{} // a Disconnect event happened (buffered 1)
 	fetchSem     chan struct{} // bounds concurrent message look-ups for reactions
 

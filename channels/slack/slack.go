@@ -63,6 +63,7 @@ type Channel struct {
 
 	shards  [numShards]chan job
 	running atomic.Bool
+	files   downloads // attachment downloads (download.go)
 
 	nativeOff atomic.Bool // chat.startStream is not available in this workspace
 	statusOff atomic.Bool // assistant.threads.setStatus is not available in this workspace

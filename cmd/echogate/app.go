@@ -177,6 +177,9 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	if c.mcp != nil {
 		deps.ToolFilter = c.mcp.ToolFilter()
 	}
+	if err := c.wireFiles(&deps, repliers); err != nil {
+		return err
+	}
 	if err := c.wireTracing(&deps); err != nil {
 		return err
 	}

@@ -66,6 +66,7 @@ type Config struct {
 	Memory     MemoryConf          `yaml:"memory"`
 	Knowledge  KnowledgeConf       `yaml:"knowledge"`
 	Tracing    TracingConf         `yaml:"tracing"`
+	Files      FilesConf           `yaml:"files"` // chat attachments (files_wiring.go)
 }
 
 type HTTPConfig struct {
@@ -85,6 +86,9 @@ type ModelsConfig struct {
 	Prices    map[string]PriceConf `yaml:"prices"`
 	// ContextWindow per model, tokens.
 	ContextWindows map[string]int `yaml:"context_windows"`
+	// Vision lists the models that accept images; unset means the built-in list of
+	// vision-capable families (files_wiring.go).
+	Vision []string `yaml:"vision"`
 }
 
 type ProviderConfig struct {
@@ -331,6 +335,12 @@ func applyEnv(v reflect.Value, prefix string, getenv func(string) string) error 
 
 func setScalar(fv reflect.Value, val string) error {
 	switch {
+	case fv.Type() == reflect.TypeOf(ByteSize(0)):
+		n, err := parseByteSize(val)
+		if err != nil {
+			return err
+		}
+		fv.SetInt(n)
 	case fv.Type() == reflect.TypeOf(Duration(0)):
 		d, err := parseDuration(val)
 		if err != nil {

@@ -137,7 +137,7 @@ func hasModel(list []struct {
 }
 
 // slackRequiredScopes are the bot scopes the Slack channel needs (docs/slack-app-manifest.yaml).
-var slackRequiredScopes = []string{"app_mentions:read", "chat:write", "channels:history", "im:history", "reactions:read", "reactions:write"}
+var slackRequiredScopes = []string{"app_mentions:read", "chat:write", "channels:history", "im:history", "reactions:read", "reactions:write", "files:read"}
 
 func doctorSlack(ctx context.Context, client *http.Client, cfg *Config) []check {
 	if cfg.Slack.BotToken == "" {

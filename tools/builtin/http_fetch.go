@@ -15,8 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/net/html/charset"
-
+	"github.com/echogate/echogate/internal/extract"
+	"github.com/echogate/echogate/internal/netguard"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -59,7 +59,7 @@ type HTTPFetchConfig struct {
 type httpFetch struct {
 	cfg    HTTPFetchConfig
 	hosts  []string
-	guard  *guard
+	guard  *netguard.Guard
 	client *http.Client
 	spec   tools.Spec
 }
@@ -91,7 +91,7 @@ func NewHTTPFetch(cfg HTTPFetchConfig) (tools.Tool, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultFetchUserAgent
 	}
-	f := &httpFetch{cfg: cfg, guard: newGuard(cfg.AllowPrivate, cfg.Resolver)}
+	f := &httpFetch{cfg: cfg, guard: netguard.NewGuard(cfg.AllowPrivate, cfg.Resolver)}
 	for _, h := range cfg.AllowHosts {
 		n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 		if n == "" || strings.ContainsAny(n, "/:@ *") {
@@ -207,15 +207,15 @@ func (f *httpFetch) Call(ctx context.Context, raw json.RawMessage) (tools.Result
 			return tools.Errorf("http_fetch: %s sent no Content-Type and looks like %s, not text: only text/*, HTML, JSON and XML can be read", final.Redacted(), sniffed), nil
 		}
 		ct, mt = sniffed, sniffed
-		if mt == "text/plain" && isHTML("", body) {
+		if mt == "text/plain" && extract.IsHTML("", body) {
 			mt = "text/html"
 		}
 	}
-	body = decodeCharset(body, ct)
+	body = extract.DecodeCharset(body, ct)
 
 	var title, text string
-	if isHTML(mt, body) {
-		title, text = htmlToText(bytes.NewReader(body))
+	if extract.IsHTML(mt, body) {
+		title, text = extract.HTMLToText(bytes.NewReader(body))
 	} else {
 		text = strings.TrimSpace(strings.ReplaceAll(string(body), "\r\n", "\n"))
 	}
@@ -259,7 +259,7 @@ func (f *httpFetch) checkParsed(u *url.URL) string {
 	if host == "" {
 		return fmt.Sprintf("URL %q has no host", u.Redacted())
 	}
-	if !f.cfg.AllowPrivate && isLocalName(host) {
+	if !f.cfg.AllowPrivate && netguard.IsLocalName(host) {
 		return fmt.Sprintf("refused %s: %s is a local host name; only public hosts can be fetched", u.Redacted(), host)
 	}
 	if len(f.hosts) > 0 && !hostAllowed(host, f.hosts) {
@@ -299,7 +299,7 @@ func (f *httpFetch) fetchError(ctx, fetchCtx context.Context, u *url.URL, err er
 	if ctx.Err() != nil {
 		return tools.Result{}, fmt.Errorf("http_fetch: %s: %w", u.Redacted(), ctx.Err())
 	}
-	var refused *refusedError
+	var refused *netguard.RefusedError
 	var redirect *redirectRefused
 	var dnsErr *net.DNSError
 	switch {
@@ -338,20 +338,6 @@ func textLike(mt string) bool {
 		return true
 	}
 	return false
-}
-
-// decodeCharset converts body to UTF-8: a BOM or declared charset wins, then valid UTF-8, then
-// what an HTML <meta> says, then windows-1252 (the web's default).
-func decodeCharset(body []byte, contentType string) []byte {
-	enc, _, certain := charset.DetermineEncoding(body, contentType)
-	if !certain && utf8.Valid(body) {
-		return body
-	}
-	out, err := enc.NewDecoder().Bytes(body)
-	if err != nil {
-		return []byte(strings.ToValidUTF8(string(body), "\uFFFD"))
-	}
-	return out
 }
 
 // render wraps the extracted text in untrusted-content markers, capped at MaxChars.

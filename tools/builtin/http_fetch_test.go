@@ -7,12 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/echogate/echogate/internal/netguard"
 	"github.com/echogate/echogate/tools"
 	"github.com/echogate/echogate/tools/tooltest"
 )
@@ -125,7 +125,7 @@ func newFetch(t *testing.T, cfg HTTPFetchConfig, srv *httptest.Server) *httpFetc
 	}
 	f := tool.(*httpFetch)
 	target := srv.Listener.Addr().String()
-	f.guard.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	f.guard.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, _ := net.SplitHostPort(addr)
 		var d net.Dialer
 		if host == publicIP {
@@ -322,64 +322,12 @@ func TestHTTPFetchConformance(t *testing.T) {
 	})
 }
 
-func TestIPRefusal(t *testing.T) {
-	for _, tt := range []struct {
-		ip   string
-		want string
-	}{
-		{"93.184.215.14", ""},
-		{"8.8.8.8", ""},
-		{"2606:4700::1111", ""},
-		{"::ffff:8.8.8.8", ""},
-		{"64:ff9b::808:808", ""},
-		{"127.0.0.1", "loopback"},
-		{"::1", "loopback"},
-		{"::ffff:127.0.0.1", "loopback"},
-		{"10.255.255.255", "private"},
-		{"172.31.0.1", "private"},
-		{"172.32.0.1", ""},
-		{"192.168.1.1", "private"},
-		{"fc00::1", "private"},
-		{"169.254.169.254", "link-local (incl. cloud metadata)"},
-		{"fe80::1", "link-local (incl. cloud metadata)"},
-		{"100.64.0.1", "carrier-grade NAT (shared)"},
-		{"100.127.255.255", "carrier-grade NAT (shared)"},
-		{"100.128.0.1", ""},
-		{"0.0.0.0", "unspecified"},
-		{"::", "unspecified"},
-		{"224.0.0.251", "multicast"},
-		{"ff02::1", "multicast"},
-		{"255.255.255.255", "reserved (class E / broadcast)"},
-		{"::127.0.0.1", "reserved (IPv4-compatible)"},
-		{"2002:a9fe:a9fe::", "link-local (incl. cloud metadata)"},
-		{"fd00:ec2::254", "private"},
-	} {
-		if got := ipRefusal(netip.MustParseAddr(tt.ip)); got != tt.want {
-			t.Errorf("ipRefusal(%s) = %q, want %q", tt.ip, got, tt.want)
-		}
-	}
-}
-
-func TestControlRefusePrivate(t *testing.T) {
-	for addr, wantErr := range map[string]bool{
-		"127.0.0.1:80":          true,
-		"[::ffff:10.0.0.1]:443": true,
-		"[fe80::1%eth0]:80":     true,
-		"93.184.215.14:443":     false,
-		"not-an-ip:80":          true,
-	} {
-		if err := controlRefusePrivate("tcp", addr, nil); (err != nil) != wantErr {
-			t.Errorf("controlRefusePrivate(%s) = %v, want error %v", addr, err, wantErr)
-		}
-	}
-}
-
 // TestDefaultDialerRefusesLoopback checks the real dialer's Control hook (no test dial hook):
 // even if a resolver returned a loopback address past the first check, the socket is refused.
 func TestDefaultDialerRefusesLoopback(t *testing.T) {
 	srv := fetchServer(t)
-	g := newGuard(false, testResolver)
-	conn, err := g.dial(context.Background(), "tcp", srv.Listener.Addr().String())
+	g := netguard.NewGuard(false, testResolver)
+	conn, err := g.Dial(context.Background(), "tcp", srv.Listener.Addr().String())
 	if err == nil {
 		conn.Close()
 		t.Fatalf("default dial(%s) succeeded, want the Control hook to refuse loopback", srv.Listener.Addr())

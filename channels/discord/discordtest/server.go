@@ -82,6 +82,9 @@ type Message struct {
 	EditedAt    []time.Time // one entry per edit
 	Deleted     bool
 	Reactions   []string // emoji the bot added, in order
+	// Attachments are the files of a user's message (see SendWithFiles), served by the fake's
+	// CDN.
+	Attachments []Attachment
 }
 
 // Call is one recorded REST request.
@@ -151,6 +154,9 @@ type Server struct {
 	conn        *gwConn
 	replayExtra int
 	closed      bool
+
+	files     map[string]*Attachment // hosted attachments by id (files.go)
+	downloads map[string]int         // attachment id → downloads
 }
 
 // NewServer starts a fake Discord on 127.0.0.1.
@@ -184,11 +190,14 @@ func NewServer(opts Options) *Server {
 		windows:    map[string][]time.Time{},
 		sessions:   map[string]*gwSession{},
 		acks:       true,
+		files:      map[string]*Attachment{},
+		downloads:  map[string]int{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /gateway", s.serveGateway)
 	mux.HandleFunc("GET /gateway/", s.serveGateway)
 	mux.HandleFunc("/api/{version}/", s.serveREST)
+	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.serveAttachment)
 	s.http = httptest.NewServer(mux)
 	s.URL = s.http.URL
 	s.APIURL = s.URL + "/api/v9/"
@@ -284,6 +293,7 @@ func (m *Message) clone() Message {
 	c := *m
 	c.EditedAt = append([]time.Time(nil), m.EditedAt...)
 	c.Reactions = append([]string(nil), m.Reactions...)
+	c.Attachments = append([]Attachment(nil), m.Attachments...)
 	return c
 }
 
@@ -538,6 +548,9 @@ func (s *Server) wireLocked(m *Message, withRef bool) wireMessage {
 			w.ReferencedMessage = &r
 		}
 	}
+	for _, a := range m.Attachments {
+		w.Attachments = append(w.Attachments, s.wireAttachment(m.ChannelID, a))
+	}
 	if m.GuildID != "" {
 		w.Member = &map[string]any{"roles": []string{}, "joined_at": m.CreatedAt.UTC().Format(time.RFC3339)}
 	}
@@ -689,7 +702,7 @@ func (s *Server) SendDM(user User, text string) Message {
 	s.mu.Lock()
 	ch := s.dmChannelLocked(user.ID)
 	s.mu.Unlock()
-	return s.post(user, "", ch, text, "", false)
+	return s.post(user, "", ch, text, "", false, nil)
 }
 
 // SendGuildMessage dispatches MESSAGE_CREATE for a message by user in a guild channel (or
@@ -698,7 +711,7 @@ func (s *Server) SendGuildMessage(guildID, channelID string, user User, text str
 	s.mu.Lock()
 	s.guildOf[channelID] = guildID
 	s.mu.Unlock()
-	return s.post(user, guildID, channelID, text, "", mentionBot)
+	return s.post(user, guildID, channelID, text, "", mentionBot, nil)
 }
 
 // ReplyInGuild dispatches MESSAGE_CREATE for a reply by user to message replyTo (no mention).
@@ -706,15 +719,16 @@ func (s *Server) ReplyInGuild(guildID, channelID string, user User, text, replyT
 	s.mu.Lock()
 	s.guildOf[channelID] = guildID
 	s.mu.Unlock()
-	return s.post(user, guildID, channelID, text, replyTo, false)
+	return s.post(user, guildID, channelID, text, replyTo, false, nil)
 }
 
-func (s *Server) post(user User, guildID, channelID, text, replyTo string, mentionBot bool) Message {
+func (s *Server) post(user User, guildID, channelID, text, replyTo string, mentionBot bool, files []Attachment) Message {
 	s.mu.Lock()
 	if mentionBot {
 		text = "<@" + s.opts.BotID + "> " + text
 	}
 	m := &Message{ID: s.newID(), ChannelID: channelID, GuildID: guildID, Author: user, Content: text, ReferenceID: replyTo, CreatedAt: time.Now()}
+	m.Attachments = s.hostLocked(files)
 	s.messages[m.ID] = m
 	s.order = append(s.order, m.ID)
 	out := s.wireLocked(m, true)

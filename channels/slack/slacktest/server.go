@@ -104,6 +104,10 @@ type Server struct {
 	lastMicro int64
 	changed   chan struct{}
 
+	files     map[string]*File // hosted files by id (files.go)
+	fileSeq   int
+	downloads map[string]int // file id → authorized downloads
+
 	conns    map[*wsConn]bool
 	connects int
 	acks     map[string]int
@@ -141,6 +145,7 @@ func New(opts Options) *Server {
 		opts: opts, pingT: opts.PingInterval,
 		msgs: map[string][]*Message{}, failures: map[string][]Failure{},
 		changed: make(chan struct{}), conns: map[*wsConn]bool{}, acks: map[string]int{},
+		files: map[string]*File{}, downloads: map[string]int{},
 	}
 	// Slack's clients send Origin https://api.slack.com.
 	s.upg.CheckOrigin = func(*http.Request) bool { return true }
@@ -150,6 +155,7 @@ func New(opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/socket", s.serveSocket)
+	mux.HandleFunc("/files-pri/", s.serveFile)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(fmt.Sprintf("slacktest: listen on 127.0.0.1: %v", err)) // test helper: no way to continue
@@ -850,10 +856,11 @@ func retryReason(n int) string {
 
 // RecordPost stores the user's post an inner message or app_mention event describes (as Slack
 // has it before it sends the event), unless it is already stored or is an edit, delete or
-// other subtype. Push calls it; call it yourself before delivering events over HTTP.
+// other subtype (file shares are posts). Push calls it; call it yourself before delivering
+// events over HTTP.
 func (s *Server) RecordPost(inner map[string]any) {
 	str := func(k string) string { v, _ := inner[k].(string); return v }
-	if t := str("type"); (t != "message" && t != "app_mention") || str("subtype") != "" || str("channel") == "" || str("ts") == "" {
+	if t := str("type"); (t != "message" && t != "app_mention") || (str("subtype") != "" && str("subtype") != "file_share") || str("channel") == "" || str("ts") == "" {
 		return
 	}
 	s.mu.Lock()

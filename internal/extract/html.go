@@ -1,4 +1,4 @@
-package builtin
+package extract
 
 import (
 	"bytes"
@@ -36,11 +36,11 @@ var blockElements = map[string]bool{
 // paragraphElements are separated from their neighbours by a blank line.
 var paragraphElements = map[string]bool{"p": true, "blockquote": true, "pre": true, "table": true, "figure": true, "hr": true}
 
-// htmlToText reduces an HTML document to readable text: the <title>, then headings (as
+// HTMLToText reduces an HTML document to readable text: the <title>, then headings (as
 // "#"-prefixed lines), paragraphs, list items ("- " or "1. "), table rows (cells joined by " | ")
 // and link text, with whitespace collapsed. Scripts, styles, navigation and hidden elements
 // are dropped. It reads r to the end; malformed HTML is tolerated as browsers do.
-func htmlToText(r io.Reader) (title, text string) {
+func HTMLToText(r io.Reader) (title, text string) {
 	z := html.NewTokenizer(r)
 	w := &textWriter{}
 	var (
@@ -294,8 +294,9 @@ func endsSpace(s string) bool {
 
 func collapseSpaces(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// isHTML reports whether a body of media type mt should go through htmlToText.
-func isHTML(mt string, body []byte) bool {
+// IsHTML reports whether a body of media type mt should go through HTMLToText: an HTML media
+// type, or no media type and a body that starts like an HTML document.
+func IsHTML(mt string, body []byte) bool {
 	if mt == "text/html" || mt == "application/xhtml+xml" {
 		return true
 	}

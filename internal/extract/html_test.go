@@ -1,4 +1,4 @@
-package builtin
+package extract
 
 import (
 	"flag"
@@ -39,7 +39,7 @@ func TestHTMLToTextGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		title, text := htmlToText(in)
+		title, text := HTMLToText(in)
 		in.Close()
 		golden(t, strings.TrimPrefix(strings.TrimSuffix(f, ".html"), "testdata"+string(filepath.Separator))+".golden",
 			"Title: "+title+"\n---\n"+text+"\n")
@@ -63,12 +63,12 @@ func TestHTMLToTextDropsNoise(t *testing.T) {
 		"ordered":        {`<ol><li>x</li><li>y</li></ol>`, "1. x\n2. y", ""},
 		"table":          {`<table><tr><td>a</td><td>b</td></tr></table>`, "a | b", ""},
 	} {
-		_, got := htmlToText(strings.NewReader(tt.in))
+		_, got := HTMLToText(strings.NewReader(tt.in))
 		if got != tt.want {
-			t.Errorf("%s: htmlToText(%q) = %q, want %q", name, tt.in, got, tt.want)
+			t.Errorf("%s: HTMLToText(%q) = %q, want %q", name, tt.in, got, tt.want)
 		}
 		if tt.notWant != "" && strings.Contains(got, tt.notWant) {
-			t.Errorf("%s: htmlToText(%q) = %q, must not contain %q", name, tt.in, got, tt.notWant)
+			t.Errorf("%s: HTMLToText(%q) = %q, must not contain %q", name, tt.in, got, tt.notWant)
 		}
 	}
 }
@@ -82,6 +82,6 @@ func BenchmarkHTMLToText(b *testing.B) {
 	b.SetBytes(int64(len(big)))
 	b.ReportAllocs()
 	for b.Loop() {
-		htmlToText(strings.NewReader(string(big)))
+		HTMLToText(strings.NewReader(string(big)))
 	}
 }
