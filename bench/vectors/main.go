@@ -39,6 +39,8 @@ func main() {
 	pgN := flag.Int("pgn", 100000, "vectors in the PostgreSQL run")
 	pg := flag.Bool("pg", false, "run PostgreSQL too (needs DATABASE_URL)")
 	queries := flag.Int("queries", 200, "queries per run")
+	ef := flag.Int("ef", 0, "pgvector hnsw.ef_search (0: the store's default)")
+	reuse := flag.String("pgschema", "", "reuse a schema loaded by an earlier -pg run (same -pgn and -dims) instead of loading again")
 	flag.Parse()
 	ctx := context.Background()
 	fmt.Printf("nearest-neighbour search, %d dimensions, %d queries, top 10, clustered unit vectors\n", *dims, *queries)
@@ -60,14 +62,23 @@ func main() {
 			fmt.Fprintln(os.Stderr, "-pg needs DATABASE_URL (scripts/pg-test-cluster.sh start)")
 			os.Exit(2)
 		}
-		s, err := postgres.New(postgres.Config{URL: url, Schema: "bench_vectors_" + strconv.FormatInt(time.Now().Unix(), 10)}, nil)
+		schema := *reuse
+		if schema == "" {
+			schema = "bench_vectors_" + strconv.FormatInt(time.Now().Unix(), 10)
+		}
+		s, err := postgres.New(postgres.Config{URL: url, Schema: schema, EfSearch: *ef}, nil)
 		must(err)
 		must(s.Open(ctx))
 		must(s.Migrate(ctx))
+		fmt.Fprintf(os.Stderr, "postgres schema %s (reuse it with -pgschema %s)\n", schema, schema)
+		loaded = *reuse != ""
 		run(ctx, "postgres (pgvector HNSW)", s, *pgN, *dims, *queries)
 		s.Close()
 	}
 }
+
+// loaded says the store already holds this run's vectors.
+var loaded bool
 
 func run(ctx context.Context, name string, s store, n, dims, queries int) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -82,7 +93,7 @@ func run(ctx context.Context, name string, s store, n, dims, queries int) {
 	must(s.EnsureEmbeddingDims(ctx, dims))
 	start := time.Now()
 	const perDoc = 1000
-	for d := 0; d*perDoc < n; d++ {
+	for d := 0; d*perDoc < n && !loaded; d++ {
 		id := fmt.Sprintf("d%06d", d)
 		var chunks []memrec.Chunk
 		for i := d * perDoc; i < min(n, (d+1)*perDoc); i++ {

@@ -60,6 +60,7 @@ import (
 const (
 	DefaultMaxConns        = 10
 	DefaultMaxLockConns    = 16
+	DefaultEfSearch        = 100
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultMaxConnLifetime = time.Hour
 	DefaultMaxConnIdleTime = 30 * time.Minute
@@ -78,6 +79,8 @@ type Config struct {
 	// MaxLockConns caps the connections pinned by TryLockSession holders (one per held lock),
 	// kept in a pool of their own so held locks never starve queries. Default 16.
 	MaxLockConns int32
+	// EfSearch is pgvector's hnsw.ef_search for nearest-neighbour queries (default 100).
+	EfSearch int
 	// Schema, when set, holds the store's tables: Migrate creates it, and every connection runs
 	// with search_path = <schema>, public. A lower-case SQL identifier ([a-z_][a-z0-9_]*, at most
 	// 63 bytes). Default: the server's search_path.
@@ -98,12 +101,13 @@ var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use once Open has returned.
 type Store struct {
-	poolCfg *pgxpool.Config // query pool; AfterConnect registers the pgvector types
-	lockCfg *pgxpool.Config // TryLockSession pool; no type registration
-	schema  string
-	target  string // host:port/db for logs and errors; never holds the password
-	now     func() time.Time
-	log     *slog.Logger
+	poolCfg  *pgxpool.Config // query pool; AfterConnect registers the pgvector types
+	lockCfg  *pgxpool.Config // TryLockSession pool; no type registration
+	schema   string
+	efSearch int    // hnsw.ef_search of nearest-neighbour queries
+	target   string // host:port/db for logs and errors; never holds the password
+	now      func() time.Time
+	log      *slog.Logger
 
 	mu     sync.Mutex // serializes Open and Close
 	pools  atomic.Pointer[pools]
@@ -149,7 +153,10 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("postgres: config max conn idle time %s: %w: must be >= 0 (0 means the default %s)", cfg.MaxConnIdleTime, ErrInvalid, DefaultMaxConnIdleTime)
 	}
 
-	s := &Store{schema: cfg.Schema, now: cfg.Now, log: log}
+	if cfg.EfSearch < 0 || cfg.EfSearch > 1000 {
+		return nil, fmt.Errorf("postgres: ef_search %d: use 1 to 1000 (0 means %d)", cfg.EfSearch, DefaultEfSearch)
+	}
+	s := &Store{schema: cfg.Schema, now: cfg.Now, log: log, efSearch: orDefault(cfg.EfSearch, DefaultEfSearch)}
 	if s.now == nil {
 		s.now = time.Now
 	}

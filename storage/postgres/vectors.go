@@ -52,7 +52,7 @@ func (s *Store) EnsureEmbeddingDims(ctx context.Context, dims int) error {
 			return dimsError(have, dims)
 		}
 		// HNSW indexes support up to 2000 dimensions of vector; larger ones are searched exactly.
-		if dims <= 2000 {
+		if dims <= maxIndexedDims {
 			_, err = tx.Exec(ctx, fmt.Sprintf("CREATE INDEX IF NOT EXISTS kb_chunks_hnsw_%d ON kb_chunks USING hnsw ((embedding::vector(%d)) vector_cosine_ops)", dims, dims))
 		}
 		return err
@@ -125,3 +125,7 @@ func tsQuery(text string) string {
 	}
 	return strings.Join(terms, " | ")
 }
+
+// maxIndexedDims is the largest vector pgvector's HNSW index takes; larger ones are searched
+// exactly.
+const maxIndexedDims = 2000
