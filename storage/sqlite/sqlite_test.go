@@ -359,8 +359,12 @@ func TestLoadMigrations(t *testing.T) {
 func TestClaimAcrossStores(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shared.db")
-	a := openTemp(t, Config{Path: path})
-	b := openTemp(t, Config{Path: path})
+	// Each store waits for the other's write lock. The default 5s busy timeout is a real-time
+	// bound that a starved CI runner can exceed; this test is about exactly-once, so the wait
+	// is bounded only generously.
+	cfg := Config{Path: path, BusyTimeout: 2 * time.Minute}
+	a := openTemp(t, cfg)
+	b := openTemp(t, cfg)
 	const n = 50
 	var (
 		wg   sync.WaitGroup

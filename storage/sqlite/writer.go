@@ -50,7 +50,8 @@ type writer struct {
 	stop  chan struct{} // closed by shutdown
 	done  chan struct{} // closed when the goroutine has exited
 	batch []*writeReq
-	// enqueued, when set (tests only), is called after a call entered the queue.
+	// enqueued, when set (tests only), is called after a call entered the queue. It is read
+	// before the call is queued: calls already on their way when it is set are not reported.
 	enqueued atomic.Pointer[func()]
 }
 
@@ -120,6 +121,8 @@ func (w *writer) do(ctx context.Context, solo bool, fn func(tx *wtx) error) erro
 		return err
 	}
 	req := &writeReq{ctx: ctx, solo: solo, fn: fn, done: make(chan error, 1)}
+	// Loaded before queueing, so a hook installed while this call waits is not told about it.
+	hook := w.enqueued.Load()
 	select {
 	case w.queue <- req:
 	case <-w.stop:
@@ -127,7 +130,7 @@ func (w *writer) do(ctx context.Context, solo bool, fn func(tx *wtx) error) erro
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if hook := w.enqueued.Load(); hook != nil {
+	if hook != nil {
 		(*hook)()
 	}
 	select {
@@ -275,6 +278,15 @@ func (w *writer) runBatch(batch []*writeReq) {
 	if abort != nil {
 		if _, err := tx.exec("ROLLBACK"); err != nil && !isNoTransaction(err) {
 			w.log.Error("sqlite: rollback failed", "err", err)
+		}
+		// The calls after the one that broke the transaction never ran. Answer them too: a
+		// call left queued would wait for an answer until its ctx ended or the store closed
+		// (forever, for a caller without a deadline).
+		for i, r := range batch {
+			if !taken[i] && r.state.CompareAndSwap(reqQueued, reqTaken) {
+				taken[i] = true
+				results[i] = fmt.Errorf("not run: %w", abort)
+			}
 		}
 	}
 	for i, r := range batch {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +12,9 @@ import (
 )
 
 // holdWriter occupies the writer goroutine with a solo call until release is called, so the
-// calls queued meanwhile run as one batch.
+// calls queued meanwhile run as one batch. A test that stops early (t.Fatal) releases the
+// writer in its cleanup, before the store is closed: Close waits for the writer, so a writer
+// left held would turn the failure into a hang.
 func holdWriter(t *testing.T, s *Store) (release func()) {
 	t.Helper()
 	started, gate := make(chan struct{}), make(chan struct{})
@@ -23,9 +26,16 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 			return nil
 		})
 	}()
-	<-started
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open) // runs before openTemp's Close (cleanups run last-in first-out)
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("holding the writer: solo call returned %v before it ran", err)
+	}
 	return func() {
-		close(gate)
+		open()
 		if err := <-done; err != nil {
 			t.Errorf("held solo call: %v", err)
 		}
@@ -33,11 +43,25 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 }
 
 // notifyQueued makes the writer report each call entering its queue on the returned channel.
+// Calls already on their way to the queue when it is installed are not reported.
 func notifyQueued(s *Store) <-chan struct{} {
 	ch := make(chan struct{}, 64)
 	hook := func() { ch <- struct{}{} }
 	s.st.Load().wr.enqueued.Store(&hook)
 	return ch
+}
+
+// answerWithin waits for a write call's result. The bound only turns a call that is never
+// answered (a writer bug) into a failure instead of a hang; answers normally take milliseconds.
+func answerWithin[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: no answer within a minute (a queued write call was never answered)", what)
+		panic("unreachable")
+	}
 }
 
 func TestGroupCommitIsolatesFailures(t *testing.T) {
@@ -62,22 +86,33 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			results <- result{name, err, ok}
 		})
 	}
+	// waitQueued returns once the call just started is in the writer's queue; a call that
+	// finishes instead (an error before queueing) fails the test rather than blocking it.
+	waitQueued := func(name string) {
+		t.Helper()
+		select {
+		case <-queued:
+		case r := <-results:
+			t.Fatalf("%s finished while the writer was held (waiting for %q to be queued): %v", r.name, name, r.err)
+		}
+	}
 	// Queued one by one so the batch order is known.
 	queue("claim k1", func() (bool, error) { return s.ClaimEvent(ctx, "k1", nil, time.Time{}) })
-	<-queued
+	waitQueued("claim k1")
 	queue("duplicate turn", func() (bool, error) {
 		return false, s.CreateTurn(ctx, echogate.TurnRecord{ID: "taken", Session: "s"})
 	})
-	<-queued
+	waitQueued("duplicate turn")
 	queue("append", func() (bool, error) {
 		return true, s.AppendMessages(ctx, "s", "t", []echogate.Message{{Role: echogate.RoleUser, Content: "a"}, {Role: echogate.RoleUser, Content: "b"}}, time.Time{})
 	})
-	<-queued
+	waitQueued("append")
 	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	queue("cancelled while queued", func() (bool, error) { return s.ClaimEvent(cctx, "k-cancelled", nil, time.Time{}) })
-	<-queued
+	waitQueued("cancelled while queued")
 	queue("claim k1 again", func() (bool, error) { return s.ClaimEvent(ctx, "k1", nil, time.Time{}) })
-	<-queued
+	waitQueued("claim k1 again")
 	cancel()
 	// The cancelled call leaves the queue logically at once (its slot is skipped later).
 	var cancelled result
@@ -125,15 +160,19 @@ func TestCloseFailsQueuedWrites(t *testing.T) {
 	queued := notifyQueued(s)
 	errc := make(chan error, 1)
 	go func() { errc <- s.GrantTool(ctx, "s", "tool", "u", time.Time{}) }()
-	<-queued
+	select {
+	case <-queued:
+	case err := <-errc:
+		t.Fatalf("GrantTool returned %v while the writer was held, want it queued", err)
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	release()
-	if err := <-closed; err != nil {
+	if err := answerWithin(t, "Close", closed); err != nil {
 		t.Errorf("Close = %v", err)
 	}
 	// Queued before Close: it either ran before the writer stopped or failed with ErrClosed.
-	if err := <-errc; err != nil && !errors.Is(err, ErrClosed) {
+	if err := answerWithin(t, "write queued during Close", errc); err != nil && !errors.Is(err, ErrClosed) {
 		t.Errorf("write queued during Close = %v, want nil or ErrClosed", err)
 	}
 	if err := s.GrantTool(ctx, "s", "tool", "u", time.Time{}); !errors.Is(err, ErrClosed) {
@@ -147,5 +186,63 @@ func TestMigrateHonoursCancellation(t *testing.T) {
 	cancel()
 	if err := s.Migrate(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Migrate(cancelled) = %v, want context.Canceled", err)
+	}
+}
+
+// A call that breaks the shared transaction (here by ending it itself, standing in for SQLite
+// rolling it back on an I/O error or a full disk) fails the whole batch. The calls queued behind
+// it in the batch never ran: they must be answered too, not left waiting for ever.
+func TestBrokenBatchAnswersEveryCall(t *testing.T) {
+	for name, breaker := range map[string]func(tx *wtx) error{
+		// RELEASE of the call's savepoint fails: the transaction is gone.
+		"call succeeds after ending the transaction": func(tx *wtx) error {
+			_, err := tx.exec("ROLLBACK")
+			return err
+		},
+		// ROLLBACK TO the call's savepoint fails: the transaction is gone.
+		"call fails after ending the transaction": func(tx *wtx) error {
+			if _, err := tx.exec("ROLLBACK"); err != nil {
+				return err
+			}
+			return errors.New("the call's own error")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTemp(t, Config{})
+			wr := s.st.Load().wr
+			release := holdWriter(t, s)
+			queued := notifyQueued(s)
+
+			first := make(chan error, 1)
+			go func() { first <- wr.do(ctx, false, breaker) }()
+			<-queued
+			behind := make(chan error, 2)
+			go func() { behind <- s.GrantTool(ctx, "s", "tool-a", "u", time.Time{}) }()
+			<-queued
+			go func() { behind <- s.GrantTool(ctx, "s", "tool-b", "u", time.Time{}) }()
+			<-queued
+			release()
+
+			if err := answerWithin(t, "the breaking call", first); err == nil {
+				t.Errorf("breaking call = nil, want the batch's failure")
+			}
+			for range 2 {
+				err := answerWithin(t, "a call queued behind the breaking one", behind)
+				if err == nil || !strings.Contains(err.Error(), "not run") {
+					t.Errorf("call queued behind a broken transaction = %v, want a \"not run\" error", err)
+				}
+			}
+			if g, err := s.Grants(ctx, "s"); err != nil || len(g) != 0 {
+				t.Errorf("Grants after the broken batch = %v, %v; want none written", g, err)
+			}
+			// The writer recovered: the next transaction works.
+			if err := s.GrantTool(ctx, "s", "tool-a", "u", time.Time{}); err != nil {
+				t.Fatalf("GrantTool after the broken batch = %v, want nil", err)
+			}
+			if g, err := s.Grants(ctx, "s"); err != nil || len(g) != 1 {
+				t.Errorf("Grants after a good write = %v, %v; want one", g, err)
+			}
+		})
 	}
 }

@@ -38,7 +38,8 @@ func (p *Provider) Embed(ctx context.Context, model string, dims int, texts []st
 		batch := texts[start:end]
 		var res goopenai.EmbeddingResponse
 		err := p.retry(ctx, "embed", model, func(actx context.Context) (int, error) {
-			actx, _, timedOut, stop := p.withIdleTimeout(actx)
+			// One request: the idle clock bounds it whole.
+			actx, idle, stop := p.watchIdle(actx)
 			defer stop()
 			var err error
 			res, err = p.client.CreateEmbeddings(actx, goopenai.EmbeddingRequestStrings{
@@ -46,7 +47,7 @@ func (p *Provider) Embed(ctx context.Context, model string, dims int, texts []st
 				Model:      goopenai.EmbeddingModel(model),
 				Dimensions: dims,
 			})
-			if err != nil && timedOut() {
+			if err != nil && idle.timedOut() {
 				return 0, &idleTimeout{p.cfg.Timeout}
 			}
 			return 0, err

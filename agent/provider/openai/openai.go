@@ -49,8 +49,9 @@ type Config struct {
 	// Organization is sent as OpenAI-Organization when set.
 	Organization string
 	// Timeout bounds the wait for a response to start and every silence between two chunks of a
-	// stream (an idle timeout, so long answers are not cut); for embeddings it bounds each request.
-	// 0 means 60s. The whole call is bounded by the caller's ctx.
+	// stream (an idle timeout, so long answers are not cut; time spent in the caller's onDelta
+	// does not count); for embeddings it bounds each request. 0 means 60s. The whole call is
+	// bounded by the caller's ctx.
 	Timeout time.Duration
 	// MaxRetries is how many times a failed attempt is retried before the first fragment was
 	// delivered. 0 means 3; negative means no retries.

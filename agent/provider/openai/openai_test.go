@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,11 +27,84 @@ import (
 
 const testKey = "sk-test-key"
 
-// harness is a provider wired to a FakeOpenAI with recorded, instant backoff sleeps.
+// watchdog bounds the tests' waits for something that happens within milliseconds unless the
+// code under test is broken: it turns a hang into a failure naming what never happened. It is
+// never a condition of success, so a slow machine does not fail a test.
+const watchdog = time.Minute
+
+// within waits for a value on ch, failing the test if none comes within the watchdog.
+func within[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(watchdog):
+		t.Fatalf("%s: nothing within %s", what, watchdog)
+		panic("unreachable")
+	}
+}
+
+// fakeTimer is an idle-timeout timer under the test's control: it never fires by itself.
+// It is armed when made (like time.AfterFunc), by Reset, and disarmed by Stop.
+type fakeTimer struct {
+	mu    sync.Mutex
+	f     func()
+	armed bool
+}
+
+func (ft *fakeTimer) Reset(time.Duration) bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	was := ft.armed
+	ft.armed = true
+	return was
+}
+
+func (ft *fakeTimer) Stop() bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	was := ft.armed
+	ft.armed = false
+	return was
+}
+
+// fire runs out the timer's time: an armed timer calls its function, as a real one would, and
+// fire reports true; a stopped one does nothing.
+func (ft *fakeTimer) fire() bool {
+	ft.mu.Lock()
+	if !ft.armed {
+		ft.mu.Unlock()
+		return false
+	}
+	ft.armed = false
+	f := ft.f
+	ft.mu.Unlock()
+	f()
+	return true
+}
+
+// fakeTimers makes fake idle timers and announces each on made (dropping announcements nobody
+// waits for once 64 are pending).
+type fakeTimers struct{ made chan *fakeTimer }
+
+func newFakeTimers() *fakeTimers { return &fakeTimers{made: make(chan *fakeTimer, 64)} }
+
+func (ts *fakeTimers) newTimer(d time.Duration, f func()) timer {
+	ft := &fakeTimer{f: f, armed: true}
+	select {
+	case ts.made <- ft:
+	default:
+	}
+	return ft
+}
+
+// harness is a provider wired to a FakeOpenAI with recorded, instant backoff sleeps and idle
+// timers that fire only when the test fires them: no test depends on the machine's speed.
 type harness struct {
-	f  *agenttest.FakeOpenAI
-	p  *Provider
-	mu sync.Mutex
+	f      *agenttest.FakeOpenAI
+	p      *Provider
+	timers *fakeTimers
+	mu     sync.Mutex
 	// sleeps are the backoff waits the provider asked for.
 	sleeps []time.Duration
 }
@@ -44,7 +121,8 @@ func newHarness(t testing.TB, mutate func(*Config)) *harness {
 	if err != nil {
 		t.Fatalf("New(%+v) = %v", cfg, err)
 	}
-	h := &harness{f: f, p: p}
+	h := &harness{f: f, p: p, timers: newFakeTimers()}
+	p.newTimer = h.timers.newTimer
 	p.sleep = func(ctx context.Context, d time.Duration) error {
 		h.mu.Lock()
 		h.sleeps = append(h.sleeps, d)
@@ -53,6 +131,22 @@ func newHarness(t testing.TB, mutate func(*Config)) *harness {
 	}
 	p.jitter = func() float64 { return 0.5 }
 	return h
+}
+
+// generate runs Generate, failing the test if it does not return within the watchdog.
+func (h *harness) generate(t *testing.T, ctx context.Context, req agent.Request, onDelta func(agent.Delta) error) (agent.Response, error) {
+	t.Helper()
+	type result struct {
+		resp agent.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := h.p.Generate(ctx, req, onDelta)
+		done <- result{resp, err}
+	}()
+	r := within(t, "Generate to return", done)
+	return r.resp, r.err
 }
 
 func (h *harness) waits() []time.Duration {
@@ -455,7 +549,7 @@ func TestGenerateDeltaErrorAborts(t *testing.T) {
 	h.f.Enqueue(agenttest.Answer{Text: "one two three four five", Hold: hold, HoldAfter: 4})
 	errStop := errors.New("stop requested")
 	calls := 0
-	_, err := h.p.Generate(context.Background(), userReq("hi"), func(agent.Delta) error {
+	_, err := h.generate(t, context.Background(), userReq("hi"), func(agent.Delta) error {
 		calls++
 		if calls == 2 {
 			return errStop
@@ -493,31 +587,18 @@ func TestGenerateCancelEndsPromptly(t *testing.T) {
 		})
 		done <- err
 	}()
-	<-first
+	within(t, "the first fragment", first)
 	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Generate = %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Generate did not return after ctx was cancelled")
+	// Only the idle timeout could end the held stream otherwise, and the harness's never fires.
+	if err := within(t, "Generate to return after ctx was cancelled", done); !errors.Is(err, context.Canceled) {
+		t.Errorf("Generate = %v, want context.Canceled", err)
 	}
 }
 
-// fakeTimer hands the idle-timeout callbacks to the test.
-type fakeTimer struct{}
-
-func (fakeTimer) Reset(time.Duration) bool { return true }
-func (fakeTimer) Stop() bool               { return true }
-
+// TestGenerateIdleTimeoutRetries: an endpoint that accepts the request and then stays silent is
+// cut off by the idle timeout, and the attempt is retried.
 func TestGenerateIdleTimeoutRetries(t *testing.T) {
 	h := newHarness(t, nil)
-	fires := make(chan func(), 8)
-	h.p.newTimer = func(d time.Duration, f func()) timer {
-		fires <- f
-		return fakeTimer{}
-	}
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
 	gotFirst := make(chan struct{})
@@ -528,24 +609,61 @@ func TestGenerateIdleTimeoutRetries(t *testing.T) {
 		}
 		return agenttest.TextAnswer("fine"), true
 	})
-	done := make(chan struct{})
-	var (
+	type result struct {
 		resp agent.Response
 		err  error
-	)
+	}
+	done := make(chan result, 1)
 	go func() {
-		defer close(done)
-		resp, err = h.p.Generate(context.Background(), userReq("hi"), nil)
+		resp, err := h.p.Generate(context.Background(), userReq("hi"), nil)
+		done <- result{resp, err}
 	}()
-	fire := <-fires
-	<-gotFirst
-	fire() // the first attempt's timer fires: no data in time
-	<-done
-	if err != nil || resp.Message.Content != "fine" {
-		t.Fatalf("Generate = %q, %v, want fine, nil", resp.Message.Content, err)
+	first := within(t, "the first attempt's idle timer", h.timers.made)
+	// Fire only once the server holds the request, so the timeout is the attempt's only way out
+	// (firing earlier would let the retry reach the server first and be held instead).
+	within(t, "the first request at the server", gotFirst)
+	if !first.fire() {
+		t.Fatal("the first attempt's idle timer was stopped while it waited for the endpoint, want it running")
+	}
+	r := within(t, "Generate to return after the idle timeout", done)
+	if r.err != nil || r.resp.Message.Content != "fine" {
+		t.Fatalf("Generate = %q, %v, want fine, nil", r.resp.Message.Content, r.err)
 	}
 	if n := len(h.f.ChatRequests()); n != 2 {
 		t.Errorf("requests = %d, want 2", n)
+	}
+	if got := h.waits(); len(got) != 1 {
+		t.Errorf("backoff waits = %v, want one before the retry", got)
+	}
+}
+
+// TestGenerateIdleClockPausedInCallback: time spent in the caller's onDelta is not the
+// endpoint's silence. The test runs out the attempt's idle clock inside every callback: had the
+// clock been running there, the attempt would be cancelled.
+func TestGenerateIdleClockPausedInCallback(t *testing.T) {
+	h := newHarness(t, nil)
+	h.f.Enqueue(agenttest.Answer{Text: "a slowly consumed answer", FragmentSize: 4})
+	var timer *fakeTimer
+	var fired, calls int
+	resp, err := h.generate(t, context.Background(), userReq("hi"), func(agent.Delta) error {
+		calls++
+		if timer == nil {
+			select {
+			case timer = <-h.timers.made: // made before the request was sent
+			default:
+				return errors.New("no idle timer was made before the first fragment")
+			}
+		}
+		if timer.fire() {
+			fired++
+		}
+		return nil
+	})
+	if err != nil || resp.Message.Content != "a slowly consumed answer" {
+		t.Fatalf("Generate = %q, %v, want the whole answer", resp.Message.Content, err)
+	}
+	if fired != 0 || calls == 0 {
+		t.Errorf("idle timer fired in %d of %d callbacks, want 0 (paused while the caller works)", fired, calls)
 	}
 }
 
@@ -553,11 +671,44 @@ func TestGenerateIdleTimeoutError(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxRetries = -1 })
 	h.p.newTimer = func(d time.Duration, f func()) timer {
 		f() // fires at once
-		return fakeTimer{}
+		return &fakeTimer{}
 	}
-	_, err := h.p.Generate(context.Background(), userReq("hi"), nil)
+	_, err := h.generate(t, context.Background(), userReq("hi"), nil)
 	if !errors.Is(err, ErrTimeout) || !errors.Is(err, agent.ErrUnavailable) {
 		t.Errorf("Generate = %v, want ErrTimeout and ErrUnavailable", err)
+	}
+}
+
+// TestGenerateIdleTimeoutRealClock runs the real timer against an endpoint that never answers.
+// Wherever the timeout strikes (before the request reached the server or after), the outcome
+// is the same, so the machine's speed does not matter: the test only needs the timer to fire.
+func TestGenerateIdleTimeoutRealClock(t *testing.T) {
+	f := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{APIKey: testKey})
+	t.Cleanup(f.Close)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	f.Respond(func(agenttest.ChatRequest) (agenttest.Answer, bool) {
+		return agenttest.Answer{Text: "never sent", Hold: hold}, true
+	})
+	p, err := New(Config{BaseURL: f.URL(), APIKey: testKey, Timeout: 20 * time.Millisecond, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		resp agent.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := p.Generate(context.Background(), userReq("hi"), nil)
+		done <- result{resp, err}
+	}()
+	r := within(t, "Generate to time out", done)
+	if !errors.Is(r.err, ErrTimeout) || !errors.Is(r.err, agent.ErrUnavailable) || !strings.Contains(r.err.Error(), "no data for 20ms") {
+		t.Errorf("Generate = %v, want ErrTimeout and ErrUnavailable saying no data for 20ms", r.err)
+	}
+	if r.resp.Message.Content != "" || !r.resp.Usage.Failed {
+		t.Errorf("response = %q, failed %v, want nothing delivered, failed", r.resp.Message.Content, r.resp.Usage.Failed)
 	}
 }
 
@@ -593,6 +744,7 @@ func TestGenerateOddStreams(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.sleep = func(ctx context.Context, d time.Duration) error { return nil }
+			p.newTimer = newFakeTimers().newTimer
 			_, err = p.Generate(context.Background(), userReq("hi"), nil)
 			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.hint) {
 				t.Errorf("Generate = %v, want %v mentioning %q", err, tt.kind, tt.hint)
@@ -606,22 +758,34 @@ func TestGenerateOddStreams(t *testing.T) {
 	}
 }
 
+// refusingDialer fails every dial the way a port with no listener does. A real closed port
+// is no good in a test: while packages run in parallel, another test's server may take it.
+func refusingDialer(ctx context.Context, network, addr string) (net.Conn, error) {
+	return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
+
 func TestGenerateUnreachable(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close() // nothing listens there any more
-	p, err := New(Config{BaseURL: url + "/v1", MaxRetries: 2}, nil)
+	var dials atomic.Int32
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return refusingDialer(ctx, network, addr)
+	}}}
+	p, err := New(Config{BaseURL: "http://127.0.0.1:9/v1", MaxRetries: 2, HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sleeps := 0
 	p.sleep = func(ctx context.Context, d time.Duration) error { sleeps++; return nil }
+	p.newTimer = newFakeTimers().newTimer
 	_, err = p.Generate(context.Background(), userReq("hi"), nil)
 	if !errors.Is(err, agent.ErrUnavailable) || !strings.Contains(err.Error(), "check OPENAI_BASE_URL") {
 		t.Errorf("Generate = %v, want ErrUnavailable naming OPENAI_BASE_URL", err)
 	}
-	if sleeps != 2 {
-		t.Errorf("retries = %d, want 2", sleeps)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Generate = %v, want the connection refusal in the chain", err)
+	}
+	if sleeps != 2 || dials.Load() != 3 {
+		t.Errorf("retries, dials = %d, %d, want 2, 3", sleeps, dials.Load())
 	}
 }
 

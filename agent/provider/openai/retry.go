@@ -87,17 +87,39 @@ var errTruncated = errors.New("the stream ended without a finish reason (connect
 // attemptFunc runs one attempt; delivered is the number of characters handed to the caller.
 type attemptFunc func(ctx context.Context) (delivered int, err error)
 
-// withIdleTimeout derives an attempt context cancelled after d without kick(); timedOut reports
-// whether the timer fired. stop releases the timer.
-func (p *Provider) withIdleTimeout(ctx context.Context) (actx context.Context, kick func(), timedOut func() bool, stop func()) {
+// idleWatch is an attempt's idle timeout: it cancels the attempt's context once the endpoint has
+// been silent for Config.Timeout. The clock runs only while the provider waits for the endpoint:
+// it is paused while the caller's onDelta runs, so a slow consumer (a chat platform's rate
+// limit, say) is never mistaken for a stalled endpoint.
+type idleWatch struct {
+	t     timer
+	d     time.Duration
+	fired atomic.Bool
+}
+
+// watchIdle derives an attempt context from ctx under a running idle timeout. stop releases the
+// timer and the context; call it when the attempt ends.
+func (p *Provider) watchIdle(ctx context.Context) (actx context.Context, w *idleWatch, stop func()) {
 	actx, cancel := context.WithCancel(ctx)
-	var fired atomic.Bool
-	t := p.newTimer(p.cfg.Timeout, func() {
-		fired.Store(true)
+	w = &idleWatch{d: p.cfg.Timeout}
+	w.t = p.newTimer(w.d, func() {
+		w.fired.Store(true)
 		cancel()
 	})
-	return actx, func() { t.Reset(p.cfg.Timeout) }, fired.Load, func() { t.Stop(); cancel() }
+	return actx, w, func() {
+		w.t.Stop()
+		cancel()
+	}
 }
+
+// wait restarts the clock: the provider is about to wait for the endpoint.
+func (w *idleWatch) wait() { w.t.Reset(w.d) }
+
+// pause stops the clock: the provider got data and runs the caller's code.
+func (w *idleWatch) pause() { w.t.Stop() }
+
+// timedOut reports whether the timeout cancelled the attempt.
+func (w *idleWatch) timedOut() bool { return w.fired.Load() }
 
 // retry runs fn until it succeeds, fails for good, or the retries are spent. Only attempts that
 // delivered nothing are retried.

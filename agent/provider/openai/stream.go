@@ -60,19 +60,22 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 
 // streamOnce makes one streaming attempt, accumulating into st.
 func (p *Provider) streamOnce(ctx context.Context, creq goopenai.ChatCompletionRequest, st *streamState, onDelta func(agent.Delta) error) error {
-	actx, kick, timedOut, stop := p.withIdleTimeout(ctx)
+	// The idle clock runs from here until the response headers arrive, then during each wait
+	// for the next chunk; it is paused while a chunk is handed to onDelta.
+	actx, idle, stop := p.watchIdle(ctx)
 	defer stop()
 	stream, err := p.client.CreateChatCompletionStream(actx, creq)
 	if err != nil {
-		if timedOut() {
+		if idle.timedOut() {
 			return &idleTimeout{p.cfg.Timeout}
 		}
 		return err
 	}
 	defer stream.Close()
 	for {
-		kick()
+		idle.wait()
 		chunk, err := stream.Recv()
+		idle.pause()
 		if errors.Is(err, io.EOF) {
 			if st.finish == "" {
 				return errTruncated
@@ -80,7 +83,7 @@ func (p *Provider) streamOnce(ctx context.Context, creq goopenai.ChatCompletionR
 			return nil
 		}
 		if err != nil {
-			if timedOut() {
+			if idle.timedOut() {
 				return &idleTimeout{p.cfg.Timeout}
 			}
 			return err
