@@ -96,21 +96,45 @@ func (m instantModel) Generate(ctx context.Context, req agent.Request, onDelta f
 	return agent.Response{Message: echogate.Message{Role: echogate.RoleAssistant, Content: "It is about noon."}, Usage: u, FinishReason: "stop", Model: req.Model}, nil
 }
 
-// replier signals finished turns per event id.
+// replier signals finished turns per event id and records when each stage was reached.
 type replier struct {
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
+	marks   map[string]*marks
+	stages  [3][]time.Duration // submit→start, start→first token, last token→done
 }
+
+type marks struct{ submit, start, first, last time.Time }
 
 func (r *replier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
 	return echogate.MessageRef{Platform: "web", Channel: out.Conversation.Channel, ID: "m"}, nil
 }
 
 func (r *replier) ObserveTurn(ev echogate.TurnEvent) {
+	now := time.Now()
+	r.mu.Lock()
+	m := r.marks[ev.EventID]
+	if m != nil {
+		switch ev.Type {
+		case echogate.TurnStarted:
+			m.start = now
+		case echogate.TurnDelta:
+			if m.first.IsZero() {
+				m.first = now
+			}
+			m.last = now
+		}
+	}
 	if ev.Type != echogate.TurnDone {
+		r.mu.Unlock()
 		return
 	}
-	r.mu.Lock()
+	if m != nil && !m.start.IsZero() && !m.first.IsZero() {
+		r.stages[0] = append(r.stages[0], m.start.Sub(m.submit))
+		r.stages[1] = append(r.stages[1], m.first.Sub(m.start))
+		r.stages[2] = append(r.stages[2], now.Sub(m.last))
+	}
+	delete(r.marks, ev.EventID)
 	ch := r.waiters[ev.EventID]
 	delete(r.waiters, ev.EventID)
 	r.mu.Unlock()
@@ -119,10 +143,24 @@ func (r *replier) ObserveTurn(ev echogate.TurnEvent) {
 	}
 }
 
+// stageReport renders the p50/p99 of each stage.
+func (r *replier) stageReport() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := ""
+	for i, name := range []string{"submit→start", "start→first token", "last token→done"} {
+		st := append([]time.Duration(nil), r.stages[i]...)
+		sort.Slice(st, func(a, b int) bool { return st[a] < st[b] })
+		out += fmt.Sprintf(" %s p50 %s p99 %s;", name, pct(st, 50), pct(st, 99))
+	}
+	return out
+}
+
 func (r *replier) wait(id string) chan struct{} {
 	ch := make(chan struct{})
 	r.mu.Lock()
 	r.waiters[id] = ch
+	r.marks[id] = &marks{submit: time.Now()}
 	r.mu.Unlock()
 	return ch
 }
@@ -161,7 +199,7 @@ func newRig(m agent.Model, mailbox int) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &replier{waiters: map[string]chan struct{}{}}
+	rep := &replier{waiters: map[string]chan struct{}{}, marks: map[string]*marks{}}
 	p, err := pipeline.New(pipeline.Config{Model: "bench-model", MailboxSize: mailbox, TurnTimeout: time.Minute},
 		pipeline.Deps{Store: st, Model: m, Tools: reg, Repliers: map[string]pipeline.Replier{"web": rep}})
 	if err != nil {
@@ -284,6 +322,7 @@ func throughput(sessions int, d, latency time.Duration) error {
 	rate := float64(turns.Load()) / elapsed.Seconds()
 	ideal := float64(sessions) / latency.Seconds()
 	fmt.Printf("%10d %12d %12.0f %10.0f %11.1f%% %12s\n", sessions, turns.Load(), rate, ideal, 100*rate/ideal, pct(lat, 99))
+	fmt.Printf("%10s stages:%s\n", "", r.rep.stageReport())
 	return nil
 }
 
