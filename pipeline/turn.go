@@ -52,8 +52,12 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	if ev.Actor.IsSelf {
 		upserted <- nil
 	} else {
-		uctx := ctx
-		go func() { upserted <- p.d.Store.UpsertSession(uctx, info) }()
+		// Not tied to the turn: a stop must not leave the session unrecorded.
+		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		go func() {
+			defer ucancel()
+			upserted <- p.d.Store.UpsertSession(uctx, info)
+		}()
 	}
 	waitSession := sync.OnceFunc(func() {
 		if err := <-upserted; err != nil {
