@@ -57,7 +57,7 @@ func TestSanitizeHistory(t *testing.T) {
 }
 
 func TestRedactArgs(t *testing.T) {
-	got := redactArgs(`{"url":"https://x","headers":{"Authorization":"Bearer abc"},"password":"p","list":[{"token":"t"}]}`, 1000)
+	got := RedactArgs(`{"url":"https://x","headers":{"Authorization":"Bearer abc"},"password":"p","list":[{"token":"t"}]}`, 1000)
 	for _, secret := range []string{"Bearer abc", `"p"`, `"t"`} {
 		if strings.Contains(got, secret) {
 			t.Errorf("redactArgs kept %s: %s", secret, got)
@@ -66,7 +66,7 @@ func TestRedactArgs(t *testing.T) {
 	if !strings.Contains(got, "https://x") {
 		t.Errorf("redactArgs dropped a harmless value: %s", got)
 	}
-	if got := redactArgs(strings.Repeat("é", 1000), 101); !strings.Contains(got, "more characters") || !strings.HasPrefix(got, "éé") {
+	if got := RedactArgs(strings.Repeat("é", 1000), 101); !strings.Contains(got, "more characters") || !strings.HasPrefix(got, "éé") {
 		t.Errorf("capped = %q", got[:20])
 	}
 }

@@ -83,7 +83,7 @@ func (r *responder) emit(e agent.Event) {
 	case agent.EventReasoningDelta:
 		r.event(echogate.TurnEvent{Type: echogate.TurnReasoning, Text: e.Text})
 	case agent.EventToolCall:
-		r.event(echogate.TurnEvent{Type: echogate.TurnToolCall, Tool: e.Call.Name, CallID: e.Call.ID, Args: redactArgs(e.Call.Arguments, maxPromptArgs)})
+		r.event(echogate.TurnEvent{Type: echogate.TurnToolCall, Tool: e.Call.Name, CallID: e.Call.ID, Args: RedactArgs(e.Call.Arguments, maxPromptArgs)})
 	case agent.EventToolRunEnd:
 		text, isErr := e.Result.Content, e.Result.IsError
 		if e.Err != nil {
@@ -384,14 +384,14 @@ func (p *Pipeline) pause(ctx context.Context, t *turn, res agent.Result) (string
 		t.out.event(echogate.TurnEvent{Type: echogate.TurnAsk, Text: pz.Question, CallID: pz.Call.ID, Tool: pz.Call.Name})
 	} else {
 		t.out.event(echogate.TurnEvent{Type: echogate.TurnApprovalRequest, Text: body, CallID: pz.Call.ID, Tool: pz.Call.Name,
-			Args: redactArgs(pz.Call.Arguments, maxPromptArgs)})
+			Args: RedactArgs(pz.Call.Arguments, maxPromptArgs)})
 	}
 	t.log.Info("turn paused", "kind", pz.Kind, "tool", pz.Call.Name, "call", pz.Call.ID)
 	return body, nil
 }
 
 func approvalPrompt(call echogate.ToolCall, requester string) string {
-	args := redactArgs(call.Arguments, maxPromptArgs)
+	args := RedactArgs(call.Arguments, maxPromptArgs)
 	return fmt.Sprintf("🔐 **Approval needed**: I want to run `%s` with:\n```\n%s\n```\n"+
 		"React ✅ to approve once, 🔁 to approve `%s` for this conversation, or ❌ to deny (or reply `approve` / `deny`). "+
 		"Only %s or an approver can decide.", call.Name, args, call.Name, requester)
@@ -399,8 +399,10 @@ func approvalPrompt(call echogate.ToolCall, requester string) string {
 
 var secretKey = regexp.MustCompile(`(?i)(pass(word)?|secret|token|api[_-]?key|authorization|auth|cookie|credential|private[_-]?key)`)
 
-// redactArgs renders tool arguments for people: secrets masked, length capped.
-func redactArgs(args string, max int) string {
+// RedactArgs renders tool arguments for people: JSON indented, values of secret-looking keys
+// (password, token, api_key, authorization, …) replaced by "***", length capped at max bytes
+// without splitting a UTF-8 sequence. Approval prompts, turn events and the console use it.
+func RedactArgs(args string, max int) string {
 	var v any
 	if err := json.Unmarshal([]byte(args), &v); err == nil {
 		v = redactValue(v)

@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,54 +179,10 @@ func pendingArgs(p echogate.PendingTurn) string {
 	}
 	for _, c := range st.Pending {
 		if c.ID == p.CallID {
-			return maskArgs(c.Arguments, maxArgsShown)
+			return pipeline.RedactArgs(c.Arguments, maxArgsShown)
 		}
 	}
 	return ""
-}
-
-// secretArg matches argument names whose values are never shown (as the pipeline's prompts do).
-var secretArg = regexp.MustCompile(`(?i)(pass(word)?|secret|token|api[_-]?key|authorization|auth|cookie|credential|private[_-]?key)`)
-
-// maskArgs renders JSON arguments indented with secret values replaced by "***", capped at n bytes.
-// Arguments that are not JSON are only capped.
-func maskArgs(args string, n int) string {
-	var v any
-	if err := json.Unmarshal([]byte(args), &v); err == nil {
-		if b, err := json.MarshalIndent(maskValue(v), "", "  "); err == nil {
-			args = string(b)
-		}
-	}
-	return clip(args, n)
-}
-
-func maskValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if secretArg.MatchString(k) {
-				x[k] = "***"
-			} else {
-				x[k] = maskValue(val)
-			}
-		}
-	case []any:
-		for i := range x {
-			x[i] = maskValue(x[i])
-		}
-	}
-	return v
-}
-
-// clip caps s at n bytes without cutting a UTF-8 sequence, marking the cut with "…".
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 func platformOf(k echogate.SessionKey) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/pipeline"
 )
 
 func TestConsoleActor(t *testing.T) {
@@ -124,8 +125,8 @@ func TestMaskArgs(t *testing.T) {
 		"not JSON capped": {"abcdef", "abc…", 3},
 		"utf-8 kept":      {"ééé", "é…", 3},
 	} {
-		if got := maskArgs(tt.in, tt.n); !strings.Contains(got, tt.want) || strings.Contains(got, "sk-1") {
-			t.Errorf("%s: maskArgs(%q) = %q, want it to contain %q and no secret", name, tt.in, got, tt.want)
+		if got := pipeline.RedactArgs(tt.in, tt.n); !strings.Contains(got, tt.want) || strings.Contains(got, "sk-1") {
+			t.Errorf("%s: RedactArgs(%q) = %q, want it to contain %q and no secret", name, tt.in, got, tt.want)
 		}
 	}
 }
