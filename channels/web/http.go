@@ -144,17 +144,8 @@ type chatRequest struct {
 }
 
 func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		writeError(w, methodNotAllowed(r, "POST"))
-		return
-	}
-	if e := checkOrigin(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	var req chatRequest
-	if e := decodeBody(w, r, c.bodyLimit(), &req, chatFields); e != nil {
-		writeError(w, e)
+	if !readPost(w, r, c.bodyLimit(), &req, chatFields) {
 		return
 	}
 	if req.Session == "" {
@@ -263,17 +254,8 @@ type stopRequest struct {
 }
 
 func (c *Channel) handleStop(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		writeError(w, methodNotAllowed(r, "POST"))
-		return
-	}
-	if e := checkOrigin(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	var req stopRequest
-	if e := decodeBody(w, r, 16<<10, &req, stopFields); e != nil {
-		writeError(w, e)
+	if !readPost(w, r, 16<<10, &req, stopFields) {
 		return
 	}
 	if e := sessionParam(req.Session); e != nil {
@@ -319,17 +301,8 @@ var decisions = map[string]string{
 }
 
 func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		writeError(w, methodNotAllowed(r, "POST"))
-		return
-	}
-	if e := checkOrigin(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	var req approveRequest
-	if e := decodeBody(w, r, 16<<10, &req, approveFields); e != nil {
-		writeError(w, e)
+	if !readPost(w, r, 16<<10, &req, approveFields) {
 		return
 	}
 	if e := sessionParam(req.Session); e != nil {
@@ -626,4 +599,22 @@ func (s *sseWriter) flush() error {
 
 func sanitizeField(s string) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
+
+// readPost accepts a JSON POST from this page's origin and decodes its body (at most limit bytes,
+// only the listed fields) into dst. Otherwise it answers the error and returns false.
+func readPost(w http.ResponseWriter, r *http.Request, limit int64, dst any, fields string) bool {
+	if r.Method != http.MethodPost {
+		writeError(w, methodNotAllowed(r, "POST"))
+		return false
+	}
+	if e := checkOrigin(r); e != nil {
+		writeError(w, e)
+		return false
+	}
+	if e := decodeBody(w, r, limit, dst, fields); e != nil {
+		writeError(w, e)
+		return false
+	}
+	return true
 }
