@@ -20,7 +20,9 @@
 // while one transaction commits run together in the next one, each in its own SAVEPOINT (so a
 // failing call rolls back alone). Writers therefore never spin on SQLITE_BUSY, and a burst of
 // writes pays for one commit instead of one each (see writer.go; BenchmarkTurnWrites went from
-// about 1.8k to 6-8k turns/s on 2 cores). A write that has returned is committed and visible to
+// about 1.8k to 6-8k turns/s on 2 cores). A batch runs without savepoints unless one of its
+// calls fails; then it runs again with them (about +10% more). WAL checkpoints run on a
+// connection of their own (checkpointer.go), so a commit never waits for one (10-11k turns/s). A write that has returned is committed and visible to
 // every read that starts after it. Other processes (the `echogate` CLI next to a running
 // server) share the file through SQLite's locks; BusyTimeout bounds how long a write waits for
 // them.
@@ -94,7 +96,8 @@ type Store struct {
 // dbs are the open connection pools, the writer and the readers' prepared statements.
 type dbs struct {
 	w, r   *sql.DB
-	wr     *writer  // owns w's only connection
+	wr     *writer // owns w's only connection
+	cp     *checkpointer
 	rStmts sync.Map // query -> *sql.Stmt on r
 }
 
@@ -156,26 +159,39 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 // Path returns the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
 
-// dsn builds the driver connection string. Pragmas are applied by the driver to every new
-// connection of the pool, so a connection the pool replaces gets them too.
-func (s *Store) dsn(writer bool) string {
+// Connection roles, for dsn.
+const (
+	roleWriter = iota
+	roleReader
+	roleCheckpointer
+)
+
+// dsn builds the driver connection string for a connection role. Pragmas are applied by the
+// driver to every new connection of the pool, so a connection the pool replaces gets them too.
+func (s *Store) dsn(role int) string {
 	q := []string{
 		"_busy_timeout=" + strconv.FormatInt(s.busyTimeout.Milliseconds(), 10),
 		"_foreign_keys=1",
 		"_synchronous=" + strings.ToUpper(s.synchronous),
 	}
-	if writer {
+	switch role {
+	case roleWriter:
 		// WAL: readers never block the writer, nor the writer the readers. IMMEDIATE: a write
 		// transaction takes the write lock at BEGIN, so it cannot fail half-way on a lock
-		// upgrade when another process writes. A 16 MiB page cache and checkpoints every
-		// 4000 pages (16 MiB of WAL, instead of 4) keep hot index pages out of repeated
-		// checkpoint writes: about +20% turns/s in BenchmarkTurnWrites.
-		q = append(q, "_journal_mode=WAL", "_txlock=immediate", "_pragma=cache_size(-16000)", "_pragma=wal_autocheckpoint(4000)")
-	} else {
+		// upgrade when another process writes. A 16 MiB page cache keeps hot index pages in
+		// memory. Checkpoints run on the checkpointer's connection (checkpointer.go); SQLite's
+		// own auto-checkpoint stays as a backstop at 4x the size the writer restarts the log.
+		// Statement journals (savepoints of a group commit that had a failing call) stay in
+		// memory.
+		q = append(q, "_journal_mode=WAL", "_txlock=immediate", "_pragma=cache_size(-16000)",
+			"_pragma=wal_autocheckpoint("+strconv.Itoa(4*restartFrames)+")", "_pragma=temp_store(MEMORY)")
+	case roleReader:
 		// Readers map the file (up to 256 MiB of address space, shared page cache, nothing
 		// copied): exact vector scans of the knowledge base read every embedding, and mmap
 		// halves their time (bench/vectors, 10k × 1536: p50 54 ms → 27 ms).
 		q = append(q, "_query_only=1", "_pragma=mmap_size(268435456)")
+	case roleCheckpointer:
+		q = append(q, "_pragma=wal_autocheckpoint(0)")
 	}
 	return s.path + "?" + strings.Join(q, "&")
 }
@@ -198,7 +214,7 @@ func (s *Store) Open(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o750); err != nil {
 		return fmt.Errorf("sqlite: open %s: create directory: %w", s.path, err)
 	}
-	w, err := sql.Open("sqlite", s.dsn(true))
+	w, err := sql.Open("sqlite", s.dsn(roleWriter))
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
@@ -222,7 +238,7 @@ func (s *Store) Open(ctx context.Context) error {
 		_ = w.Close()
 		return fail(ctx, err, "open %s", s.path)
 	}
-	r, err := sql.Open("sqlite", s.dsn(false))
+	r, err := sql.Open("sqlite", s.dsn(roleReader))
 	if err != nil {
 		_ = conn.Close()
 		_ = w.Close()
@@ -238,7 +254,19 @@ func (s *Store) Open(ctx context.Context) error {
 		_ = w.Close()
 		return fail(ctx, err, "open %s (read pool)", s.path)
 	}
-	s.st.Store(&dbs{w: w, r: r, wr: newWriter(conn, s.log)})
+	c, err := sql.Open("sqlite", s.dsn(roleCheckpointer))
+	if err != nil {
+		_ = r.Close()
+		_ = conn.Close()
+		_ = w.Close()
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	c.SetMaxOpenConns(1)
+	c.SetMaxIdleConns(1)
+	c.SetConnMaxLifetime(0)
+	c.SetConnMaxIdleTime(0)
+	cp := newCheckpointer(c, s.log)
+	s.st.Store(&dbs{w: w, r: r, wr: newWriter(conn, s.log, cp), cp: cp})
 	s.log.Debug("sqlite: opened", "path", s.path, "journal_mode", mode, "read_conns", s.readConns)
 	return nil
 }
@@ -276,6 +304,9 @@ func (s *Store) Close() error {
 	}
 	d.wr.shutdown()
 	var errs []error
+	if err := d.cp.shutdown(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := d.wr.closeConn(); err != nil {
 		errs = append(errs, err)
 	}

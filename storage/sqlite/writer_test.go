@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -151,6 +153,87 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if ok, err := s.ClaimEvent(ctx, "k-cancelled", nil, time.Time{}); err != nil || !ok {
 		t.Errorf("ClaimEvent(k-cancelled) = %v, %v; want true (the cancelled claim wrote nothing)", ok, err)
 	}
+	// The batch ran without savepoints first, met the failing call, and ran again with them.
+	if st := s.WriteStats(); st.Retries != 1 {
+		t.Errorf("WriteStats().Retries = %d, want 1 (one batch with a failing call)", st.Retries)
+	}
+}
+
+// A batch whose calls all succeed commits in one go: no retry with savepoints.
+func TestGroupCommitWithoutFailuresRunsOnce(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, Config{})
+	release := holdWriter(t, s)
+	queued := notifyQueued(s)
+	errc := make(chan error, 3)
+	for i := range 3 {
+		go func() { _, err := s.ClaimEvent(ctx, fmt.Sprintf("k%d", i), nil, time.Time{}); errc <- err }()
+		<-queued
+	}
+	before := s.WriteStats()
+	release()
+	for range 3 {
+		if err := answerWithin(t, "claim", errc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := s.WriteStats()
+	if st.Retries != 0 || st.Batches-before.Batches != 1 || st.Calls-before.Calls != 3 {
+		t.Errorf("WriteStats after one clean batch of 3 = %+v (before %+v); want 1 batch, 3 calls, no retry", st, before)
+	}
+}
+
+// Checkpoints run in the background, and the writer restarts the log once it has grown past
+// restartFrames, so the WAL file stays bounded under sustained writes.
+func TestCheckpointsKeepWALBounded(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, Config{})
+	body := strings.Repeat("x", 3000)
+	const writers, perWriter = 8, 1000 // about 10k pages of transcript, more than restartFrames
+	var wg sync.WaitGroup
+	errc := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				key := echogate.SessionKey(fmt.Sprintf("s%d", (w*perWriter+i)%500))
+				if err := s.AppendMessages(ctx, key, "t", []echogate.Message{{Role: echogate.RoleUser, Content: body}}, time.Time{}); err != nil {
+					errc <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	// The background checkpointer reports the log's size at most every checkpointEvery; the
+	// writer restarts the log at its next batch after a report past restartFrames.
+	st := s.WriteStats()
+	for deadline := time.Now().Add(10 * time.Second); st.Restarts == 0 && time.Now().Before(deadline); st = s.WriteStats() {
+		time.Sleep(20 * time.Millisecond)
+		if err := s.AppendMessages(ctx, "tick", "t", []echogate.Message{{Role: echogate.RoleUser, Content: "tick"}}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.Checkpoints == 0 {
+		t.Errorf("WriteStats().Checkpoints = 0; want background checkpoints during %d writes", writers*perWriter)
+	}
+	if st.Restarts == 0 {
+		t.Errorf("WriteStats().Restarts = 0; want the writer to restart the log after %d frames", restartFrames)
+	}
+	fi, err := os.Stat(s.Path() + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SQLite's own auto-checkpoint bounds the log at 4*restartFrames (plus one batch) when
+	// the background checkpoints fall behind a fast writer; without checkpoints it would hold
+	// every page written.
+	if limit := int64(5*restartFrames) * (4096 + 24); fi.Size() > limit {
+		t.Errorf("WAL file is %d bytes after %d writes; want at most %d (the log must restart)", fi.Size(), writers*perWriter, limit)
+	}
+	t.Logf("WAL %d bytes; %+v", fi.Size(), st)
 }
 
 func TestCloseFailsQueuedWrites(t *testing.T) {
