@@ -46,6 +46,13 @@ type SessionStore interface {
 	AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
 	// History returns the last `limit` transcript entries, oldest first.
 	History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error)
+	// HistorySince returns the transcript entries after `after`, an entry the caller read
+	// earlier (its Seq, Turn and At are compared), oldest first. ok is false, with no entries,
+	// when the session's entry at after.Seq is no longer that entry (the session was deleted,
+	// and perhaps started again) or when more than `limit` entries follow it (limit > 0): the
+	// caller reloads with History. It lets the pipeline keep recent transcripts in memory and
+	// read only what was appended since.
+	HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) (entries []echogate.StoredMessage, ok bool, err error)
 	// GrantTool records "approve this tool for the session"; Grants lists them.
 	GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error
 	Grants(ctx context.Context, key echogate.SessionKey) ([]string, error)

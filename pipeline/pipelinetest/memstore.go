@@ -3,6 +3,7 @@
 package pipelinetest
 
 import (
+	"slices"
 	"context"
 	"fmt"
 	"sort"
@@ -181,6 +182,23 @@ func (s *MemStore) History(ctx context.Context, key echogate.SessionKey, limit i
 		all = all[len(all)-limit:]
 	}
 	return append([]echogate.StoredMessage(nil), all...), nil
+}
+
+func (s *MemStore) HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) ([]echogate.StoredMessage, bool, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, false, err
+	}
+	defer s.mu.Unlock()
+	all := s.messages[key]
+	i := slices.IndexFunc(all, func(m echogate.StoredMessage) bool { return m.Seq == after.Seq })
+	if i < 0 || all[i].Turn != after.Turn || !all[i].At.Equal(after.At) {
+		return nil, false, nil
+	}
+	rest := all[i+1:]
+	if limit > 0 && len(rest) > limit {
+		return nil, false, nil
+	}
+	return append([]echogate.StoredMessage(nil), rest...), true, nil
 }
 
 func (s *MemStore) GrantTool(ctx context.Context, key echogate.SessionKey, tool, by string, at time.Time) error {

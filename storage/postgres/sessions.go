@@ -25,6 +25,9 @@ ON CONFLICT (key) DO UPDATE SET
 	qGetSession   = `SELECT ` + sessionCols + ` FROM sessions WHERE key = $1`
 	qListSessions = `SELECT ` + sessionCols + ` FROM sessions ORDER BY updated_at DESC, key DESC LIMIT $1`
 
+	// The anchor row and what follows; the anchor's body is not needed.
+	qHistorySince = `SELECT seq, turn, CASE WHEN seq > $2 THEN body END, at FROM messages WHERE session = $1 AND seq >= $2 ORDER BY seq LIMIT $3`
+
 	qDeleteMessages = `DELETE FROM messages WHERE session = $1`
 	qDeleteSeq      = `DELETE FROM message_seqs WHERE session = $1`
 	qDeletePendingS = `DELETE FROM pending WHERE session = $1`
@@ -224,6 +227,55 @@ func (s *Store) History(ctx context.Context, key echogate.SessionKey, limit int)
 	}
 	slices.Reverse(out)
 	return nilIfEmpty(out), nil
+}
+
+// HistorySince returns the transcript entries after `after` (compared by Seq, Turn and At),
+// oldest first; ok is false when that entry is gone or changed, or when more than limit
+// entries follow it (limit > 0). See pipeline.SessionStore.
+func (s *Store) HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) ([]echogate.StoredMessage, bool, error) {
+	p, err := s.pool(ctx, fmt.Sprintf("history of %q since %d", key, after.Seq))
+	if err != nil {
+		return nil, false, err
+	}
+	var rowLimit any // NULL: no limit
+	if limit > 0 {
+		rowLimit = int64(limit) + 2 // the anchor, the entries, and one to tell "more than limit"
+	}
+	rows, err := p.Query(ctx, qHistorySince, string(key), after.Seq, rowLimit)
+	if err != nil {
+		return nil, false, fail(ctx, err, "history of %q since %d", key, after.Seq)
+	}
+	defer rows.Close()
+	var (
+		out    []echogate.StoredMessage
+		body   []byte
+		anchor bool
+	)
+	for rows.Next() {
+		m := echogate.StoredMessage{Session: key}
+		if err := rows.Scan(&m.Seq, &m.Turn, &body, &m.At); err != nil {
+			return nil, false, fail(ctx, err, "history of %q since %d", key, after.Seq)
+		}
+		m.At = m.At.UTC()
+		if !anchor {
+			if m.Seq != after.Seq || m.Turn != after.Turn || !m.At.Equal(after.At) {
+				return nil, false, nil
+			}
+			anchor = true
+			continue
+		}
+		if limit > 0 && len(out) == limit {
+			return nil, false, nil
+		}
+		if err := json.Unmarshal(body, &m.Message); err != nil {
+			return nil, false, fmt.Errorf("postgres: history of %q: decode message seq %d: %w", key, m.Seq, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fail(ctx, err, "history of %q since %d", key, after.Seq)
+	}
+	return out, anchor, nil
 }
 
 // GrantTool records that tool is approved for the rest of the session, by whom and when (zero

@@ -33,6 +33,8 @@ ON CONFLICT (key) DO UPDATE SET
 	qMaxSeq        = `SELECT coalesce(max(seq), 0) FROM messages WHERE session = ?`
 	qInsertMessage = `INSERT INTO messages (session, seq, turn, role, body, at) VALUES (?, ?, ?, ?, ?, ?)`
 	qHistory       = `SELECT seq, turn, body, at FROM messages WHERE session = ? ORDER BY seq DESC LIMIT ?`
+	// The anchor row and what follows; the anchor's body is not needed.
+	qHistorySince = `SELECT seq, turn, CASE WHEN seq > ? THEN body END, at FROM messages WHERE session = ? AND seq >= ? ORDER BY seq LIMIT ?`
 
 	qGrantTool = `INSERT INTO grants (session, tool, granted_by, granted_at) VALUES (?, ?, ?, ?)
 ON CONFLICT (session, tool) DO NOTHING`
@@ -247,6 +249,62 @@ func (s *Store) History(ctx context.Context, key echogate.SessionKey, limit int)
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// HistorySince returns the transcript entries after `after` (compared by Seq, Turn and At),
+// oldest first; ok is false when that entry is gone or changed, or when more than limit
+// entries follow it (limit > 0). See pipeline.SessionStore.
+func (s *Store) HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) ([]echogate.StoredMessage, bool, error) {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: history of %q since %d: %w", key, after.Seq, err)
+	}
+	st, err := d.read(ctx, qHistorySince)
+	if err != nil {
+		return nil, false, fail(ctx, err, "history of %q since %d", key, after.Seq)
+	}
+	rowLimit := int64(-1)
+	if limit > 0 {
+		rowLimit = int64(limit) + 2 // the anchor, the entries, and one to tell "more than limit"
+	}
+	rows, err := st.QueryContext(ctx, after.Seq, string(key), after.Seq, rowLimit)
+	if err != nil {
+		return nil, false, fail(ctx, err, "history of %q since %d", key, after.Seq)
+	}
+	defer rows.Close()
+	var (
+		out    []echogate.StoredMessage
+		body   []byte
+		anchor bool
+	)
+	for rows.Next() {
+		var (
+			m  = echogate.StoredMessage{Session: key}
+			at int64
+		)
+		if err := rows.Scan(&m.Seq, &m.Turn, &body, &at); err != nil {
+			return nil, false, fail(ctx, err, "history of %q since %d", key, after.Seq)
+		}
+		m.At = fromMicros(at)
+		if !anchor {
+			if m.Seq != after.Seq || m.Turn != after.Turn || !m.At.Equal(after.At) {
+				return nil, false, nil
+			}
+			anchor = true
+			continue
+		}
+		if limit > 0 && len(out) == limit {
+			return nil, false, nil
+		}
+		if err := json.Unmarshal(body, &m.Message); err != nil {
+			return nil, false, fmt.Errorf("sqlite: history of %q: decode message seq %d: %w", key, m.Seq, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fail(ctx, err, "history of %q since %d", key, after.Seq)
+	}
+	return out, anchor, nil
 }
 
 // GrantTool records that tool is approved for the rest of the session, by whom and when (zero

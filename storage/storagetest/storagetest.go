@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"DeleteSession", r.deleteSession},
 		{"AppendAndHistory", r.appendAndHistory},
 		{"HistoryLimit", r.historyLimit},
+		{"HistorySince", r.historySince},
 		{"MessageRoundTrip", r.messageRoundTrip},
 		{"ConcurrentAppendDifferentSessions", r.concurrentAppendDifferentSessions},
 		{"ConcurrentAppendSameSession", r.concurrentAppendSameSession},
@@ -582,6 +583,65 @@ func (r *runner) historyLimit(t *testing.T, s Store, u uniq) {
 		if got := contents(h); !slices.Equal(got, tt.want) {
 			t.Errorf("History(limit %d) = %q, want %q", tt.limit, got, tt.want)
 		}
+	}
+}
+
+func (r *runner) historySince(t *testing.T, s Store, u uniq) {
+	ctx := t.Context()
+	key := u.session("since")
+	must(t, "UpsertSession", s.UpsertSession(ctx, echogate.SessionInfo{Key: key, UserID: "web:u", CreatedAt: r.at(0), UpdatedAt: r.at(0)}))
+	must(t, "AppendMessages #1", s.AppendMessages(ctx, key, "t1", []echogate.Message{userMsg("a"), userMsg("b")}, r.at(time.Second)))
+	h, err := s.History(ctx, key, 0)
+	must(t, "History", err)
+	last := h[len(h)-1]
+
+	got, ok, err := s.HistorySince(ctx, key, last, 10)
+	if err != nil || !ok || len(got) != 0 {
+		t.Fatalf("HistorySince(last entry) = %q, %v, %v; want nothing new, true, nil", contents(got), ok, err)
+	}
+	must(t, "AppendMessages #2", s.AppendMessages(ctx, key, "t2", []echogate.Message{userMsg("c"), {Role: echogate.RoleAssistant, ToolCalls: []echogate.ToolCall{{ID: "call_1", Name: "current_time", Arguments: `{}`}}}}, r.at(2*time.Second)))
+	got, ok, err = s.HistorySince(ctx, key, last, 10)
+	if err != nil || !ok {
+		t.Fatalf("HistorySince after an append = %v, %v; want true, nil", ok, err)
+	}
+	all, err := s.History(ctx, key, 0)
+	must(t, "History", err)
+	if len(got) != 2 || !reflect.DeepEqual(got, all[2:]) {
+		t.Errorf("HistorySince after an append = %+v, want the appended entries as History returns them: %+v", got, all[2:])
+	}
+	if got, ok, err := s.HistorySince(ctx, key, h[0], 0); err != nil || !ok || !slices.Equal(contents(got), []string{"b", "c", ""}) {
+		t.Errorf("HistorySince(first entry, no limit) = %q, %v, %v; want [b c \"\"], true, nil", contents(got), ok, err)
+	}
+	// More than limit entries follow: reload.
+	if got, ok, err := s.HistorySince(ctx, key, h[0], 2); err != nil || ok || len(got) != 0 {
+		t.Errorf("HistorySince(3 newer, limit 2) = %q, %v, %v; want nothing, false, nil", contents(got), ok, err)
+	}
+	if got, ok, err := s.HistorySince(ctx, key, h[0], 3); err != nil || !ok || len(got) != 3 {
+		t.Errorf("HistorySince(3 newer, limit 3) = %q, %v, %v; want 3 entries, true, nil", contents(got), ok, err)
+	}
+	// The anchor must match by turn and time, not only by number.
+	for name, anchor := range map[string]echogate.StoredMessage{
+		"another turn":    {Session: key, Seq: last.Seq, Turn: "t9", At: last.At},
+		"another time":    {Session: key, Seq: last.Seq, Turn: last.Turn, At: last.At.Add(time.Millisecond)},
+		"a missing seq":   {Session: key, Seq: 99, Turn: last.Turn, At: last.At},
+		"unknown session": {Session: u.session("nobody"), Seq: 1, Turn: "t1", At: last.At},
+	} {
+		k := key
+		if name == "unknown session" {
+			k = anchor.Session
+		}
+		if got, ok, err := s.HistorySince(ctx, k, anchor, 10); err != nil || ok || len(got) != 0 {
+			t.Errorf("HistorySince(%s) = %q, %v, %v; want nothing, false, nil", name, contents(got), ok, err)
+		}
+	}
+	// Deleted and started again with as many messages: the entry at that seq is another one.
+	must(t, "DeleteSession", s.DeleteSession(ctx, key))
+	if _, ok, err := s.HistorySince(ctx, key, last, 10); err != nil || ok {
+		t.Errorf("HistorySince after DeleteSession = %v, %v; want false, nil", ok, err)
+	}
+	must(t, "AppendMessages again", s.AppendMessages(ctx, key, "t3", []echogate.Message{userMsg("x"), userMsg("y"), userMsg("z")}, r.at(3*time.Second)))
+	if got, ok, err := s.HistorySince(ctx, key, last, 10); err != nil || ok || len(got) != 0 {
+		t.Errorf("HistorySince after the session started again = %q, %v, %v; want nothing, false, nil", contents(got), ok, err)
 	}
 }
 

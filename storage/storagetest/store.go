@@ -27,6 +27,7 @@ type Store interface {
 	DeleteSession(ctx context.Context, key echogate.SessionKey) error
 	AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
 	History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error)
+	HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) ([]echogate.StoredMessage, bool, error)
 	GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error
 	Grants(ctx context.Context, key echogate.SessionKey) ([]string, error)
 
