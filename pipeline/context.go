@@ -12,8 +12,8 @@ import (
 // contextSectionBudget is the approximate token budget of each context provider's section.
 const contextSectionBudget = 1500
 
-// buildContext is the ContextStage: it persists the user's message, loads the history, and
-// renders the system prompt with the context providers' sections. When resuming, the paused state
+// buildContext is the ContextStage: it loads the history (the user's message is persisted
+// meanwhile, see startTurn) and renders the system prompt with the context providers' sections. When resuming, the paused state
 // already holds the conversation; only the system prompt is rebuilt.
 func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, rs *agent.Resume, msgs []echogate.Message) (agent.Input, error) {
 	key := t.ev.SessionKey()
@@ -32,8 +32,8 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 		}
 		return agent.Input{System: system, Messages: sanitizeHistory(hist)}, nil
 	}
-	// Saving the new message, loading the history before it and fetching its images for the
-	// model are independent.
+	// Loading the history before the new message and fetching its images for the model are
+	// independent. (The message itself is saved meanwhile by the turn's start writes.)
 	var hist []echogate.StoredMessage
 	in := msgs
 	err := parallel(
@@ -41,15 +41,9 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 			in = p.prepareAttachments(ctx, t, msgs)
 			return nil
 		},
-		func() error {
-			if err := p.d.Store.AppendMessages(ctx, key, t.id, msgs, p.cfg.Now()); err != nil {
-				return fmt.Errorf("pipeline: save user message: %w", err)
-			}
-			return nil
-		},
 		func() (err error) {
 			limit := max(p.cfg.HistoryMessages-len(msgs), 1)
-			if hist, err = p.d.Store.History(ctx, key, limit); err != nil {
+			if hist, err = p.history(ctx, key, limit); err != nil {
 				return fmt.Errorf("pipeline: load history: %w", err)
 			}
 			// A concurrent append of this turn's own messages may already be visible.

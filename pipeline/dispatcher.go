@@ -31,6 +31,7 @@ type Pipeline struct {
 	log       *slog.Logger
 	approvers map[string]bool
 	policy    map[string]agent.Verdict
+	hist      *historyCache
 
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -101,7 +102,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
-		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}}
+		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages)}
 	for _, a := range cfg.Approvers {
 		p.approvers[a] = true
 	}

@@ -239,6 +239,11 @@ func (r *responder) streamed() (string, bool) {
 // approval prompt / question of a pause), records the turn, and cleans up ephemeral sessions.
 func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord, res agent.Result, resumed bool) {
 	key := t.ev.SessionKey()
+	if err := t.started(ctx); err != nil {
+		// The turn record or the user's message could not be written: fail the turn rather
+		// than keep an answer whose question is not in the transcript.
+		res = agent.Result{Status: agent.StatusError, Err: err, Answer: res.Answer, Usage: res.Usage, Model: res.Model, RouteReason: res.RouteReason}
+	}
 	status := echogate.TurnStatus(res.Status)
 	t.out.flushPlan(ctx)
 	var final string
@@ -316,6 +321,7 @@ func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord
 			if err := p.d.Store.DeleteSession(ctx, key); err != nil {
 				t.log.Warn("pipeline: remove ephemeral session", "err", err)
 			}
+			p.hist.drop(key)
 		}
 	}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})

@@ -35,6 +35,9 @@ type Metrics struct {
 	Reconnects       *prometheus.CounterVec // channel
 	Degraded         prometheus.Counter     // echogate_degraded_total
 	EmbeddingSkipped prometheus.Counter     // retrieval ran keyword-only (embedding breaker open)
+	HistoryReads     *prometheus.CounterVec // source: cache (only newer entries read) | store (whole window read)
+
+	historyCached, historyLoaded prometheus.Counter
 }
 
 // New makes and registers every collector (plus the Go and process collectors).
@@ -62,9 +65,12 @@ func New() *Metrics {
 	m.Reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_reconnects_total", Help: "Platform connection re-establishments."}, []string{"channel"})
 	m.Degraded = prometheus.NewCounter(prometheus.CounterOpts{Name: "echogate_degraded_total", Help: "Turns answered with the fallback text after an unrecoverable error."})
 	m.EmbeddingSkipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "echogate_retrieval_keyword_only_total", Help: "Retrievals that skipped vectors because the embedding service was unavailable."})
+	m.HistoryReads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_history_reads_total", Help: "Transcript windows loaded for turns: from the history cache plus newer entries (cache), or read whole (store)."}, []string{"source"})
+	m.historyCached, m.historyLoaded = m.HistoryReads.WithLabelValues("cache"), m.HistoryReads.WithLabelValues("store")
 	r.MustRegister(m.EventsIn, m.Duplicates, m.Rejected, m.MailboxDepth, m.ActiveSessions, m.Turns, m.TurnSeconds,
 		m.FirstToken, m.ModelCalls, m.Tokens, m.SpendUSD, m.ToolCalls, m.ToolSeconds, m.BreakerState,
 		m.ApprovalsPending, m.ApprovalWait, m.Approvals, m.PlatformLimited, m.Reconnects, m.Degraded, m.EmbeddingSkipped,
+		m.HistoryReads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -189,5 +195,18 @@ func (m *Metrics) DegradedAnswer() {
 func (m *Metrics) KeywordOnly() {
 	if m != nil {
 		m.EmbeddingSkipped.Inc()
+	}
+}
+
+// HistoryCache counts a turn's transcript window: served from the history cache (plus the
+// entries appended since) or read whole from the store.
+func (m *Metrics) HistoryCache(hit bool) {
+	if m == nil {
+		return
+	}
+	if hit {
+		m.historyCached.Inc()
+	} else {
+		m.historyLoaded.Inc()
 	}
 }

@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"container/list"
+	"context"
+	"hash/maphash"
+	"sync"
+
+	"github.com/echogate/echogate"
+)
+
+// historyCache keeps the recent transcript of active sessions between turns: the last
+// Config.HistoryMessages entries (or all, when there are fewer). A turn then asks the store
+// only for what was appended after the newest cached entry, usually its predecessor's few
+// messages, instead of reading and decoding the whole window again; at 1000 sessions that
+// was a fifth of the gateway's CPU (bench/turns).
+//
+// Entries are never trusted blindly: every use goes through Store.HistorySince, which checks
+// that the newest cached entry is still in the store (same seq, turn and time). A transcript
+// changed elsewhere (a deleted session, perhaps started again, or one that another replica
+// appended more to than the window holds) is reloaded with History, never served stale.
+//
+// Bounded by bytes (an estimate of the messages' size), least recently used first out; 16
+// shards, each with its own lock and budget, so sessions never contend on one lock.
+type historyCache struct {
+	seed   maphash.Seed
+	window int // entries kept per session
+	shards [histShards]histShard
+}
+
+const (
+	histShards = 16
+	// histCacheBytes bounds the cache (all shards): a few thousand active sessions of
+	// ordinary chat. Larger transcripts fall out first by recency, then are read whole again.
+	histCacheBytes = 16 << 20
+)
+
+type histShard struct {
+	mu    sync.Mutex
+	m     map[echogate.SessionKey]*list.Element
+	lru   list.List // of *histEntry, most recent first
+	bytes int
+}
+
+type histEntry struct {
+	key   echogate.SessionKey
+	msgs  []echogate.StoredMessage // never modified in place: replaced whole
+	bytes int
+}
+
+func newHistoryCache(window int) *historyCache {
+	c := &historyCache{seed: maphash.MakeSeed(), window: window}
+	for i := range c.shards {
+		c.shards[i].m = make(map[echogate.SessionKey]*list.Element)
+	}
+	return c
+}
+
+func (c *historyCache) shard(key echogate.SessionKey) *histShard {
+	return &c.shards[maphash.String(c.seed, string(key))%histShards]
+}
+
+// get returns the cached entries of key (nil when none). The slice is the cache's own: callers
+// must not modify its elements (history is cloned before the turn uses it).
+func (c *historyCache) get(key echogate.SessionKey) []echogate.StoredMessage {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	el, ok := sh.m[key]
+	if !ok {
+		return nil
+	}
+	sh.lru.MoveToFront(el)
+	return el.Value.(*histEntry).msgs
+}
+
+// put replaces key's entries with the last c.window of msgs, then evicts the least recently
+// used sessions of the shard while it is over its share of histCacheBytes. msgs must not be
+// modified afterwards. An empty transcript is not cached: there is nothing to anchor on.
+func (c *historyCache) put(key echogate.SessionKey, msgs []echogate.StoredMessage) {
+	if len(msgs) > c.window {
+		msgs = msgs[len(msgs)-c.window:]
+	}
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if el, ok := sh.m[key]; ok {
+		sh.bytes -= el.Value.(*histEntry).bytes
+		sh.lru.Remove(el)
+		delete(sh.m, key)
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	e := &histEntry{key: key, msgs: msgs, bytes: storedSize(msgs)}
+	if e.bytes > histCacheBytes/histShards {
+		return // one transcript larger than a shard's budget: read it each time
+	}
+	sh.m[key] = sh.lru.PushFront(e)
+	sh.bytes += e.bytes
+	for sh.bytes > histCacheBytes/histShards {
+		old := sh.lru.Back()
+		oe := old.Value.(*histEntry)
+		sh.lru.Remove(old)
+		delete(sh.m, oe.key)
+		sh.bytes -= oe.bytes
+	}
+}
+
+// drop forgets key (its session was deleted here).
+func (c *historyCache) drop(key echogate.SessionKey) { c.put(key, nil) }
+
+// storedSize estimates the memory held by msgs.
+func storedSize(msgs []echogate.StoredMessage) int {
+	n := 0
+	for _, sm := range msgs {
+		m := sm.Message
+		n += 160 + len(sm.Turn) + len(m.Content) + len(m.Name) + len(m.ToolCallID)
+		for _, tc := range m.ToolCalls {
+			n += 64 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+		for _, im := range m.Images {
+			n += 48 + len(im.URL) + len(im.MIME)
+		}
+		for _, a := range m.Attachments {
+			n += 96 + len(a.Name) + len(a.URL) + len(a.MIME) + len(a.ID)
+		}
+	}
+	return n
+}
+
+// history returns the last `limit` transcript entries of key (limit <= the cache window),
+// oldest first, from the cache plus what the store holds after it, or from the store alone.
+// The returned slice is the caller's.
+func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error) {
+	window := p.hist.window
+	if limit <= 0 || limit > window {
+		return p.d.Store.History(ctx, key, limit)
+	}
+	var all []echogate.StoredMessage
+	if cached := p.hist.get(key); len(cached) > 0 {
+		newer, ok, err := p.d.Store.HistorySince(ctx, key, cached[len(cached)-1], window)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			p.d.Metrics.HistoryCache(true)
+			all = cached
+			if len(newer) > 0 {
+				all = make([]echogate.StoredMessage, 0, len(cached)+len(newer))
+				all = append(append(all, cached...), newer...)
+				p.hist.put(key, all)
+			}
+			return tail(all, limit), nil
+		}
+	}
+	p.d.Metrics.HistoryCache(false)
+	all, err := p.d.Store.History(ctx, key, window)
+	if err != nil {
+		return nil, err
+	}
+	p.hist.put(key, all)
+	return tail(all, limit), nil
+}
+
+// tail copies the last n entries of msgs.
+func tail(msgs []echogate.StoredMessage, n int) []echogate.StoredMessage {
+	if len(msgs) > n {
+		msgs = msgs[len(msgs)-n:]
+	}
+	return append([]echogate.StoredMessage(nil), msgs...)
+}

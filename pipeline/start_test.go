@@ -1,0 +1,104 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/pipeline/pipelinetest"
+	"github.com/echogate/echogate/tools"
+)
+
+// startStore lets a test hold or fail the writes that start a turn.
+type startStore struct {
+	*pipelinetest.MemStore
+	createErr error
+	userSaved chan struct{} // closed by the test to let the user's message be written
+}
+
+func (s *startStore) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	if s.createErr != nil {
+		return s.createErr
+	}
+	return s.MemStore.CreateTurn(ctx, t)
+}
+
+func (s *startStore) AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error {
+	if s.userSaved != nil && len(msgs) > 0 && msgs[0].Role == echogate.RoleUser {
+		select {
+		case <-s.userSaved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.MemStore.AppendMessages(ctx, key, turn, msgs, at)
+}
+
+// The turn record and the user's message are written while the model runs; a failure to
+// write them fails the turn: the user gets the fallback text, no answer is saved without its
+// question, and the event is not replayed.
+func TestTurnStartWriteFailureFailsTheTurn(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	ss := &startStore{MemStore: mem, createErr: errors.New("disk full")}
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = ss }}, agenttest.Reply("an answer"))
+	ev := msg("s1", "ann", "hi")
+	h.submit(ev)
+	done := h.waitDone()
+	if done.Status != string(echogate.TurnFailed) {
+		t.Fatalf("done = %+v, want status failed", done)
+	}
+	// Whatever was streamed before the failure was known stays, followed by the fallback text.
+	posts := h.rep.Posts()
+	if len(posts) == 0 || !strings.Contains(posts[len(posts)-1].Text, "(ref t_") {
+		t.Errorf("posts = %q, want the last to end with the fallback text and the turn reference", h.rep.Texts())
+	}
+	if tr := h.transcript("s1"); len(tr) > 1 {
+		t.Errorf("transcript = %q, want no answer saved", tr)
+	}
+	unfinished, err := mem.UnfinishedEvents(context.Background(), time.Now().Add(time.Hour), 0)
+	if err != nil || len(unfinished) != 0 {
+		t.Errorf("UnfinishedEvents = %v, %v; want the failed event completed (no replay)", unfinished, err)
+	}
+}
+
+// Tools run only once the turn's start writes landed: a tool that reads the transcript (the
+// file tools do) finds the message that asked for it.
+func TestToolsWaitForTheTurnStart(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	ss := &startStore{MemStore: mem, userSaved: make(chan struct{})}
+	seen := make(chan []echogate.StoredMessage, 1)
+	reader := &funcTool{spec: tools.Spec{Name: "read_transcript", Description: "reads the transcript", Safety: tools.Safe,
+		Parameters: json.RawMessage(`{"type":"object"}`)}}
+	reader.fn = func(ctx context.Context, _ json.RawMessage) (tools.Result, error) {
+		hist, err := mem.History(ctx, "web:s1", 0)
+		seen <- hist
+		return tools.Result{Content: "ok"}, err
+	}
+	h := start(t, opts{store: mem, tools: []tools.Tool{reader}, deps: func(d *pipeline.Deps) { d.Store = ss }},
+		agenttest.CallTool("read_transcript", `{}`), agenttest.Reply("done"))
+	h.submit(msg("s1", "ann", "what did I say?"))
+	// The model answers at once with the tool call; the tool must not run yet.
+	select {
+	case <-seen:
+		t.Fatal("the tool ran before the user's message was written")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(ss.userSaved)
+	select {
+	case hist := <-seen:
+		if len(hist) == 0 || hist[0].Message.Content != "what did I say?" {
+			t.Errorf("the tool saw transcript %+v, want the user's message first", hist)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool never ran")
+	}
+	if done := h.waitDone(); done.Status != "done" {
+		t.Errorf("done = %+v, want done", done)
+	}
+}
