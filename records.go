@@ -53,6 +53,17 @@ type TurnRecord struct {
 	EndedAt      time.Time  `json:"ended_at,omitzero"`
 }
 
+// TurnEnd is what the ResponseStage writes when a turn ends, in one store call where the store
+// offers it (pipeline.TurnFinisher): the new transcript messages, the turn record's final
+// state and the completion of the event that started the turn.
+type TurnEnd struct {
+	Session  SessionKey
+	Messages []Message  // appended under Turn.ID; may be empty
+	Turn     TurnRecord // its final state: the mutable fields are updated (see UpdateTurn)
+	EventKey string     // the event to mark completed; empty: none
+	At       time.Time  // of the messages and the completion; zero: now
+}
+
 // UsageTrigger says what work caused a usage entry.
 type UsageTrigger string
 

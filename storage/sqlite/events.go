@@ -26,7 +26,7 @@ func (s *Store) ClaimEvent(ctx context.Context, key string, payload []byte, at t
 	if key == "" {
 		return false, fmt.Errorf("sqlite: claim event: %w: empty key", ErrInvalid)
 	}
-	d, err := s.conns(ctx)
+	d, err := s.evConns(ctx)
 	if err != nil {
 		return false, fmt.Errorf("sqlite: claim event %q: %w", key, err)
 	}
@@ -48,7 +48,7 @@ func (s *Store) CompleteEvent(ctx context.Context, key string, at time.Time) err
 	if key == "" {
 		return fmt.Errorf("sqlite: complete event: %w: empty key", ErrInvalid)
 	}
-	d, err := s.conns(ctx)
+	d, err := s.evConns(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: complete event %q: %w", key, err)
 	}
@@ -69,7 +69,7 @@ func (s *Store) CompleteEvent(ctx context.Context, key string, at time.Time) err
 // UnfinishedEvents lists events claimed strictly before `before` and not completed, oldest
 // first (ties by key), at most limit of them (limit <= 0: all).
 func (s *Store) UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error) {
-	d, err := s.conns(ctx)
+	d, err := s.evConns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: unfinished events: %w", err)
 	}
@@ -110,7 +110,7 @@ const pruneBatch = 2000
 // between batches (what was deleted stays deleted). Unfinished events are never pruned.
 // It is not part of pipeline.Store.
 func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
-	d, err := s.conns(ctx)
+	d, err := s.evConns(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: prune events: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations_events/*.sql
 var embeddedMigrations embed.FS
 
 // migration is one numbered schema change, applied in its own transaction.
@@ -61,6 +61,11 @@ var builtinMigrations = sync.OnceValues(func() ([]migration, error) {
 	return loadMigrations(embeddedMigrations, "migrations")
 })
 
+// eventMigrations are the event log's (see EventsPath).
+var eventMigrations = sync.OnceValues(func() ([]migration, error) {
+	return loadMigrations(embeddedMigrations, "migrations_events")
+})
+
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER NOT NULL PRIMARY KEY,
     name       TEXT    NOT NULL,
@@ -72,12 +77,30 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // to call at every start, also from two processes at once (the second finds the work done).
 // It blocks while another process writes; cancelling ctx rolls back the migration in progress.
 // A database migrated by a newer binary fails with ErrSchemaTooNew and is left untouched.
+//
+// The event log (EventsPath) has migrations of its own, applied next. Events recorded in the
+// main database by versions before the event log existed are moved there (copied, then
+// deleted: a crash in between copies again).
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := builtinMigrations()
 	if err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
-	return s.migrate(ctx, ms)
+	if err := s.migrate(ctx, ms); err != nil {
+		return err
+	}
+	ems, err := eventMigrations()
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate event log: %w", err)
+	}
+	d, err := s.evConns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate event log: %w", err)
+	}
+	if err := d.wr.do(ctx, true, func(tx *wtx) error { return s.migrateOn(ctx, tx, ems, d.path) }); err != nil {
+		return err
+	}
+	return s.moveEvents(ctx)
 }
 
 func (s *Store) migrate(ctx context.Context, ms []migration) error {
@@ -87,10 +110,53 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	}
 	// A solo call on the writer connection: each migration is its own transaction, and ctx
 	// may interrupt it (rolling it back) since no other call shares it.
-	return d.wr.do(ctx, true, func(tx *wtx) error { return s.migrateOn(ctx, tx, ms) })
+	return d.wr.do(ctx, true, func(tx *wtx) error { return s.migrateOn(ctx, tx, ms, d.path) })
 }
 
-func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration) error {
+// moveEvents moves events left in the main database's events table into the event log, on the
+// main writer's connection with the event log attached: a copy (that ignores keys the log has)
+// committed first, then the delete of what the log now holds.
+func (s *Store) moveEvents(ctx context.Context) error {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: move events to the event log: %w", err)
+	}
+	return d.wr.do(ctx, true, func(tx *wtx) error {
+		conn := tx.w.conn
+		var any int
+		if err := conn.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM events)").Scan(&any); err != nil {
+			return wrapCtx(ctx, "move events: check the main database", err)
+		}
+		if any == 0 {
+			return nil
+		}
+		if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS evlog", d.ev.path); err != nil {
+			return wrapCtx(ctx, "move events: attach the event log", err)
+		}
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := conn.ExecContext(dctx, "DETACH DATABASE evlog"); err != nil {
+				s.log.Warn("sqlite: detach the event log", "err", err)
+			}
+		}()
+		res, err := conn.ExecContext(ctx, `INSERT INTO evlog.events (key, payload, claimed_at, completed_at)
+SELECT key, payload, claimed_at, completed_at FROM main.events WHERE true ON CONFLICT (key) DO NOTHING`)
+		if err != nil {
+			return wrapCtx(ctx, "move events: copy", err)
+		}
+		copied, _ := res.RowsAffected()
+		res, err = conn.ExecContext(ctx, "DELETE FROM main.events WHERE key IN (SELECT key FROM evlog.events)")
+		if err != nil {
+			return wrapCtx(ctx, "move events: delete the copied ones", err)
+		}
+		deleted, _ := res.RowsAffected()
+		s.log.Info("sqlite: moved events into the event log", "copied", copied, "removed", deleted, "events_path", d.ev.path)
+		return nil
+	})
+}
+
+func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration, path string) error {
 	conn := tx.w.conn
 	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
 		return wrapCtx(ctx, "migrate: create schema_migrations", err)
@@ -101,7 +167,7 @@ func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration) error {
 	}
 	if n := len(applied); n > 0 && applied[n-1].version > len(ms) {
 		return fmt.Errorf("sqlite: migrate %s: %w: it is at version %d (%s), this binary knows up to %d; upgrade echogate or use a copy of the database made for this version",
-			s.path, ErrSchemaTooNew, applied[n-1].version, applied[n-1].name, len(ms))
+			path, ErrSchemaTooNew, applied[n-1].version, applied[n-1].name, len(ms))
 	}
 	done := make(map[int]string, len(applied))
 	for _, a := range applied {
@@ -120,7 +186,7 @@ func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration) error {
 			return fail(ctx, err, "migrate: apply %s", m.name)
 		}
 		if ran {
-			s.log.Info("sqlite: applied migration", "version", m.version, "name", m.name, "path", s.path)
+			s.log.Info("sqlite: applied migration", "version", m.version, "name", m.name, "path", path)
 		}
 	}
 	return nil

@@ -15,7 +15,7 @@ func (s *Store) ReclaimEvent(ctx context.Context, key string, staleBefore, now t
 	if key == "" {
 		return false, fmt.Errorf("sqlite: reclaim event: %w: empty key", ErrInvalid)
 	}
-	d, err := s.conns(ctx)
+	d, err := s.evConns(ctx)
 	if err != nil {
 		return false, fmt.Errorf("sqlite: reclaim event %q: %w", key, err)
 	}

@@ -193,21 +193,37 @@ func (s *Store) AppendMessages(ctx context.Context, key echogate.SessionKey, tur
 		}
 	}
 	atUS := toMicros(s.stamp(at))
-	err = d.write(ctx, func(tx *wtx) error {
-		var seq int64
-		if err := tx.queryRow(qMaxSeq, []any{string(key)}, &seq); err != nil {
-			return err
-		}
-		for i, m := range msgs {
-			seq++
-			if _, err := tx.exec(qInsertMessage, string(key), seq, turn, string(m.Role), string(bodies[i]), atUS); err != nil {
-				return fmt.Errorf("message %d: %w", i, err)
-			}
-		}
-		return nil
-	})
+	err = d.write(ctx, func(tx *wtx) error { return appendTx(tx, key, turn, msgs, bodies, atUS) })
 	if err != nil {
 		return fail(ctx, err, "append %d messages to %q", len(msgs), key)
+	}
+	return nil
+}
+
+// encodeMessages returns the JSON bodies of msgs.
+func encodeMessages(msgs []echogate.Message) ([][]byte, error) {
+	bodies := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		var err error
+		if bodies[i], err = json.Marshal(m); err != nil {
+			return nil, fmt.Errorf("encode message %d: %w", i, err)
+		}
+	}
+	return bodies, nil
+}
+
+// appendTx appends msgs (encoded as bodies) to the session's transcript in tx, numbered after
+// its last entry.
+func appendTx(tx *wtx, key echogate.SessionKey, turn string, msgs []echogate.Message, bodies [][]byte, atUS int64) error {
+	var seq int64
+	if err := tx.queryRow(qMaxSeq, []any{string(key)}, &seq); err != nil {
+		return err
+	}
+	for i, m := range msgs {
+		seq++
+		if _, err := tx.exec(qInsertMessage, string(key), seq, turn, string(m.Role), string(bodies[i]), atUS); err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
 	}
 	return nil
 }

@@ -50,6 +50,16 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
+// EventsPath returns the event log's file for the database at path: the same name with
+// "-events" before the extension ("data/echogate.db" → "data/echogate-events.db").
+func EventsPath(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-events" + ext
+}
+
+// logReadConns is the event log's read pool: point lookups and the replay sweep.
+const logReadConns = 2
+
 // DefaultPath is the database file used when Config.Path is empty.
 const DefaultPath = "./data/echogate.db"
 
@@ -82,6 +92,7 @@ type Config struct {
 // Store is the SQLite store. Its methods are safe for concurrent use once Open has returned.
 type Store struct {
 	path        string
+	eventsPath  string
 	busyTimeout time.Duration
 	readConns   int
 	synchronous string
@@ -93,8 +104,11 @@ type Store struct {
 	closed atomic.Bool
 }
 
-// dbs are the open connection pools, the writer and the readers' prepared statements.
+// dbs are the open connection pools of one database file, its writer and checkpointer, and
+// the readers' prepared statements. The main database's dbs also hold the event log's (ev).
 type dbs struct {
+	path   string
+	ev     *dbs // the event log (only on the main database's)
 	w, r   *sql.DB
 	wr     *writer // owns w's only connection
 	cp     *checkpointer
@@ -128,6 +142,7 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: config path %q: %w: %w", cfg.Path, ErrInvalid, err)
 	}
 	s.path = abs
+	s.eventsPath = EventsPath(abs)
 	switch {
 	case s.busyTimeout < 0:
 		return nil, fmt.Errorf("sqlite: config busy timeout %s: %w: must be >= 0 (0 means the default %s)", cfg.BusyTimeout, ErrInvalid, DefaultBusyTimeout)
@@ -163,12 +178,13 @@ func (s *Store) Path() string { return s.path }
 const (
 	roleWriter = iota
 	roleReader
+	roleLogReader
 	roleCheckpointer
 )
 
 // dsn builds the driver connection string for a connection role. Pragmas are applied by the
 // driver to every new connection of the pool, so a connection the pool replaces gets them too.
-func (s *Store) dsn(role int) string {
+func (s *Store) dsn(path string, role int) string {
 	q := []string{
 		"_busy_timeout=" + strconv.FormatInt(s.busyTimeout.Milliseconds(), 10),
 		"_foreign_keys=1",
@@ -190,10 +206,14 @@ func (s *Store) dsn(role int) string {
 		// copied): exact vector scans of the knowledge base read every embedding, and mmap
 		// halves their time (bench/vectors, 10k × 1536: p50 54 ms → 27 ms).
 		q = append(q, "_query_only=1", "_pragma=mmap_size(268435456)")
+	case roleLogReader:
+		// The event log is read by point lookups and a rare sweep: no mapping (SQLite drops
+		// a mapping whenever another connection committed, which here is all the time).
+		q = append(q, "_query_only=1")
 	case roleCheckpointer:
 		q = append(q, "_pragma=wal_autocheckpoint(0)")
 	}
-	return s.path + "?" + strings.Join(q, "&")
+	return path + "?" + strings.Join(q, "&")
 }
 
 // Open creates the database directory and file if needed and opens the connection pools. It
@@ -214,9 +234,26 @@ func (s *Store) Open(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o750); err != nil {
 		return fmt.Errorf("sqlite: open %s: create directory: %w", s.path, err)
 	}
-	w, err := sql.Open("sqlite", s.dsn(roleWriter))
+	main, err := s.openDB(ctx, s.path, roleReader, s.readConns)
 	if err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+		return err
+	}
+	ev, err := s.openDB(ctx, s.eventsPath, roleLogReader, logReadConns)
+	if err != nil {
+		_ = main.close()
+		return err
+	}
+	main.ev = ev
+	s.st.Store(main)
+	s.log.Debug("sqlite: opened", "path", s.path, "events_path", s.eventsPath, "read_conns", s.readConns)
+	return nil
+}
+
+// openDB opens the writer, checkpointer and reader pools of the database file at path.
+func (s *Store) openDB(ctx context.Context, path string, readRole, readConns int) (*dbs, error) {
+	w, err := sql.Open("sqlite", s.dsn(path, roleWriter))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -225,50 +262,48 @@ func (s *Store) Open(ctx context.Context) error {
 	var mode string
 	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		_ = w.Close()
-		return fail(ctx, err, "open %s (is it an SQLite database, and writable?)", s.path)
+		return nil, fail(ctx, err, "open %s (is it an SQLite database, and writable?)", path)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		// WAL is refused on some file systems (network shares); the store still works, with
 		// readers and the writer blocking each other.
 		s.log.Warn("sqlite: WAL journal mode unavailable; concurrent reads will wait for writes",
-			"path", s.path, "journal_mode", mode)
+			"path", path, "journal_mode", mode)
 	}
 	conn, err := w.Conn(ctx)
 	if err != nil {
 		_ = w.Close()
-		return fail(ctx, err, "open %s", s.path)
+		return nil, fail(ctx, err, "open %s", path)
 	}
-	r, err := sql.Open("sqlite", s.dsn(roleReader))
+	r, err := sql.Open("sqlite", s.dsn(path, readRole))
 	if err != nil {
 		_ = conn.Close()
 		_ = w.Close()
-		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	r.SetMaxOpenConns(s.readConns)
-	r.SetMaxIdleConns(s.readConns)
+	r.SetMaxOpenConns(readConns)
+	r.SetMaxIdleConns(readConns)
 	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(5 * time.Minute)
 	if err := r.PingContext(ctx); err != nil {
 		_ = r.Close()
 		_ = conn.Close()
 		_ = w.Close()
-		return fail(ctx, err, "open %s (read pool)", s.path)
+		return nil, fail(ctx, err, "open %s (read pool)", path)
 	}
-	c, err := sql.Open("sqlite", s.dsn(roleCheckpointer))
+	c, err := sql.Open("sqlite", s.dsn(path, roleCheckpointer))
 	if err != nil {
 		_ = r.Close()
 		_ = conn.Close()
 		_ = w.Close()
-		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	c.SetMaxOpenConns(1)
 	c.SetMaxIdleConns(1)
 	c.SetConnMaxLifetime(0)
 	c.SetConnMaxIdleTime(0)
 	cp := newCheckpointer(c, s.log)
-	s.st.Store(&dbs{w: w, r: r, wr: newWriter(conn, s.log, cp), cp: cp})
-	s.log.Debug("sqlite: opened", "path", s.path, "journal_mode", mode, "read_conns", s.readConns)
-	return nil
+	return &dbs{path: path, w: w, r: r, wr: newWriter(conn, s.log, cp), cp: cp}, nil
 }
 
 // Ping checks that the database file can be read and that the writer connection is available.
@@ -282,9 +317,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := d.r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
 		return wrapCtx(ctx, "ping (read)", err)
 	}
-	// A no-op write call: the writer is running and can take the write lock.
+	// A no-op write call to each writer: it is running and can take the write lock.
 	if err := d.wr.do(ctx, false, func(*wtx) error { return nil }); err != nil {
 		return wrapCtx(ctx, "ping (write)", err)
+	}
+	if err := d.ev.wr.do(ctx, false, func(*wtx) error { return nil }); err != nil {
+		return wrapCtx(ctx, "ping (event log write)", err)
 	}
 	return nil
 }
@@ -302,6 +340,23 @@ func (s *Store) Close() error {
 	if d == nil {
 		return nil
 	}
+	var errs []error
+	if err := d.close(); err != nil {
+		errs = append(errs, err)
+	}
+	if d.ev != nil {
+		if err := d.ev.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// close stops the writer and the checkpointer and closes the pools of one database file.
+func (d *dbs) close() error {
 	d.wr.shutdown()
 	var errs []error
 	if err := d.cp.shutdown(); err != nil {
@@ -321,7 +376,7 @@ func (s *Store) Close() error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("sqlite: close %s: %w", s.path, err)
+		return fmt.Errorf("%s: %w", d.path, err)
 	}
 	return nil
 }
@@ -339,6 +394,15 @@ func (s *Store) conns(ctx context.Context) (*dbs, error) {
 		return nil, ErrNotOpen
 	}
 	return d, nil
+}
+
+// evConns returns the event log's pools (see Config), or why there are none, or ctx's error.
+func (s *Store) evConns(ctx context.Context) (*dbs, error) {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return d.ev, nil
 }
 
 // stmt returns the prepared statement for query on db, preparing and caching it on first use.

@@ -168,3 +168,77 @@ func isUniqueViolation(err error) bool {
 	}
 	return false
 }
+
+// FinishTurn writes the end of a turn in one write call per database (see
+// pipeline.TurnFinisher): it appends end.Messages and updates end.Turn (as UpdateTurn) in the
+// main database, and completes end.EventKey in the event log, at the same time. The parts succeed
+// or fail independently, like three calls; the error joins theirs (an unknown turn to update
+// or event to complete wraps ErrNotFound).
+func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
+	t := end.Turn
+	switch {
+	case end.Session == "":
+		return fmt.Errorf("sqlite: finish turn %q: %w: empty session key", t.ID, ErrInvalid)
+	case t.ID == "":
+		return fmt.Errorf("sqlite: finish turn: %w: empty turn id", ErrInvalid)
+	}
+	d, err := s.conns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: finish turn %q: %w", t.ID, err)
+	}
+	bodies, err := encodeMessages(end.Messages)
+	if err != nil {
+		return fmt.Errorf("sqlite: finish turn %q: %w", t.ID, err)
+	}
+	atUS := toMicros(s.stamp(end.At))
+	var msgErr, turnErr, eventErr error
+	// The event's completion goes to the event log's writer, queued first, then the main
+	// part; both writers run at once, and this call waits for both.
+	var (
+		evReq     *writeReq
+		completed int64
+	)
+	if end.EventKey != "" {
+		evReq, eventErr = d.ev.wr.enqueue(ctx, false, func(tx *wtx) (err error) {
+			completed, err = tx.rowsAffected(qCompleteEvent, atUS, end.EventKey)
+			return err
+		})
+	}
+	err = d.write(ctx, func(tx *wtx) error {
+		// A failing statement rolls back only itself: the other parts still commit.
+		msgErr, turnErr = nil, nil
+		if len(end.Messages) > 0 {
+			msgErr = appendTx(tx, end.Session, t.ID, end.Messages, bodies, atUS)
+		}
+		n, err := tx.rowsAffected(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error,
+			t.InputTokens, t.OutputTokens, t.CostUSD, optMicros(t.EndedAt), t.ID)
+		switch {
+		case err != nil:
+			turnErr = err
+		case n == 0:
+			turnErr = ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		err = fail(ctx, err, "finish turn %q", t.ID) // nothing of the main part was written
+		msgErr, turnErr = nil, nil
+	}
+	if evReq != nil {
+		eventErr = d.ev.wr.wait(ctx, evReq)
+		if eventErr == nil && completed == 0 {
+			eventErr = ErrNotFound
+		}
+	}
+	errs := []error{err}
+	if msgErr != nil {
+		errs = append(errs, fmt.Errorf("sqlite: finish turn %q: append %d messages: %w", t.ID, len(end.Messages), msgErr))
+	}
+	if turnErr != nil {
+		errs = append(errs, fmt.Errorf("sqlite: finish turn %q: record turn: %w", t.ID, turnErr))
+	}
+	if eventErr != nil {
+		errs = append(errs, fmt.Errorf("sqlite: finish turn %q: complete event %q: %w", t.ID, end.EventKey, eventErr))
+	}
+	return errors.Join(errs...)
+}

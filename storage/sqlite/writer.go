@@ -152,8 +152,18 @@ func (t *wtx) rowsAffected(query string, args ...any) (int64, error) {
 // do queues fn and waits for its outcome. It blocks while the queue is full and until the
 // transaction holding fn's changes committed; see the cancellation rules above.
 func (w *writer) do(ctx context.Context, solo bool, fn func(tx *wtx) error) error {
-	if err := ctx.Err(); err != nil {
+	req, err := w.enqueue(ctx, solo, fn)
+	if err != nil {
 		return err
+	}
+	return w.wait(ctx, req)
+}
+
+// enqueue queues fn and returns at once; wait blocks for its outcome. Together they are do,
+// split so a caller can queue calls on two writers and then wait for both.
+func (w *writer) enqueue(ctx context.Context, solo bool, fn func(tx *wtx) error) (*writeReq, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	req := &writeReq{ctx: ctx, solo: solo, fn: fn, done: make(chan error, 1)}
 	// Loaded before queueing, so a hook installed while this call waits is not told about it.
@@ -161,13 +171,18 @@ func (w *writer) do(ctx context.Context, solo bool, fn func(tx *wtx) error) erro
 	select {
 	case w.queue <- req:
 	case <-w.stop:
-		return ErrClosed
+		return nil, ErrClosed
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	if hook != nil {
 		(*hook)()
 	}
+	return req, nil
+}
+
+// wait waits for the outcome of a queued call; see the cancellation rules above.
+func (w *writer) wait(ctx context.Context, req *writeReq) error {
 	select {
 	case err := <-req.done:
 		return err

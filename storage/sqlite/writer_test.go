@@ -19,10 +19,21 @@ import (
 // left held would turn the failure into a hang.
 func holdWriter(t *testing.T, s *Store) (release func()) {
 	t.Helper()
+	return holdW(t, s.st.Load().wr)
+}
+
+// holdEventWriter is holdWriter for the event log's writer.
+func holdEventWriter(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	return holdW(t, s.st.Load().ev.wr)
+}
+
+func holdW(t *testing.T, wr *writer) (release func()) {
+	t.Helper()
 	started, gate := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.st.Load().wr.do(context.Background(), true, func(*wtx) error {
+		done <- wr.do(context.Background(), true, func(*wtx) error {
 			close(started)
 			<-gate
 			return nil
@@ -46,10 +57,15 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 
 // notifyQueued makes the writer report each call entering its queue on the returned channel.
 // Calls already on their way to the queue when it is installed are not reported.
-func notifyQueued(s *Store) <-chan struct{} {
+func notifyQueued(s *Store) <-chan struct{} { return notifyQueuedW(s.st.Load().wr) }
+
+// notifyEventQueued is notifyQueued for the event log's writer.
+func notifyEventQueued(s *Store) <-chan struct{} { return notifyQueuedW(s.st.Load().ev.wr) }
+
+func notifyQueuedW(wr *writer) <-chan struct{} {
 	ch := make(chan struct{}, 64)
 	hook := func() { ch <- struct{}{} }
-	s.st.Load().wr.enqueued.Store(&hook)
+	wr.enqueued.Store(&hook)
 	return ch
 }
 
@@ -99,8 +115,8 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		}
 	}
 	// Queued one by one so the batch order is known.
-	queue("claim k1", func() (bool, error) { return s.ClaimEvent(ctx, "k1", nil, time.Time{}) })
-	waitQueued("claim k1")
+	queue("grant a", func() (bool, error) { return true, s.GrantTool(ctx, "s", "a", "u", time.Time{}) })
+	waitQueued("grant a")
 	queue("duplicate turn", func() (bool, error) {
 		return false, s.CreateTurn(ctx, echogate.TurnRecord{ID: "taken", Session: "s"})
 	})
@@ -111,10 +127,10 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	waitQueued("append")
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	queue("cancelled while queued", func() (bool, error) { return s.ClaimEvent(cctx, "k-cancelled", nil, time.Time{}) })
+	queue("cancelled while queued", func() (bool, error) { return false, s.GrantTool(cctx, "s", "cancelled", "u", time.Time{}) })
 	waitQueued("cancelled while queued")
-	queue("claim k1 again", func() (bool, error) { return s.ClaimEvent(ctx, "k1", nil, time.Time{}) })
-	waitQueued("claim k1 again")
+	queue("grant a again", func() (bool, error) { return true, s.GrantTool(ctx, "s", "a", "v", time.Time{}) })
+	waitQueued("grant a again")
 	cancel()
 	// The cancelled call leaves the queue logically at once (its slot is skipped later).
 	var cancelled result
@@ -135,8 +151,8 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	for r := range results {
 		got[r.name] = r
 	}
-	if r := got["claim k1"]; r.err != nil || !r.ok {
-		t.Errorf("claim k1 = %v, %v; want true, nil", r.ok, r.err)
+	if r := got["grant a"]; r.err != nil {
+		t.Errorf("grant a = %v, want nil", r.err)
 	}
 	if r := got["duplicate turn"]; !errors.Is(r.err, ErrExists) {
 		t.Errorf("duplicate CreateTurn = %v, want ErrExists", r.err)
@@ -144,18 +160,57 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if r := got["append"]; r.err != nil {
 		t.Errorf("append in a batch with a failing call = %v, want nil", r.err)
 	}
-	if r := got["claim k1 again"]; r.err != nil || r.ok {
-		t.Errorf("second claim of k1 in the same batch = %v, %v; want false, nil", r.ok, r.err)
+	if r := got["grant a again"]; r.err != nil {
+		t.Errorf("second grant of a in the same batch = %v, want nil (granting again keeps the first)", r.err)
 	}
 	if h, err := s.History(ctx, "s", 0); err != nil || len(h) != 2 {
 		t.Errorf("History after the batch = %d, %v; want 2 messages committed", len(h), err)
 	}
-	if ok, err := s.ClaimEvent(ctx, "k-cancelled", nil, time.Time{}); err != nil || !ok {
-		t.Errorf("ClaimEvent(k-cancelled) = %v, %v; want true (the cancelled claim wrote nothing)", ok, err)
+	if g, err := s.Grants(ctx, "s"); err != nil || len(g) != 1 || g[0] != "a" {
+		t.Errorf("Grants after the batch = %v, %v; want [a] (the cancelled grant wrote nothing)", g, err)
 	}
 	// The batch ran without savepoints first, met the failing call, and ran again with them.
 	if st := s.WriteStats(); st.Retries != 1 {
 		t.Errorf("WriteStats().Retries = %d, want 1 (one batch with a failing call)", st.Retries)
+	}
+}
+
+// Claims go to the event log's own writer and are grouped there: two claims of one key in
+// one batch give exactly one true, and a claim cancelled while queued writes nothing.
+func TestEventLogGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, Config{})
+	release := holdEventWriter(t, s)
+	queued := notifyEventQueued(s)
+	type result struct {
+		ok  bool
+		err error
+	}
+	first, again, cancelled := make(chan result, 1), make(chan result, 1), make(chan result, 1)
+	go func() { ok, err := s.ClaimEvent(ctx, "k1", nil, time.Time{}); first <- result{ok, err} }()
+	<-queued
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { ok, err := s.ClaimEvent(cctx, "k-cancelled", nil, time.Time{}); cancelled <- result{ok, err} }()
+	<-queued
+	go func() { ok, err := s.ClaimEvent(ctx, "k1", nil, time.Time{}); again <- result{ok, err} }()
+	<-queued
+	// The main writer is free meanwhile: the transcript does not wait for the event log.
+	if err := s.GrantTool(ctx, "s", "a", "u", time.Time{}); err != nil {
+		t.Fatalf("GrantTool while the event log's writer is busy = %v", err)
+	}
+	cancel()
+	if r := answerWithin(t, "cancelled claim", cancelled); !errors.Is(r.err, context.Canceled) {
+		t.Errorf("claim cancelled while queued = %v, %v; want context.Canceled", r.ok, r.err)
+	}
+	release()
+	if r := answerWithin(t, "first claim", first); r.err != nil || !r.ok {
+		t.Errorf("first claim = %v, %v; want true, nil", r.ok, r.err)
+	}
+	if r := answerWithin(t, "second claim", again); r.err != nil || r.ok {
+		t.Errorf("second claim of k1 in the same batch = %v, %v; want false, nil", r.ok, r.err)
+	}
+	if ok, err := s.ClaimEvent(ctx, "k-cancelled", nil, time.Time{}); err != nil || !ok {
+		t.Errorf("ClaimEvent(k-cancelled) = %v, %v; want true (the cancelled claim wrote nothing)", ok, err)
 	}
 }
 
@@ -167,13 +222,13 @@ func TestGroupCommitWithoutFailuresRunsOnce(t *testing.T) {
 	queued := notifyQueued(s)
 	errc := make(chan error, 3)
 	for i := range 3 {
-		go func() { _, err := s.ClaimEvent(ctx, fmt.Sprintf("k%d", i), nil, time.Time{}); errc <- err }()
+		go func() { errc <- s.GrantTool(ctx, "s", fmt.Sprintf("tool%d", i), "u", time.Time{}) }()
 		<-queued
 	}
 	before := s.WriteStats()
 	release()
 	for range 3 {
-		if err := answerWithin(t, "claim", errc); err != nil {
+		if err := answerWithin(t, "grant", errc); err != nil {
 			t.Fatal(err)
 		}
 	}

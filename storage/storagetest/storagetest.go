@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"AppendAndHistory", r.appendAndHistory},
 		{"HistoryLimit", r.historyLimit},
 		{"HistorySince", r.historySince},
+		{"FinishTurn", r.finishTurn},
 		{"MessageRoundTrip", r.messageRoundTrip},
 		{"ConcurrentAppendDifferentSessions", r.concurrentAppendDifferentSessions},
 		{"ConcurrentAppendSameSession", r.concurrentAppendSameSession},
@@ -642,6 +643,66 @@ func (r *runner) historySince(t *testing.T, s Store, u uniq) {
 	must(t, "AppendMessages again", s.AppendMessages(ctx, key, "t3", []echogate.Message{userMsg("x"), userMsg("y"), userMsg("z")}, r.at(3*time.Second)))
 	if got, ok, err := s.HistorySince(ctx, key, last, 10); err != nil || ok || len(got) != 0 {
 		t.Errorf("HistorySince after the session started again = %q, %v, %v; want nothing, false, nil", contents(got), ok, err)
+	}
+}
+
+// finishTurn checks the optional FinishTurn (pipeline.TurnFinisher) of stores that have it.
+func (r *runner) finishTurn(t *testing.T, s Store, u uniq) {
+	f, ok := s.(interface {
+		FinishTurn(ctx context.Context, end echogate.TurnEnd) error
+	})
+	if !ok {
+		t.Skip("the store has no FinishTurn")
+	}
+	ctx := t.Context()
+	key := u.session("finish")
+	ev, ev2 := u.key("ev"), u.key("ev2")
+	for _, k := range []string{ev, ev2} {
+		if _, err := s.ClaimEvent(ctx, k, nil, r.at(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Question and answer together, the finished record, the event done.
+	turn := echogate.TurnRecord{ID: u.key("turn"), Session: key, EventKey: ev, UserID: "web:u", Status: echogate.TurnRunning, StartedAt: r.at(0)}
+	must(t, "CreateTurn", s.CreateTurn(ctx, turn))
+	turn.Status, turn.Model, turn.InputTokens, turn.OutputTokens, turn.CostUSD, turn.EndedAt = echogate.TurnDoneSt, "m", 3, 4, 0.5, r.at(time.Second)
+	must(t, "FinishTurn", f.FinishTurn(ctx, echogate.TurnEnd{Session: key, Turn: turn, EventKey: ev,
+		Messages: []echogate.Message{userMsg("q"), {Role: echogate.RoleAssistant, Content: "a"}}, At: r.at(time.Second)}))
+	h, err := s.History(ctx, key, 0)
+	must(t, "History", err)
+	if got := contents(h); !slices.Equal(got, []string{"q", "a"}) || h[0].Turn != turn.ID {
+		t.Errorf("History after FinishTurn = %q (turn %q), want [q a] of turn %q", got, h[0].Turn, turn.ID)
+	}
+	got, err := s.GetTurn(ctx, turn.ID)
+	must(t, "GetTurn", err)
+	if got.Status != echogate.TurnDoneSt || got.CostUSD != 0.5 || got.EventKey != ev || got.EndedAt.IsZero() {
+		t.Errorf("GetTurn after FinishTurn = %+v, want the finished record", got)
+	}
+	unfinished := func() []string {
+		evs, err := s.UnfinishedEvents(ctx, r.at(time.Hour), 0)
+		must(t, "UnfinishedEvents", err)
+		var keys []string
+		for _, e := range evs {
+			keys = append(keys, e.Key)
+		}
+		return keys
+	}
+	if slices.Contains(unfinished(), ev) {
+		t.Errorf("event %q still unfinished after FinishTurn", ev)
+	}
+	// Updating a turn that does not exist fails that part alone: the messages are saved and
+	// the event is completed all the same.
+	missing := echogate.TurnRecord{ID: u.key("missing"), Session: key, Status: echogate.TurnDoneSt, EndedAt: r.at(2 * time.Second)}
+	err = f.FinishTurn(ctx, echogate.TurnEnd{Session: key, Turn: missing, EventKey: ev2,
+		Messages: []echogate.Message{userMsg("later")}, At: r.at(2 * time.Second)})
+	if !errors.Is(err, echogate.ErrNotFound) {
+		t.Errorf("FinishTurn updating an unknown turn = %v, want an error wrapping ErrNotFound", err)
+	}
+	if h, _ := s.History(ctx, key, 0); len(h) != 3 {
+		t.Errorf("History after a FinishTurn whose turn part failed = %q, want the message saved", contents(h))
+	}
+	if slices.Contains(unfinished(), ev2) {
+		t.Errorf("event %q unfinished after a FinishTurn whose turn part failed; want it completed", ev2)
 	}
 }
 
