@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/echogate/echogate"
@@ -36,22 +37,24 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	// independent. (The message itself is saved meanwhile by the turn's start writes.)
 	var hist []echogate.StoredMessage
 	in := msgs
-	err := parallel(
-		func() error {
+	fns := []func() error{func() (err error) {
+		limit := max(p.cfg.HistoryMessages-len(msgs), 1)
+		if hist, err = p.history(ctx, key, limit); err != nil {
+			return fmt.Errorf("pipeline: load history: %w", err)
+		}
+		// A concurrent append of this turn's own messages may already be visible.
+		for len(hist) > 0 && hist[len(hist)-1].Turn == t.id {
+			hist = hist[:len(hist)-1]
+		}
+		return nil
+	}}
+	if slices.ContainsFunc(msgs, func(m echogate.Message) bool { return len(m.Attachments) > 0 }) {
+		fns = append(fns, func() error {
 			in = p.prepareAttachments(ctx, t, msgs)
 			return nil
-		},
-		func() (err error) {
-			limit := max(p.cfg.HistoryMessages-len(msgs), 1)
-			if hist, err = p.history(ctx, key, limit); err != nil {
-				return fmt.Errorf("pipeline: load history: %w", err)
-			}
-			// A concurrent append of this turn's own messages may already be visible.
-			for len(hist) > 0 && hist[len(hist)-1].Turn == t.id {
-				hist = hist[:len(hist)-1]
-			}
-			return nil
 		})
+	}
+	err := parallel(fns...)
 	if err != nil {
 		return agent.Input{}, err
 	}

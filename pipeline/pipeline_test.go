@@ -492,3 +492,25 @@ func TestReplayClosesInterruptedTurn(t *testing.T) {
 		t.Errorf("the model saw %+v, want the system prompt and the message once", msgs)
 	}
 }
+
+// A turn that died before it wrote the user's message (it is written behind the model call)
+// leaves only its record: the replay closes it and saves the message itself.
+func TestReplayOfTurnThatDiedBeforeSavingTheMessage(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	ev := msg("s1", "ann", "hello?")
+	ev.ReceivedAt = time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	payload, _ := json.Marshal(ev)
+	ctx := context.Background()
+	store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
+	store.CreateTurn(ctx, echogate.TurnRecord{ID: "t_dead", Session: ev.SessionKey(), EventKey: ev.DedupeKey(), Status: echogate.TurnRunning, StartedAt: ev.ReceivedAt})
+	h := start(t, opts{store: store}, agenttest.Reply("here"))
+	if d := h.waitDone(); d.Text != "here" {
+		t.Fatalf("replayed answer = %q", d.Text)
+	}
+	if dead, _ := store.GetTurn(ctx, "t_dead"); dead.Status != echogate.TurnFailed {
+		t.Errorf("dead turn = %+v, want failed", dead)
+	}
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hello?|assistant:here"; got != want {
+		t.Errorf("transcript = %s, want %s (the user's message saved by the replay)", got, want)
+	}
+}

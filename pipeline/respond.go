@@ -83,6 +83,7 @@ func (r *responder) emit(e agent.Event) {
 	case agent.EventReasoningDelta:
 		r.event(echogate.TurnEvent{Type: echogate.TurnReasoning, Text: e.Text})
 	case agent.EventToolCall:
+		r.t.writeInput() // the tool may read it (see startTurn); issued now, awaited there
 		r.event(echogate.TurnEvent{Type: echogate.TurnToolCall, Tool: e.Call.Name, CallID: e.Call.ID, Args: RedactArgs(e.Call.Arguments, maxPromptArgs)})
 	case agent.EventToolRunEnd:
 		text, isErr := e.Result.Content, e.Result.IsError
@@ -239,6 +240,12 @@ func (r *responder) streamed() (string, bool) {
 // approval prompt / question of a pause), records the turn, and cleans up ephemeral sessions.
 func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord, res agent.Result, resumed bool) {
 	key := t.ev.SessionKey()
+	// Unless a tool or the delay made it written already, the question is appended with the
+	// answer (see startTurn). A pause saves it first: the pause outlives this turn.
+	var input []echogate.Message
+	if res.Status != agent.StatusPaused {
+		input = t.foldInput()
+	}
 	if err := t.started(ctx); err != nil {
 		// The turn record or the user's message could not be written: fail the turn rather
 		// than keep an answer whose question is not in the transcript.
@@ -289,10 +296,33 @@ func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord
 		rec.Model, rec.RouteReason = res.Model, res.RouteReason
 	}
 	// Transcript, turn record and the event's completion: one round trip (group commit).
+	msgs := res.Messages
+	if len(input) > 0 {
+		msgs = append(append(make([]echogate.Message, 0, len(input)+len(msgs)), input...), msgs...)
+	}
+	if tf, ok := p.d.Store.(TurnFinisher); ok {
+		// One call: one queue entry and one wake-up instead of three.
+		end := echogate.TurnEnd{Session: key, Messages: msgs, Turn: rec, At: p.cfg.Now()}
+		if c := completionFrom(ctx); c != nil && c.take() {
+			end.EventKey = c.key
+		}
+		if err := tf.FinishTurn(ctx, end); err != nil {
+			t.log.Error("pipeline: record the end of the turn", "err", err)
+		}
+		t.ledger.Wait() // usage writes issued during the turn land before "done"
+	} else {
+		p.finishTurn(ctx, t, key, msgs, rec)
+	}
+	p.afterFinish(ctx, t, key, status, rec, final, resumed)
+}
+
+// finishTurn writes the end of a turn with three concurrent calls, which a store's group commit
+// joins into one transaction (see TurnFinisher).
+func (p *Pipeline) finishTurn(ctx context.Context, t *turn, key echogate.SessionKey, msgs []echogate.Message, rec echogate.TurnRecord) {
 	_ = parallel(
 		func() error {
-			if len(res.Messages) > 0 {
-				if err := p.d.Store.AppendMessages(ctx, key, t.id, res.Messages, p.cfg.Now()); err != nil {
+			if len(msgs) > 0 {
+				if err := p.d.Store.AppendMessages(ctx, key, t.id, msgs, p.cfg.Now()); err != nil {
 					t.log.Error("pipeline: save transcript", "err", err)
 				}
 			}
@@ -314,6 +344,10 @@ func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord
 			t.ledger.Wait() // usage writes issued during the turn land before "done"
 			return nil
 		})
+}
+
+// afterFinish removes an ephemeral session and announces the end of the turn.
+func (p *Pipeline) afterFinish(ctx context.Context, t *turn, key echogate.SessionKey, status echogate.TurnStatus, rec echogate.TurnRecord, final string, resumed bool) {
 	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
 	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
 		waitSessionWrite(ctx) // never delete before the session's own upsert landed

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 type startStore struct {
 	*pipelinetest.MemStore
 	createErr error
+	updateErr error
 	userSaved chan struct{} // closed by the test to let the user's message be written
 }
 
@@ -27,6 +29,17 @@ func (s *startStore) CreateTurn(ctx context.Context, t echogate.TurnRecord) erro
 		return s.createErr
 	}
 	return s.MemStore.CreateTurn(ctx, t)
+}
+
+func (s *startStore) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	if s.updateErr != nil {
+		return s.updateErr
+	}
+	return s.MemStore.UpdateTurn(ctx, t)
+}
+
+func (s *startStore) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
+	return finishVia(ctx, s, end)
 }
 
 func (s *startStore) AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error {
@@ -40,13 +53,15 @@ func (s *startStore) AppendMessages(ctx context.Context, key echogate.SessionKey
 	return s.MemStore.AppendMessages(ctx, key, turn, msgs, at)
 }
 
-// The turn record and the user's message are written while the model runs; a failure to
-// write them fails the turn: the user gets the fallback text, no answer is saved without its
-// question, and the event is not replayed.
+// The turn record and the user's message are written behind the model call: when the model
+// asks for a tool they are written before it runs, and a failure to write them fails the
+// turn: the user gets the fallback text, no answer is saved without its question, and the
+// event is not replayed.
 func TestTurnStartWriteFailureFailsTheTurn(t *testing.T) {
 	mem := pipelinetest.NewMemStore()
 	ss := &startStore{MemStore: mem, createErr: errors.New("disk full")}
-	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = ss }}, agenttest.Reply("an answer"))
+	h := start(t, opts{store: mem, tools: []tools.Tool{newTool("lookup", tools.Safe, "found")}, deps: func(d *pipeline.Deps) { d.Store = ss }},
+		agenttest.CallTool("lookup", `{}`), agenttest.Reply("an answer"))
 	ev := msg("s1", "ann", "hi")
 	h.submit(ev)
 	done := h.waitDone()
@@ -101,4 +116,86 @@ func TestToolsWaitForTheTurnStart(t *testing.T) {
 	if done := h.waitDone(); done.Status != "done" {
 		t.Errorf("done = %+v, want done", done)
 	}
+}
+
+// In a turn without tools the record is created at the start (behind the model call), and the
+// question, the answer and the record's end are written together by the ResponseStage.
+func TestTurnWithoutToolsWritesOnceAtTheEnd(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	cs := &countingWrites{MemStore: mem}
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = cs }}, agenttest.Reply("an answer"))
+	h.submit(msg("s1", "ann", "hi"))
+	if done := h.waitDone(); done.Status != "done" {
+		t.Fatalf("done = %+v, want done", done)
+	}
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hi|assistant:an answer"; got != want {
+		t.Errorf("transcript = %s, want %s", got, want)
+	}
+	if a, c, u, f := cs.appends.Load(), cs.creates.Load(), cs.updates.Load(), cs.finishes.Load(); a != 1 || c != 1 || u != 1 || f != 1 {
+		t.Errorf("AppendMessages %d, CreateTurn %d, UpdateTurn %d, FinishTurn %d times; want the record created at the start, then one FinishTurn with one append of question and answer and the record's update", a, c, u, f)
+	}
+	turns, err := mem.ListTurns(context.Background(), "web:s1", 0)
+	if err != nil || len(turns) != 1 || turns[0].Status != echogate.TurnDoneSt || turns[0].EndedAt.IsZero() {
+		t.Errorf("turns = %+v, %v; want one finished turn", turns, err)
+	}
+}
+
+// A store that fails to record the end of a turn: the answer was delivered, so the turn is not
+// failed after the fact, but the transcript is saved and the event completed all the same (no
+// second answer on replay).
+func TestTurnEndWriteFailureStillCompletesTheEvent(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	ss := &startStore{MemStore: mem, updateErr: errors.New("disk full")}
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = ss }}, agenttest.Reply("an answer"))
+	h.submit(msg("s1", "ann", "hi"))
+	h.waitDone()
+	if texts := h.rep.Texts(); len(texts) != 1 || texts[0] != "an answer" {
+		t.Errorf("posts = %q, want the answer", texts)
+	}
+	unfinished, err := mem.UnfinishedEvents(context.Background(), time.Now().Add(time.Hour), 0)
+	if err != nil || len(unfinished) != 0 {
+		t.Errorf("UnfinishedEvents = %v, %v; want the event completed", unfinished, err)
+	}
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hi|assistant:an answer"; got != want {
+		t.Errorf("transcript = %s, want %s", got, want)
+	}
+}
+
+// countingWrites counts the turn's writes.
+type countingWrites struct {
+	*pipelinetest.MemStore
+	appends, creates, updates, finishes atomic.Int64
+}
+
+func (s *countingWrites) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
+	s.finishes.Add(1)
+	return finishVia(ctx, s, end)
+}
+
+// finishVia implements FinishTurn with st's own methods, so a test store's overrides apply.
+func finishVia(ctx context.Context, st pipeline.Store, end echogate.TurnEnd) error {
+	var errs []error
+	if len(end.Messages) > 0 {
+		errs = append(errs, st.AppendMessages(ctx, end.Session, end.Turn.ID, end.Messages, end.At))
+	}
+	errs = append(errs, st.UpdateTurn(ctx, end.Turn))
+	if end.EventKey != "" {
+		errs = append(errs, st.CompleteEvent(ctx, end.EventKey, end.At))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *countingWrites) AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error {
+	s.appends.Add(1)
+	return s.MemStore.AppendMessages(ctx, key, turn, msgs, at)
+}
+
+func (s *countingWrites) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	s.creates.Add(1)
+	return s.MemStore.CreateTurn(ctx, t)
+}
+
+func (s *countingWrites) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	s.updates.Add(1)
+	return s.MemStore.UpdateTurn(ctx, t)
 }

@@ -83,3 +83,12 @@ type PendingStore interface {
 	DeletePending(ctx context.Context, key echogate.SessionKey) error
 	ListPending(ctx context.Context, limit int) ([]echogate.PendingTurn, error) // oldest first
 }
+
+// TurnFinisher is an optional Store capability: the ResponseStage's writes in one call (one
+// queue entry and one commit in SQLite's group commit) instead of three concurrent ones. Each
+// part succeeds or fails on its own, as separate calls would: a turn record that cannot be
+// written must not keep the transcript from being saved or the event from being completed (an
+// uncompleted event is answered again after a restart). The error joins the parts' errors.
+type TurnFinisher interface {
+	FinishTurn(ctx context.Context, end echogate.TurnEnd) error
+}

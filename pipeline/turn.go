@@ -261,59 +261,123 @@ type turn struct {
 	ledger   sync.WaitGroup // in-flight usage writes
 	// inputSaved: the input messages are in the transcript already (replay of a dead turn).
 	inputSaved bool
-	// startDone is closed when the turn's start writes ended, startErr their outcome.
-	startDone chan struct{}
-	startErr  error
+	// The turn's start writes (see startTurn): the record (startDone, startErr) and the
+	// input messages (issued at most once by inputOnce, or folded into the ResponseStage's
+	// append; inputDone, inputErr).
+	startDone  chan struct{}
+	startErr   error
+	inputOnce  sync.Once
+	inputDone  chan struct{}
+	inputErr   error
+	startTimer *time.Timer
+	startInput []echogate.Message
+	startStop  context.CancelCauseFunc
+	startCtx   context.Context
 }
 
-// startTurn writes the turn record and the turn's input messages in the background. The
-// ContextStage and the model need neither, so their write round trip overlaps the model call
-// instead of preceding it (at 1000 sessions that round trip was a third of the gateway's own
-// latency per turn). Whatever needs them waits with t.started first: tools (a file tool reads
-// the transcript) and the ResponseStage, before anything else it writes. They are written even
-// when the turn is stopped meanwhile; when they fail, stop ends the turn with the error as its
-// cause, and the ResponseStage fails it.
+// startWriteDelay is how long a turn runs before the user's message is written if nothing
+// needed it earlier: the question of a long turn is in the transcript within this time.
+const startWriteDelay = 2 * time.Second
+
+// startTurn writes the turn's record (status running) in the background, and arranges the
+// write of its input messages. Neither is read by the ContextStage or the model call, so
+// neither holds them up. The input messages are written behind:
+//   - when a tool is about to run (the model asked for one; a file tool reads the transcript),
+//   - when the turn has run for startWriteDelay,
+//   - or, in most turns, by the ResponseStage: the question is appended together with the
+//     answer, in the round trip that records the turn's end anyway.
+//
+// That takes the turn's first write round trip off its path and halves the transcript pages
+// a turn writes (bench/turns, 1000 sessions). With a store shared by replicas (a
+// SessionLocker) both are written at once and the model is called only once they landed:
+// another replica that takes the event over after this process died finds the running turn,
+// closes it as failed and knows whether the question was saved. A failed write stops the turn
+// with the error as its cause, and the ResponseStage fails it.
 func (t *turn) startTurn(ctx context.Context, stop context.CancelCauseFunc, rec echogate.TurnRecord, input []echogate.Message) {
-	t.startDone = make(chan struct{})
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	t.startDone, t.inputDone = make(chan struct{}), make(chan struct{})
+	t.startInput, t.startStop = input, stop
+	t.startCtx = context.WithoutCancel(ctx)
+	wctx, cancel := context.WithTimeout(t.startCtx, stageTimeout)
 	go func() {
 		defer cancel()
-		key := t.ev.SessionKey()
-		err := parallel(
-			func() error {
-				if err := t.p.d.Store.CreateTurn(wctx, rec); err != nil {
-					return fmt.Errorf("pipeline: create turn: %w", err)
-				}
-				return nil
-			},
-			func() error {
-				if len(input) == 0 {
-					return nil
-				}
-				if err := t.p.d.Store.AppendMessages(wctx, key, t.id, input, t.p.cfg.Now()); err != nil {
-					return fmt.Errorf("pipeline: save user message: %w", err)
-				}
-				return nil
-			})
+		err := t.p.d.Store.CreateTurn(wctx, rec)
+		if err != nil {
+			err = fmt.Errorf("pipeline: create turn: %w", err)
+		}
 		t.startErr = err
 		close(t.startDone)
 		if err != nil {
 			stop(err)
 		}
 	}()
+	if len(input) == 0 {
+		t.inputOnce.Do(func() { close(t.inputDone) })
+		return
+	}
+	t.startTimer = time.AfterFunc(startWriteDelay, t.writeInput)
+	if _, replicas := t.p.d.Store.(SessionLocker); replicas {
+		t.writeInput()
+	}
 }
 
-// started waits for the turn's start writes and returns their error, or ctx's.
+// writeInput issues the write of the input messages unless it was issued or folded already.
+// It does not wait for it: see started.
+func (t *turn) writeInput() {
+	if t.inputDone == nil {
+		return
+	}
+	t.inputOnce.Do(func() {
+		t.startTimer.Stop()
+		wctx, cancel := context.WithTimeout(t.startCtx, stageTimeout)
+		go func() {
+			defer cancel()
+			err := t.p.d.Store.AppendMessages(wctx, t.ev.SessionKey(), t.id, t.startInput, t.p.cfg.Now())
+			if err != nil {
+				err = fmt.Errorf("pipeline: save user message: %w", err)
+			}
+			t.inputErr = err
+			close(t.inputDone)
+			if err != nil {
+				t.startStop(err)
+			}
+		}()
+	})
+}
+
+// foldInput takes the write of the input messages over for the ResponseStage when it was not
+// issued yet: it returns them, to be appended before the answer. It returns nil when they
+// were written (or are being written) already.
+func (t *turn) foldInput() []echogate.Message {
+	if t.inputDone == nil {
+		return nil
+	}
+	folded := false
+	t.inputOnce.Do(func() {
+		t.startTimer.Stop()
+		folded = true
+		close(t.inputDone)
+	})
+	if !folded {
+		return nil
+	}
+	return t.startInput
+}
+
+// started issues the input write if needed, waits for the start writes and returns their
+// error, or ctx's.
 func (t *turn) started(ctx context.Context) error {
 	if t.startDone == nil {
 		return nil
 	}
-	select {
-	case <-t.startDone:
-		return t.startErr
-	case <-ctx.Done():
-		return ctx.Err()
+	t.writeInput()
+	for _, done := range []chan struct{}{t.startDone, t.inputDone} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	return errors.Join(t.startErr, t.inputErr)
 }
 
 // runTurn runs the three stages for one event. st and rs are set when resuming a paused turn;
@@ -359,6 +423,9 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	// ContextStage.
 	cctx, endContext := p.span(ctx, "echogate.context", nil)
 	in, err := p.buildContext(cctx, t, st, rs, msgs)
+	if _, replicas := p.d.Store.(SessionLocker); replicas && err == nil {
+		err = t.started(ctx) // see startTurn
+	}
 	endContext(err, map[string]string{"echogate.history_messages": fmt.Sprint(len(in.Messages))})
 	if err != nil {
 		turnErr = err
@@ -630,6 +697,9 @@ func (p *Pipeline) finishFailed(t *turn, rec echogate.TurnRecord, err error) {
 // parallel runs fns concurrently and returns the first error. The stores batch concurrent writes
 // into one transaction (group commit), so independent writes cost one round trip together.
 func parallel(fns ...func() error) error {
+	if len(fns) == 1 {
+		return fns[0]()
+	}
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
 	for i, fn := range fns[1:] {
@@ -651,6 +721,14 @@ type completion struct {
 	key  string
 	log  *slog.Logger
 	once sync.Once
+}
+
+// take marks the event as completed by the caller, which writes the completion itself (in a
+// TurnFinisher call). It returns false when the completion was written or taken already.
+func (c *completion) take() bool {
+	taken := false
+	c.once.Do(func() { taken = true })
+	return taken
 }
 
 func (c *completion) complete(ctx context.Context) {
@@ -675,17 +753,18 @@ func completionFrom(ctx context.Context) *completion {
 // closeInterruptedTurns marks turns of a replayed event that were left running (their process
 // died or stopped mid-turn) as failed, so the records show what happened; the replay then answers
 // the event in a new turn.
-func (p *Pipeline) closeInterruptedTurns(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) (found bool) {
+func (p *Pipeline) closeInterruptedTurns(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) (inputSaved bool) {
 	turns, err := p.d.Store.ListTurns(ctx, ev.SessionKey(), 50)
 	if err != nil {
 		log.Warn("pipeline: list turns of a replayed event", "err", err)
 		return false
 	}
+	dead := map[string]bool{}
 	for _, tr := range turns {
 		if tr.EventKey != ev.DedupeKey() || tr.Status != echogate.TurnRunning {
 			continue
 		}
-		found = true
+		dead[tr.ID] = true
 		tr.Status, tr.Error, tr.EndedAt = echogate.TurnFailed, "interrupted: the gateway stopped during the turn; the event was replayed", p.cfg.Now()
 		if err := p.d.Store.UpdateTurn(ctx, tr); err != nil {
 			log.Warn("pipeline: close interrupted turn", "turn", tr.ID, "err", err)
@@ -693,7 +772,21 @@ func (p *Pipeline) closeInterruptedTurns(ctx context.Context, log *slog.Logger, 
 		}
 		log.Warn("turn interrupted by a stop or crash; answering the event again", "turn", tr.ID)
 	}
-	return found
+	if len(dead) == 0 {
+		return false
+	}
+	// A dead turn may have died before it wrote the user's message (see startTurn).
+	hist, err := p.d.Store.History(ctx, ev.SessionKey(), 50)
+	if err != nil {
+		log.Warn("pipeline: read the transcript of a replayed event", "err", err)
+		return false
+	}
+	for _, m := range hist {
+		if dead[m.Turn] && m.Message.Role == echogate.RoleUser {
+			return true
+		}
+	}
+	return false
 }
 
 type sessionWriteKey struct{}

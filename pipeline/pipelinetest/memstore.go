@@ -3,9 +3,10 @@
 package pipelinetest
 
 import (
-	"slices"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -386,4 +387,17 @@ func (s *MemStore) ListPending(ctx context.Context, limit int) ([]echogate.Pendi
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// FinishTurn implements pipeline.TurnFinisher with the separate calls.
+func (s *MemStore) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
+	var errs []error
+	if len(end.Messages) > 0 {
+		errs = append(errs, s.AppendMessages(ctx, end.Session, end.Turn.ID, end.Messages, end.At))
+	}
+	errs = append(errs, s.UpdateTurn(ctx, end.Turn))
+	if end.EventKey != "" {
+		errs = append(errs, s.CompleteEvent(ctx, end.EventKey, end.At))
+	}
+	return errors.Join(errs...)
 }
