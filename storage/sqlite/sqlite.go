@@ -196,11 +196,11 @@ func (s *Store) dsn(path string, role int) string {
 		// transaction takes the write lock at BEGIN, so it cannot fail half-way on a lock
 		// upgrade when another process writes. A 16 MiB page cache keeps hot index pages in
 		// memory. Checkpoints run on the checkpointer's connection (checkpointer.go); SQLite's
-		// own auto-checkpoint stays as a backstop at 4x the size the writer restarts the log.
+		// own auto-checkpoint stays as a backstop at twice the size the writer restarts the log.
 		// Statement journals (savepoints of a group commit that had a failing call) stay in
 		// memory.
 		q = append(q, "_journal_mode=WAL", "_txlock=immediate", "_pragma=cache_size(-16000)",
-			"_pragma=wal_autocheckpoint("+strconv.Itoa(4*restartFrames)+")", "_pragma=temp_store(MEMORY)")
+			"_pragma=wal_autocheckpoint("+strconv.Itoa(2*restartFrames)+")", "_pragma=temp_store(MEMORY)")
 	case roleReader:
 		// Readers map the file (up to 256 MiB of address space, shared page cache, nothing
 		// copied): exact vector scans of the knowledge base read every embedding, and mmap
