@@ -39,8 +39,12 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	in := msgs
 	fns := []func() error{func() (err error) {
 		limit := max(p.cfg.HistoryMessages-len(msgs), 1)
-		if hist, err = p.history(ctx, key, limit); err != nil {
+		var cached bool
+		if hist, cached, err = p.history(ctx, key, limit); err != nil {
 			return fmt.Errorf("pipeline: load history: %w", err)
+		}
+		if !cached {
+			p.recordSession(ctx, t)
 		}
 		// A concurrent append of this turn's own messages may already be visible.
 		for len(hist) > 0 && hist[len(hist)-1].Turn == t.id {
@@ -137,4 +141,22 @@ func sanitizeHistory(hist []echogate.StoredMessage) []echogate.Message {
 	}
 	closeOpen()
 	return out
+}
+
+// recordSession writes the session record that t skipped because it was written recently
+// (sessionMarks), when the transcript did not continue the cached one: the session may have
+// been deleted since, and its record must exist again before the turn ends.
+func (p *Pipeline) recordSession(ctx context.Context, t *turn) {
+	key := t.ev.SessionKey()
+	p.marks.forget(key)
+	if t.unrecorded == nil {
+		return
+	}
+	info := *t.unrecorded
+	t.unrecorded = nil
+	if err := p.d.Store.UpsertSession(context.WithoutCancel(ctx), info); err != nil {
+		t.log.Error("pipeline: upsert session", "err", err)
+		return
+	}
+	p.marks.mark(key, info.UpdatedAt)
 }

@@ -32,6 +32,7 @@ type Pipeline struct {
 	approvers map[string]bool
 	policy    map[string]agent.Verdict
 	hist      *historyCache
+	marks     *sessionMarks
 
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -102,7 +103,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
-		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages)}
+		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks()}
 	for _, a := range cfg.Approvers {
 		p.approvers[a] = true
 	}

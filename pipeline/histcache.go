@@ -131,17 +131,19 @@ func storedSize(msgs []echogate.StoredMessage) int {
 
 // history returns the last `limit` transcript entries of key (limit <= the cache window),
 // oldest first, from the cache plus what the store holds after it, or from the store alone.
-// The returned slice is the caller's.
-func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error) {
+// cached reports the first: the transcript continued the one cached, so the session was not
+// deleted since. The returned slice is the caller's.
+func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit int) (hist []echogate.StoredMessage, cached bool, err error) {
 	window := p.hist.window
 	if limit <= 0 || limit > window {
-		return p.d.Store.History(ctx, key, limit)
+		hist, err = p.d.Store.History(ctx, key, limit)
+		return hist, false, err
 	}
 	var all []echogate.StoredMessage
 	if cached := p.hist.get(key); len(cached) > 0 {
 		newer, ok, err := p.d.Store.HistorySince(ctx, key, cached[len(cached)-1], window)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if ok {
 			p.d.Metrics.HistoryCache(true)
@@ -151,16 +153,16 @@ func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit i
 				all = append(append(all, cached...), newer...)
 				p.hist.put(key, all)
 			}
-			return tail(all, limit), nil
+			return tail(all, limit), true, nil
 		}
 	}
 	p.d.Metrics.HistoryCache(false)
-	all, err := p.d.Store.History(ctx, key, window)
+	all, err = p.d.Store.History(ctx, key, window)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p.hist.put(key, all)
-	return tail(all, limit), nil
+	return tail(all, limit), false, nil
 }
 
 // tail copies the last n entries of msgs.

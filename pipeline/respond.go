@@ -356,6 +356,7 @@ func (p *Pipeline) afterFinish(ctx context.Context, t *turn, key echogate.Sessio
 				t.log.Warn("pipeline: remove ephemeral session", "err", err)
 			}
 			p.hist.drop(key)
+			p.marks.forget(key)
 		}
 	}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})

@@ -46,17 +46,27 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 
 	// The session record is written while the pause is looked up and the turn starts: nothing
 	// reads it before the turn ends, and its write joins the turn's first commit (group commit).
+	// A session active in the last minute has it already (see sessionMarks).
+	now := p.cfg.Now()
 	info := echogate.SessionInfo{Key: key, Conversation: ev.Conversation, UserID: ev.Actor.QualifiedID(ev.Conversation.Platform),
-		Ephemeral: ev.Ephemeral, CreatedAt: p.cfg.Now(), UpdatedAt: p.cfg.Now()}
+		Ephemeral: ev.Ephemeral, CreatedAt: now, UpdatedAt: now}
 	upserted := make(chan error, 1)
-	if ev.Actor.IsSelf {
+	switch {
+	case ev.Actor.IsSelf:
 		upserted <- nil
-	} else {
+	case p.marks.fresh(key, now):
+		upserted <- nil
+		resumeOpts = append(resumeOpts, withUnrecordedSession(info))
+	default:
 		// Not tied to the turn: a stop must not leave the session unrecorded.
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 		go func() {
 			defer ucancel()
-			upserted <- p.d.Store.UpsertSession(uctx, info)
+			err := p.d.Store.UpsertSession(uctx, info)
+			if err == nil {
+				p.marks.mark(key, now)
+			}
+			upserted <- err
 		}()
 	}
 	waitSession := sync.OnceFunc(func() {
@@ -240,6 +250,13 @@ func withRequester(id string) turnOption { return func(t *turn) { t.userID = id 
 // withInputSaved marks a turn whose input messages are already in the transcript (a replay).
 func withInputSaved() turnOption { return func(t *turn) { t.inputSaved = true } }
 
+// withUnrecordedSession marks a turn whose session record was not written because it was
+// written recently (sessionMarks); buildContext writes it when the transcript shows it may be
+// gone.
+func withUnrecordedSession(info echogate.SessionInfo) turnOption {
+	return func(t *turn) { t.unrecorded = &info }
+}
+
 // turn is the state of one running turn.
 type turn struct {
 	p       *Pipeline
@@ -261,6 +278,8 @@ type turn struct {
 	ledger   sync.WaitGroup // in-flight usage writes
 	// inputSaved: the input messages are in the transcript already (replay of a dead turn).
 	inputSaved bool
+	// unrecorded: the session record this turn did not write (see withUnrecordedSession).
+	unrecorded *echogate.SessionInfo
 	// The turn's start writes (see startTurn): the record (startDone, startErr) and the
 	// input messages (issued at most once by inputOnce, or folded into the ResponseStage's
 	// append; inputDone, inputErr).
