@@ -42,9 +42,9 @@ type checkpointer struct {
 	frames atomic.Int64  // WAL size in frames reported by the last checkpoint
 	// restartAt is restartFrames (tests lower it).
 	restartAt atomic.Int64
-	runs   atomic.Int64  // background checkpoints done
-	stop   chan struct{}
-	done   chan struct{}
+	runs      atomic.Int64 // background checkpoints done
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 func newCheckpointer(db *sql.DB, log *slog.Logger) *checkpointer {
