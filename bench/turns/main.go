@@ -7,7 +7,12 @@
 // Overhead: one session at a time, a model that answers at once and calls one tool (current_time)
 // first, so each turn is two model calls, one tool call, and every store write of a real turn.
 // Throughput: S sessions each sending its next message when the previous one is answered, with a
-// model that answers in 200 ms without tools; ideal is S / 0.2 s turns per second.
+// model that answers in 200 ms without tools; ideal is S / 0.2 s turns per second. The sessions
+// join over one model latency, and the rate is counted over -duration after a 1 s warm-up. Each
+// scenario also prints where a turn's time went (stages), the process CPU, the Go scheduler's
+// latency and the SQLite writer's load; -memstore runs the same on the in-memory test store
+// (the gateway without storage), -storecalls times every store call, -cpuprofile and -trace
+// record the largest scenario.
 package main
 
 import (
@@ -17,7 +22,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -27,17 +34,24 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/storage/sqlite"
 	"github.com/echogate/echogate/tools"
 	"github.com/echogate/echogate/tools/builtin"
 )
 
+var (
+	storeCalls   = flag.Bool("storecalls", false, "time every store call of the pipeline and print p50/p99 per method (adds a lock per call)")
+	memStore     = flag.Bool("memstore", false, "run the throughput scenarios on the in-memory test store: the gateway's own ceiling, without storage")
+	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the largest throughput scenario's measurement window")
+	traceFile    = flag.String("trace", "", "write an execution trace of one second of the largest throughput scenario")
+	sessionsFlag = flag.String("sessions", "1,100,1000", "concurrent sessions of the throughput scenarios")
+)
+
 func main() {
 	overheadTurns := flag.Int("overhead", 2000, "turns in the overhead scenario")
-	duration := flag.Duration("duration", 5*time.Second, "length of each throughput scenario")
+	duration := flag.Duration("duration", 8*time.Second, "measurement window of each throughput scenario (after a 1 s warm-up)")
 	latency := flag.Duration("latency", 200*time.Millisecond, "model latency in the throughput scenarios")
-	sessions := flag.String("sessions", "1,100,1000", "concurrent sessions of the throughput scenarios")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the throughput scenarios")
 	flag.Parse()
 
 	fmt.Printf("echogate turn benchmark — %s, %d CPUs, GOMAXPROCS %d\n\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
@@ -45,19 +59,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "overhead:", err)
 		os.Exit(1)
 	}
-	var ss []int
-	for _, s := range splitInts(*sessions) {
-		ss = append(ss, s)
+	store := "store on (SQLite, WAL)"
+	if *memStore {
+		store = "in-memory test store"
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err == nil && pprof.StartCPUProfile(f) == nil {
-			defer pprof.StopCPUProfile()
-		}
-	}
-	fmt.Printf("\nthroughput: model answers in %s, no tools, store on (SQLite, WAL)\n", *latency)
+	fmt.Printf("\nthroughput: model answers in %s, no tools, %s; sessions join over one model latency, rate over %s after 1 s\n", *latency, store, *duration)
 	fmt.Printf("%10s %12s %12s %10s %12s %12s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency")
-	for _, s := range ss {
+	for _, s := range splitInts(*sessionsFlag) {
 		if err := throughput(s, *duration, *latency); err != nil {
 			fmt.Fprintln(os.Stderr, "throughput:", err)
 			os.Exit(1)
@@ -96,50 +104,49 @@ func (m instantModel) Generate(ctx context.Context, req agent.Request, onDelta f
 	return agent.Response{Message: echogate.Message{Role: echogate.RoleAssistant, Content: "It is about noon."}, Usage: u, FinishReason: "stop", Model: req.Model}, nil
 }
 
-// replier signals finished turns per event id and records when each stage was reached.
+// replier signals finished turns per event id and records when each stage was reached. It
+// keeps its bookkeeping off any shared lock on the hot path (a sync.Map of waiters, atomic
+// marks), so the harness does not become the bottleneck it measures.
 type replier struct {
+	waiters sync.Map // event id -> *waiter
 	mu      sync.Mutex
-	waiters map[string]chan struct{}
-	marks   map[string]*marks
 	stages  [3][]time.Duration // submit→start, start→first token, last token→done
 }
 
-type marks struct{ submit, start, first, last time.Time }
+// waiter is one submitted event: its completion channel and stage marks (Unix nanoseconds).
+type waiter struct {
+	done               chan struct{}
+	submit             time.Time
+	start, first, last atomic.Int64
+}
 
 func (r *replier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
 	return echogate.MessageRef{Platform: "web", Channel: out.Conversation.Channel, ID: "m"}, nil
 }
 
 func (r *replier) ObserveTurn(ev echogate.TurnEvent) {
-	now := time.Now()
-	r.mu.Lock()
-	m := r.marks[ev.EventID]
-	if m != nil {
-		switch ev.Type {
-		case echogate.TurnStarted:
-			m.start = now
-		case echogate.TurnDelta:
-			if m.first.IsZero() {
-				m.first = now
-			}
-			m.last = now
-		}
-	}
-	if ev.Type != echogate.TurnDone {
-		r.mu.Unlock()
+	v, ok := r.waiters.Load(ev.EventID)
+	if !ok {
 		return
 	}
-	if m != nil && !m.start.IsZero() && !m.first.IsZero() {
-		r.stages[0] = append(r.stages[0], m.start.Sub(m.submit))
-		r.stages[1] = append(r.stages[1], m.first.Sub(m.start))
-		r.stages[2] = append(r.stages[2], now.Sub(m.last))
-	}
-	delete(r.marks, ev.EventID)
-	ch := r.waiters[ev.EventID]
-	delete(r.waiters, ev.EventID)
-	r.mu.Unlock()
-	if ch != nil {
-		close(ch)
+	w := v.(*waiter)
+	now := time.Now().UnixNano()
+	switch ev.Type {
+	case echogate.TurnStarted:
+		w.start.Store(now)
+	case echogate.TurnDelta:
+		w.first.CompareAndSwap(0, now)
+		w.last.Store(now)
+	case echogate.TurnDone:
+		r.waiters.Delete(ev.EventID)
+		if start, first := w.start.Load(), w.first.Load(); start != 0 && first != 0 {
+			r.mu.Lock()
+			r.stages[0] = append(r.stages[0], time.Duration(start-w.submit.UnixNano()))
+			r.stages[1] = append(r.stages[1], time.Duration(first-start))
+			r.stages[2] = append(r.stages[2], time.Duration(now-w.last.Load()))
+			r.mu.Unlock()
+		}
+		close(w.done)
 	}
 }
 
@@ -157,25 +164,24 @@ func (r *replier) stageReport() string {
 }
 
 func (r *replier) wait(id string) chan struct{} {
-	ch := make(chan struct{})
-	r.mu.Lock()
-	r.waiters[id] = ch
-	r.marks[id] = &marks{submit: time.Now()}
-	r.mu.Unlock()
-	return ch
+	w := &waiter{done: make(chan struct{}), submit: time.Now()}
+	r.waiters.Store(id, w)
+	return w.done
 }
 
 type rig struct {
 	p      *pipeline.Pipeline
 	rep    *replier
 	store  *sqlite.Store
+	mem    bool // the pipeline runs on the in-memory test store (store is idle)
+	ts     *timedStore
 	cancel context.CancelFunc
 	done   chan struct{}
 	dir    string
 	seq    atomic.Int64
 }
 
-func newRig(m agent.Model, mailbox int) (*rig, error) {
+func newRig(m agent.Model, mailbox int, mem bool) (*rig, error) {
 	dir, err := os.MkdirTemp("", "echogate-bench-")
 	if err != nil {
 		return nil, err
@@ -199,13 +205,22 @@ func newRig(m agent.Model, mailbox int) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &replier{waiters: map[string]chan struct{}{}, marks: map[string]*marks{}}
+	var store pipeline.Store = st
+	if mem {
+		store = pipelinetest.NewMemStore()
+	}
+	var ts *timedStore
+	if *storeCalls {
+		ts = &timedStore{Store: st, lat: map[string][]time.Duration{}}
+		store = ts
+	}
+	rep := &replier{}
 	p, err := pipeline.New(pipeline.Config{Model: "bench-model", MailboxSize: mailbox, TurnTimeout: time.Minute},
-		pipeline.Deps{Store: st, Model: m, Tools: reg, Repliers: map[string]pipeline.Replier{"web": rep}})
+		pipeline.Deps{Store: store, Model: m, Tools: reg, Repliers: map[string]pipeline.Replier{"web": rep}})
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{p: p, rep: rep, store: st, dir: dir, done: make(chan struct{})}
+	r := &rig{p: p, rep: rep, store: st, ts: ts, mem: mem, dir: dir, done: make(chan struct{})}
 	var rctx context.Context
 	rctx, r.cancel = context.WithCancel(ctx)
 	go func() { defer close(r.done); _ = p.Run(rctx) }()
@@ -237,6 +252,44 @@ func (r *rig) turn(session string) error {
 	}
 }
 
+type hist struct {
+	counts  []uint64
+	buckets []float64
+}
+
+func schedLat() hist {
+	sm := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(sm)
+	h := sm[0].Value.Float64Histogram()
+	return hist{append([]uint64(nil), h.Counts...), h.Buckets}
+}
+
+func (h hist) sub(o hist) string {
+	var total uint64
+	c := make([]uint64, len(h.counts))
+	for i := range c {
+		c[i] = h.counts[i] - o.counts[i]
+		total += c[i]
+	}
+	q := func(p float64) string {
+		var acc uint64
+		for i, n := range c {
+			acc += n
+			if float64(acc) >= p*float64(total) {
+				return time.Duration(h.buckets[i+1] * 1e9).String()
+			}
+		}
+		return "?"
+	}
+	return fmt.Sprintf("n=%d p50<%s p90<%s p99<%s p99.9<%s", total, q(0.5), q(0.9), q(0.99), q(0.999))
+}
+
+func sysTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Stime.Nano())
+}
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -244,7 +297,7 @@ func cpuTime() time.Duration {
 }
 
 func overhead(n int) error {
-	r, err := newRig(instantModel{tools: true}, 32)
+	r, err := newRig(instantModel{tools: true}, 32, false)
 	if err != nil {
 		return err
 	}
@@ -279,8 +332,16 @@ func overhead(n int) error {
 	return nil
 }
 
+// window is what the throughput scenarios measure beside the rate, over the measurement
+// window only.
+type window struct {
+	cpu, sys time.Duration // process CPU (user+system) and its system part
+	wall     time.Duration
+	sched    string // goroutine scheduling latency (runnable → running), rendered
+}
+
 func throughput(sessions int, d, latency time.Duration) error {
-	r, err := newRig(instantModel{delay: latency}, 32)
+	r, err := newRig(instantModel{delay: latency}, 32, *memStore)
 	if err != nil {
 		return err
 	}
@@ -288,14 +349,17 @@ func throughput(sessions int, d, latency time.Duration) error {
 	var turns atomic.Int64
 	var mu sync.Mutex
 	var lat []time.Duration
-	stop := time.Now().Add(d)
+	// Sessions join over one model latency, as independent conversations do, and the rate is
+	// measured after a warm-up of one second, over d.
+	start := time.Now()
+	from, stop := start.Add(time.Second), start.Add(time.Second+d)
 	var wg sync.WaitGroup
 	errc := make(chan error, sessions)
-	start := time.Now()
 	for s := 0; s < sessions; s++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			time.Sleep(time.Duration(s) * latency / time.Duration(sessions))
 			var mine []time.Duration
 			for time.Now().Before(stop) {
 				t0 := time.Now()
@@ -303,27 +367,74 @@ func throughput(sessions int, d, latency time.Duration) error {
 					errc <- err
 					return
 				}
-				mine = append(mine, time.Since(t0))
-				turns.Add(1)
+				if now := time.Now(); now.After(from) && now.Before(stop) {
+					mine = append(mine, now.Sub(t0))
+					turns.Add(1)
+				}
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
 			mu.Unlock()
 		}()
 	}
+	time.Sleep(time.Until(from))
+	var ws0 sqlite.WriteStats
+	if !r.mem {
+		ws0 = r.store.WriteStats()
+	}
+	sched0, cpu0, sys0, wall0 := schedLat(), cpuTime(), sysTime(), time.Now()
+	if *cpuprofile != "" && sessions == profileSessions() {
+		if f, err := os.Create(*cpuprofile); err == nil && pprof.StartCPUProfile(f) == nil {
+			time.Sleep(time.Until(stop))
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+	}
+	if *traceFile != "" && sessions == profileSessions() {
+		if f, err := os.Create(*traceFile); err == nil && trace.Start(f) == nil {
+			time.Sleep(min(time.Second, time.Until(stop)))
+			trace.Stop()
+			f.Close()
+		}
+	}
+	time.Sleep(time.Until(stop))
+	w := window{cpu: cpuTime() - cpu0, sys: sysTime() - sys0, wall: time.Since(wall0), sched: schedLat().sub(sched0)}
+	var ws sqlite.WriteStats
+	if !r.mem {
+		ws = r.store.WriteStats()
+	}
 	wg.Wait()
-	elapsed := time.Since(start)
 	select {
 	case err := <-errc:
 		return err
 	default:
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	rate := float64(turns.Load()) / elapsed.Seconds()
+	rate := float64(turns.Load()) / d.Seconds()
 	ideal := float64(sessions) / latency.Seconds()
 	fmt.Printf("%10d %12d %12.0f %10.0f %11.1f%% %12s\n", sessions, turns.Load(), rate, ideal, 100*rate/ideal, pct(lat, 99))
 	fmt.Printf("%10s stages:%s\n", "", r.rep.stageReport())
+	fmt.Printf("%10s CPU %.0f%% of one core (system %.0f%%), %s per turn; scheduling latency %s\n", "",
+		100*w.cpu.Seconds()/w.wall.Seconds(), 100*w.sys.Seconds()/w.wall.Seconds(),
+		(w.cpu / time.Duration(max(turns.Load(), 1))).Round(time.Microsecond), w.sched)
+	if !r.mem {
+		n, c, b := ws.Batches-ws0.Batches, ws.Calls-ws0.Calls, ws.Busy-ws0.Busy
+		fmt.Printf("%10s SQLite writer busy %.0f%%, %d group commits of %.1f calls (%s each)\n", "",
+			100*b.Seconds()/w.wall.Seconds(), n, float64(c)/float64(max(n, 1)), (b / time.Duration(max(n, 1))).Round(time.Microsecond))
+	}
+	if r.ts != nil {
+		fmt.Print(r.ts.report())
+	}
 	return nil
+}
+
+// profileSessions is the scenario -cpuprofile and -trace record: the largest.
+func profileSessions() int {
+	most := 0
+	for _, s := range splitInts(*sessionsFlag) {
+		most = max(most, s)
+	}
+	return most
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

@@ -1,13 +1,15 @@
-// Package sqlite is the embedded default store of the gateway: one SQLite file (pure Go driver
-// modernc.org/sqlite, no cgo) holding sessions, transcripts, the dedupe record of inbound events,
-// turns, the usage ledger, paused turns and tool grants.
+// Package sqlite is the embedded default store of the gateway (pure Go driver modernc.org/sqlite,
+// no cgo): one SQLite file holding sessions, transcripts, turns, the usage ledger, paused turns,
+// tool grants, memory and knowledge, and next to it the event log (EventsPath: the dedupe
+// record of inbound events), which every turn writes twice and which therefore commits on a
+// writer of its own, in parallel with the main file's.
 //
 // It implements pipeline.Store (and is checked by storage/storagetest) without importing pipeline.
 //
 // # Lifecycle
 //
 //	st, err := sqlite.New(sqlite.Config{Path: "./data/echogate.db"}, log) // validates only
-//	err = st.Open(ctx)    // creates the directory, opens the file in WAL mode
+//	err = st.Open(ctx)    // creates the directory, opens both files in WAL mode
 //	err = st.Migrate(ctx) // applies embedded migrations; safe at every start
 //	...
 //	err = st.Close()

@@ -505,3 +505,58 @@ func TestCloseUnderLoad(t *testing.T) {
 		t.Errorf("Ping after Close = %v, want ErrClosed", err)
 	}
 }
+
+// Events recorded in the main database by earlier versions move into the event log at
+// Migrate: unfinished ones are still replayed, completed ones still dedupe.
+func TestMigrateMovesEventsIntoTheEventLog(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, Config{})
+	// As an earlier version left them: in the main database's events table.
+	err := s.st.Load().wr.do(ctx, true, func(tx *wtx) error {
+		for _, q := range []string{
+			`INSERT INTO events (key, payload, claimed_at) VALUES ('web:old-open', x'7b7d', 1000)`,
+			`INSERT INTO events (key, payload, claimed_at, completed_at) VALUES ('web:old-done', x'', 1000, 2000)`,
+		} {
+			if _, err := tx.w.conn.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate = %v", err)
+	}
+	open, err := s.UnfinishedEvents(ctx, time.Now(), 0)
+	if err != nil || len(open) != 1 || open[0].Key != "web:old-open" || string(open[0].Payload) != "{}" {
+		t.Errorf("UnfinishedEvents after the move = %+v, %v; want web:old-open with its payload", open, err)
+	}
+	if ok, err := s.ClaimEvent(ctx, "web:old-done", nil, time.Time{}); err != nil || ok {
+		t.Errorf("ClaimEvent(web:old-done) = %v, %v; want false (still a duplicate)", ok, err)
+	}
+	var left int
+	if err := s.st.Load().r.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&left); err != nil || left != 0 {
+		t.Errorf("events left in the main database = %d, %v; want 0", left, err)
+	}
+	// Idempotent: a second Migrate finds nothing to move.
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("second Migrate = %v", err)
+	}
+	if _, err := os.Stat(EventsPath(s.Path())); err != nil {
+		t.Errorf("event log file: %v", err)
+	}
+}
+
+func TestEventsPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/data/echogate.db": "/data/echogate-events.db",
+		"/data/gw":          "/data/gw-events",
+		"/d.v1/gw.sqlite":   "/d.v1/gw-events.sqlite",
+	} {
+		if got := EventsPath(in); got != want {
+			t.Errorf("EventsPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
