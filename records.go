@@ -62,6 +62,9 @@ type TurnEnd struct {
 	Turn     TurnRecord // its final state: the mutable fields are updated (see UpdateTurn)
 	EventKey string     // the event to mark completed; empty: none
 	At       time.Time  // of the messages and the completion; zero: now
+	// Usage are ledger entries to append (the turn's last model calls); FinishTurn sets their
+	// IDs as RecordUsage returns them.
+	Usage []UsageRecord
 }
 
 // UsageTrigger says what work caused a usage entry.

@@ -514,3 +514,36 @@ func TestReplayOfTurnThatDiedBeforeSavingTheMessage(t *testing.T) {
 		t.Errorf("transcript = %s, want %s (the user's message saved by the replay)", got, want)
 	}
 }
+
+// A turn's usage reaches the ledger before its next model call's budget check, and a turn's
+// last call is recorded with the turn's end: every call once.
+func TestUsageInLedgerBeforeNextBudgetCheck(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	var seen []int
+	var mu sync.Mutex
+	h := start(t, opts{store: store, tools: []tools.Tool{newTool("lookup", tools.Safe, "found")}, deps: func(d *pipeline.Deps) {
+		d.Budget = budgetFn(func(ctx context.Context, s cost.Scope, _ agent.Request) error {
+			led, err := store.ListUsage(ctx, echogate.UsageFilter{Turn: s.Turn}, 0)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			seen = append(seen, len(led))
+			mu.Unlock()
+			return nil
+		})
+	}}, agenttest.CallTool("lookup", `{}`), agenttest.Reply("done"))
+	h.submit(msg("s1", "ann", "look it up"))
+	if d := h.waitDone(); d.Status != "done" {
+		t.Fatalf("done = %+v", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != 0 || seen[1] != 1 {
+		t.Errorf("ledger entries of the turn seen by the budget checks = %v, want [0 1]", seen)
+	}
+	led, err := store.ListUsage(context.Background(), echogate.UsageFilter{Session: "web:s1"}, 0)
+	if err != nil || len(led) != 2 {
+		t.Errorf("ledger after the turn = %d entries, %v; want 2 (one per model call)", len(led), err)
+	}
+}

@@ -83,7 +83,8 @@ func (r *responder) emit(e agent.Event) {
 	case agent.EventReasoningDelta:
 		r.event(echogate.TurnEvent{Type: echogate.TurnReasoning, Text: e.Text})
 	case agent.EventToolCall:
-		r.t.writeInput() // the tool may read it (see startTurn); issued now, awaited there
+		r.t.writeInput()      // the tool may read it (see startTurn); issued now, awaited there
+		r.t.flushUsageAsync() // the turn goes on: its spend so far goes to the ledger now
 		r.event(echogate.TurnEvent{Type: echogate.TurnToolCall, Tool: e.Call.Name, CallID: e.Call.ID, Args: RedactArgs(e.Call.Arguments, maxPromptArgs)})
 	case agent.EventToolRunEnd:
 		text, isErr := e.Result.Content, e.Result.IsError
@@ -302,12 +303,17 @@ func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord
 	}
 	if tf, ok := p.d.Store.(TurnFinisher); ok {
 		// One call: one queue entry and one wake-up instead of three.
-		end := echogate.TurnEnd{Session: key, Messages: msgs, Turn: rec, At: p.cfg.Now()}
+		end := echogate.TurnEnd{Session: key, Messages: msgs, Turn: rec, At: p.cfg.Now(), Usage: t.takeUsage()}
 		if c := completionFrom(ctx); c != nil && c.take() {
 			end.EventKey = c.key
 		}
 		if err := tf.FinishTurn(ctx, end); err != nil {
-			t.log.Error("pipeline: record the end of the turn", "err", err)
+			t.log.Error("pipeline: record the end of the turn", "usage_entries", len(end.Usage), "err", err)
+		}
+		for _, u := range end.Usage {
+			if u.ID != 0 {
+				t.observeUsage(u)
+			}
 		}
 		t.ledger.Wait() // usage writes issued during the turn land before "done"
 	} else {

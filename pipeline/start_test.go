@@ -179,6 +179,11 @@ func finishVia(ctx context.Context, st pipeline.Store, end echogate.TurnEnd) err
 		errs = append(errs, st.AppendMessages(ctx, end.Session, end.Turn.ID, end.Messages, end.At))
 	}
 	errs = append(errs, st.UpdateTurn(ctx, end.Turn))
+	for i, r := range end.Usage {
+		id, err := st.RecordUsage(ctx, r)
+		end.Usage[i].ID = id
+		errs = append(errs, err)
+	}
 	if end.EventKey != "" {
 		errs = append(errs, st.CompleteEvent(ctx, end.EventKey, end.At))
 	}

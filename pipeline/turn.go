@@ -275,7 +275,8 @@ type turn struct {
 	cost     float64
 	grants   map[string]bool
 	loaded   bool
-	ledger   sync.WaitGroup // in-flight usage writes
+	ledger   sync.WaitGroup         // in-flight usage writes
+	usageBuf []echogate.UsageRecord // ledger entries not written yet (see reportUsage)
 	// inputSaved: the input messages are in the transcript already (replay of a dead turn).
 	inputSaved bool
 	// unrecorded: the session record this turn did not write (see withUnrecordedSession).
@@ -510,6 +511,9 @@ func (p *Pipeline) runtime(ctx context.Context, ctl *turnCtl, t *turn) agent.Run
 	}
 	if p.d.Budget != nil {
 		rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
+			// The check must see this turn's spend so far.
+			t.flushUsage(context.WithoutCancel(ctx))
+			t.ledger.Wait()
 			return p.d.Budget.Check(ctx, cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel,
 				Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}, req)
 		}
@@ -654,8 +658,22 @@ func (t *turn) reportUsage(u echogate.Usage) {
 	t.p.d.Metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
 	rec := echogate.UsageRecord{Turn: t.id, Session: t.ev.SessionKey(), UserID: t.userID,
 		Channel: t.channel, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()}
-	// The ledger write does not hold up the agent loop; the ResponseStage waits for it before it
-	// announces the turn done, so a finished turn's usage is always in the ledger.
+	if _, ok := t.p.d.Store.(TurnFinisher); ok {
+		// Kept until the model asks for a tool (the turn goes on: written then, see
+		// flushUsageAsync), the next model call's budget check (flushUsage) or the
+		// ResponseStage's FinishTurn, which records it in the turn's last round trip.
+		t.mu.Lock()
+		t.usageBuf = append(t.usageBuf, rec)
+		t.mu.Unlock()
+		return
+	}
+	t.recordAsync(rec)
+}
+
+// recordAsync writes one ledger entry in the background. It does not hold up the agent loop;
+// the ResponseStage waits for it before it announces the turn done, so a finished turn's usage
+// is always in the ledger.
+func (t *turn) recordAsync(rec echogate.UsageRecord) {
 	t.ledger.Add(1)
 	go func() {
 		defer t.ledger.Done()
@@ -663,14 +681,51 @@ func (t *turn) reportUsage(u echogate.Usage) {
 		defer cancel()
 		id, err := t.p.d.Store.RecordUsage(ctx, rec)
 		if err != nil {
-			t.log.Error("pipeline: record usage in ledger", "model", u.Model, "err", err)
+			t.log.Error("pipeline: record usage in ledger", "model", rec.Usage.Model, "err", err)
 			return
 		}
 		rec.ID = id
-		for _, o := range t.p.d.UsageObservers {
-			o(rec)
-		}
+		t.observeUsage(rec)
 	}()
+}
+
+// takeUsage returns the buffered ledger entries (see reportUsage) and empties the buffer.
+func (t *turn) takeUsage() []echogate.UsageRecord {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	buf := t.usageBuf
+	t.usageBuf = nil
+	return buf
+}
+
+// flushUsage records the buffered ledger entries now: before a budget check, which must see
+// this turn's spend so far, and when a turn ends without the ResponseStage's FinishTurn.
+func (t *turn) flushUsage(ctx context.Context) {
+	for _, rec := range t.takeUsage() {
+		id, err := t.p.d.Store.RecordUsage(ctx, rec)
+		if err != nil {
+			t.log.Error("pipeline: record usage in ledger", "model", rec.Usage.Model, "err", err)
+			continue
+		}
+		rec.ID = id
+		t.observeUsage(rec)
+	}
+}
+
+// flushUsageAsync writes the buffered ledger entries in the background: the model asked for a
+// tool, so the turn goes on and its spend so far must reach the ledger (and the budgets of the
+// user's other conversations) now, not when the turn ends.
+func (t *turn) flushUsageAsync() {
+	for _, rec := range t.takeUsage() {
+		t.recordAsync(rec)
+	}
+}
+
+// observeUsage tells the usage observers about a stored ledger entry.
+func (t *turn) observeUsage(rec echogate.UsageRecord) {
+	for _, o := range t.p.d.UsageObservers {
+		o(rec)
+	}
 }
 
 // notify posts a short notice into the event's conversation.
@@ -700,6 +755,7 @@ func (p *Pipeline) fail(ctx context.Context, log *slog.Logger, ev echogate.Inbou
 func (p *Pipeline) finishFailed(t *turn, rec echogate.TurnRecord, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
 	defer cancel()
+	t.flushUsage(ctx)
 	if serr := t.started(ctx); serr != nil {
 		err = errors.Join(err, serr)
 	}

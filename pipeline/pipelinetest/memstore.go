@@ -396,6 +396,11 @@ func (s *MemStore) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 		errs = append(errs, s.AppendMessages(ctx, end.Session, end.Turn.ID, end.Messages, end.At))
 	}
 	errs = append(errs, s.UpdateTurn(ctx, end.Turn))
+	for i, r := range end.Usage {
+		id, err := s.RecordUsage(ctx, r)
+		end.Usage[i].ID = id
+		errs = append(errs, err)
+	}
 	if end.EventKey != "" {
 		errs = append(errs, s.CompleteEvent(ctx, end.EventKey, end.At))
 	}

@@ -170,8 +170,9 @@ func isUniqueViolation(err error) bool {
 }
 
 // FinishTurn writes the end of a turn in one write call per database (see
-// pipeline.TurnFinisher): it appends end.Messages and updates end.Turn (as UpdateTurn) in the
-// main database, and completes end.EventKey in the event log, at the same time. The parts succeed
+// pipeline.TurnFinisher): it appends end.Messages, updates end.Turn (as UpdateTurn) and
+// records end.Usage (setting their IDs) in the main database, and completes end.EventKey in the
+// event log, at the same time. The parts succeed
 // or fail independently, like three calls; the error joins theirs (an unknown turn to update
 // or event to complete wraps ErrNotFound).
 func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
@@ -191,7 +192,7 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 		return fmt.Errorf("sqlite: finish turn %q: %w", t.ID, err)
 	}
 	atUS := toMicros(s.stamp(end.At))
-	var msgErr, turnErr, eventErr error
+	var msgErr, turnErr, eventErr, usageErr error
 	// The event's completion goes to the event log's writer, queued first, then the main
 	// part; both writers run at once, and this call waits for both.
 	var (
@@ -206,7 +207,15 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	}
 	err = d.write(ctx, func(tx *wtx) error {
 		// A failing statement rolls back only itself: the other parts still commit.
-		msgErr, turnErr = nil, nil
+		msgErr, turnErr, usageErr = nil, nil, nil
+		for i, r := range end.Usage {
+			id, err := s.insertUsage(tx, r)
+			if err != nil {
+				usageErr = errors.Join(usageErr, fmt.Errorf("entry %d: %w", i, err))
+				continue
+			}
+			end.Usage[i].ID = id
+		}
 		if len(end.Messages) > 0 {
 			msgErr = appendTx(tx, end.Session, t.ID, end.Messages, bodies, atUS)
 		}
@@ -222,7 +231,10 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	})
 	if err != nil {
 		err = fail(ctx, err, "finish turn %q", t.ID) // nothing of the main part was written
-		msgErr, turnErr = nil, nil
+		msgErr, turnErr, usageErr = nil, nil, nil
+		for i := range end.Usage {
+			end.Usage[i].ID = 0
+		}
 	}
 	if evReq != nil {
 		eventErr = d.ev.wr.wait(ctx, evReq)
@@ -236,6 +248,9 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	}
 	if turnErr != nil {
 		errs = append(errs, fmt.Errorf("sqlite: finish turn %q: record turn: %w", t.ID, turnErr))
+	}
+	if usageErr != nil {
+		errs = append(errs, fmt.Errorf("sqlite: finish turn %q: record usage: %w", t.ID, usageErr))
 	}
 	if eventErr != nil {
 		errs = append(errs, fmt.Errorf("sqlite: finish turn %q: complete event %q: %w", t.ID, end.EventKey, eventErr))

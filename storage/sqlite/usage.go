@@ -22,22 +22,27 @@ func (s *Store) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64,
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: record usage of turn %q: %w", r.Turn, err)
 	}
-	u := r.Usage
 	var id int64
-	err = d.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, string(r.Trigger),
-			string(u.Kind), u.Model, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, boolInt(u.Failed),
-			toMicros(s.stamp(r.At)))
-		if err != nil {
-			return err
-		}
-		id, err = res.LastInsertId()
+	err = d.write(ctx, func(tx *wtx) (err error) {
+		id, err = s.insertUsage(tx, r)
 		return err
 	})
 	if err != nil {
 		return 0, fail(ctx, err, "record usage of turn %q", r.Turn)
 	}
 	return id, nil
+}
+
+// insertUsage appends r to the ledger in tx and returns its id.
+func (s *Store) insertUsage(tx *wtx, r echogate.UsageRecord) (int64, error) {
+	u := r.Usage
+	res, err := tx.exec(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, string(r.Trigger),
+		string(u.Kind), u.Model, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, boolInt(u.Failed),
+		toMicros(s.stamp(r.At)))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // usageWhere builds the WHERE clause of f with only the set fields, so SQLite can use the

@@ -666,8 +666,13 @@ func (r *runner) finishTurn(t *testing.T, s Store, u uniq) {
 	turn := echogate.TurnRecord{ID: u.key("turn"), Session: key, EventKey: ev, UserID: "web:u", Status: echogate.TurnRunning, StartedAt: r.at(0)}
 	must(t, "CreateTurn", s.CreateTurn(ctx, turn))
 	turn.Status, turn.Model, turn.InputTokens, turn.OutputTokens, turn.CostUSD, turn.EndedAt = echogate.TurnDoneSt, "m", 3, 4, 0.5, r.at(time.Second)
-	must(t, "FinishTurn", f.FinishTurn(ctx, echogate.TurnEnd{Session: key, Turn: turn, EventKey: ev,
+	usage := []echogate.UsageRecord{{Turn: turn.ID, Session: key, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
+		Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 3, OutputTokens: 4, CostUSD: 0.5}, At: r.at(time.Second)}}
+	must(t, "FinishTurn", f.FinishTurn(ctx, echogate.TurnEnd{Session: key, Turn: turn, EventKey: ev, Usage: usage,
 		Messages: []echogate.Message{userMsg("q"), {Role: echogate.RoleAssistant, Content: "a"}}, At: r.at(time.Second)}))
+	if led, err := s.ListUsage(ctx, echogate.UsageFilter{Turn: turn.ID}, 0); err != nil || len(led) != 1 || led[0].ID != usage[0].ID || usage[0].ID == 0 || led[0].Usage.CostUSD != 0.5 {
+		t.Errorf("ledger after FinishTurn = %+v, %v; want the one entry, with the ID FinishTurn set (%d)", led, err, usage[0].ID)
+	}
 	h, err := s.History(ctx, key, 0)
 	must(t, "History", err)
 	if got := contents(h); !slices.Equal(got, []string{"q", "a"}) || h[0].Turn != turn.ID {
