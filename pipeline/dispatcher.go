@@ -33,6 +33,7 @@ type Pipeline struct {
 	policy    map[string]agent.Verdict
 	hist      *historyCache
 	marks     *sessionMarks
+	pending   pendingIndex
 
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -136,6 +137,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.baseCtx, p.cancelBase = context.WithCancel(context.WithoutCancel(ctx))
 	defer p.cancelBase()
 
+	if _, replicas := p.d.Store.(SessionLocker); !replicas {
+		if err := p.pending.load(ctx, p.d.Store); err != nil {
+			p.log.Warn("pipeline: every event will read its session's paused turn", "err", err)
+		}
+	}
 	close(p.started)
 	if err := p.replay(ctx); err != nil {
 		p.log.Error("pipeline: replay unfinished events", "err", err)

@@ -415,7 +415,7 @@ func (p *Pipeline) pause(ctx context.Context, t *turn, res agent.Result) (string
 	}
 	// Save before posting, so a decision can never arrive for a pause that is not stored yet;
 	// then save again with the prompt's reference.
-	if err := p.d.Store.SavePending(ctx, pend); err != nil {
+	if err := p.savePending(ctx, pend); err != nil {
 		return body, fmt.Errorf("pipeline: save paused turn: %w", err)
 	}
 	p.d.Metrics.ApprovalPending(1)
@@ -424,7 +424,7 @@ func (p *Pipeline) pause(ctx context.Context, t *turn, res agent.Result) (string
 		return body, fmt.Errorf("pipeline: post approval prompt: %w", err)
 	}
 	pend.Prompt = ref
-	if err := p.d.Store.SavePending(ctx, pend); err != nil {
+	if err := p.savePending(ctx, pend); err != nil {
 		return body, fmt.Errorf("pipeline: save prompt reference: %w", err)
 	}
 	if pz.Kind == echogate.PauseAsk {

@@ -76,7 +76,7 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	})
 	defer waitSession()
 	ctx = context.WithValue(ctx, sessionWriteKey{}, waitSession)
-	pend, err := p.d.Store.GetPending(ctx, key)
+	pend, err := p.getPending(ctx, key)
 	switch {
 	case err == nil:
 		if it.replay && p.pausedBy(ctx, pend, ev) {
@@ -118,7 +118,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	var st agent.State
 	if err := json.Unmarshal(pend.State, &st); err != nil || len(st.Pending) == 0 {
 		log.Error("pipeline: paused state unreadable, dropping it", "turn", pend.Turn, "err", err)
-		_ = p.d.Store.DeletePending(ctx, ev.SessionKey())
+		_ = p.deletePending(ctx, ev.SessionKey())
 		p.d.Metrics.ApprovalPending(-1)
 		if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf {
 			p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{userMessage(ev)})
@@ -205,7 +205,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	}
 
 	// Delete first: with several replicas, only the one that removes the pause resumes it.
-	if err := p.d.Store.DeletePending(ctx, ev.SessionKey()); err != nil {
+	if err := p.deletePending(ctx, ev.SessionKey()); err != nil {
 		log.Error("pipeline: clear pending turn", "turn", pend.Turn, "err", err)
 		return
 	}
@@ -231,7 +231,7 @@ func (p *Pipeline) pausedBy(ctx context.Context, pend echogate.PendingTurn, ev e
 }
 
 func (p *Pipeline) cancelPaused(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn, text string) {
-	if err := p.d.Store.DeletePending(ctx, ev.SessionKey()); err != nil {
+	if err := p.deletePending(ctx, ev.SessionKey()); err != nil {
 		log.Error("pipeline: clear pending turn", "err", err)
 		return
 	}

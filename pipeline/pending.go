@@ -1,0 +1,88 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/echogate/echogate"
+)
+
+// pendingIndex knows which sessions may have a paused turn when this process is the only one
+// that pauses turns in its store: a store without a SessionLocker (SQLite, one gateway
+// process). An event of a session outside it skips the read of its paused turn (GetPending),
+// which nearly every event paid for nothing. With replicas every event reads it.
+//
+// It is loaded from the store when the pipeline starts (ListPending); until then, or when the
+// load failed, it knows nothing and every event reads. A session enters it before its pause is
+// saved and leaves it after the pause was deleted, so it never lacks a session that has one;
+// a session whose pause went another way (its session deleted) only costs a read.
+type pendingIndex struct {
+	mu    sync.Mutex
+	ready bool
+	keys  map[echogate.SessionKey]struct{}
+}
+
+// load fills the index with the sessions that have a paused turn now.
+func (x *pendingIndex) load(ctx context.Context, st PendingStore) error {
+	pend, err := st.ListPending(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("pipeline: load paused turns: %w", err)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.keys = make(map[echogate.SessionKey]struct{}, len(pend))
+	for _, pt := range pend {
+		x.keys[pt.Session] = struct{}{}
+	}
+	x.ready = true
+	return nil
+}
+
+// mayHave reports whether key may have a paused turn (always, until the index is loaded).
+func (x *pendingIndex) mayHave(key echogate.SessionKey) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.ready {
+		return true
+	}
+	_, ok := x.keys[key]
+	return ok
+}
+
+func (x *pendingIndex) add(key echogate.SessionKey) {
+	x.mu.Lock()
+	if x.ready {
+		x.keys[key] = struct{}{}
+	}
+	x.mu.Unlock()
+}
+
+func (x *pendingIndex) remove(key echogate.SessionKey) {
+	x.mu.Lock()
+	delete(x.keys, key)
+	x.mu.Unlock()
+}
+
+// getPending reads the session's paused turn, or answers ErrNotFound from the index.
+func (p *Pipeline) getPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error) {
+	if !p.pending.mayHave(key) {
+		return echogate.PendingTurn{}, fmt.Errorf("pipeline: no paused turn in %s: %w", key, echogate.ErrNotFound)
+	}
+	return p.d.Store.GetPending(ctx, key)
+}
+
+// savePending saves a pause; the index learns of it first.
+func (p *Pipeline) savePending(ctx context.Context, pend echogate.PendingTurn) error {
+	p.pending.add(pend.Session)
+	return p.d.Store.SavePending(ctx, pend)
+}
+
+// deletePending deletes the session's pause; the index forgets it once it is gone.
+func (p *Pipeline) deletePending(ctx context.Context, key echogate.SessionKey) error {
+	err := p.d.Store.DeletePending(ctx, key)
+	if err == nil {
+		p.pending.remove(key)
+	}
+	return err
+}
