@@ -12,27 +12,3 @@ CREATE TABLE events (
 ) STRICT;
 CREATE INDEX events_unfinished ON events (claimed_at, key) WHERE completed_at IS NULL;
 CREATE INDEX events_by_completed ON events (completed_at) WHERE completed_at IS NOT NULL;
-
--- usage: the cost ledger. Append-only; never deleted with a session.
-CREATE TABLE usage (
-    id                  INTEGER PRIMARY KEY AUTOINCREMENT,
-    turn                TEXT    NOT NULL DEFAULT '',
-    session             TEXT    NOT NULL DEFAULT '',
-    user_id             TEXT    NOT NULL DEFAULT '',
-    channel             TEXT    NOT NULL DEFAULT '',
-    trigger             TEXT    NOT NULL DEFAULT '',
-    kind                TEXT    NOT NULL DEFAULT '',
-    model               TEXT    NOT NULL DEFAULT '',
-    input_tokens        INTEGER NOT NULL DEFAULT 0,
-    output_tokens       INTEGER NOT NULL DEFAULT 0,
-    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd            REAL    NOT NULL DEFAULT 0,
-    failed              INTEGER NOT NULL DEFAULT 0,
-    at                  INTEGER NOT NULL
-) STRICT;
-CREATE INDEX usage_by_at ON usage (at);
-CREATE INDEX usage_by_user ON usage (user_id, at);
-CREATE INDEX usage_by_session ON usage (session, at);
-CREATE INDEX usage_by_channel ON usage (channel, at);
-CREATE INDEX usage_by_turn ON usage (turn);
-
