@@ -39,12 +39,12 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	in := msgs
 	fns := []func() error{func() (err error) {
 		limit := max(p.cfg.HistoryMessages-len(msgs), 1)
-		var cached bool
-		if hist, cached, err = p.history(ctx, key, limit); err != nil {
+		var src histSource
+		if hist, src, err = p.history(ctx, key, limit); err != nil {
 			return fmt.Errorf("pipeline: load history: %w", err)
 		}
-		if !cached {
-			p.recordSession(ctx, t)
+		if src != histCached {
+			p.recordSession(ctx, t, src == histChanged)
 		}
 		// A concurrent append of this turn's own messages may already be visible.
 		for len(hist) > 0 && hist[len(hist)-1].Turn == t.id {
@@ -144,11 +144,14 @@ func sanitizeHistory(hist []echogate.StoredMessage) []echogate.Message {
 }
 
 // recordSession writes the session record that t skipped because it was written recently
-// (sessionMarks), when the transcript did not continue the cached one: the session may have
-// been deleted since, and its record must exist again before the turn ends.
-func (p *Pipeline) recordSession(ctx context.Context, t *turn) {
+// (sessionMarks), when its transcript could not be checked against the cached one or was not
+// the cached one (changed): the session may have been deleted since, and its record must exist
+// again before the turn ends. A changed transcript also drops the session's mark.
+func (p *Pipeline) recordSession(ctx context.Context, t *turn, changed bool) {
 	key := t.ev.SessionKey()
-	p.marks.forget(key)
+	if changed {
+		p.marks.forget(key)
+	}
 	if t.unrecorded == nil {
 		return
 	}

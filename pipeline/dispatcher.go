@@ -43,6 +43,7 @@ type Pipeline struct {
 	cancelBase context.CancelFunc
 	workers    sync.WaitGroup
 	started    chan struct{} // closed when Run has started accepting events
+	runAt      time.Time     // when Run began; events claimed since are this process's own
 
 	overrideMu sync.Mutex
 	overrides  map[echogate.SessionKey]string // /model choices, bounded by maxOverrides
@@ -136,6 +137,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.baseCtx, p.cancelBase = context.WithCancel(context.WithoutCancel(ctx))
 	defer p.cancelBase()
+	p.runAt = p.cfg.Now()
 
 	if _, replicas := p.d.Store.(SessionLocker); !replicas {
 		if err := p.pending.load(ctx, p.d.Store); err != nil {
@@ -143,7 +145,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 	}
 	close(p.started)
-	if err := p.replay(ctx); err != nil {
+	if err := p.replay(ctx, true); err != nil {
 		p.log.Error("pipeline: replay unfinished events", "err", err)
 	}
 	var jwg sync.WaitGroup
@@ -357,9 +359,14 @@ func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (fu
 // replay queues the events that were recorded but not finished: at start everything unfinished
 // (one process per store) or, with ReplayAfter, events abandoned longer than that. With a store
 // that can reclaim, each event is taken over by exactly one replica.
-func (p *Pipeline) replay(ctx context.Context) error {
+func (p *Pipeline) replay(ctx context.Context, atStart bool) error {
 	now := p.cfg.Now()
 	stale := now.Add(-p.cfg.ReplayAfter)
+	if atStart && p.runAt.Before(stale) {
+		// Never an event this process received itself: those claimed since Run began are
+		// queued already (a Submit may race this query).
+		stale = p.runAt
+	}
 	evs, err := p.d.Store.UnfinishedEvents(ctx, stale, 10000)
 	if err != nil {
 		return err
@@ -410,7 +417,7 @@ func (p *Pipeline) janitor(ctx context.Context) {
 			p.expireApprovals(ctx)
 		}
 		if p.cfg.ReplayAfter > 0 {
-			if err := p.replay(ctx); err != nil && ctx.Err() == nil {
+			if err := p.replay(ctx, false); err != nil && ctx.Err() == nil {
 				p.log.Warn("pipeline: replay abandoned events", "err", err)
 			}
 		}

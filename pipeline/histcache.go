@@ -131,19 +131,21 @@ func storedSize(msgs []echogate.StoredMessage) int {
 
 // history returns the last `limit` transcript entries of key (limit <= the cache window),
 // oldest first, from the cache plus what the store holds after it, or from the store alone.
-// cached reports the first: the transcript continued the one cached, so the session was not
-// deleted since. The returned slice is the caller's.
-func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit int) (hist []echogate.StoredMessage, cached bool, err error) {
+// src tells which: histCached (the transcript continued the one cached, so the session was
+// not deleted since), histChanged (it did not: deleted, perhaps started again, elsewhere) or
+// histRead (nothing was cached). The returned slice is the caller's.
+func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit int) (hist []echogate.StoredMessage, src histSource, err error) {
 	window := p.hist.window
 	if limit <= 0 || limit > window {
 		hist, err = p.d.Store.History(ctx, key, limit)
-		return hist, false, err
+		return hist, histRead, err
 	}
 	var all []echogate.StoredMessage
+	src = histRead
 	if cached := p.hist.get(key); len(cached) > 0 {
 		newer, ok, err := p.d.Store.HistorySince(ctx, key, cached[len(cached)-1], window)
 		if err != nil {
-			return nil, false, err
+			return nil, histRead, err
 		}
 		if ok {
 			p.d.Metrics.HistoryCache(true)
@@ -153,17 +155,27 @@ func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit i
 				all = append(append(all, cached...), newer...)
 				p.hist.put(key, all)
 			}
-			return tail(all, limit), true, nil
+			return tail(all, limit), histCached, nil
 		}
+		src = histChanged
 	}
 	p.d.Metrics.HistoryCache(false)
 	all, err = p.d.Store.History(ctx, key, window)
 	if err != nil {
-		return nil, false, err
+		return nil, histRead, err
 	}
 	p.hist.put(key, all)
-	return tail(all, limit), false, nil
+	return tail(all, limit), src, nil
 }
+
+// histSource says where history found a transcript.
+type histSource int
+
+const (
+	histRead    histSource = iota // read whole: nothing was cached
+	histCached                    // the cache, plus what the store held after it
+	histChanged                   // read whole: the cached one was gone from the store
+)
 
 // tail copies the last n entries of msgs.
 func tail(msgs []echogate.StoredMessage, n int) []echogate.StoredMessage {

@@ -547,3 +547,55 @@ func TestUsageInLedgerBeforeNextBudgetCheck(t *testing.T) {
 		t.Errorf("ledger after the turn = %d entries, %v; want 2 (one per model call)", len(led), err)
 	}
 }
+
+// gatedReplayStore holds the start-up replay's query until an event was claimed, as when a
+// channel delivers an event at the very moment the pipeline starts.
+type gatedReplayStore struct {
+	*pipelinetest.MemStore
+	claimed chan struct{}
+	once    sync.Once
+}
+
+func (s *gatedReplayStore) ClaimEvent(ctx context.Context, key string, payload []byte, at time.Time) (bool, error) {
+	ok, err := s.MemStore.ClaimEvent(ctx, key, payload, at)
+	s.once.Do(func() { close(s.claimed) })
+	return ok, err
+}
+
+func (s *gatedReplayStore) UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error) {
+	select {
+	case <-s.claimed:
+	case <-time.After(5 * time.Second):
+	}
+	return s.MemStore.UnfinishedEvents(ctx, before, limit)
+}
+
+// An event submitted while the start-up replay looks for unfinished events is this process's
+// own: it is answered once, not also replayed. The clock reads T when Run begins and an hour
+// later afterwards, so the event (received at T+1s) is older than the replay's "now".
+func TestStartupReplaySkipsEventsOfThisRun(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	gs := &gatedReplayStore{MemStore: mem, claimed: make(chan struct{})}
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var calls atomic.Int64
+	clock := func() time.Time {
+		if calls.Add(1) == 1 {
+			return base // Run's start
+		}
+		return base.Add(time.Hour)
+	}
+	h := start(t, opts{store: mem, cfg: pipeline.Config{Now: clock}, deps: func(d *pipeline.Deps) { d.Store = gs }},
+		agenttest.Reply("once"), agenttest.Reply("twice"))
+	ev := msg("s1", "ann", "hi")
+	ev.ReceivedAt = base.Add(time.Second)
+	h.submit(ev)
+	h.waitDone()
+	select {
+	case d := <-h.rep.Done:
+		t.Fatalf("a second turn finished (%+v): the event was replayed while it was being answered", d)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if n := h.model.Calls(); n != 1 {
+		t.Errorf("model called %d times, want 1", n)
+	}
+}
