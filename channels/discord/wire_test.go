@@ -371,7 +371,9 @@ func TestWireReconnectResumeDoesNotAnswerTwice(t *testing.T) {
 	h.srv.ReplayOnNextResume(3)
 	h.srv.Reconnect()
 	missed := h.srv.SendDM(ann, "two")
-	if err := h.srv.WaitFor(10*time.Second, "resume and the missed DM answered", func() bool {
+	// A bound, not a figure: under a loaded CI machine the reconnect (with backoff) can take
+	// several seconds.
+	if err := h.srv.WaitFor(30*time.Second, "resume and the missed DM answered", func() bool {
 		return len(h.srv.Resumes()) == 1 && len(h.srv.BotMessages(dmc)) == 2
 	}); err != nil {
 		t.Fatal(err)
