@@ -14,8 +14,9 @@ import (
 const contextSectionBudget = 1500
 
 // buildContext is the ContextStage: it loads the history (the user's message is persisted
-// meanwhile, see startTurn) and renders the system prompt with the context providers' sections. When resuming, the paused state
-// already holds the conversation; only the system prompt is rebuilt.
+// meanwhile, see startTurn) and renders the system prompt with the context providers'
+// sections. When resuming, the paused state already holds the conversation; only the system
+// prompt is rebuilt.
 func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, rs *agent.Resume, msgs []echogate.Message) (agent.Input, error) {
 	key := t.ev.SessionKey()
 	query := ""
@@ -157,7 +158,9 @@ func (p *Pipeline) recordSession(ctx context.Context, t *turn, changed bool) {
 	}
 	info := *t.unrecorded
 	t.unrecorded = nil
-	if err := p.d.Store.UpsertSession(context.WithoutCancel(ctx), info); err != nil {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	if err := p.d.Store.UpsertSession(uctx, info); err != nil {
 		t.log.Error("pipeline: upsert session", "err", err)
 		return
 	}

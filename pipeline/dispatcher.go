@@ -34,6 +34,10 @@ type Pipeline struct {
 	hist      *historyCache
 	marks     *sessionMarks
 	pending   pendingIndex
+	// replicas: the store is shared by replicas (it is a SessionLocker); finisher: it ends a
+	// turn in one call (a TurnFinisher), else nil.
+	replicas bool
+	finisher TurnFinisher
 
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -106,6 +110,8 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	}
 	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks()}
+	_, p.replicas = d.Store.(SessionLocker)
+	p.finisher, _ = d.Store.(TurnFinisher)
 	for _, a := range cfg.Approvers {
 		p.approvers[a] = true
 	}
@@ -139,7 +145,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.cancelBase()
 	p.runAt = p.cfg.Now()
 
-	if _, replicas := p.d.Store.(SessionLocker); !replicas {
+	if !p.replicas {
 		if err := p.pending.load(ctx, p.d.Store); err != nil {
 			p.log.Warn("pipeline: every event will read its session's paused turn", "err", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/echogate/echogate"
 )
@@ -17,10 +18,11 @@ import (
 // load failed, it knows nothing and every event reads. A session enters it before its pause is
 // saved and leaves it after the pause was deleted, so it never lacks a session that has one;
 // a session whose pause went another way (its session deleted) only costs a read.
+//
+// Lock-free on the read every event makes (a sync.Map): no lock shared by all sessions.
 type pendingIndex struct {
-	mu    sync.Mutex
-	ready bool
-	keys  map[echogate.SessionKey]struct{}
+	ready atomic.Bool
+	keys  sync.Map // echogate.SessionKey -> struct{}
 }
 
 // load fills the index with the sessions that have a paused turn now.
@@ -29,40 +31,25 @@ func (x *pendingIndex) load(ctx context.Context, st PendingStore) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: load paused turns: %w", err)
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.keys = make(map[echogate.SessionKey]struct{}, len(pend))
 	for _, pt := range pend {
-		x.keys[pt.Session] = struct{}{}
+		x.keys.Store(pt.Session, struct{}{})
 	}
-	x.ready = true
+	x.ready.Store(true)
 	return nil
 }
 
 // mayHave reports whether key may have a paused turn (always, until the index is loaded).
 func (x *pendingIndex) mayHave(key echogate.SessionKey) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if !x.ready {
+	if !x.ready.Load() {
 		return true
 	}
-	_, ok := x.keys[key]
+	_, ok := x.keys.Load(key)
 	return ok
 }
 
-func (x *pendingIndex) add(key echogate.SessionKey) {
-	x.mu.Lock()
-	if x.ready {
-		x.keys[key] = struct{}{}
-	}
-	x.mu.Unlock()
-}
+func (x *pendingIndex) add(key echogate.SessionKey) { x.keys.Store(key, struct{}{}) }
 
-func (x *pendingIndex) remove(key echogate.SessionKey) {
-	x.mu.Lock()
-	delete(x.keys, key)
-	x.mu.Unlock()
-}
+func (x *pendingIndex) remove(key echogate.SessionKey) { x.keys.Delete(key) }
 
 // getPending reads the session's paused turn, or answers ErrNotFound from the index.
 func (p *Pipeline) getPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error) {

@@ -301,13 +301,13 @@ func (p *Pipeline) respond(ctx context.Context, t *turn, rec echogate.TurnRecord
 	if len(input) > 0 {
 		msgs = append(append(make([]echogate.Message, 0, len(input)+len(msgs)), input...), msgs...)
 	}
-	if tf, ok := p.d.Store.(TurnFinisher); ok {
+	if p.finisher != nil {
 		// One call: one queue entry and one wake-up instead of three.
 		end := echogate.TurnEnd{Session: key, Messages: msgs, Turn: rec, At: p.cfg.Now(), Usage: t.takeUsage()}
 		if c := completionFrom(ctx); c != nil && c.take() {
 			end.EventKey = c.key
 		}
-		if err := tf.FinishTurn(ctx, end); err != nil {
+		if err := p.finisher.FinishTurn(ctx, end); err != nil {
 			t.log.Error("pipeline: record the end of the turn", "usage_entries", len(end.Usage), "err", err)
 		}
 		for _, u := range end.Usage {

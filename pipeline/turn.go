@@ -335,7 +335,7 @@ func (t *turn) startTurn(ctx context.Context, stop context.CancelCauseFunc, rec 
 		return
 	}
 	t.startTimer = time.AfterFunc(startWriteDelay, t.writeInput)
-	if _, replicas := t.p.d.Store.(SessionLocker); replicas {
+	if t.p.replicas {
 		t.writeInput()
 	}
 }
@@ -443,7 +443,7 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	// ContextStage.
 	cctx, endContext := p.span(ctx, "echogate.context", nil)
 	in, err := p.buildContext(cctx, t, st, rs, msgs)
-	if _, replicas := p.d.Store.(SessionLocker); replicas && err == nil {
+	if p.replicas && err == nil {
 		err = t.started(ctx) // see startTurn
 	}
 	endContext(err, map[string]string{"echogate.history_messages": fmt.Sprint(len(in.Messages))})
@@ -512,7 +512,9 @@ func (p *Pipeline) runtime(ctx context.Context, ctl *turnCtl, t *turn) agent.Run
 	if p.d.Budget != nil {
 		rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
 			// The check must see this turn's spend so far.
-			t.flushUsage(context.WithoutCancel(ctx))
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+			t.flushUsage(fctx)
+			cancel()
 			t.ledger.Wait()
 			return p.d.Budget.Check(ctx, cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel,
 				Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}, req)
@@ -658,7 +660,7 @@ func (t *turn) reportUsage(u echogate.Usage) {
 	t.p.d.Metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
 	rec := echogate.UsageRecord{Turn: t.id, Session: t.ev.SessionKey(), UserID: t.userID,
 		Channel: t.channel, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()}
-	if _, ok := t.p.d.Store.(TurnFinisher); ok {
+	if t.p.finisher != nil {
 		// Kept until the model asks for a tool (the turn goes on: written then, see
 		// flushUsageAsync), the next model call's budget check (flushUsage) or the
 		// ResponseStage's FinishTurn, which records it in the turn's last round trip.
@@ -679,14 +681,19 @@ func (t *turn) recordAsync(rec echogate.UsageRecord) {
 		defer t.ledger.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
 		defer cancel()
-		id, err := t.p.d.Store.RecordUsage(ctx, rec)
-		if err != nil {
-			t.log.Error("pipeline: record usage in ledger", "model", rec.Usage.Model, "err", err)
-			return
-		}
-		rec.ID = id
-		t.observeUsage(rec)
+		t.record(ctx, rec)
 	}()
+}
+
+// record writes one ledger entry and tells the usage observers.
+func (t *turn) record(ctx context.Context, rec echogate.UsageRecord) {
+	id, err := t.p.d.Store.RecordUsage(ctx, rec)
+	if err != nil {
+		t.log.Error("pipeline: record usage in ledger", "model", rec.Usage.Model, "err", err)
+		return
+	}
+	rec.ID = id
+	t.observeUsage(rec)
 }
 
 // takeUsage returns the buffered ledger entries (see reportUsage) and empties the buffer.
@@ -702,13 +709,7 @@ func (t *turn) takeUsage() []echogate.UsageRecord {
 // this turn's spend so far, and when a turn ends without the ResponseStage's FinishTurn.
 func (t *turn) flushUsage(ctx context.Context) {
 	for _, rec := range t.takeUsage() {
-		id, err := t.p.d.Store.RecordUsage(ctx, rec)
-		if err != nil {
-			t.log.Error("pipeline: record usage in ledger", "model", rec.Usage.Model, "err", err)
-			continue
-		}
-		rec.ID = id
-		t.observeUsage(rec)
+		t.record(ctx, rec)
 	}
 }
 
