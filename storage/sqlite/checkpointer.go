@@ -37,6 +37,8 @@ const (
 
 type checkpointer struct {
 	db     *sql.DB // its own pool of one connection
+	ctx    context.Context
+	cancel context.CancelFunc // interrupts a checkpoint in progress (shutdown)
 	log    *slog.Logger
 	kick   chan struct{} // buffered(1): a commit happened since the last checkpoint
 	frames atomic.Int64  // WAL size in frames reported by the last checkpoint
@@ -49,6 +51,7 @@ type checkpointer struct {
 
 func newCheckpointer(db *sql.DB, log *slog.Logger) *checkpointer {
 	c := &checkpointer{db: db, log: log, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.restartAt.Store(restartFrames)
 	go c.run()
 	return c
@@ -71,22 +74,13 @@ func (c *checkpointer) restarted() { c.frames.Store(0) }
 
 func (c *checkpointer) run() {
 	defer close(c.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-c.stop:
-			cancel() // interrupts a checkpoint in progress
-		case <-ctx.Done():
-		}
-	}()
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-c.kick:
 		}
-		c.checkpoint(ctx)
+		c.checkpoint(c.ctx)
 		t := time.NewTimer(checkpointEvery)
 		select {
 		case <-c.stop:
@@ -123,6 +117,7 @@ func (c *checkpointer) shutdown() error {
 	default:
 		close(c.stop)
 	}
+	c.cancel()
 	<-c.done
 	return c.db.Close()
 }

@@ -97,19 +97,25 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: migrate event log: %w", err)
 	}
-	if err := d.wr.do(ctx, true, func(tx *wtx) error { return s.migrateOn(ctx, tx, ems, d.path) }); err != nil {
+	if err := s.migrateDB(ctx, d, ems); err != nil {
 		return err
 	}
 	return s.moveEvents(ctx)
 }
 
+// migrate applies ms to the main database.
 func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	d, err := s.conns(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
-	// A solo call on the writer connection: each migration is its own transaction, and ctx
-	// may interrupt it (rolling it back) since no other call shares it.
+	return s.migrateDB(ctx, d, ms)
+}
+
+// migrateDB applies ms to the database of d as a solo call on its writer connection: each
+// migration is its own transaction, and ctx may interrupt it (rolling it back) since no other
+// call shares it.
+func (s *Store) migrateDB(ctx context.Context, d *dbs, ms []migration) error {
 	return d.wr.do(ctx, true, func(tx *wtx) error { return s.migrateOn(ctx, tx, ms, d.path) })
 }
 

@@ -170,11 +170,10 @@ func isUniqueViolation(err error) bool {
 }
 
 // FinishTurn writes the end of a turn in one write call per database (see
-// pipeline.TurnFinisher): it appends end.Messages, updates end.Turn (as UpdateTurn) and
-// records end.Usage (setting their IDs) in the main database, and completes end.EventKey in the
-// event log, at the same time. The parts succeed
-// or fail independently, like three calls; the error joins theirs (an unknown turn to update
-// or event to complete wraps ErrNotFound).
+// pipeline.TurnFinisher): it appends end.Messages, updates end.Turn (as UpdateTurn) and records
+// end.Usage (setting their IDs) in the main database, and completes end.EventKey in the event
+// log, at the same time. The parts succeed or fail independently, like separate calls; the
+// error joins theirs (an unknown turn to update or event to complete wraps ErrNotFound).
 func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	t := end.Turn
 	switch {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -49,7 +48,7 @@ type writeReq struct {
 type writer struct {
 	conn  *sql.Conn
 	log   *slog.Logger
-	cp    *checkpointer        // nil: SQLite's auto-checkpoint alone
+	cp    *checkpointer
 	stmts map[string]*sql.Stmt // owned by the writer goroutine
 	queue chan *writeReq
 	stop  chan struct{} // closed by shutdown
@@ -251,7 +250,6 @@ func (w *writer) run() {
 		w.stats.calls.Add(int64(len(w.batch)))
 		clear(w.batch)
 		w.committed()
-		runtime.Gosched()
 	}
 }
 
@@ -260,9 +258,6 @@ func (w *writer) run() {
 // restarts at the next commit (see checkpointer.go). A failed or busy checkpoint is retried
 // after the next batch.
 func (w *writer) committed() {
-	if w.cp == nil {
-		return
-	}
 	w.cp.committed()
 	if !w.cp.needRestart() {
 		return
