@@ -35,6 +35,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/internal/netguard"
 )
 
 // Intents is the exact set of gateway intents the channel identifies with. MESSAGE_CONTENT is
@@ -79,9 +80,9 @@ type Channel struct {
 	closed   bool
 	wg       sync.WaitGroup
 
-	files        downloads     // attachment downloads (download.go)
-	disconnected chan struct{} // a Disconnect event happened (buffered 1)
-	fetchSem     chan struct{} // bounds concurrent message look-ups for reactions
+	files        netguard.LazyDownloader // attachment downloads (download.go)
+	disconnected chan struct{}           // a Disconnect event happened (buffered 1)
+	fetchSem     chan struct{}           // bounds concurrent message look-ups for reactions
 
 	mu    sync.Mutex
 	state connState

@@ -3,8 +3,6 @@ package discord
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"sync"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels"
@@ -17,24 +15,9 @@ var _ channels.Downloader = (*Channel)(nil)
 // media.discordapp.net). Redirects must stay inside it.
 var discordFileHosts = []string{"discordapp.com", "discordapp.net", "discord.com"}
 
-// downloads is the Channel's file downloader, built on first use from the config.
-type downloads struct {
-	once sync.Once
-	d    *netguard.Downloader
-	err  error
-}
-
+// downloader is the Channel's file downloader; the configured REST host may serve files too.
 func (c *Channel) downloader() (*netguard.Downloader, error) {
-	dl := &c.files
-	dl.once.Do(func() {
-		cfg := netguard.DownloadConfig{Hosts: discordFileHosts}
-		// The configured REST host (a proxy, a test fake) may serve files too.
-		if u, err := url.Parse(c.cfg.APIURL); err == nil && u.Hostname() != "" {
-			cfg.TrustedHosts = []string{u.Hostname()}
-		}
-		dl.d, dl.err = netguard.NewDownloader(cfg)
-	})
-	return dl.d, dl.err
+	return c.files.Get(discordFileHosts, c.cfg.APIURL)
 }
 
 // Download fetches a Discord attachment from the CDN (no credentials: attachment URLs are

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels"
@@ -20,24 +18,9 @@ var _ channels.Downloader = (*Channel)(nil)
 // files.slack.com; GovSlack uses slack-gov.com). Redirects must stay inside it.
 var slackFileHosts = []string{"slack.com", "slack-edge.com", "slack-files.com", "slack-gov.com"}
 
-// downloads is the Channel's file downloader, built on first use from the config.
-type downloads struct {
-	once sync.Once
-	d    *netguard.Downloader
-	err  error
-}
-
+// downloader is the Channel's file downloader; the configured API host may serve files too.
 func (c *Channel) downloader() (*netguard.Downloader, error) {
-	dl := &c.files
-	dl.once.Do(func() {
-		cfg := netguard.DownloadConfig{Hosts: slackFileHosts}
-		// The configured API host (GovSlack, a proxy, a test fake) may serve files too.
-		if u, err := url.Parse(c.cfg.APIURL); err == nil && u.Hostname() != "" {
-			cfg.TrustedHosts = []string{u.Hostname()}
-		}
-		dl.d, dl.err = netguard.NewDownloader(cfg)
-	})
-	return dl.d, dl.err
+	return c.files.Get(slackFileHosts, c.cfg.APIURL)
 }
 
 // Download fetches a Slack file (url_private_download) with the bot token. It reads at most

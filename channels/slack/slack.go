@@ -32,6 +32,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/internal/netguard"
 )
 
 // Interface checks: the capabilities the pipeline finds by type assertion.
@@ -63,7 +64,7 @@ type Channel struct {
 
 	shards  [numShards]chan job
 	running atomic.Bool
-	files   downloads // attachment downloads (download.go)
+	files   netguard.LazyDownloader // attachment downloads (download.go)
 
 	nativeOff atomic.Bool // chat.startStream is not available in this workspace
 	statusOff atomic.Bool // assistant.threads.setStatus is not available in this workspace

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -51,6 +52,28 @@ type DownloadConfig struct {
 	Resolver Resolver
 	// UserAgent is sent with every request; default DefaultUserAgent.
 	UserAgent string
+}
+
+// LazyDownloader is a platform channel's Downloader, built on its first use. The zero value is
+// ready; it is safe for concurrent use.
+type LazyDownloader struct {
+	once sync.Once
+	d    *Downloader
+	err  error
+}
+
+// Get returns the Downloader for hosts plus the host of apiURL, the platform API the operator
+// configured (a proxy, a test fake), which may serve files too. It is built at the first call;
+// later calls return the same one (or the same error) whatever their arguments.
+func (l *LazyDownloader) Get(hosts []string, apiURL string) (*Downloader, error) {
+	l.once.Do(func() {
+		cfg := DownloadConfig{Hosts: hosts}
+		if u, err := url.Parse(apiURL); err == nil && u.Hostname() != "" {
+			cfg.TrustedHosts = []string{u.Hostname()}
+		}
+		l.d, l.err = NewDownloader(cfg)
+	})
+	return l.d, l.err
 }
 
 // Downloader fetches files from one platform's file hosts. It is safe for concurrent use.

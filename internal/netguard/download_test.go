@@ -209,3 +209,22 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestLazyDownloaderBuildsOnceAndTrustsTheAPIHost(t *testing.T) {
+	var l LazyDownloader
+	d, err := l.Get([]string{"slack.com"}, "http://127.0.0.1:8123/api/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.cfg.TrustedHosts; len(got) != 1 || got[0] != "127.0.0.1" {
+		t.Errorf("TrustedHosts = %q, want the API URL's host", got)
+	}
+	again, err := l.Get([]string{"other.example"}, "")
+	if err != nil || again != d {
+		t.Errorf("second Get = %p, %v; want the same downloader %p", again, err, d)
+	}
+	var none LazyDownloader
+	if d, err := none.Get([]string{"discord.com"}, ""); err != nil || len(d.cfg.TrustedHosts) != 0 {
+		t.Errorf("Get without an API URL = %+v, %v; want no trusted host", d, err)
+	}
+}
