@@ -371,12 +371,12 @@ func TestWireReconnectResumeDoesNotAnswerTwice(t *testing.T) {
 	h.srv.ReplayOnNextResume(3)
 	h.srv.Reconnect()
 	missed := h.srv.SendDM(ann, "two")
-	// A bound, not a figure: under a loaded CI machine the reconnect (with backoff) can take
-	// several seconds.
-	if err := h.srv.WaitFor(30*time.Second, "resume and the missed DM answered", func() bool {
-		return len(h.srv.Resumes()) == 1 && len(h.srv.BotMessages(dmc)) == 2
+	// At least one resume: on a loaded machine a late heartbeat ACK can make the client resume
+	// once more (still no new Identify, checked below).
+	if err := h.srv.WaitFor(10*time.Second, "resume and the missed DM answered", func() bool {
+		return len(h.srv.Resumes()) >= 1 && len(h.srv.BotMessages(dmc)) == 2
 	}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (resumes %d, identifies %d, bot messages %d)", err, len(h.srv.Resumes()), len(h.srv.Identifies()), len(h.srv.BotMessages(dmc)))
 	}
 	h.waitReady(t)
 	third := h.srv.SendDM(ann, "three")

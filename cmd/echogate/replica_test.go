@@ -44,6 +44,20 @@ func testPostgres(t *testing.T) string {
 		t.Fatalf("connect to the test database: %v", err)
 	}
 	defer conn.Close(ctx)
+	// The extension must live in public, where every test schema's search_path finds it: a
+	// gateway migrating first inside its own schema would create it there (and the storage
+	// tests, running beside these, would find it in a schema about to be dropped). The same
+	// lock Migrate takes, so this never races a migration's CREATE EXTENSION.
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('echogate:migrate', 0))`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("create the vector extension in public (is pgvector installed? scripts/pg-test-cluster.sh install): %v", err)
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "replica_" + hex.EncodeToString(b[:])
