@@ -376,7 +376,14 @@ func TestWireReconnectResumeDoesNotAnswerTwice(t *testing.T) {
 	if err := h.srv.WaitFor(10*time.Second, "resume and the missed DM answered", func() bool {
 		return len(h.srv.Resumes()) >= 1 && len(h.srv.BotMessages(dmc)) == 2
 	}); err != nil {
-		t.Fatalf("%v (resumes %d, identifies %d, bot messages %d)", err, len(h.srv.Resumes()), len(h.srv.Identifies()), len(h.srv.BotMessages(dmc)))
+		ready, detail := h.ch.Ready()
+		var runErr error
+		select {
+		case runErr = <-h.runErr:
+		default:
+		}
+		t.Fatalf("%v (resumes %d, identifies %d, bot messages %d; channel ready %v: %s; Run returned %v)", err,
+			len(h.srv.Resumes()), len(h.srv.Identifies()), len(h.srv.BotMessages(dmc)), ready, detail, runErr)
 	}
 	h.waitReady(t)
 	third := h.srv.SendDM(ann, "three")
