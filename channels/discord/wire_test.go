@@ -380,6 +380,7 @@ func TestWireReconnectResumeDoesNotAnswerTwice(t *testing.T) {
 		var runErr error
 		select {
 		case runErr = <-h.runErr:
+			h.runErr <- runErr // for the cleanup
 		default:
 		}
 		t.Fatalf("%v (resumes %d, identifies %d, bot messages %d; channel ready %v: %s; Run returned %v)", err,
