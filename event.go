@@ -141,6 +141,15 @@ type InboundEvent struct {
 	// AutoApprove approves every approval request of the turns this event starts (`chat
 	// --approve`). Adapters must never set it from platform input.
 	AutoApprove bool
+	// ThreadContext holds the earlier messages of the thread (oldest first) when the bot is
+	// first addressed inside an existing thread or reply chain. The pipeline gives them to the
+	// model before Text, once: they are saved with the user's message, so later turns read them
+	// from the store.
+	ThreadContext []ThreadMessage `json:",omitempty"`
+	// Interaction is set by adapters for events that came as an interaction (a slash or
+	// application command): an opaque token through which the channel answers privately. The
+	// pipeline copies it into Outbound.Interaction of the replies to this event.
+	Interaction string `json:",omitempty"`
 }
 
 // SessionKey returns the event's session.
@@ -177,4 +186,8 @@ type Outbound struct {
 	// Session and Turn identify the turn for channels that show it (web console).
 	Session SessionKey
 	Turn    string
+	// Interaction answers the interaction an event came with (InboundEvent.Interaction): the
+	// channel replies privately to the user who invoked it (Slack ephemeral, Discord ephemeral
+	// follow-up) instead of posting in the conversation.
+	Interaction string
 }

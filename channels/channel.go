@@ -50,6 +50,14 @@ type Typer interface {
 	StartTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (stop func())
 }
 
+// ActivityShower is implemented by channels that show what a turn is doing (Slack thread
+// status naming the running tools, Discord a status line under the streamed reply).
+// StartActivity begins showing that a turn runs in conv, answering on; the pipeline uses it
+// instead of StartTyping when a channel has both, and ends the view exactly when the turn ends.
+type ActivityShower interface {
+	StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView
+}
+
 // TurnObserver is implemented by channels that show every step of a turn (the web channel streams
 // them as SSE). Observe must not block: it buffers or drops according to its own bound.
 type TurnObserver interface {

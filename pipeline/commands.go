@@ -7,58 +7,165 @@ import (
 	"strings"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/ids"
 )
 
 // maxOverrides bounds the /model choices kept in memory; past it the oldest choices are dropped
 // (the conversation falls back to routing).
 const maxOverrides = 10000
 
-// command handles the chat commands /usage and /model. It reports whether ev was one.
+// Command names. The same handlers answer every channel: `/usage` in the terminal and the web
+// chat, `/echogate usage` (Slack) and the application command (Discord), which adapters
+// normalize to "/usage", and `!usage` typed in a Slack or Discord thread or DM (Slack keeps a
+// leading "/" for its own commands).
+const (
+	cmdUsage = "usage"
+	cmdModel = "model"
+	cmdStop  = "stop"
+	cmdNew   = "new"
+	cmdHelp  = "help"
+)
+
+// parseCommand splits "/name arg" or "!name arg" into a lower-case name and its argument.
+func parseCommand(text string) (name, arg string, ok bool) {
+	text = strings.TrimSpace(text)
+	if len(text) < 2 || (text[0] != '/' && text[0] != '!') {
+		return "", "", false
+	}
+	name, arg, _ = strings.Cut(text[1:], " ")
+	name = strings.ToLower(strings.TrimSpace(name))
+	switch name {
+	case cmdUsage, cmdModel, cmdStop, cmdNew, cmdHelp:
+		return name, strings.TrimSpace(arg), true
+	}
+	return "", "", false
+}
+
+// isStopCommand reports whether text is the stop command ("/stop", "!stop").
+func isStopCommand(text string) bool {
+	name, _, ok := parseCommand(text)
+	return ok && name == cmdStop
+}
+
+// command handles the chat commands. It reports whether ev was one; a command always ends its
+// exchange with an answer (see answerCommand), so no client waits for a turn that never comes.
 func (p *Pipeline) command(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) bool {
-	text := strings.TrimSpace(ev.Text)
-	if !strings.HasPrefix(text, "/") {
+	name, arg, ok := parseCommand(ev.Text)
+	if !ok {
+		if ev.Interaction != "" { // an interaction always gets its answer
+			p.answerCommand(ctx, log, ev, commandHelp())
+			return true
+		}
 		return false
 	}
-	name, arg, _ := strings.Cut(text, " ")
-	arg = strings.TrimSpace(arg)
-	switch strings.ToLower(name) {
-	case "/usage":
-		if p.d.Spend == nil {
-			return false
-		}
-		userID := ev.Actor.QualifiedID(ev.Conversation.Platform)
-		report, err := p.d.Spend.Report(ctx, userID, ev.Conversation.Platform+":"+ev.Conversation.Channel)
-		if err != nil {
-			log.Error("pipeline: /usage report", "err", err)
-			report = "I couldn't read the usage ledger just now; try again in a moment."
-		}
-		p.notify(ctx, log, ev, report)
-		return true
-	case "/model":
-		if p.d.Models == nil {
-			return false
-		}
-		key := ev.SessionKey()
-		switch {
-		case arg == "":
-			cur := p.modelOverride(key)
-			if cur == "" {
-				cur = "automatic (routing rules)"
-			}
-			p.notify(ctx, log, ev, fmt.Sprintf("Model for this conversation: %s.\nAvailable: %s.\nUse `/model NAME` to pick one, `/model auto` to go back to automatic.",
-				cur, strings.Join(p.d.Models.Models(), ", ")))
-		case arg == "auto" || arg == "default":
-			p.setModelOverride(key, "")
-			p.notify(ctx, log, ev, "Back to automatic model choice for this conversation.")
-		case !p.d.Models.Known(arg):
-			p.notify(ctx, log, ev, fmt.Sprintf("I don't know the model %q. Available: %s.", arg, strings.Join(p.d.Models.Models(), ", ")))
-		default:
-			p.setModelOverride(key, arg)
-			p.notify(ctx, log, ev, fmt.Sprintf("This conversation now uses %s.", arg))
-		}
-		return true
+	var answer string
+	switch name {
+	case cmdUsage:
+		answer = p.usageCommand(ctx, log, ev)
+	case cmdModel:
+		answer = p.modelCommand(ev, arg)
+	case cmdStop:
+		// A running turn was stopped by the dispatcher already; a paused one by handlePaused.
+		answer = "Nothing is running in this conversation."
+	case cmdNew:
+		answer = p.newCommand(ctx, log, ev)
+	default:
+		answer = commandHelp()
 	}
-	return false
+	p.answerCommand(ctx, log, ev, answer)
+	return true
+}
+
+func commandHelp() string {
+	return "Commands:\n" +
+		"• `usage`: your spend and limits\n" +
+		"• `model [NAME|auto]`: show or pick the model of this conversation\n" +
+		"• `stop`: stop the running turn\n" +
+		"• `new`: forget this conversation and start over\n" +
+		"• `help`: this list\n" +
+		"In Slack use `/echogate usage` (or type `!usage` in a thread or DM); in Discord the `/echogate` command or `!usage`; in the terminal and the web chat `/usage`."
+}
+
+func (p *Pipeline) usageCommand(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) string {
+	if p.d.Spend == nil {
+		return "Usage tracking is not configured on this gateway."
+	}
+	userID := ev.Actor.QualifiedID(ev.Conversation.Platform)
+	report, err := p.d.Spend.Report(ctx, userID, ev.Conversation.Platform+":"+ev.Conversation.Channel)
+	if err != nil {
+		log.Error("pipeline: /usage report", "err", err)
+		return "I couldn't read the usage ledger just now; try again in a moment."
+	}
+	return report
+}
+
+func (p *Pipeline) modelCommand(ev echogate.InboundEvent, arg string) string {
+	if p.d.Models == nil {
+		return fmt.Sprintf("This gateway uses %s; choosing a model per conversation is not configured.", p.cfg.Model)
+	}
+	key := ev.SessionKey()
+	switch {
+	case arg == "":
+		cur := p.modelOverride(key)
+		if cur == "" {
+			cur = "automatic (routing rules)"
+		}
+		return fmt.Sprintf("Model for this conversation: %s.\nAvailable: %s.\nUse `model NAME` to pick one, `model auto` to go back to automatic.",
+			cur, strings.Join(p.d.Models.Models(), ", "))
+	case arg == "auto" || arg == "default":
+		p.setModelOverride(key, "")
+		return "Back to automatic model choice for this conversation."
+	case !p.d.Models.Known(arg):
+		return fmt.Sprintf("I don't know the model %q. Available: %s.", arg, strings.Join(p.d.Models.Models(), ", "))
+	}
+	p.setModelOverride(key, arg)
+	return fmt.Sprintf("This conversation now uses %s.", arg)
+}
+
+// newCommand forgets the conversation: transcript, pause, grants and model choice. The usage
+// ledger keeps its entries.
+func (p *Pipeline) newCommand(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) string {
+	key := ev.SessionKey()
+	waitSessionWrite(ctx) // never delete before the session's own upsert landed
+	if err := p.d.Store.DeleteSession(ctx, key); err != nil {
+		log.Error("pipeline: /new delete session", "err", err)
+		return "I couldn't clear this conversation just now; try again in a moment."
+	}
+	p.pending.remove(key)
+	p.hist.drop(key)
+	p.marks.forget(key)
+	p.setModelOverride(key, "")
+	return "Starting over: I've forgotten this conversation."
+}
+
+// answerCommand ends a command's exchange with its answer. Channels that observe turns (web,
+// terminal) see it as a turn without a model call, ending with done; the others get a notice,
+// private when the command came as an interaction.
+func (p *Pipeline) answerCommand(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string) {
+	rep := p.d.Repliers[ev.Conversation.Platform]
+	if obs, ok := rep.(turnObserver); ok && ev.Interaction == "" {
+		turn := ids.New("c_")
+		now := p.cfg.Now()
+		base := echogate.TurnEvent{Session: ev.SessionKey(), Turn: turn, EventID: ev.ID, Time: now}
+		started, done := base, base
+		started.Type = echogate.TurnStarted
+		done.Type, done.Status, done.Text = echogate.TurnDone, string(echogate.TurnDoneSt), text
+		obs.ObserveTurn(started)
+		obs.ObserveTurn(done)
+		return
+	}
+	p.notify(ctx, log, ev, text)
+}
+
+// answerStop answers a stop command that stopped a running turn, when it came as an
+// interaction (the stopped turn's own answer goes to the conversation).
+func (p *Pipeline) answerStop(ctx context.Context, ev echogate.InboundEvent) {
+	if ev.Interaction == "" {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	p.notify(cctx, p.log.With("session", ev.SessionKey(), "event_id", ev.ID), ev, "Stopping the running turn.")
 }
 
 func (p *Pipeline) modelOverride(key echogate.SessionKey) string {

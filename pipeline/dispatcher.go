@@ -233,6 +233,7 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 		} else {
 			_ = p.d.Store.CompleteEvent(ctx, ev.DedupeKey(), p.cfg.Now())
 		}
+		p.answerStop(ctx, ev)
 		return nil
 	}
 	if mb == nil {
@@ -481,5 +482,5 @@ func isStop(ev echogate.InboundEvent) bool {
 	if ev.Kind == echogate.KindReaction {
 		return ev.Reaction == echogate.ReactionStop
 	}
-	return strings.EqualFold(strings.TrimSpace(ev.Text), "stop")
+	return strings.EqualFold(strings.TrimSpace(ev.Text), "stop") || isStopCommand(ev.Text)
 }

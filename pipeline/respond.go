@@ -71,6 +71,7 @@ func (r *responder) event(e echogate.TurnEvent) {
 
 // emit receives the agent loop's events. The loop calls it from tool goroutines too.
 func (r *responder) emit(e agent.Event) {
+	r.t.act.observe(e)
 	switch e.Type {
 	case agent.EventLLMRequestStart:
 		r.mu.Lock()

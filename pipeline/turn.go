@@ -101,12 +101,11 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 		return // an internal event for a pause that no longer exists
 	case ev.Kind == echogate.KindReaction:
 		return // reactions only matter on approval prompts (stop is handled by Submit)
+	case p.command(ctx, log, ev):
+		return
 	case isStop(ev):
 		return // nothing is running
 	case strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0:
-		return
-	}
-	if p.command(ctx, log, ev) {
 		return
 	}
 	user := userMessage(ev)
@@ -124,6 +123,9 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 			p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{userMessage(ev)})
 		}
 		return
+	}
+	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(ev) && p.command(ctx, log, ev) {
+		return // a command leaves the pause as it is
 	}
 	platform := ev.Conversation.Platform
 	actor := ev.Actor.QualifiedID(platform)
@@ -179,6 +181,9 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 		}
 	default:
 		word := strings.ToLower(strings.TrimSpace(ev.Text))
+		if isStopCommand(word) {
+			word = "stop"
+		}
 		switch word {
 		case "approve", "approved", "approve session", "deny", "denied", "reject":
 			if !allowed {
@@ -212,6 +217,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	p.d.Metrics.ApprovalPending(-1)
 	p.d.Metrics.ApprovalDecided(decision, p.cfg.Now().Sub(pend.CreatedAt))
 	log.Info("pause resolved", "turn", pend.Turn, "tool", pend.Tool, "decision", decision, "by", actor)
+	p.showDecision(ctx, log, ev, pend, &st, decision)
 	if grant {
 		if err := p.d.Store.GrantTool(ctx, ev.SessionKey(), pend.Tool, actor, p.cfg.Now()); err != nil {
 			log.Error("pipeline: record session grant", "tool", pend.Tool, "err", err)
@@ -235,12 +241,13 @@ func (p *Pipeline) cancelPaused(ctx context.Context, log *slog.Logger, ev echoga
 		log.Error("pipeline: clear pending turn", "err", err)
 		return
 	}
+	p.showDecision(ctx, log, ev, pend, nil, outcomeStopped)
 	p.d.Metrics.ApprovalPending(-1)
 	if t, err := p.d.Store.GetTurn(ctx, pend.Turn); err == nil {
 		t.Status, t.EndedAt = echogate.TurnAborted, p.cfg.Now()
 		_ = p.d.Store.UpdateTurn(ctx, t)
 	}
-	p.notify(ctx, log, ev, text)
+	p.answerCommand(ctx, log, ev, text) // ends the exchange of the stop
 }
 
 type turnOption func(*turn)
@@ -268,6 +275,7 @@ type turn struct {
 	start   time.Time
 	rep     Replier
 	out     *responder
+	act     *activity // nil unless the channel shows activity
 
 	mu       sync.Mutex
 	usageIn  int64
@@ -425,10 +433,7 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	key := ev.SessionKey()
 	rec := echogate.TurnRecord{ID: t.id, Session: key, EventKey: ev.DedupeKey(), UserID: t.userID, Status: echogate.TurnRunning, Model: p.cfg.Model, StartedAt: t.start}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnStarted})
-	if ty, ok := t.rep.(typer); ok {
-		stopTyping := ty.StartTyping(ctx, ev.Conversation, ev.Message)
-		defer stopTyping()
-	}
+	defer t.startActivity(ctx)() // cleared when the turn ends, however it ends
 
 	// The turn record and the user's message are written while the context is built and the
 	// model runs (see startTurn).
@@ -472,7 +477,7 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 
 // userMessage is the transcript message of an inbound event.
 func userMessage(ev echogate.InboundEvent) echogate.Message {
-	text := ev.Text
+	text := withThreadContext(ev, ev.Text)
 	if len(ev.Attachments) > 0 {
 		var b strings.Builder
 		b.WriteString(text)
@@ -735,7 +740,8 @@ func (p *Pipeline) notify(ctx context.Context, log *slog.Logger, ev echogate.Inb
 	if rep == nil {
 		return
 	}
-	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text, Session: ev.SessionKey()}); err != nil {
+	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text, Session: ev.SessionKey(),
+		Interaction: ev.Interaction}); err != nil {
 		log.Error("pipeline: post notice", "err", err)
 	}
 }

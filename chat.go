@@ -1,0 +1,29 @@
+package echogate
+
+// ThreadMessage is one earlier message of a thread, as an adapter read it from the platform.
+type ThreadMessage struct {
+	Author string `json:"author"`           // the author's display name (or id when unknown)
+	Text   string `json:"text"`             // the message text, markup removed
+	IsBot  bool   `json:"is_bot,omitempty"` // posted by a bot (this gateway included)
+}
+
+// Activity is what a running turn is doing right now, for channels that show it: shared by the
+// agent loop and every concurrent tool of the turn.
+type Activity struct {
+	// Status is a short human-readable line: "is thinking…", "is running http_fetch, recall…",
+	// "is writing…".
+	Status string
+	// Tools are the tools running now, in the order they started.
+	Tools []string
+	// Plan is the rendered plan of a long task, when the model keeps one.
+	Plan string
+}
+
+// ActivityView shows one turn's activity in a conversation. Show never blocks on the network
+// (channels apply updates at their own bounded rate); End clears what was shown, is
+// idempotent, and returns once the clearing was attempted (bounded by the channel's request
+// timeout).
+type ActivityView interface {
+	Show(a Activity)
+	End()
+}

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+// Outcomes of a pause, as handlePaused names them (also the approval metric's label).
+const (
+	outcomeApproved        = "approved"
+	outcomeApprovedSession = "approved_session"
+	outcomeDenied          = "denied"
+	outcomeTimeout         = "timeout"
+	outcomeSuperseded      = "superseded"
+	outcomeStopped         = "stopped"
+)
+
+// showDecision edits an approval prompt to show how it was decided and by whom, whichever
+// way it was decided (reaction, button, text, console, timeout, stop, a new message): one
+// function on the one decision path. Editing replaces the prompt's text, so channels drop its
+// buttons with it. Channels that cannot edit, and asks (their question stays as asked), are
+// left alone; a failed edit is logged, never fatal: the decision stands.
+func (p *Pipeline) showDecision(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn, st *agent.State, outcome string) {
+	if pend.Kind != echogate.PauseApproval || pend.Prompt.IsZero() {
+		return
+	}
+	rep := p.d.Repliers[ev.Conversation.Platform]
+	ed, ok := rep.(editor)
+	if !ok {
+		return
+	}
+	call := echogate.ToolCall{Name: pend.Tool}
+	if st == nil {
+		st = new(agent.State)
+		_ = json.Unmarshal(pend.State, st) // unreadable: the prompt shows the tool's name only
+	}
+	if len(st.Pending) > 0 {
+		call = st.Pending[0]
+	}
+	text := decidedPrompt(call, outcome, deciderName(ev.Actor), p.cfg.ApprovalTimeout.String())
+	if err := ed.Edit(ctx, pend.Prompt, text); err != nil {
+		log.Warn("pipeline: show the decision on the approval prompt", "turn", pend.Turn, "err", err)
+	}
+}
+
+// deciderName is how a prompt names who decided: the display name when the channel knows it.
+func deciderName(a echogate.Actor) string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return a.ID
+}
+
+// decidedPrompt is the text of an approval prompt after its decision.
+func decidedPrompt(call echogate.ToolCall, outcome, by, timeout string) string {
+	head := fmt.Sprintf("🔐 `%s`", call.Name)
+	if call.Arguments != "" {
+		head += fmt.Sprintf(" with:\n```\n%s\n```", RedactArgs(call.Arguments, maxPromptArgs))
+	}
+	var line string
+	switch outcome {
+	case outcomeApproved:
+		line = "✅ Approved once by " + by + "."
+	case outcomeApprovedSession:
+		line = fmt.Sprintf("🔁 Approved by %s; `%s` runs without asking for the rest of this conversation.", by, call.Name)
+	case outcomeDenied:
+		line = "❌ Denied by " + by + "; it was not run."
+	case outcomeTimeout:
+		line = "⏱ Nobody decided within " + timeout + "; it was not run."
+	case outcomeSuperseded:
+		line = "↪️ Not run: " + by + " sent a new message instead."
+	case outcomeStopped:
+		line = "🛑 Stopped by " + by + "; it was not run."
+	default:
+		line = outcome + " by " + by + "."
+	}
+	return head + "\n" + line
+}
