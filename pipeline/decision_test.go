@@ -93,4 +93,3 @@ func TestPromptShowsStop(t *testing.T) {
 		t.Error("tool ran after stop")
 	}
 }
-
