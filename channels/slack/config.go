@@ -17,6 +17,9 @@ const (
 	DefaultChannelBurst         = 4
 	DefaultTypingRefresh        = 60 * time.Second
 	DefaultQueueSize            = 256
+	DefaultThreadHistory        = 20
+	DefaultThreadReadsPerMinute = 1.0 // conversations.replies for apps outside the Marketplace
+	DefaultCommand              = "/echogate"
 )
 
 // Config configures the Slack channel. The zero value of every field means its default; the bot
@@ -60,10 +63,30 @@ type Config struct {
 	QueueSize int
 	// DisableNativeStreaming skips chat.startStream and always streams with chat.update.
 	DisableNativeStreaming bool
+	// ThreadHistory is how many earlier messages of a thread the model sees when the bot is
+	// first addressed inside it; default 20, negative turns thread context off.
+	ThreadHistory int
+	// ThreadReadsPerMinute bounds the conversations.replies calls made for thread context;
+	// default 1 (Slack's limit for apps not in the Marketplace; Marketplace apps may raise it).
+	ThreadReadsPerMinute float64
+	// Command is the slash command the app registers (manifest features.slash_commands);
+	// default "/echogate". Its text is a subcommand: usage, model, stop, new, help.
+	Command string
+	// SuggestedPrompts are offered when a user opens the app's messages tab or starts an
+	// assistant thread (assistant.threads.setSuggestedPrompts); none by default. Slack shows
+	// at most four.
+	SuggestedPrompts []SuggestedPrompt
 	// HTTPClient makes the Web API calls; default a new http.Client.
 	HTTPClient *http.Client
 	// Clock is the time source; default the system clock.
 	Clock Clock
+}
+
+// SuggestedPrompt is one prompt offered at the start of an assistant thread: Title is shown,
+// Message is sent when the user picks it.
+type SuggestedPrompt struct {
+	Title   string
+	Message string
 }
 
 // ChannelConfig holds per-channel overrides.
@@ -133,6 +156,29 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
+	}
+	if c.ThreadHistory == 0 {
+		c.ThreadHistory = DefaultThreadHistory
+	}
+	if c.ThreadReadsPerMinute < 0 {
+		return bad("thread reads per minute must not be negative")
+	}
+	if c.ThreadReadsPerMinute == 0 {
+		c.ThreadReadsPerMinute = DefaultThreadReadsPerMinute
+	}
+	if c.Command == "" {
+		c.Command = DefaultCommand
+	}
+	if !strings.HasPrefix(c.Command, "/") || len(c.Command) < 2 || strings.ContainsAny(c.Command, " \t") {
+		return bad("slack.command %q must be a slash command like /echogate (the name in the app manifest)", c.Command)
+	}
+	if len(c.SuggestedPrompts) > 4 {
+		return bad("slack.suggested_prompts has %d prompts: Slack shows at most 4", len(c.SuggestedPrompts))
+	}
+	for i, p := range c.SuggestedPrompts {
+		if strings.TrimSpace(p.Title) == "" || strings.TrimSpace(p.Message) == "" {
+			return bad("slack.suggested_prompts[%d] needs both a title and a message", i)
+		}
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}

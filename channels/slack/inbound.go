@@ -111,6 +111,12 @@ func channelOf(inner any) string {
 		return e.Channel
 	case *slackevents.ReactionAddedEvent:
 		return e.Item.Channel
+	case *buttonPress:
+		return e.channel
+	case *slashCommand:
+		return e.channel
+	case *slackevents.AssistantThreadStartedEvent:
+		return e.AssistantThread.ChannelID
 	}
 	return ""
 }
@@ -135,6 +141,12 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 	if !c.recent.AddIfAbsent("m:"+ev.ID, struct{}{}) {
 		log.Debug("slack post already delivered (message/app_mention pair or retry)")
 		return
+	}
+	if (ev.Kind == echogate.KindMention || ev.Kind == echogate.KindDirect) && ev.Interaction == "" {
+		if tc := c.threadContext(ctx, ev.Message.Channel, ev.Conversation.Thread, ev.Message.ID); len(tc) > 0 {
+			ev.ThreadContext = tc
+			ev.Actor.Name = c.userName(ctx, ev.Actor.ID)
+		}
 	}
 	if err := sink(ctx, ev); err != nil {
 		// Forget the ids so a redelivery can try again, and tell the user the post was not taken.
@@ -168,6 +180,13 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 		team = self.TeamID
 	}
 	switch e := j.inner.(type) {
+	case *buttonPress:
+		return c.normalizeButton(ctx, team, e)
+	case *slashCommand:
+		return c.normalizeCommand(team, e)
+	case *slackevents.AssistantThreadStartedEvent:
+		c.suggestPrompts(ctx, e.AssistantThread.ChannelID, e.AssistantThread.ThreadTimeStamp)
+		return echogate.InboundEvent{}, false
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil {
 			return echogate.InboundEvent{}, false
@@ -237,10 +256,12 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 
 func (c *Channel) postEvent(team, ch, ts, threadTS, user, text string, dm bool, kind echogate.EventKind, self identity, now time.Time) echogate.InboundEvent {
 	c.authors.Add(msgKey(ch, ts), user)
+	conv := c.conversation(team, ch, ts, threadTS, dm)
+	c.lastThread.Add(msgKey(ch, user), conv.Thread)
 	return echogate.InboundEvent{
 		ID:           msgKey(ch, ts),
 		Kind:         kind,
-		Conversation: c.conversation(team, ch, ts, threadTS, dm),
+		Conversation: conv,
 		Actor:        echogate.Actor{ID: user},
 		Text:         keepLines(text, self.UserID),
 		Message:      echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: ch, ID: ts},

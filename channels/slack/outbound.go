@@ -319,11 +319,18 @@ func (c *Channel) remember(ch, thread, ts string, conv echogate.ConversationRef)
 // not returned (the text fallback still works). Errors wrap *APIError for ok:false and
 // ErrUncertainDelivery when a post could not be confirmed.
 func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	if out.Interaction != "" {
+		return c.respondPrivately(ctx, out.Interaction, out.Text)
+	}
 	ch, thread, err := c.target(out)
 	if err != nil {
 		return echogate.MessageRef{}, err
 	}
-	refs, err := c.postAll(ctx, ch, thread, render(out.Text), out.Conversation)
+	msgs := render(out.Text)
+	if out.Kind == echogate.OutApprovalPrompt {
+		msgs = withButtons(msgs)
+	}
+	refs, err := c.postAll(ctx, ch, thread, msgs, out.Conversation)
 	if err != nil {
 		return firstRef(refs), err
 	}

@@ -43,6 +43,8 @@ var (
 	_ channels.Reactor  = (*Channel)(nil)
 	_ channels.Typer    = (*Channel)(nil)
 	_ channels.Health   = (*Channel)(nil)
+
+	_ channels.ActivityShower = (*Channel)(nil)
 )
 
 const numShards = 4
@@ -61,6 +63,11 @@ type Channel struct {
 	authors *lru[string, string]                   // "C:ts" of inbound posts → author (stream recipient)
 	threads *lru[string, bool]                     // "C:thread_ts" → whether the bot is in the thread
 	recent  *lru[string, struct{}]                 // recently accepted event ids and post ids
+	names   *lru[string, string]                   // user id → display name (users.info)
+	// lastThread: "C:user" → the thread of the user's last post to the bot in that channel,
+	// where their slash commands act.
+	lastThread *lru[string, string]
+	reads   *threadReader                          // conversations.replies budget for thread context
 
 	shards  [numShards]chan job
 	running atomic.Bool
@@ -107,6 +114,9 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 		authors:     newLRU[string, string](4096),
 		threads:     newLRU[string, bool](4096),
 		recent:      newLRU[string, struct{}](8192),
+		names:       newLRU[string, string](4096),
+		lastThread:  newLRU[string, string](4096),
+		reads:       newThreadReader(cfg.ThreadReadsPerMinute),
 		readyDetail: "not started",
 	}
 	for i := range c.shards {

@@ -108,8 +108,23 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 			c.ack(ctx, evt.Request.EnvelopeID)
 		}
 	case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
-		if evt.Request != nil {
-			c.ack(ctx, evt.Request.EnvelopeID)
+		if evt.Request == nil {
+			return
+		}
+		// Acknowledged at once, whatever follows: Slack wants it within 3 s and does not
+		// redeliver interactions. The answer goes to the response_url (commands) or is the
+		// prompt's edit (buttons).
+		c.ack(ctx, evt.Request.EnvelopeID)
+		var j job
+		var ok bool
+		switch d := evt.Data.(type) {
+		case slack.InteractionCallback:
+			j, ok = interactionJob(d, "socket")
+		case slack.SlashCommand:
+			j, ok = c.commandJob(d, "socket")
+		}
+		if ok && !c.enqueue(j) {
+			c.log.Warn("slack interaction dropped: event queue full", "envelope_id", evt.Request.EnvelopeID)
 		}
 	}
 }
@@ -131,7 +146,7 @@ func jobFrom(ea slackevents.EventsAPIEvent, transport string) (job, bool) {
 		return job{}, false
 	}
 	switch ea.InnerEvent.Data.(type) {
-	case *slackevents.AppMentionEvent, *slackevents.MessageEvent, *slackevents.ReactionAddedEvent:
+	case *slackevents.AppMentionEvent, *slackevents.MessageEvent, *slackevents.ReactionAddedEvent, *slackevents.AssistantThreadStartedEvent:
 	default:
 		return job{}, false
 	}

@@ -19,25 +19,64 @@ const typingStatus = "is thinking…"
 // timeout) and also runs when ctx ends. Indicator calls use the low end of the channel's budget;
 // removal uses the high end, so a turn never ends with a stale indicator.
 func (c *Channel) StartTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (stop func()) {
+	_, stop = c.startTyping(ctx, conv, on)
+	return stop
+}
+
+// startTyping starts the indicator; t is nil when there is nowhere to show it.
+func (c *Channel) startTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (t *typing, stop func()) {
 	ch := conv.Channel
 	if ch == "" {
 		ch = on.Channel
 	}
 	if ch == "" {
-		return func() {}
+		return nil, func() {}
 	}
 	thread := conv.Thread
 	if thread == "" && !conv.DM && !isDMChannel(ch) && c.cfg.replyInThread() {
 		thread = on.ID
 	}
-	t := &typing{c: c, ch: ch, thread: thread, on: on, stopc: make(chan struct{}), done: make(chan struct{})}
+	t = &typing{c: c, ch: ch, thread: thread, on: on, text: typingStatus,
+		stopc: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1)}
 	go t.run(ctx)
 	var once sync.Once
-	return func() {
+	return t, func() {
 		once.Do(func() { close(t.stopc) })
 		<-t.done
 	}
 }
+
+// StartActivity shows what a turn in conv is doing: the assistant thread status names the
+// running tools ("is running http_fetch…") and follows every change at the channel's low
+// budget; without thread status, the 👀 reaction. End clears it like StartTyping's stop.
+func (c *Channel) StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView {
+	v := &activityView{}
+	v.t, v.end = c.startTyping(ctx, conv, on)
+	return v
+}
+
+type activityView struct {
+	t   *typing // nil when nothing is shown (no channel)
+	end func()
+}
+
+func (v *activityView) Show(a echogate.Activity) {
+	if v.t == nil || a.Status == "" {
+		return
+	}
+	v.t.mu.Lock()
+	changed := v.t.text != a.Status
+	v.t.text = a.Status
+	v.t.mu.Unlock()
+	if changed {
+		select {
+		case v.t.poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (v *activityView) End() { v.end() }
 
 type typing struct {
 	c      *Channel
@@ -46,6 +85,10 @@ type typing struct {
 	on     echogate.MessageRef
 	stopc  chan struct{}
 	done   chan struct{}
+	poke   chan struct{} // the status text changed
+
+	mu   sync.Mutex
+	text string // the status to show
 
 	status  bool // assistant status shown
 	reacted bool // 👀 added
@@ -70,6 +113,10 @@ func (t *typing) run(ctx context.Context) {
 			return
 		case <-t.c.cfg.Clock.After(wait):
 			next = t.show(ctx)
+		case <-t.poke:
+			if t.status || t.thread != "" && !t.c.statusOff.Load() {
+				next = t.show(ctx)
+			}
 		}
 	}
 }
@@ -78,8 +125,11 @@ func (t *typing) run(ctx context.Context) {
 func (t *typing) show(ctx context.Context) bool {
 	c := t.c
 	if t.thread != "" && !c.statusOff.Load() {
+		t.mu.Lock()
+		text := t.text
+		t.mu.Unlock()
 		err := c.call(ctx, "assistant.threads.setStatus", t.ch, prioLow, func(ctx context.Context) error {
-			return c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: typingStatus})
+			return c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: text})
 		})
 		if err == nil {
 			t.status = true

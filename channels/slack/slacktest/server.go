@@ -104,6 +104,8 @@ type Server struct {
 	lastMicro int64
 	changed   chan struct{}
 
+	users     map[string]User  // users.info (interactive.go)
+	responses []Response       // posts to response_urls
 	files     map[string]*File // hosted files by id (files.go)
 	fileSeq   int
 	downloads map[string]int // file id → authorized downloads
@@ -156,6 +158,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/socket", s.serveSocket)
 	mux.HandleFunc("/files-pri/", s.serveFile)
+	mux.HandleFunc("/response/", s.serveResponse)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(fmt.Sprintf("slacktest: listen on 127.0.0.1: %v", err)) // test helper: no way to continue
@@ -540,6 +543,13 @@ func (s *Server) handle(method string, p map[string]string, token string) (int, 
 			return fail("not_allowed")
 		}
 		return 200, map[string]any{"ok": true}
+	case "assistant.threads.setSuggestedPrompts", "assistant.threads.setTitle":
+		if s.noStatus {
+			return fail("not_allowed")
+		}
+		return 200, map[string]any{"ok": true}
+	case "users.info":
+		return s.userInfoLocked(p)
 	case "conversations.replies":
 		return s.repliesLocked(p)
 	case "conversations.history":
