@@ -67,7 +67,7 @@ type Channel struct {
 	// lastThread: "C:user" → the thread of the user's last post to the bot in that channel,
 	// where their slash commands act.
 	lastThread *lru[string, string]
-	reads   *threadReader                          // conversations.replies budget for thread context
+	reads      *threadReader // conversations.replies budget for thread context
 
 	shards  [numShards]chan job
 	running atomic.Bool
