@@ -1,0 +1,155 @@
+package slack
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/channels/slack/slacktest"
+)
+
+// Mentioned mid-thread, the event carries the thread's earlier messages with display names,
+// read once; a second mention in the same thread reads nothing again.
+func TestThreadContextWithNames(t *testing.T) {
+	e := newEnv(t, true, nil)
+	e.srv.AddUser(slacktest.User{ID: "U1", Name: "ann", DisplayName: "Ann"})
+	e.srv.AddUser(slacktest.User{ID: "U2", Name: "bob", RealName: "Bob Jones"})
+	root := "1700000100.000100"
+	e.srv.RecordPost(slacktest.ChannelMessage("C9", "U2", root, "", "the deploy failed at 3am"))
+	e.srv.RecordPost(slacktest.ChannelMessage("C9", "U1", "1700000100.000200", root, "rolling back now"))
+	e.push(slacktest.Mention("C9", "U1", "1700000100.000300", root, "<@UBOT> summarize this thread"), slacktest.Delivery{})
+	e.rec.waitAnswered(1)
+	evs, _ := e.rec.snapshot()
+	want := []echogate.ThreadMessage{{Author: "Bob Jones", Text: "the deploy failed at 3am"}, {Author: "Ann", Text: "rolling back now"}}
+	if got := evs[0].ThreadContext; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("thread context = %+v, want %+v", got, want)
+	}
+	if evs[0].Actor.Name != "Ann" || evs[0].Text != "summarize this thread" {
+		t.Errorf("event actor/text = %+v / %q, want Ann asking to summarize", evs[0].Actor, evs[0].Text)
+	}
+	reads := len(e.srv.CallsTo("conversations.replies"))
+	e.push(slacktest.Mention("C9", "U1", "1700000100.000400", root, "<@UBOT> and now?"), slacktest.Delivery{})
+	e.rec.waitAnswered(2)
+	evs, _ = e.rec.snapshot()
+	if len(evs[1].ThreadContext) != 0 {
+		t.Errorf("second mention carries context %+v, want none (the store has it)", evs[1].ThreadContext)
+	}
+	if n := len(e.srv.CallsTo("conversations.replies")); n != reads {
+		t.Errorf("conversations.replies calls = %d after the second mention, want %d (no new read)", n, reads)
+	}
+	if n := len(e.srv.CallsTo("users.info")); n != 2 {
+		t.Errorf("users.info calls = %d, want 2 (each name resolved once)", n)
+	}
+}
+
+// The thread read respects conversations.replies' budget: a second new thread within the minute
+// goes without context instead of waiting or exceeding it.
+func TestThreadContextBudget(t *testing.T) {
+	e := newEnv(t, true, nil)
+	for _, th := range []string{"1700000200.000100", "1700000300.000100"} {
+		e.srv.RecordPost(slacktest.ChannelMessage("C8", "U2", th, "", "earlier "+th))
+		e.push(slacktest.Mention("C8", "U1", th[:11]+"000200", th, "<@UBOT> hi"), slacktest.Delivery{})
+	}
+	e.rec.waitAnswered(2)
+	evs, _ := e.rec.snapshot()
+	if len(evs[0].ThreadContext) != 1 || len(evs[1].ThreadContext) != 0 {
+		t.Errorf("contexts = %d, %d messages; want 1 then 0 (budget of 1 read a minute)", len(evs[0].ThreadContext), len(evs[1].ThreadContext))
+	}
+	if n := len(e.srv.CallsTo("conversations.replies")); n != 1 {
+		t.Errorf("conversations.replies calls = %d, want 1", n)
+	}
+}
+
+// An approval prompt carries Block Kit buttons; a press is acknowledged at once and becomes the
+// same event as the matching reaction, from the user who pressed it.
+func TestButtonPressIsAReaction(t *testing.T) {
+	e := newEnv(t, true, nil)
+	conv := echogate.ConversationRef{Platform: "slack", Channel: "C7", Thread: "1700000400.000100"}
+	ref, err := e.ch.Send(context.Background(), echogate.Outbound{Kind: echogate.OutApprovalPrompt, Conversation: conv, Text: "🔐 run `x`?",
+		Reactions: []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := e.srv.BotMessages("C7")
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Blocks, `"echogate_approve"`) || !strings.Contains(msgs[0].Blocks, `"echogate_deny"`) ||
+		!strings.Contains(msgs[0].Blocks, `"echogate_approve_session"`) {
+		t.Fatalf("prompt blocks = %s, want the three approval buttons", msgs[0].Blocks)
+	}
+	env, err := e.srv.PushInteractive(slacktest.ButtonPress("U5", "eve", "C7", ref.ID, "echogate_approve_session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitAck(env)
+	e.rec.waitEvents(1)
+	evs, _ := e.rec.snapshot()
+	ev := evs[0]
+	if ev.Kind != echogate.KindReaction || ev.Reaction != echogate.ReactionApproveSession || ev.Target != ref || ev.Actor.ID != "U5" ||
+		ev.Conversation.Thread != conv.Thread || ev.Actor.Name != "eve" {
+		t.Errorf("button event = %+v, want the 🔁 reaction of U5 (eve) on %+v in thread %s", ev, ref, conv.Thread)
+	}
+	// Editing the prompt (the decision) replaces its blocks: the buttons are gone.
+	if err := e.ch.Edit(context.Background(), ref, "🔐 `x`\n✅ Approved once by eve."); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.srv.BotMessages("C7")[0]; strings.Contains(m.Blocks, "echogate_approve") {
+		t.Errorf("edited prompt blocks = %s, want no buttons", m.Blocks)
+	}
+}
+
+// The slash command is acknowledged before the answer is ready (the sink is still busy with
+// it), and answered privately through its response_url.
+func TestSlashCommandAckedThenAnsweredPrivately(t *testing.T) {
+	release := make(chan struct{})
+	e := newEnv(t, true, nil)
+	e.rec.answer = func(ev echogate.InboundEvent) string { <-release; return "usage: $0.01 today" }
+	// A post first: the command acts on the user's conversation in that channel.
+	e.push(slacktest.Mention("C6", "U1", "1700000500.000100", "", "<@UBOT> hi"), slacktest.Delivery{})
+	close(release)
+	e.rec.waitAnswered(1)
+
+	block := make(chan struct{})
+	e.rec.answer = func(ev echogate.InboundEvent) string { <-block; return "ok" }
+	env, err := e.srv.PushSlashCommand(slacktest.SlashCommand("/echogate", "usage", "U1", "C6", e.srv.ResponseURL("r1"), "trig-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitAck(env) // acknowledged while the answer is still being made
+	e.rec.waitEvents(2)
+	close(block)
+	evs, _ := e.rec.snapshot()
+	ev := evs[1]
+	if ev.Text != "/usage" || ev.Interaction != e.srv.ResponseURL("r1") || ev.Conversation.Thread != "1700000500.000100" || ev.Actor.ID != "U1" {
+		t.Fatalf("command event = %+v, want /usage from U1 in its thread, answered through r1", ev)
+	}
+	if _, err := e.ch.Send(context.Background(), echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation,
+		Text: "Your spend today: **$0.01**", Interaction: ev.Interaction}); err != nil {
+		t.Fatal(err)
+	}
+	rs := e.srv.Responses()
+	if len(rs) != 1 || rs[0].ResponseType != "ephemeral" || rs[0].Text != "Your spend today: *$0.01*" {
+		t.Errorf("responses = %+v, want one ephemeral answer in mrkdwn", rs)
+	}
+	// Another app's command, or a response_url that is not Slack's, goes nowhere.
+	if _, err := e.ch.Send(context.Background(), echogate.Outbound{Conversation: ev.Conversation, Text: "x", Interaction: "https://evil.example/hook"}); err == nil {
+		t.Error("Send through a foreign response_url = nil, want an error")
+	}
+}
+
+// A new assistant thread gets the configured suggested prompts.
+func TestSuggestedPromptsAtThreadStart(t *testing.T) {
+	e := newEnv(t, true, func(c *Config) {
+		c.SuggestedPrompts = []SuggestedPrompt{{Title: "Summarize", Message: "Summarize my unread threads"}}
+	})
+	e.push(slacktest.AssistantThreadStarted("U1", "D4", "1700000600.000100"), slacktest.Delivery{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.srv.WaitFor(ctx, func() bool { return len(e.srv.CallsTo("assistant.threads.setSuggestedPrompts")) == 1 }); err != nil {
+		t.Fatalf("suggested prompts not set: %v", err)
+	}
+	c := e.srv.CallsTo("assistant.threads.setSuggestedPrompts")[0]
+	if c.Params["channel_id"] != "D4" || c.Params["thread_ts"] != "1700000600.000100" || !strings.Contains(c.Params["prompts"], "Summarize my unread threads") {
+		t.Errorf("setSuggestedPrompts params = %v", c.Params)
+	}
+}
