@@ -29,6 +29,7 @@ const (
 	DefaultMaxRateLimitRetries = 5
 	DefaultMaxRetryAfter       = time.Minute
 	DefaultSinkTimeout         = 10 * time.Second
+	DefaultThreadHistory       = 20
 
 	// MaxMessageLength is Discord's limit for the content of one message.
 	MaxMessageLength = 2000
@@ -56,6 +57,19 @@ type Config struct {
 	// RequireMention says whether guild messages must @-mention the bot (or reply to one of its
 	// messages) to be answered. nil means true. DMs never need a mention.
 	RequireMention *bool
+	// MessageContent asks for the privileged MESSAGE_CONTENT intent, needed only to read guild
+	// messages that do not mention the bot (RequireMention false). DMs, mentions and the
+	// bot's own messages carry their content without it. Default false.
+	MessageContent bool
+	// ThreadHistory is how many earlier messages of a thread (or the referenced message of a
+	// reply) the model sees when the bot is first addressed there; default 20, negative off.
+	ThreadHistory int
+	// CommandGuilds registers the /echogate application command in these guilds (instantly)
+	// instead of globally (which Discord may take up to an hour to show). Registration is a
+	// bulk overwrite, so restarts never duplicate it.
+	CommandGuilds []string
+	// DisableCommands skips registering the application command.
+	DisableCommands bool
 	// EditInterval is the minimum time between two edits of one streamed message; default 1s.
 	EditInterval time.Duration
 	// TypingInterval is how often the typing indicator of a running turn is refreshed (Discord
@@ -202,6 +216,14 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 		if *n.v == 0 {
 			*n.v = n.def
+		}
+	}
+	if cfg.ThreadHistory == 0 {
+		cfg.ThreadHistory = DefaultThreadHistory
+	}
+	for _, g := range cfg.CommandGuilds {
+		if g == "" || strings.Trim(g, "0123456789") != "" {
+			return cfg, fmt.Errorf("discord: config: command_guilds entry %q is not a guild id (a number; Developer Mode → right-click the server → Copy Server ID)", g)
 		}
 	}
 	if cfg.Clock == nil {

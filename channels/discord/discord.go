@@ -38,14 +38,14 @@ import (
 	"github.com/echogate/echogate/internal/netguard"
 )
 
-// Intents is the exact set of gateway intents the channel identifies with. MESSAGE_CONTENT is
-// privileged: it must be enabled in the Developer Portal (Bot → Privileged Gateway Intents),
-// otherwise the gateway closes with 4014 and Run returns ErrDisallowedIntents.
-const Intents = discordgo.IntentsDirectMessages |
-	discordgo.IntentsDirectMessageReactions |
-	discordgo.IntentsGuildMessages |
-	discordgo.IntentsGuildMessageReactions |
-	discordgo.IntentsMessageContent
+// Intents is the full set of gateway intents the channel may identify with: the base intents
+// and, with Config.MessageContent, the privileged MESSAGE_CONTENT, which must then be enabled in
+// the Developer Portal (Bot → Privileged Gateway Intents), otherwise the gateway closes with
+// 4014 and Run returns ErrDisallowedIntents.
+const Intents = baseIntents | discordgo.IntentsMessageContent
+
+// IntentsFor returns the intents a channel with cfg identifies with.
+func IntentsFor(cfg Config) discordgo.Intent { return cfg.intents() }
 
 var (
 	_ channels.Channel  = (*Channel)(nil)
@@ -54,6 +54,8 @@ var (
 	_ channels.Reactor  = (*Channel)(nil)
 	_ channels.Typer    = (*Channel)(nil)
 	_ channels.Health   = (*Channel)(nil)
+
+	_ channels.ActivityShower = (*Channel)(nil)
 )
 
 // Channel is the Discord adapter. Create it with New, start it with Run. Send, StartStream, Edit,
@@ -83,6 +85,10 @@ type Channel struct {
 	files        netguard.LazyDownloader // attachment downloads (download.go)
 	disconnected chan struct{}           // a Disconnect event happened (buffered 1)
 	fetchSem     chan struct{}           // bounds concurrent message look-ups for reactions
+	commandsOnce atomic.Bool             // application commands registered (or being registered)
+	threadKinds  *kindCache              // channel id → whether it is a thread (thread.go)
+	threadsSeen  *idSet                  // threads whose history was read for context
+	activity     sync.Map                // channel id → *activityState (activity.go)
 
 	mu    sync.Mutex
 	state connState
@@ -138,7 +144,7 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 	sess.LogLevel = -1     // discordgo logs through the standard logger; Channel logs with slog
 	sess.ShardID = cfg.ShardID
 	sess.ShardCount = cfg.ShardCount
-	sess.Identify.Intents = Intents
+	sess.Identify.Intents = cfg.intents()
 	sess.Identify.Shard = &[2]int{cfg.ShardID, cfg.ShardCount}
 	sess.Identify.Properties.Browser = "echogate"
 	sess.Identify.Properties.Device = "echogate"
@@ -153,6 +159,8 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 		posted:       newIDSet(8192),
 		disconnected: make(chan struct{}, 1),
 		fetchSem:     make(chan struct{}, 4),
+		threadKinds:  newKindCache(4096),
+		threadsSeen:  newIDSet(4096),
 	}
 	c.conns.timeout = cfg.OpenTimeout
 	sess.Dialer = &websocket.Dialer{
@@ -180,6 +188,7 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 	sess.AddHandler(c.onDisconnect)
 	sess.AddHandler(c.onMessageCreate)
 	sess.AddHandler(c.onRawEvent)
+	sess.AddHandler(c.onInteraction)
 	return c, nil
 }
 
@@ -525,7 +534,7 @@ func permanent(err error) error {
 		case 4004:
 			return fmt.Errorf("discord: gateway: %w (close 4004 authentication failed): set DISCORD_BOT_TOKEN to the current bot token (Developer Portal → Bot → Reset Token)", ErrUnauthorized)
 		case 4013, 4014:
-			return fmt.Errorf("discord: gateway: %w (close %d %s): enable MESSAGE CONTENT INTENT under Developer Portal → your application → Bot → Privileged Gateway Intents", ErrDisallowedIntents, ce.Code, ce.Text)
+			return fmt.Errorf("discord: gateway: %w (close %d %s): enable MESSAGE CONTENT INTENT under Developer Portal → your application → Bot → Privileged Gateway Intents, or set discord.message_content: off (mentions and DMs work without it)", ErrDisallowedIntents, ce.Code, ce.Text)
 		case 4010, 4011:
 			return fmt.Errorf("discord: gateway: %w (close %d %s): set discord.shard_count to the number of shards Discord recommends and shard_id in [0, shard_count)", ErrSharding, ce.Code, ce.Text)
 		case 4012:
@@ -563,6 +572,14 @@ func (c *Channel) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 		id := r.User.ID
 		c.botID.Store(&id)
 	}
+	app := ""
+	if r.Application != nil {
+		app = r.Application.ID
+	}
+	if app == "" && r.User != nil {
+		app = r.User.ID // a bot's application id is its user id
+	}
+	c.registerCommands(app)
 	c.log.Debug("discord: READY", "shard", c.cfg.ShardID)
 }
 

@@ -203,11 +203,13 @@ func (c *Channel) onMessageCreate(_ *discordgo.Session, m *discordgo.MessageCrea
 	if m == nil || m.Message == nil {
 		return
 	}
-	ev, why := mapMessage(m.Message, c.BotID(), *c.cfg.RequireMention, c.clock.Now())
+	botID := c.BotID()
+	ev, why := mapMessage(m.Message, botID, *c.cfg.RequireMention, c.clock.Now())
 	if why != "" {
 		c.log.Debug("discord: message ignored", "event_id", m.ID, "reason", why)
 		return
 	}
+	ev.ThreadContext = c.threadContext(m.Message, botID)
 	c.deliver(ev)
 }
 

@@ -78,6 +78,7 @@ type createMessage struct {
 	EnforceNonce     bool              `json:"enforce_nonce,omitempty"`
 	MessageReference *messageReference `json:"message_reference,omitempty"`
 	AllowedMentions  allowedMentions   `json:"allowed_mentions"`
+	Components       []any             `json:"components,omitempty"`
 }
 
 // noMentions keeps model output from pinging @everyone, roles or users; a reply still notifies
@@ -93,6 +94,11 @@ func newNonce() string {
 // post creates one message. priority callers wait for the channel budget; others give up (ok ==
 // false, no error) when no token is spare.
 func (c *Channel) post(ctx context.Context, channelID, content string, reply *messageReference, priority bool) (ref echogate.MessageRef, ok bool, err error) {
+	return c.postWith(ctx, channelID, content, reply, priority, nil)
+}
+
+// postWith is post with message components (the approval buttons).
+func (c *Channel) postWith(ctx context.Context, channelID, content string, reply *messageReference, priority bool, components []any) (ref echogate.MessageRef, ok bool, err error) {
 	if priority {
 		if err := c.budget.wait(ctx, channelID); err != nil {
 			return ref, false, err
@@ -100,7 +106,7 @@ func (c *Channel) post(ctx context.Context, channelID, content string, reply *me
 	} else if !c.budget.tryTake(channelID) {
 		return ref, false, nil
 	}
-	body := createMessage{Content: content, Nonce: newNonce(), EnforceNonce: true, MessageReference: reply, AllowedMentions: noMentions}
+	body := createMessage{Content: content, Nonce: newNonce(), EnforceNonce: true, MessageReference: reply, AllowedMentions: noMentions, Components: components}
 	endpoint := discordgo.EndpointChannelMessages(channelID)
 	var raw []byte
 	err = c.call(ctx, "post to "+channelID, priority, func(opts ...discordgo.RequestOption) error {
@@ -135,7 +141,8 @@ func (c *Channel) edit(ctx context.Context, ref echogate.MessageRef, content str
 		return false, nil
 	}
 	am := discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, RepliedUser: true}
-	me := &discordgo.MessageEdit{ID: ref.ID, Channel: ref.Channel, Content: &content, AllowedMentions: &am}
+	none := []discordgo.MessageComponent{} // an edit (a decided prompt) removes the buttons
+	me := &discordgo.MessageEdit{ID: ref.ID, Channel: ref.Channel, Content: &content, AllowedMentions: &am, Components: &none}
 	err = c.call(ctx, "edit "+ref.Channel+"/"+ref.ID, priority, func(opts ...discordgo.RequestOption) error {
 		_, err := c.sess.ChannelMessageEditComplex(me, opts...)
 		return err
@@ -168,6 +175,9 @@ func replyRef(out echogate.Outbound) *messageReference {
 // error is returned with the reference of the last part posted. Failing to add a reaction is
 // logged, not returned: the prompt is posted and the text fallback still works.
 func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	if out.Interaction != "" {
+		return c.respondPrivately(ctx, out.Interaction, out.Text)
+	}
 	ch := out.Conversation.Channel
 	if ch == "" {
 		return echogate.MessageRef{}, fmt.Errorf("discord: send: %w: Outbound.Conversation.Channel is empty", ErrNoChannel)
@@ -179,7 +189,11 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.Mes
 	var last echogate.MessageRef
 	reply := replyRef(out)
 	for i, chunk := range chunks {
-		ref, _, err := c.post(ctx, ch, chunk, reply, true)
+		var components []any
+		if out.Kind == echogate.OutApprovalPrompt && i == len(chunks)-1 {
+			components = approvalComponents
+		}
+		ref, _, err := c.postWith(ctx, ch, chunk, reply, true, components)
 		if err != nil {
 			return last, fmt.Errorf("discord: post to %s (part %d of %d): %w", ch, i+1, len(chunks), err)
 		}

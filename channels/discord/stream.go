@@ -19,7 +19,7 @@ func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (echog
 	if out.Conversation.Channel == "" {
 		return nil, fmt.Errorf("discord: start stream: %w: Outbound.Conversation.Channel is empty", ErrNoChannel)
 	}
-	return &stream{
+	s := &stream{
 		c:       c,
 		channel: out.Conversation.Channel,
 		reply:   replyRef(out),
@@ -27,7 +27,12 @@ func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (echog
 		session: string(out.Session),
 		turn:    out.Turn,
 		wake:    make(chan struct{}),
-	}, nil
+		act:     c.activityOf(out.Conversation.Channel),
+	}
+	if s.act != nil {
+		s.act.attach(s)
+	}
+	return s, nil
 }
 
 type streamMsg struct {
@@ -44,6 +49,7 @@ type stream struct {
 	session string
 	turn    string
 	wake    chan struct{} // closed by Finish
+	act     *activityState // the turn's activity, shown under intermediate text; nil without
 
 	mu        sync.Mutex
 	text      strings.Builder
@@ -77,6 +83,22 @@ func (s *stream) Append(_ context.Context, delta string) error {
 		}
 	}
 	return nil
+}
+
+// touch makes the flusher show the text again (the activity line changed). It never blocks.
+func (s *stream) touch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished || s.text.Len() == 0 {
+		return
+	}
+	s.version++
+	if s.idle == nil {
+		idle := make(chan struct{})
+		if s.c.spawn(func() { s.flush(idle) }) {
+			s.idle = idle
+		}
+	}
 }
 
 // flush shows the accumulated text until it is shown completely, at most once per EditInterval.
@@ -116,6 +138,11 @@ func (s *stream) flush(idle chan struct{}) {
 		text, v := s.text.String(), s.version
 		s.lastFlush = s.c.clock.Now()
 		s.mu.Unlock()
+		if s.act != nil {
+			if line := s.act.line(); line != "" {
+				text += "\n" + line
+			}
+		}
 
 		ctx, cancel := context.WithTimeout(s.ctx, s.c.cfg.RequestTimeout)
 		complete, _ := s.sync(ctx, text, false)

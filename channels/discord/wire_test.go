@@ -148,13 +148,16 @@ func TestWireIdentifyAndDM(t *testing.T) {
 		t.Fatalf("Identify count = %d, want 1", len(ids))
 	}
 	id := ids[0]
-	if id.Intents != int(Intents) {
-		t.Errorf("Identify intents = %b, want %b", id.Intents, int(Intents))
+	if id.Intents != int(baseIntents) {
+		t.Errorf("Identify intents = %b, want %b", id.Intents, int(baseIntents))
 	}
-	for name, bit := range map[string]int{"GUILD_MESSAGES": 1 << 9, "GUILD_MESSAGE_REACTIONS": 1 << 10, "DIRECT_MESSAGES": 1 << 12, "DIRECT_MESSAGE_REACTIONS": 1 << 13, "MESSAGE_CONTENT": 1 << 15} {
+	for name, bit := range map[string]int{"GUILD_MESSAGES": 1 << 9, "GUILD_MESSAGE_REACTIONS": 1 << 10, "DIRECT_MESSAGES": 1 << 12, "DIRECT_MESSAGE_REACTIONS": 1 << 13} {
 		if id.Intents&bit == 0 {
 			t.Errorf("Identify intents lack %s", name)
 		}
+	}
+	if id.Intents&(1<<15) != 0 {
+		t.Error("Identify asks for the privileged MESSAGE_CONTENT intent by default; mentions and DMs carry content without it")
 	}
 	if id.Shard != [2]int{0, 1} {
 		t.Errorf("Identify shard = %v, want [0 1]", id.Shard)
@@ -449,7 +452,7 @@ func TestWireZombieConnectionIsNotReady(t *testing.T) {
 
 func TestWireDisallowedIntentsIsPermanent(t *testing.T) {
 	t.Parallel()
-	h := start(t, discordtest.Options{DisallowedIntents: 1 << 15}, nil, nil)
+	h := start(t, discordtest.Options{DisallowedIntents: 1 << 15}, func(c *Config) { c.MessageContent = true }, nil)
 	select {
 	case err := <-h.runErr:
 		if !errors.Is(err, ErrDisallowedIntents) || !strings.Contains(err.Error(), "MESSAGE CONTENT") {
