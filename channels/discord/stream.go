@@ -48,7 +48,7 @@ type stream struct {
 	ctx     context.Context // for background flushes: the StartStream context's values, no cancel
 	session string
 	turn    string
-	wake    chan struct{} // closed by Finish
+	wake    chan struct{}  // closed by Finish
 	act     *activityState // the turn's activity, shown under intermediate text; nil without
 
 	mu        sync.Mutex

@@ -17,7 +17,9 @@ type kindCache struct {
 	next int
 }
 
-func newKindCache(max int) *kindCache { return &kindCache{max: max, m: map[string]bool{}, ring: make([]string, max)} }
+func newKindCache(max int) *kindCache {
+	return &kindCache{max: max, m: map[string]bool{}, ring: make([]string, max)}
+}
 
 func (k *kindCache) get(id string) (thread, ok bool) {
 	k.mu.Lock()
@@ -112,5 +114,3 @@ func displayName(u *discordgo.User) string {
 	}
 	return u.Username
 }
-
-

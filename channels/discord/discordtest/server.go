@@ -82,6 +82,7 @@ type Message struct {
 	EditedAt    []time.Time // one entry per edit
 	Deleted     bool
 	Reactions   []string // emoji the bot added, in order
+	Components  string   // message components JSON as last sent (the bot's buttons); "" for none
 	// Attachments are the files of a user's message (see SendWithFiles), served by the fake's
 	// CDN.
 	Attachments []Attachment
@@ -154,6 +155,12 @@ type Server struct {
 	conn        *gwConn
 	replayExtra int
 	closed      bool
+
+	interactions map[string]string // interaction id → token (interactions.go)
+	callbacks    []Callback
+	followUps    []FollowUp
+	commandSets  []CommandSet
+	threads      map[string]bool // thread channel ids
 
 	files     map[string]*Attachment // hosted attachments by id (files.go)
 	downloads map[string]int         // attachment id → downloads
@@ -398,7 +405,12 @@ func (s *Server) handleREST(w http.ResponseWriter, r *http.Request, path string,
 		return st
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if st, ok := s.handleInteractionREST(w, r.Method, parts, body); ok {
+		return st
+	}
 	switch {
+	case len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages" && r.Method == http.MethodGet:
+		return s.listMessages(w, parts[1], r.URL.Query())
 	case r.Method == http.MethodGet && path == "/gateway":
 		writeJSON(w, 200, map[string]any{"url": s.GatewayURL})
 	case r.Method == http.MethodGet && path == "/gateway/bot":
@@ -420,6 +432,11 @@ func (s *Server) handleREST(w http.ResponseWriter, r *http.Request, path string,
 		if known && guild == "" {
 			typ = 1
 		}
+		s.mu.Lock()
+		if s.threads[parts[1]] {
+			typ = 11
+		}
+		s.mu.Unlock()
 		ch := map[string]any{"id": parts[1], "type": typ}
 		if guild != "" {
 			ch["guild_id"] = guild
@@ -565,6 +582,7 @@ func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []b
 		MessageReference *struct {
 			MessageID string `json:"message_id"`
 		} `json:"message_reference"`
+		Components json.RawMessage `json:"components"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeJSON(w, http.StatusBadRequest, apiError{Message: "400: Bad Request: " + err.Error(), Code: 50109})
@@ -594,6 +612,9 @@ func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []b
 	m := &Message{ID: s.newID(), ChannelID: channelID, GuildID: s.guildOf[channelID], Author: s.Bot(), Content: req.Content, Nonce: nonce, CreatedAt: time.Now()}
 	if req.MessageReference != nil {
 		m.ReferenceID = req.MessageReference.MessageID
+	}
+	if len(req.Components) > 0 && string(req.Components) != "null" {
+		m.Components = string(req.Components)
 	}
 	s.messages[m.ID] = m
 	s.order = append(s.order, m.ID)
@@ -625,7 +646,8 @@ func (s *Server) messageOp(w http.ResponseWriter, method, channelID, messageID s
 		return 200
 	case http.MethodPatch:
 		var req struct {
-			Content *string `json:"content"`
+			Content    *string          `json:"content"`
+			Components *json.RawMessage `json:"components"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil {
 			s.mu.Unlock()
@@ -644,6 +666,12 @@ func (s *Server) messageOp(w http.ResponseWriter, method, channelID, messageID s
 				return http.StatusBadRequest
 			}
 			m.Content = *req.Content
+		}
+		if req.Components != nil {
+			m.Components = ""
+			if c := string(*req.Components); c != "[]" && c != "null" {
+				m.Components = c
+			}
 		}
 		m.EditedAt = append(m.EditedAt, time.Now())
 		out := s.wireLocked(m, true)
@@ -735,6 +763,7 @@ func (s *Server) post(user User, guildID, channelID, text, replyTo string, menti
 	if mentionBot {
 		out.Mentions = append(out.Mentions, wireUser{ID: s.opts.BotID, Username: s.opts.BotName, Bot: true})
 	}
+	out = s.visibleLocked(out, mentionBot)
 	c := m.clone()
 	s.mu.Unlock()
 	s.Dispatch("MESSAGE_CREATE", out)
