@@ -168,6 +168,9 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 		return
 	}
 	log.Debug("slack event delivered", "kind", ev.Kind.String(), "transport", j.transport, "retry", j.retry)
+	if ev.Kind == echogate.KindDirect && ev.Interaction == "" {
+		c.titleThread(ctx, ev)
+	}
 }
 
 // normalize maps a Slack event to an InboundEvent, or reports false for events that are not

@@ -195,3 +195,28 @@ func (c *Channel) suggestPrompts(ctx context.Context, ch, thread string) {
 		c.log.Warn("slack suggested prompts not set", "slack_channel", ch, "error", err)
 	}
 }
+
+// maxTitle bounds a thread title taken from its first message.
+const maxTitle = 60
+
+// titleThread names a new agent thread (a threaded DM with the app) after its first message,
+// once per thread. Workspaces without the agent experience refuse it; that is logged at debug.
+func (c *Channel) titleThread(ctx context.Context, ev echogate.InboundEvent) {
+	conv := ev.Conversation
+	if !conv.DM || conv.Thread == "" || c.statusOff.Load() || !c.titled.AddIfAbsent(msgKey(conv.Channel, conv.Thread), struct{}{}) {
+		return
+	}
+	title := strings.Join(strings.Fields(ev.Text), " ")
+	if len(title) > maxTitle {
+		title = strings.TrimSpace(cut(title, maxTitle-1)) + "…"
+	}
+	if title == "" {
+		return
+	}
+	err := c.call(ctx, "assistant.threads.setTitle", conv.Channel, prioLow, func(ctx context.Context) error {
+		return c.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: conv.Channel, ThreadTS: conv.Thread, Title: title})
+	})
+	if err != nil {
+		c.log.Debug("slack thread title not set", "slack_channel", conv.Channel, "error", err)
+	}
+}

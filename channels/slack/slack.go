@@ -67,7 +67,8 @@ type Channel struct {
 	// lastThread: "C:user" → the thread of the user's last post to the bot in that channel,
 	// where their slash commands act.
 	lastThread *lru[string, string]
-	reads      *threadReader // conversations.replies budget for thread context
+	titled     *lru[string, struct{}] // agent threads already titled
+	reads      *threadReader          // conversations.replies budget for thread context
 
 	shards  [numShards]chan job
 	running atomic.Bool
@@ -116,6 +117,7 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 		recent:      newLRU[string, struct{}](8192),
 		names:       newLRU[string, string](4096),
 		lastThread:  newLRU[string, string](4096),
+		titled:      newLRU[string, struct{}](4096),
 		reads:       newThreadReader(cfg.ThreadReadsPerMinute),
 		readyDetail: "not started",
 	}

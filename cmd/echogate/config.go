@@ -147,6 +147,19 @@ type SlackConfig struct {
 	APIURL         string `yaml:"api_url" env:"SLACK_API_URL"`
 	RequireMention *bool  `yaml:"require_mention"`
 	ReplyInThread  *bool  `yaml:"reply_in_thread"`
+	// Command is the app's slash command (as in the manifest); default /echogate.
+	Command string `yaml:"command"`
+	// ThreadHistory: earlier thread messages the model sees when first mentioned mid-thread
+	// (default 20, -1 off); ThreadReadsPerMinute bounds conversations.replies for it (default 1).
+	ThreadHistory        int     `yaml:"thread_history"`
+	ThreadReadsPerMinute float64 `yaml:"thread_reads_per_minute"`
+	// SuggestedPrompts are offered when a user starts an assistant thread (at most 4).
+	SuggestedPrompts []SuggestedPromptConfig `yaml:"suggested_prompts"`
+}
+
+type SuggestedPromptConfig struct {
+	Title   string `yaml:"title"`
+	Message string `yaml:"message"`
 }
 
 type DiscordConfig struct {
@@ -155,6 +168,25 @@ type DiscordConfig struct {
 	ShardID        int    `yaml:"shard_id"`
 	ShardCount     int    `yaml:"shard_count"`
 	RequireMention *bool  `yaml:"require_mention"`
+	// MessageContent: auto | on | off; auto asks for the privileged MESSAGE_CONTENT intent only
+	// when some place answers without a mention (require_mention: false).
+	MessageContent string `yaml:"message_content"`
+	// ThreadHistory: earlier messages of a thread or reply the model sees (default 20, -1 off).
+	ThreadHistory int `yaml:"thread_history"`
+	// CommandGuilds registers /echogate in these guilds instead of globally.
+	CommandGuilds []string `yaml:"command_guilds"`
+}
+
+// messageContent resolves discord.message_content: auto is on only when guild messages are
+// answered without a mention somewhere.
+func (d DiscordConfig) messageContent() bool {
+	switch d.MessageContent {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return d.RequireMention != nil && !*d.RequireMention
 }
 
 type ApprovalConfig struct {
@@ -522,6 +554,22 @@ func (c *Config) validate() error {
 	if c.Discord.APIURL != "" {
 		if _, err := url.ParseRequestURI(c.Discord.APIURL); err != nil {
 			return bad("discord.api_url", "%q is not a URL (e.g. https://discord.com/api/v9/)", c.Discord.APIURL)
+		}
+	}
+	switch c.Discord.MessageContent {
+	case "", "auto", "on", "off":
+	default:
+		return bad("discord.message_content", "%q: use auto, on or off", c.Discord.MessageContent)
+	}
+	if c.Slack.Command != "" && (!strings.HasPrefix(c.Slack.Command, "/") || strings.ContainsAny(c.Slack.Command, " \t")) {
+		return bad("slack.command", "%q: write the slash command as in the app manifest, e.g. /echogate", c.Slack.Command)
+	}
+	if len(c.Slack.SuggestedPrompts) > 4 {
+		return bad("slack.suggested_prompts", "%d prompts: Slack shows at most 4", len(c.Slack.SuggestedPrompts))
+	}
+	for i, sp := range c.Slack.SuggestedPrompts {
+		if strings.TrimSpace(sp.Title) == "" || strings.TrimSpace(sp.Message) == "" {
+			return bad("slack.suggested_prompts", "entry %d needs both title and message", i)
 		}
 	}
 	if c.Discord.ShardCount < 1 || c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/echogate/echogate/channels/slack"
 	"io"
 	"log/slog"
 	"net/http"
@@ -136,9 +137,6 @@ func hasModel(list []struct {
 	return false
 }
 
-// slackRequiredScopes are the bot scopes the Slack channel needs (docs/slack-app-manifest.yaml).
-var slackRequiredScopes = []string{"app_mentions:read", "chat:write", "channels:history", "im:history", "reactions:read", "reactions:write", "files:read"}
-
 func doctorSlack(ctx context.Context, client *http.Client, cfg *Config) []check {
 	if cfg.Slack.BotToken == "" {
 		return []check{{name: "slack", skipped: true, detail: "not configured (SLACK_BOT_TOKEN unset)"}}
@@ -176,9 +174,9 @@ func doctorSlack(ctx context.Context, client *http.Client, cfg *Config) []check 
 			granted[strings.TrimSpace(s)] = true
 		}
 		var missing []string
-		for _, s := range slackRequiredScopes {
+		for _, s := range slack.RequiredScopes() { // each named with the feature that needs it
 			if !granted[s] {
-				missing = append(missing, s)
+				missing = append(missing, s+" ("+slack.ScopeFeature[s]+")")
 			}
 		}
 		if hdr.Get("X-OAuth-Scopes") == "" {
@@ -276,9 +274,11 @@ func doctorDiscord(ctx context.Context, client *http.Client, cfg *Config) []chec
 	switch {
 	case err != nil || status != http.StatusOK:
 		ic.skipped, ic.detail = true, "could not read the application's flags"
+	case !cfg.Discord.messageContent():
+		ic.ok, ic.detail = true, "MESSAGE CONTENT intent not needed: mentions, replies and DMs carry their text (discord.message_content: auto with require_mention, or off)"
 	case app.Flags&(flagGatewayMessageContent|flagGatewayMessageContentLimited) == 0:
-		ic.detail = "the MESSAGE CONTENT privileged intent is not enabled"
-		ic.fix = "Developer Portal → your application → Bot → Privileged Gateway Intents → enable MESSAGE CONTENT INTENT"
+		ic.detail = "the MESSAGE CONTENT privileged intent is not enabled, and answering without a mention (require_mention: false or message_content: on) needs it"
+		ic.fix = "Developer Portal → your application → Bot → Privileged Gateway Intents → enable MESSAGE CONTENT INTENT, or set discord.message_content: off"
 	default:
 		ic.ok, ic.detail = true, "MESSAGE CONTENT intent enabled"
 	}

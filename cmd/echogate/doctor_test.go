@@ -51,6 +51,7 @@ func TestDoctorAgainstFakes(t *testing.T) {
 	bad["OPENAI_API_KEY"] = "sk-wrong"
 	bad["DISCORD_BOT_TOKEN"] = noIntent.Token()
 	bad["DISCORD_API_URL"] = noIntent.APIURL
+	bad["ECHOGATE_DISCORD_MESSAGE_CONTENT"] = "on" // the intent is needed only when asked for
 	bad["DATABASE_URL"] = deadDB
 	e, out, errb = testEnv(bad, "doctor")
 	if code := run(context.Background(), e); code == 0 {

@@ -16,6 +16,11 @@ func (g *gateway) addPlatformChannels() error {
 			APIURL:         cfg.Slack.APIURL,
 			RequireMention: cfg.Slack.RequireMention,
 			ReplyInThread:  cfg.Slack.ReplyInThread,
+			Command:        cfg.Slack.Command,
+			ThreadHistory:  cfg.Slack.ThreadHistory,
+
+			ThreadReadsPerMinute: cfg.Slack.ThreadReadsPerMinute,
+			SuggestedPrompts:     slackPrompts(cfg.Slack.SuggestedPrompts),
 		}, g.log)
 		if err != nil {
 			return err
@@ -32,6 +37,9 @@ func (g *gateway) addPlatformChannels() error {
 			ShardID:        cfg.Discord.ShardID,
 			ShardCount:     cfg.Discord.ShardCount,
 			RequireMention: cfg.Discord.RequireMention,
+			MessageContent: cfg.Discord.messageContent(),
+			ThreadHistory:  cfg.Discord.ThreadHistory,
+			CommandGuilds:  cfg.Discord.CommandGuilds,
 		}, g.log)
 		if err != nil {
 			return err
@@ -39,4 +47,12 @@ func (g *gateway) addPlatformChannels() error {
 		g.channels = append(g.channels, ch)
 	}
 	return nil
+}
+
+func slackPrompts(in []SuggestedPromptConfig) []slack.SuggestedPrompt {
+	out := make([]slack.SuggestedPrompt, 0, len(in))
+	for _, p := range in {
+		out = append(out, slack.SuggestedPrompt{Title: p.Title, Message: p.Message})
+	}
+	return out
 }

@@ -367,8 +367,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 // DefaultScopes are the bot scopes of docs/slack-app-manifest.yaml.
-var DefaultScopes = []string{"app_mentions:read", "chat:write", "channels:history", "groups:history", "im:history",
-	"mpim:history", "im:read", "im:write", "reactions:read", "reactions:write", "users:read", "files:read", "assistant:write"}
+var DefaultScopes = []string{"app_mentions:read", "assistant:write", "channels:history", "chat:write", "commands", "files:read",
+	"groups:history", "im:history", "reactions:read", "reactions:write", "users:read"}
 
 func wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
