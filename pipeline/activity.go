@@ -15,11 +15,12 @@ type activityShower interface {
 	StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView
 }
 
-// Activity statuses, as channels show them after the bot's name.
-const (
-	statusThinking = "is thinking…"
-	statusWriting  = "is writing…"
-)
+// statusThinking is the activity while the model works, as channels show it after the bot's
+// name. Streamed text shows itself (Slack clears a thread's status when the reply posts), so
+// the answer's deltas change nothing: a status update would take the channel budget the
+// stream needs.
+const statusThinking = "is thinking…"
+
 
 // activity is one turn's shared activity state (the design's SharedActivityState): the agent
 // loop's events, from the loop goroutine and every concurrent tool goroutine, update one
@@ -65,10 +66,6 @@ func (a *activity) observe(e agent.Event) {
 	case agent.EventLLMRequestStart:
 		if len(a.running) == 0 {
 			a.status = statusThinking
-		}
-	case agent.EventAnswerDelta:
-		if len(a.running) == 0 {
-			a.status = statusWriting
 		}
 	case agent.EventToolRunStart:
 		a.running = append(a.running, e.Call)

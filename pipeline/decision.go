@@ -58,7 +58,7 @@ func deciderName(a echogate.Actor) string {
 
 // decidedPrompt is the text of an approval prompt after its decision.
 func decidedPrompt(call echogate.ToolCall, outcome, by, timeout string) string {
-	head := fmt.Sprintf("🔐 `%s`", call.Name)
+	head := fmt.Sprintf("🔐 **Approval needed**: I wanted to run `%s`", call.Name)
 	if call.Arguments != "" {
 		head += fmt.Sprintf(" with:\n```\n%s\n```", RedactArgs(call.Arguments, maxPromptArgs))
 	}
