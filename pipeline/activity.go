@@ -21,7 +21,6 @@ type activityShower interface {
 // stream needs.
 const statusThinking = "is thinking…"
 
-
 // activity is one turn's shared activity state (the design's SharedActivityState): the agent
 // loop's events, from the loop goroutine and every concurrent tool goroutine, update one
 // value; each change is handed to the channel's view, which renders it at its own bounded
