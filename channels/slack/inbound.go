@@ -117,6 +117,8 @@ func channelOf(inner any) string {
 		return e.channel
 	case *slackevents.AssistantThreadStartedEvent:
 		return e.AssistantThread.ChannelID
+	case *slackevents.AgentSessionStoppedEvent:
+		return e.Channel
 	}
 	return ""
 }
@@ -190,6 +192,8 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 	case *slackevents.AssistantThreadStartedEvent:
 		c.suggestPrompts(ctx, e.AssistantThread.ChannelID, e.AssistantThread.ThreadTimeStamp)
 		return echogate.InboundEvent{}, false
+	case *slackevents.AgentSessionStoppedEvent:
+		return c.normalizeAgentStop(team, e, j.eventID)
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil {
 			return echogate.InboundEvent{}, false

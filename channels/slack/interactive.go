@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
 
 	"github.com/echogate/echogate"
 )
@@ -219,4 +220,24 @@ func (c *Channel) titleThread(ctx context.Context, ev echogate.InboundEvent) {
 	if err != nil {
 		c.log.Debug("slack thread title not set", "slack_channel", conv.Channel, "error", err)
 	}
+}
+
+// normalizeAgentStop maps Slack's native stop button (agent_session_stopped) to the stop
+// command of the thread's session, which stops its running turn like 🛑 or `stop`.
+func (c *Channel) normalizeAgentStop(team string, e *slackevents.AgentSessionStoppedEvent, eventID string) (echogate.InboundEvent, bool) {
+	if e.Channel == "" || e.User == "" || e.User == c.identity().UserID {
+		return echogate.InboundEvent{}, false
+	}
+	dm := isDMChannel(e.Channel)
+	conv := echogate.ConversationRef{Platform: echogate.PlatformSlack, Workspace: team, Channel: e.Channel, DM: dm, Thread: e.ThreadTimestamp}
+	id := eventID
+	if id == "" {
+		id = e.Channel + ":" + e.ThreadTimestamp + ":" + e.EventTimestamp
+	}
+	return echogate.InboundEvent{
+		ID: "agent-stop:" + id, Kind: echogate.KindDirect, Conversation: conv,
+		Actor: echogate.Actor{ID: e.User}, Text: "stop",
+		Message:    echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: e.Channel, ID: e.EventTimestamp},
+		ReceivedAt: c.cfg.Clock.Now(),
+	}, true
 }

@@ -153,3 +153,16 @@ func TestSuggestedPromptsAtThreadStart(t *testing.T) {
 		t.Errorf("setSuggestedPrompts params = %v", c.Params)
 	}
 }
+
+// Slack's native stop button becomes the stop command of the thread's session.
+func TestNativeStopIsTheStopCommand(t *testing.T) {
+	e := newEnv(t, true, nil)
+	e.push(slacktest.AgentSessionStopped("U1", "D3", "1700000700.000100", "1700000700.000900"), slacktest.Delivery{})
+	e.rec.waitEvents(1)
+	evs, _ := e.rec.snapshot()
+	ev := evs[0]
+	want := echogate.ConversationRef{Platform: "slack", Workspace: slacktest.DefaultTeamID, Channel: "D3", DM: true, Thread: "1700000700.000100"}
+	if ev.Text != "stop" || ev.Conversation != want || ev.Actor.ID != "U1" {
+		t.Errorf("event = %+v, want stop from U1 in %+v", ev, want)
+	}
+}

@@ -23,6 +23,7 @@ var MethodScopes = map[string]string{
 	"assistant.threads.setStatus":           "assistant:write",
 	"assistant.threads.setSuggestedPrompts": "assistant:write",
 	"assistant.threads.setTitle":            "assistant:write",
+	"agents.sessions.setStatus":             "assistant:write", // scope not in the offline reference; refused → off
 	"files (url_private download)":          "files:read",
 }
 
@@ -35,6 +36,7 @@ var EventScopes = map[string]string{
 	"reaction_added":           "reactions:read",
 	"app_home_opened":          "",
 	"assistant_thread_started": "assistant:write",
+	"agent_session_stopped":    "", // Slack's native stop button in agent threads
 }
 
 // ScopeFeature names what each bot scope is for, as doctor reports a missing one.

@@ -27,6 +27,7 @@ var sdkMethods = map[string]string{
 	"SetAssistantThreadsStatusContext":           "assistant.threads.setStatus",
 	"SetAssistantThreadsSuggestedPromptsContext": "assistant.threads.setSuggestedPrompts",
 	"SetAssistantThreadsTitleContext":            "assistant.threads.setTitle",
+	"SetAgentSessionStatusContext":               "agents.sessions.setStatus",
 }
 
 // The manifest requests exactly the scopes of the Web API methods the code calls, of the events

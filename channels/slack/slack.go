@@ -76,6 +76,7 @@ type Channel struct {
 
 	nativeOff atomic.Bool // chat.startStream is not available in this workspace
 	statusOff atomic.Bool // assistant.threads.setStatus is not available in this workspace
+	agentOff  atomic.Bool // agents.sessions.setStatus is not available in this workspace
 
 	mu          sync.Mutex
 	self        identity

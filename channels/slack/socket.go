@@ -146,7 +146,8 @@ func jobFrom(ea slackevents.EventsAPIEvent, transport string) (job, bool) {
 		return job{}, false
 	}
 	switch ea.InnerEvent.Data.(type) {
-	case *slackevents.AppMentionEvent, *slackevents.MessageEvent, *slackevents.ReactionAddedEvent, *slackevents.AssistantThreadStartedEvent:
+	case *slackevents.AppMentionEvent, *slackevents.MessageEvent, *slackevents.ReactionAddedEvent, *slackevents.AssistantThreadStartedEvent,
+		*slackevents.AgentSessionStoppedEvent:
 	default:
 		return job{}, false
 	}

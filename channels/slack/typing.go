@@ -19,12 +19,14 @@ const typingStatus = "is thinking…"
 // timeout) and also runs when ctx ends. Indicator calls use the low end of the channel's budget;
 // removal uses the high end, so a turn never ends with a stale indicator.
 func (c *Channel) StartTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (stop func()) {
-	_, stop = c.startTyping(ctx, conv, on)
+	_, stop = c.startTyping(ctx, conv, on, false)
 	return stop
 }
 
-// startTyping starts the indicator; t is nil when there is nowhere to show it.
-func (c *Channel) startTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (t *typing, stop func()) {
+// startTyping starts the indicator; t is nil when there is nowhere to show it. With session,
+// a thread of the agent experience (a threaded DM) is also marked as processing for the turn
+// (agents.sessions.setStatus), which shows Slack's native stop button.
+func (c *Channel) startTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef, session bool) (t *typing, stop func()) {
 	ch := conv.Channel
 	if ch == "" {
 		ch = on.Channel
@@ -36,7 +38,7 @@ func (c *Channel) startTyping(ctx context.Context, conv echogate.ConversationRef
 	if thread == "" && !conv.DM && !isDMChannel(ch) && c.cfg.replyInThread() {
 		thread = on.ID
 	}
-	t = &typing{c: c, ch: ch, thread: thread, on: on, text: typingStatus,
+	t = &typing{c: c, ch: ch, thread: thread, on: on, text: typingStatus, session: session && thread != "",
 		stopc: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1)}
 	go t.run(ctx)
 	var once sync.Once
@@ -51,7 +53,7 @@ func (c *Channel) startTyping(ctx context.Context, conv echogate.ConversationRef
 // budget; without thread status, the 👀 reaction. End clears it like StartTyping's stop.
 func (c *Channel) StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView {
 	v := &activityView{}
-	v.t, v.end = c.startTyping(ctx, conv, on)
+	v.t, v.end = c.startTyping(ctx, conv, on, conv.DM)
 	return v
 }
 
@@ -79,13 +81,14 @@ func (v *activityView) Show(a echogate.Activity) {
 func (v *activityView) End() { v.end() }
 
 type typing struct {
-	c      *Channel
-	ch     string
-	thread string
-	on     echogate.MessageRef
-	stopc  chan struct{}
-	done   chan struct{}
-	poke   chan struct{} // the status text changed
+	c       *Channel
+	ch      string
+	thread  string
+	on      echogate.MessageRef
+	stopc   chan struct{}
+	done    chan struct{}
+	poke    chan struct{} // the status text changed
+	session bool          // mark the agent session processing while the turn runs
 
 	mu   sync.Mutex
 	text string // the status to show
@@ -97,6 +100,9 @@ type typing struct {
 func (t *typing) run(ctx context.Context) {
 	defer close(t.done)
 	defer t.clear(ctx)
+	if t.session {
+		t.session = t.c.agentSession(ctx, t.ch, t.thread, slack.AgentSessionStatusProcessing, prioLow)
+	}
 	retry := t.c.cfg.StreamUpdateInterval
 	next := t.show(ctx)
 	for {
@@ -157,6 +163,9 @@ func (t *typing) clear(ctx context.Context) {
 	c := t.c
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RequestTimeout)
 	defer cancel()
+	if t.session {
+		c.agentSession(cctx, t.ch, t.thread, slack.AgentSessionStatusActive, prioHigh)
+	}
 	if t.status {
 		err := c.call(cctx, "assistant.threads.setStatus", t.ch, prioHigh, func(ctx context.Context) error {
 			return c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: ""})
@@ -170,4 +179,23 @@ func (t *typing) clear(ctx context.Context) {
 			c.log.Warn("slack progress reaction not removed", "slack_channel", t.ch, "error", err)
 		}
 	}
+}
+
+// agentSession sets the agent session status of a thread and reports whether it was set.
+// Workspaces (or apps) without agent sessions refuse it: then it is not tried again.
+func (c *Channel) agentSession(ctx context.Context, ch, thread, status string, prio priority) bool {
+	if c.agentOff.Load() {
+		return false
+	}
+	err := c.call(ctx, "agents.sessions.setStatus", ch, prio, func(ctx context.Context) error {
+		_, err := c.api.SetAgentSessionStatusContext(ctx, slack.AgentSessionSetStatusParameters{Status: status, ChannelID: ch, ThreadTS: thread})
+		return err
+	})
+	if err == nil {
+		return true
+	}
+	if _, api := apiCode(err); api && !c.agentOff.Swap(true) {
+		c.log.Info("slack agent sessions unavailable; the native stop button is not shown (stop, 🛑 and /echogate stop work)", "error", err)
+	}
+	return false
 }

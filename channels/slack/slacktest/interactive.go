@@ -127,3 +127,10 @@ func AssistantThreadStarted(user, channel, threadTS string) map[string]any {
 	return map[string]any{"type": "assistant_thread_started", "event_ts": threadTS,
 		"assistant_thread": map[string]any{"user_id": user, "channel_id": channel, "thread_ts": threadTS, "context": map[string]any{}}}
 }
+
+// AgentSessionStopped is the agent_session_stopped event of user clicking Slack's native stop
+// button in thread (channel, threadTS).
+func AgentSessionStopped(user, channel, threadTS, eventTS string) map[string]any {
+	return map[string]any{"type": "agent_session_stopped", "channel": channel, "thread_ts": threadTS, "user": user,
+		"streaming_message_ts": []string{}, "event_ts": eventTS}
+}

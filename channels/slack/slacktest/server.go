@@ -543,7 +543,7 @@ func (s *Server) handle(method string, p map[string]string, token string) (int, 
 			return fail("not_allowed")
 		}
 		return 200, map[string]any{"ok": true}
-	case "assistant.threads.setSuggestedPrompts", "assistant.threads.setTitle":
+	case "assistant.threads.setSuggestedPrompts", "assistant.threads.setTitle", "agents.sessions.setStatus":
 		if s.noStatus {
 			return fail("not_allowed")
 		}
