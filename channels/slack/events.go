@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 )
 
@@ -48,6 +50,10 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if err := verifySignature(r.Header, body, c.cfg.SigningSecret, c.cfg.Clock.Now()); err != nil {
 		c.log.Warn("slack events request refused", "error", err, "remote", r.RemoteAddr)
 		http.Error(w, "slack events: "+err.Error(), http.StatusUnauthorized)
+		return
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		c.serveInteraction(w, body)
 		return
 	}
 	var outer struct {
@@ -125,4 +131,35 @@ func verifySignature(h http.Header, body []byte, secret string, now time.Time) e
 		return fmt.Errorf("%w: signature mismatch (wrong signing secret?)", ErrInvalidSignature)
 	}
 	return nil
+}
+
+// serveInteraction handles what Slack posts form-encoded to the same URL: interactivity
+// (payload=…, the approval buttons) and slash commands (command=…). It answers 200 at once
+// (Slack wants it within 3 s and does not retry); the work follows from the queue.
+func (c *Channel) serveInteraction(w http.ResponseWriter, body []byte) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "slack events: form body unreadable", http.StatusBadRequest)
+		return
+	}
+	var j job
+	var ok bool
+	switch {
+	case form.Get("payload") != "":
+		var cb slack.InteractionCallback
+		if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil {
+			http.Error(w, "slack events: interaction payload is not JSON", http.StatusBadRequest)
+			return
+		}
+		j, ok = interactionJob(cb, "http")
+	case form.Get("command") != "":
+		j, ok = c.commandJob(slack.SlashCommand{
+			TeamID: form.Get("team_id"), ChannelID: form.Get("channel_id"), UserID: form.Get("user_id"), UserName: form.Get("user_name"),
+			Command: form.Get("command"), Text: form.Get("text"), ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id"),
+		}, "http")
+	}
+	if ok && !c.enqueue(j) {
+		c.log.Warn("slack interaction dropped: event queue full")
+	}
+	w.WriteHeader(http.StatusOK)
 }

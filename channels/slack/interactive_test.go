@@ -2,6 +2,8 @@ package slack
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +166,39 @@ func TestNativeStopIsTheStopCommand(t *testing.T) {
 	want := echogate.ConversationRef{Platform: "slack", Workspace: slacktest.DefaultTeamID, Channel: "D3", DM: true, Thread: "1700000700.000100"}
 	if ev.Text != "stop" || ev.Conversation != want || ev.Actor.ID != "U1" {
 		t.Errorf("event = %+v, want stop from U1 in %+v", ev, want)
+	}
+}
+
+// Over the HTTP Events API, buttons and slash commands arrive form-encoded at the same URL,
+// signed; both are answered 200 at once and handed on; a bad signature gets 401.
+func TestInteractionsOverHTTP(t *testing.T) {
+	e := newEnv(t, false, nil)
+	h := e.ch.EventsHandler()
+	do := func(req *http.Request) int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	now := e.clock.Now()
+	ref, err := e.ch.Send(context.Background(), echogate.Outbound{Kind: echogate.OutApprovalPrompt,
+		Conversation: echogate.ConversationRef{Platform: "slack", Channel: "C5", Thread: "1700000800.000100"}, Text: "🔐 run `x`?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	press := slacktest.PayloadForm(slacktest.ButtonPress("U1", "ann", "C5", ref.ID, "echogate_approve"))
+	if code := do(slacktest.FormRequest("/slack/events", "wrong-secret", press, now)); code != http.StatusUnauthorized {
+		t.Errorf("unsigned button press = %d, want 401", code)
+	}
+	if code := do(slacktest.FormRequest("/slack/events", testSecret, press, now)); code != http.StatusOK {
+		t.Fatalf("button press = %d, want 200", code)
+	}
+	cmd := slacktest.CommandForm(slacktest.SlashCommand("/echogate", "help", "U1", "C5", e.srv.ResponseURL("h1"), "trig-h1"))
+	if code := do(slacktest.FormRequest("/slack/events", testSecret, cmd, now)); code != http.StatusOK {
+		t.Fatalf("slash command = %d, want 200", code)
+	}
+	e.rec.waitEvents(2)
+	evs, _ := e.rec.snapshot()
+	if evs[0].Reaction != echogate.ReactionApprove || evs[0].Target != ref || evs[1].Text != "/help" || evs[1].Interaction != e.srv.ResponseURL("h1") {
+		t.Errorf("events = %+v, want the ✅ press then /help with its response_url", evs)
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // User is a workspace member the fake answers users.info for.
@@ -133,4 +136,38 @@ func AssistantThreadStarted(user, channel, threadTS string) map[string]any {
 func AgentSessionStopped(user, channel, threadTS, eventTS string) map[string]any {
 	return map[string]any{"type": "agent_session_stopped", "channel": channel, "thread_ts": threadTS, "user": user,
 		"streaming_message_ts": []string{}, "event_ts": eventTS}
+}
+
+// FormRequest builds a signed form POST to url, as Slack sends interactivity (form with
+// payload=JSON) and slash commands (the command's fields) to a request URL.
+func FormRequest(url, secret string, form map[string]string, ts time.Time) *http.Request {
+	v := neturl.Values{}
+	for k, val := range form {
+		v.Set(k, val)
+	}
+	body := []byte(v.Encode())
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	if err != nil {
+		panic(fmt.Sprintf("slacktest: bad url %q: %v", url, err)) // test helper
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	stamp := strconv.FormatInt(ts.Unix(), 10)
+	req.Header.Set("X-Slack-Request-Timestamp", stamp)
+	req.Header.Set("X-Slack-Signature", Sign(secret, stamp, body))
+	return req
+}
+
+// PayloadForm is the form of an interactivity request carrying payload.
+func PayloadForm(payload map[string]any) map[string]string {
+	b, _ := json.Marshal(payload)
+	return map[string]string{"payload": string(b)}
+}
+
+// CommandForm is the form of a slash command request.
+func CommandForm(cmd map[string]any) map[string]string {
+	out := map[string]string{}
+	for k, v := range cmd {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
 }
