@@ -137,7 +137,7 @@ func mapInteraction(i *discordgo.Interaction, botID string, now time.Time) (echo
 	case i.User != nil:
 		user = i.User
 	}
-	if user == nil || user.Bot || user.ID == botID || i.ChannelID == "" {
+	if user == nil || user.ID == "" || user.Bot || user.ID == botID || i.ChannelID == "" || i.ID == "" || i.Token == "" {
 		return echogate.InboundEvent{}, nil, false
 	}
 	if name == "" {
