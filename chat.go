@@ -17,6 +17,25 @@ type Activity struct {
 	Tools []string
 	// Plan is the rendered plan of a long task, when the model keeps one.
 	Plan string
+	// Tasks are the turn's tool calls so far, oldest first (bounded), for channels that show
+	// them as task cards (Slack native streaming).
+	Tasks []ActivityTask
+}
+
+// TaskStatus is the state of one tool call of a running turn.
+type TaskStatus string
+
+const (
+	TaskRunning TaskStatus = "running"
+	TaskDone    TaskStatus = "done"
+	TaskFailed  TaskStatus = "failed"
+)
+
+// ActivityTask is one tool call of a running turn.
+type ActivityTask struct {
+	ID     string     // the tool call id
+	Title  string     // the tool's name
+	Status TaskStatus // running, done or failed
 }
 
 // ActivityView shows one turn's activity in a conversation. Show never blocks on the network

@@ -21,6 +21,9 @@ type activityShower interface {
 // stream needs.
 const statusThinking = "is thinking…"
 
+// maxTasks bounds the tool calls an activity lists.
+const maxTasks = 20
+
 // activity is one turn's shared activity state (the design's SharedActivityState): the agent
 // loop's events, from the loop goroutine and every concurrent tool goroutine, update one
 // value; each change is handed to the channel's view, which renders it at its own bounded
@@ -28,7 +31,8 @@ const statusThinking = "is thinking…"
 type activity struct {
 	mu      sync.Mutex
 	view    echogate.ActivityView
-	running []echogate.ToolCall // tools running now, in start order
+	running []echogate.ToolCall     // tools running now, in start order
+	tasks   []echogate.ActivityTask // the turn's tool calls, oldest first, at most maxTasks
 	status  string
 	plan    string
 	ended   bool
@@ -61,6 +65,7 @@ func (a *activity) observe(e agent.Event) {
 		return
 	}
 	before := a.status + "\x00" + a.plan
+	changed := false
 	switch e.Type {
 	case agent.EventLLMRequestStart:
 		if len(a.running) == 0 {
@@ -69,6 +74,11 @@ func (a *activity) observe(e agent.Event) {
 	case agent.EventToolRunStart:
 		a.running = append(a.running, e.Call)
 		a.status = runningStatus(a.running)
+		changed = true
+		if len(a.tasks) == maxTasks {
+			a.tasks = append(a.tasks[:0], a.tasks[1:]...)
+		}
+		a.tasks = append(a.tasks, echogate.ActivityTask{ID: e.Call.ID, Title: e.Call.Name, Status: echogate.TaskRunning})
 	case agent.EventToolRunEnd:
 		for i, c := range a.running {
 			if c.ID == e.Call.ID {
@@ -81,12 +91,21 @@ func (a *activity) observe(e agent.Event) {
 		} else {
 			a.status = statusThinking
 		}
+		for i := range a.tasks {
+			if a.tasks[i].ID == e.Call.ID {
+				a.tasks[i].Status = echogate.TaskDone
+				if e.Err != nil || e.Result.IsError {
+					a.tasks[i].Status = echogate.TaskFailed
+				}
+			}
+		}
+		changed = true
 	case agent.EventPlan:
 		a.plan = e.Text
 	default:
 		return
 	}
-	if a.status+"\x00"+a.plan != before {
+	if changed || a.status+"\x00"+a.plan != before {
 		a.view.Show(a.snapshotLocked())
 	}
 }
@@ -96,7 +115,7 @@ func (a *activity) snapshotLocked() echogate.Activity {
 	for _, c := range a.running {
 		tools = append(tools, c.Name)
 	}
-	return echogate.Activity{Status: a.status, Tools: tools, Plan: a.plan}
+	return echogate.Activity{Status: a.status, Tools: tools, Plan: a.plan, Tasks: append([]echogate.ActivityTask(nil), a.tasks...)}
 }
 
 // end clears the view, once.

@@ -142,6 +142,10 @@ func TestActivitySetAndCleared(t *testing.T) {
 			if !strings.Contains(joined, "is thinking…") || !strings.Contains(joined, "is running lookup…") {
 				t.Errorf("activity shown = %q, want thinking and the running tool named", joined)
 			}
+			last := ar.shown[len(ar.shown)-1]
+			if len(last.Tasks) != 1 || last.Tasks[0].Title != "lookup" || last.Tasks[0].Status != echogate.TaskDone {
+				t.Errorf("last activity tasks = %+v, want the lookup call, done", last.Tasks)
+			}
 			if ar.ended != 1 {
 				t.Errorf("activity ended %d times, want 1", ar.ended)
 			}

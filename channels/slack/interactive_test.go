@@ -202,3 +202,51 @@ func TestInteractionsOverHTTP(t *testing.T) {
 		t.Errorf("events = %+v, want the ✅ press then /help with its response_url", evs)
 	}
 }
+
+// With native streaming the turn's tool calls show as task cards in the reply, each updated
+// when its state changes; the thread status names the running tool and is cleared at the end.
+func TestActivityTaskCardsAndStatus(t *testing.T) {
+	e := newEnv(t, true, nil)
+	ctx := context.Background()
+	conv := echogate.ConversationRef{Platform: "slack", Channel: "D2", DM: true, Thread: "1700000900.000100"}
+	view := e.ch.StartActivity(ctx, conv, echogate.MessageRef{Platform: "slack", Channel: "D2", ID: "1700000900.000200"})
+	st, err := e.ch.StartStream(ctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: conv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := []echogate.ActivityTask{{ID: "call_1", Title: "http_fetch", Status: echogate.TaskRunning}}
+	view.Show(echogate.Activity{Status: "is running http_fetch…", Tools: []string{"http_fetch"}, Tasks: running})
+	_ = st.Append(ctx, "Fetching")
+	wait := func(what string, cond func(m slacktest.Message) bool) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := e.srv.WaitFor(wctx, func() bool {
+			msgs := e.srv.BotMessages("D2")
+			return len(msgs) == 1 && cond(msgs[0])
+		}); err != nil {
+			t.Fatalf("%s: %v; messages %+v", what, err, e.srv.BotMessages("D2"))
+		}
+	}
+	wait("a running task card", func(m slacktest.Message) bool {
+		return m.Streamed && len(m.Tasks) == 1 && m.Tasks[0] == slacktest.Task{ID: "call_1", Title: "http_fetch", Status: "in_progress"}
+	})
+	view.Show(echogate.Activity{Status: "is thinking…", Tasks: []echogate.ActivityTask{{ID: "call_1", Title: "http_fetch", Status: echogate.TaskDone}}})
+	if _, err := st.Finish(ctx, "Fetching done."); err != nil {
+		t.Fatal(err)
+	}
+	view.End()
+	wait("the finished reply with its task complete", func(m slacktest.Message) bool {
+		return !m.Streaming && m.Text == "Fetching done." && len(m.Tasks) == 1 && m.Tasks[0].Status == "complete"
+	})
+	var statuses []string
+	for _, c := range e.srv.CallsTo("assistant.threads.setStatus") {
+		statuses = append(statuses, c.Params["status"])
+	}
+	if got := strings.Join(statuses, "|"); !strings.Contains(got, "is running http_fetch…") || !strings.HasSuffix(got, "|") {
+		t.Errorf("statuses = %q, want the running tool named, then cleared", got)
+	}
+	if n := len(e.srv.CallsTo("agents.sessions.setStatus")); n != 2 {
+		t.Errorf("agent session status calls = %d, want 2 (processing, then active)", n)
+	}
+}

@@ -77,6 +77,7 @@ type Channel struct {
 	nativeOff atomic.Bool // chat.startStream is not available in this workspace
 	statusOff atomic.Bool // assistant.threads.setStatus is not available in this workspace
 	agentOff  atomic.Bool // agents.sessions.setStatus is not available in this workspace
+	acts      sync.Map    // "C:thread" → *threadActivity of the turn running there (tasks.go)
 
 	mu          sync.Mutex
 	self        identity

@@ -44,6 +44,10 @@ func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (echog
 		s.recipient, _ = c.authors.Get(msgKey(out.ReplyTo.Channel, out.ReplyTo.ID))
 	}
 	s.native = !c.nativeOff.Load() && thread != "" && (s.recipient != "" || isDMChannel(ch))
+	if a, ok := c.acts.Load(msgKey(ch, thread)); ok && s.native {
+		s.act = a.(*threadActivity)
+		s.act.attach(s)
+	}
 	go s.flusher()
 	return s, nil
 }
@@ -54,6 +58,7 @@ type stream struct {
 	ch, thread      string
 	conv            echogate.ConversationRef
 	team, recipient string
+	act             *threadActivity // the turn's task cards; nil without
 
 	mu       sync.Mutex
 	text     strings.Builder
@@ -88,6 +93,14 @@ func (s *stream) Append(_ context.Context, delta string) error {
 	default:
 	}
 	return nil
+}
+
+// poke makes the flusher run again (the task cards changed). It never blocks.
+func (s *stream) poke() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
 }
 
 func (s *stream) snapshot() string {
@@ -184,8 +197,9 @@ func (s *stream) flushNative(full string) error {
 		piece := cut(full, maxStreamChunk)
 		started := c.cfg.Clock.Now()
 		var ts string
+		tasks, commit := s.act.pending()
 		err := c.call(s.ctx, "chat.startStream", s.ch, prioLow, func(ctx context.Context) error {
-			opts := []slack.MsgOption{slack.MsgOptionTS(s.thread), slack.MsgOptionMarkdownText(piece)}
+			opts := []slack.MsgOption{slack.MsgOptionTS(s.thread), streamText(piece, tasks)}
 			if s.team != "" {
 				opts = append(opts, slack.MsgOptionRecipientTeamID(s.team))
 			}
@@ -210,24 +224,29 @@ func (s *stream) flushNative(full string) error {
 			return err
 		}
 		s.ts, s.streamed = ts, len(piece)
+		commit()
 		c.remember(s.ch, s.thread, ts, s.conv)
 		return nil
 	}
-	for s.streamed < len(full) && s.streamed < maxStreamMessage {
-		piece := cut(full[s.streamed:], min(maxStreamChunk, maxStreamMessage-s.streamed))
-		if piece == "" {
+	for {
+		piece := ""
+		if s.streamed < len(full) && s.streamed < maxStreamMessage {
+			piece = cut(full[s.streamed:], min(maxStreamChunk, maxStreamMessage-s.streamed))
+		}
+		tasks, commit := s.act.pending()
+		if piece == "" && len(tasks) == 0 {
 			return nil
 		}
 		err := c.call(s.ctx, "chat.appendStream", s.ch, prioLow, func(ctx context.Context) error {
-			_, _, err := c.api.AppendStreamContext(ctx, s.ch, s.ts, slack.MsgOptionMarkdownText(piece))
+			_, _, err := c.api.AppendStreamContext(ctx, s.ch, s.ts, streamText(piece, tasks))
 			return err
 		})
 		if err != nil {
 			return err
 		}
+		commit()
 		s.streamed += len(piece)
 	}
-	return nil
 }
 
 func (s *stream) flushEdit(full string) error {
@@ -350,14 +369,19 @@ func (s *stream) stopNative(ctx context.Context, text string) error {
 		return nil
 	}
 	c := s.c
-	return c.call(ctx, "chat.stopStream", s.ch, prioHigh, func(ctx context.Context) error {
+	tasks, commit := s.act.pending() // the final state of every task card
+	err := c.call(ctx, "chat.stopStream", s.ch, prioHigh, func(ctx context.Context) error {
 		var opts []slack.MsgOption
-		if text != "" {
-			opts = append(opts, slack.MsgOptionMarkdownText(text))
+		if text != "" || len(tasks) > 0 {
+			opts = append(opts, streamText(text, tasks))
 		}
 		_, _, err := c.api.StopStreamContext(ctx, s.ch, s.ts, opts...)
 		return err
 	})
+	if err == nil {
+		commit()
+	}
+	return err
 }
 
 // finishEdit puts final into the visible message (or posts it when there is none) and posts

@@ -52,17 +52,29 @@ func (c *Channel) startTyping(ctx context.Context, conv echogate.ConversationRef
 // running tools ("is running http_fetch…") and follows every change at the channel's low
 // budget; without thread status, the 👀 reaction. End clears it like StartTyping's stop.
 func (c *Channel) StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView {
-	v := &activityView{}
+	v := &activityView{c: c}
 	v.t, v.end = c.startTyping(ctx, conv, on, conv.DM)
+	if v.t != nil && v.t.thread != "" {
+		v.key, v.act = msgKey(v.t.ch, v.t.thread), &threadActivity{}
+		c.acts.Store(v.key, v.act)
+	}
 	return v
 }
 
 type activityView struct {
+	c   *Channel
 	t   *typing // nil when nothing is shown (no channel)
 	end func()
+	key string          // "C:thread" of act
+	act *threadActivity // the task cards of a reply streamed in the thread; nil outside threads
 }
 
 func (v *activityView) Show(a echogate.Activity) {
+	if v.act != nil {
+		if changed, s := v.act.update(a.Tasks); changed && s != nil {
+			s.poke()
+		}
+	}
 	if v.t == nil || a.Status == "" {
 		return
 	}
@@ -78,7 +90,12 @@ func (v *activityView) Show(a echogate.Activity) {
 	}
 }
 
-func (v *activityView) End() { v.end() }
+func (v *activityView) End() {
+	if v.act != nil {
+		v.c.acts.CompareAndDelete(v.key, v.act)
+	}
+	v.end()
+}
 
 type typing struct {
 	c       *Channel

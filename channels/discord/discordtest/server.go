@@ -760,10 +760,16 @@ func (s *Server) post(user User, guildID, channelID, text, replyTo string, menti
 	s.messages[m.ID] = m
 	s.order = append(s.order, m.ID)
 	out := s.wireLocked(m, true)
-	if mentionBot {
+	// A reply pings the author of the replied-to message (Discord's default), so a reply to
+	// the bot mentions it, and its content is visible without MESSAGE_CONTENT.
+	replyPing := false
+	if ref, ok := s.messages[replyTo]; ok && replyTo != "" && ref.Author.ID == s.opts.BotID {
+		replyPing = true
+	}
+	if mentionBot || replyPing {
 		out.Mentions = append(out.Mentions, wireUser{ID: s.opts.BotID, Username: s.opts.BotName, Bot: true})
 	}
-	out = s.visibleLocked(out, mentionBot)
+	out = s.visibleLocked(out, mentionBot || replyPing)
 	c := m.clone()
 	s.mu.Unlock()
 	s.Dispatch("MESSAGE_CREATE", out)

@@ -73,6 +73,14 @@ type Message struct {
 	Updates   int  // chat.update / appendStream calls
 	Deleted   bool
 	Reactions []string
+	// Tasks are the task cards streamed into the message (task_update chunks), by id in the
+	// order first seen, with their latest state.
+	Tasks []Task
+}
+
+// Task is a task card of a streamed message.
+type Task struct {
+	ID, Title, Status string
 }
 
 // Failure is an injected answer for one call of a method.
@@ -234,6 +242,7 @@ func (s *Server) Messages(channel string) []Message {
 		if !m.Deleted {
 			cp := *m
 			cp.Reactions = append([]string(nil), m.Reactions...)
+			cp.Tasks = append([]Task(nil), m.Tasks...)
 			out = append(out, cp)
 		}
 	}
@@ -574,6 +583,9 @@ func (s *Server) streamLocked(method string, p map[string]string) (int, map[stri
 		}
 		m := &Message{Channel: p["channel"], TS: s.nextTSLocked(), ThreadTS: p["thread_ts"], User: s.opts.BotUserID,
 			BotID: s.opts.BotID, Text: p["markdown_text"], Streaming: true, Streamed: true}
+		if !applyChunks(m, p["chunks"]) {
+			return fail("invalid_chunks")
+		}
 		s.insertLocked(m)
 		return 200, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS}
 	}
@@ -585,6 +597,9 @@ func (s *Server) streamLocked(method string, p map[string]string) (int, map[stri
 		return fail("message_not_in_streaming_state")
 	}
 	m.Text += p["markdown_text"]
+	if !applyChunks(m, p["chunks"]) {
+		return fail("invalid_chunks")
+	}
 	m.Updates++
 	if method == "chat.stopStream" {
 		m.Streaming = false
@@ -952,4 +967,38 @@ func BotMessage(channel, channelType, user, botID, ts, text string) map[string]a
 func Reaction(user, name, channel, ts, itemUser string) map[string]any {
 	return map[string]any{"type": "reaction_added", "user": user, "reaction": name, "item_user": itemUser,
 		"item": map[string]any{"type": "message", "channel": channel, "ts": ts}, "event_ts": ts}
+}
+
+// applyChunks applies the chunks of a streaming call (markdown_text and task_update) to m; it
+// reports false for chunks that are not JSON or of an unknown type.
+func applyChunks(m *Message, raw string) bool {
+	if raw == "" {
+		return true
+	}
+	var chunks []struct {
+		Type, Text, ID, Title, Status string
+	}
+	if json.Unmarshal([]byte(raw), &chunks) != nil {
+		return false
+	}
+	for _, c := range chunks {
+		switch c.Type {
+		case "markdown_text":
+			m.Text += c.Text
+		case "task_update":
+			found := false
+			for i := range m.Tasks {
+				if m.Tasks[i].ID == c.ID {
+					m.Tasks[i].Status, found = c.Status, true
+				}
+			}
+			if !found {
+				m.Tasks = append(m.Tasks, Task{ID: c.ID, Title: c.Title, Status: c.Status})
+			}
+		case "plan_update", "blocks":
+		default:
+			return false
+		}
+	}
+	return true
 }
