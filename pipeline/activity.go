@@ -42,7 +42,11 @@ type activity struct {
 // one, else its typing indicator. The returned function ends it; it is idempotent.
 func (t *turn) startActivity(ctx context.Context) func() {
 	ev := t.ev
-	if sh, ok := t.rep.(activityShower); ok {
+	sh, ok := t.rep.(activityShower)
+	if w, wrapped := t.rep.(interface{ Unwrap() Replier }); !ok && wrapped {
+		sh, ok = w.Unwrap().(activityShower) // a decorator (tracing) that does not forward it
+	}
+	if ok {
 		a := &activity{view: sh.StartActivity(ctx, ev.Conversation, ev.Message), status: statusThinking}
 		t.act = a
 		a.view.Show(a.snapshotLocked())

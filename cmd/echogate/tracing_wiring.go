@@ -553,6 +553,9 @@ func (c *tracedReplier) start(ctx context.Context, op string, out echogate.Outbo
 
 type sendCap struct{ c *tracedReplier }
 
+// Unwrap returns the wrapped replier, for capabilities that need no span (the activity view).
+func (s sendCap) Unwrap() pipeline.Replier { return s.c.inner }
+
 func (s sendCap) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
 	ctx, span := s.c.start(ctx, "send", out)
 	ref, err := s.c.inner.Send(ctx, out)
