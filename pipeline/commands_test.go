@@ -2,10 +2,12 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent/agenttest"
@@ -187,4 +189,53 @@ func lastUser(msgs []echogate.Message) string {
 		}
 	}
 	return ""
+}
+
+// signalReplier tells every Send on sent.
+type signalReplier struct {
+	pipelinetest.StreamingReplier
+	sent chan echogate.Outbound
+}
+
+func (r signalReplier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	ref, err := r.StreamingReplier.Send(ctx, out)
+	r.sent <- out
+	return ref, err
+}
+
+// A private command (an interaction) is answered while the conversation's turn still runs.
+func TestInteractionCommandNotHeldUpByATurn(t *testing.T) {
+	release := make(chan struct{})
+	slow := &funcTool{spec: tools.Spec{Name: "slow", Description: "slow", Safety: tools.Safe},
+		fn: func(ctx context.Context, _ json.RawMessage) (tools.Result, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return tools.Result{Content: "ok"}, nil
+		}}
+	sent := make(chan echogate.Outbound, 16)
+	h := start(t, opts{tools: []tools.Tool{slow}, deps: func(d *pipeline.Deps) {
+		d.Repliers[echogate.PlatformWeb] = signalReplier{StreamingReplier: d.Repliers[echogate.PlatformWeb].(pipelinetest.StreamingReplier), sent: sent}
+	}}, agenttest.CallTool("slow", `{}`), agenttest.Reply("slow done"))
+	h.submit(msg("s1", "ann", "run the slow thing"))
+	ev := msg("s1", "ann", "/usage")
+	ev.Interaction = "token-2"
+	h.submit(ev)
+	// The turn is blocked in its tool until release: the command's answer is the first post.
+	select {
+	case out := <-sent:
+		if out.Interaction != "token-2" {
+			t.Errorf("first post = %+v, want the command's private answer", out)
+		}
+	case d := <-h.rep.Done:
+		t.Fatalf("turn finished (%+v) before the command was answered", d)
+	case <-time.After(10 * time.Second): // a bound for a hang, not a measurement
+		close(release)
+		t.Fatal("the command waited behind the running turn")
+	}
+	close(release)
+	if d := h.waitDone(); d.Text != "slow done" {
+		t.Errorf("turn = %+v", d)
+	}
 }

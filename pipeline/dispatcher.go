@@ -217,7 +217,7 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	}
 	platform := ev.Conversation.Platform
 	p.d.Metrics.Event(platform, ev.Kind.String())
-	key := ev.SessionKey()
+	key := mailboxKey(ev)
 	sh := p.shardFor(key)
 
 	sh.mu.Lock()
@@ -396,7 +396,7 @@ func (p *Pipeline) replay(ctx context.Context, atStart bool) error {
 			continue
 		}
 		p.log.Info("replaying unfinished event", "event_id", ev.ID, "session", ev.SessionKey())
-		key := ev.SessionKey()
+		key := mailboxKey(ev)
 		sh := p.shardFor(key)
 		sh.mu.Lock()
 		mb := sh.boxes[key]
