@@ -302,6 +302,12 @@ func (c *Channel) deliver(ev echogate.InboundEvent) {
 	c.spawn(func() {
 		ctx, cancel := context.WithTimeout(c.life, c.cfg.RequestTimeout)
 		defer cancel()
+		if ev.Interaction != "" { // a command: answered privately, like its answer would be
+			if _, err := c.respondPrivately(ctx, ev.Interaction, "Sorry, I'm too busy right now. Please try again in a moment."); err != nil {
+				c.log.Warn("discord: answer busy command", "err", err, "event_id", ev.ID)
+			}
+			return
+		}
 		reply := &messageReference{MessageID: ev.Message.ID, ChannelID: ev.Conversation.Channel}
 		if ev.Conversation.DM {
 			reply = nil

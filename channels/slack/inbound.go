@@ -162,7 +162,7 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 		log.Warn("slack event not accepted by the pipeline", "error", err, "kind", ev.Kind.String())
 		if ev.Kind == echogate.KindDirect || ev.Kind == echogate.KindMention {
 			out := echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation, ReplyTo: ev.Message,
-				Text: "Sorry, I'm too busy to take this message right now. Please try again in a minute."}
+				Text: "Sorry, I'm too busy to take this message right now. Please try again in a minute.", Interaction: ev.Interaction}
 			if _, err := c.Send(ctx, out); err != nil {
 				log.Warn("slack busy notice failed", "error", err)
 			}

@@ -47,8 +47,8 @@ func (r *threadReader) block(until time.Time) {
 // addressed in that thread (it has not posted there). It also learns whether the bot is in
 // the thread, so the read is never repeated for it. Without a free read it returns nil.
 func (c *Channel) threadContext(ctx context.Context, ch, thread, ts string) []echogate.ThreadMessage {
-	if c.cfg.ThreadHistory < 0 || thread == "" || thread == ts {
-		return nil
+	if c.cfg.ThreadHistory < 0 || thread == "" || thread == ts || isDMChannel(ch) {
+		return nil // a DM thread holds the user's own messages and the bot's: the store has them
 	}
 	key := msgKey(ch, thread)
 	if in, ok := c.threads.Get(key); ok && in {
