@@ -46,15 +46,23 @@ func TestCommandsEndTheirExchange(t *testing.T) {
 // A command that came as an interaction (Slack slash command, Discord application command) is
 // answered through it: the notice carries the interaction, so the channel answers privately.
 func TestInteractionCommandAnsweredPrivately(t *testing.T) {
-	h := start(t, opts{})
+	sent := make(chan echogate.Outbound, 16)
+	h := start(t, opts{deps: func(d *pipeline.Deps) {
+		d.Repliers[echogate.PlatformWeb] = signalReplier{StreamingReplier: d.Repliers[echogate.PlatformWeb].(pipelinetest.StreamingReplier), sent: sent}
+	}})
 	ev := msg("s1", "ann", "/help")
 	ev.Interaction = "token-1"
 	h.submit(ev)
-	h.submit(msg("s1", "ann", "/help")) // same mailbox: done once the first was answered
-	h.waitDone()
-	posts := h.rep.Posts()
-	if len(posts) != 1 || posts[0].Out.Interaction != "token-1" || !strings.Contains(posts[0].Text, "Commands:") {
-		t.Errorf("posts = %+v, want one: the help sent through interaction token-1", posts)
+	select {
+	case out := <-sent:
+		if out.Interaction != "token-1" || !strings.Contains(out.Text, "Commands:") {
+			t.Errorf("answer = %+v, want the help sent through interaction token-1", out)
+		}
+	case <-time.After(10 * time.Second): // a bound for a hang, not a measurement
+		t.Fatal("the command was not answered")
+	}
+	if n := len(h.rep.Events()); n != 0 {
+		t.Errorf("turn events = %d, want none: the answer goes through the interaction", n)
 	}
 }
 
