@@ -231,6 +231,19 @@ func TestActivityTaskCardsAndStatus(t *testing.T) {
 	wait("a running task card", func(m slacktest.Message) bool {
 		return m.Streamed && len(m.Tasks) == 1 && m.Tasks[0] == slacktest.Task{ID: "call_1", Title: "http_fetch", Status: "in_progress"}
 	})
+	// Updates coalesce (a status replaced before it was shown is skipped): wait for it.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.srv.WaitFor(wctx, func() bool {
+		for _, c := range e.srv.CallsTo("assistant.threads.setStatus") {
+			if c.Params["status"] == "is running http_fetch…" {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the running tool was never named in the thread status: %v", err)
+	}
 	view.Show(echogate.Activity{Status: "is thinking…", Tasks: []echogate.ActivityTask{{ID: "call_1", Title: "http_fetch", Status: echogate.TaskDone}}})
 	if _, err := st.Finish(ctx, "Fetching done."); err != nil {
 		t.Fatal(err)
