@@ -159,3 +159,31 @@ func TestWireActivityLine(t *testing.T) {
 		t.Errorf("final = %q, want the answer without the status line", got)
 	}
 }
+
+// With command_guilds the command is registered in each guild (at once) instead of globally;
+// registering again (a restart) sends the same overwrite, so nothing is duplicated.
+func TestWireCommandsPerGuild(t *testing.T) {
+	t.Parallel()
+	guilds := []string{"400000000000000011", "400000000000000012"}
+	h := start(t, discordtest.Options{}, func(c *Config) { c.CommandGuilds = guilds }, nil)
+	h.waitReady(t)
+	if err := h.srv.WaitFor(5*time.Second, "per-guild registration", func() bool { return len(h.srv.CommandSets()) == 2 }); err != nil {
+		t.Fatal(err)
+	}
+	sets := h.srv.CommandSets()
+	for i, g := range guilds {
+		if sets[i].GuildID != g || strings.Join(sets[i].Names, ",") != "echogate" {
+			t.Errorf("set %d = %+v, want /echogate in guild %s", i, sets[i], g)
+		}
+	}
+	if string(sets[0].Body) != string(sets[1].Body) {
+		t.Errorf("the overwrites differ:\n%s\n%s", sets[0].Body, sets[1].Body)
+	}
+	h.srv.Reconnect() // a resumed connection does not register again
+	if err := h.srv.WaitFor(10*time.Second, "the reconnect", func() bool { return h.srv.Connected() && len(h.srv.Resumes()) >= 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.srv.CommandSets()); n != 2 {
+		t.Errorf("command overwrites after a reconnect = %d, want 2", n)
+	}
+}
