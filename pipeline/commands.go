@@ -34,9 +34,13 @@ func parseCommand(text string) (name, arg string, ok bool) {
 	}
 	name, arg, _ = strings.Cut(text[1:], " ")
 	name = strings.ToLower(strings.TrimSpace(name))
+	arg = strings.TrimSpace(arg)
 	switch name {
-	case cmdUsage, cmdModel, cmdStop, cmdNew, cmdHelp:
-		return name, strings.TrimSpace(arg), true
+	case cmdModel:
+		return name, arg, true
+	case cmdUsage, cmdStop, cmdNew, cmdHelp:
+		// Only the bare word: "!help me write a poem" or "/new york weather" is a message.
+		return name, "", arg == ""
 	}
 	return "", "", false
 }

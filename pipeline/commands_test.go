@@ -43,6 +43,22 @@ func TestCommandsEndTheirExchange(t *testing.T) {
 	}
 }
 
+// Words that only start like a command are messages for the model.
+func TestParseCommand(t *testing.T) {
+	for text, want := range map[string]bool{
+		"/usage": true, "!usage": true, " /HELP ": true, "/model gpt-4o": true, "!stop": true,
+		"/new york weather": false, "!help me write a poem": false, "usage": false, "/unknown": false, "!": false,
+	} {
+		h := start(t, opts{}, agenttest.Reply("model answer"))
+		h.submit(msg("s1", "ann", text))
+		d := h.waitDone()
+		if got := d.Text != "model answer"; got != want {
+			t.Errorf("%q answered as a command = %v, want %v (answer %q)", text, got, want, d.Text)
+		}
+		h.stop()
+	}
+}
+
 // A command that came as an interaction (Slack slash command, Discord application command) is
 // answered through it: the notice carries the interaction, so the channel answers privately.
 func TestInteractionCommandAnsweredPrivately(t *testing.T) {

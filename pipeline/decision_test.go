@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -78,10 +80,19 @@ func TestPromptShowsDecisionOnEveryPath(t *testing.T) {
 
 func TestPromptShowsStop(t *testing.T) {
 	del := newTool("delete_file", tools.Sensitive, "deleted")
-	h := start(t, opts{tools: []tools.Tool{del}}, agenttest.CallTool("delete_file", `{"path":"a"}`))
-	h.submit(msg("s1", "ann", "delete a"))
-	h.waitDone()
-	prompt := promptOf(t, h).Ref
+	store := pipelinetest.NewMemStore()
+	first := start(t, opts{store: store, tools: []tools.Tool{del}}, agenttest.CallTool("delete_file", `{"path":"a"}`))
+	first.submit(msg("s1", "ann", "delete a"))
+	first.waitDone()
+	prompt := promptOf(t, first).Ref
+	posts := first.rep.Posts()
+	// A new process on the same store: no turn of this session is running there, so the stop
+	// is the pause's (a stop racing the end of the turn that paused is the dispatcher's).
+	first.stop()
+	h := start(t, opts{store: store, tools: []tools.Tool{del}})
+	for _, p := range posts {
+		_, _ = h.rep.Send(context.Background(), p.Out) // the new replier knows the prompt as m1
+	}
 	h.submit(msg("s1", "ann", "!stop"))
 	if d := h.waitDone(); d.Text != "Stopped. The pending tool call was not run." {
 		t.Errorf("stop answered with %+v, want the stop's answer ending the exchange", d)
