@@ -215,7 +215,7 @@ func TestActivityTaskCardsAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	running := []echogate.ActivityTask{{ID: "call_1", Title: "http_fetch", Status: echogate.TaskRunning}}
-	view.Show(echogate.Activity{Status: "is running http_fetch…", Tools: []string{"http_fetch"}, Tasks: running})
+	view.Show(echogate.Activity{Status: "is running http_fetch…", Tools: []string{"http_fetch"}, Tasks: running, Plan: "**Check the site**\n🔄 1. fetch it\n"})
 	_ = st.Append(ctx, "Fetching")
 	wait := func(what string, cond func(m slacktest.Message) bool) {
 		t.Helper()
@@ -229,7 +229,8 @@ func TestActivityTaskCardsAndStatus(t *testing.T) {
 		}
 	}
 	wait("a running task card", func(m slacktest.Message) bool {
-		return m.Streamed && len(m.Tasks) == 1 && m.Tasks[0] == slacktest.Task{ID: "call_1", Title: "http_fetch", Status: "in_progress"}
+		return m.Streamed && len(m.Tasks) == 1 && m.Tasks[0] == slacktest.Task{ID: "call_1", Title: "http_fetch", Status: "in_progress"} &&
+			m.PlanTitle == "Check the site"
 	})
 	// Updates coalesce (a status replaced before it was shown is skipped): wait for it.
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)

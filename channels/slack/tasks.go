@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/slack-go/slack"
@@ -11,24 +12,33 @@ import (
 // threadActivity is a running turn's activity in one thread, shared by its view (which the
 // pipeline updates) and the reply streamed there: with native streaming, the turn's tool calls
 // appear as task cards in the reply (task_update chunks), each sent again when its state
-// changes.
+// changes, under the plan's title (plan_update) when the model keeps a plan.
 type threadActivity struct {
-	mu     sync.Mutex
-	tasks  []echogate.ActivityTask
-	sent   map[string]echogate.TaskStatus // what the reply shows
-	stream *stream
+	mu       sync.Mutex
+	tasks    []echogate.ActivityTask
+	sent     map[string]echogate.TaskStatus // what the reply shows
+	plan     string                         // the plan's title (plan_update), when the model keeps one
+	sentPlan string
+	stream   *stream
 }
 
-func (a *threadActivity) update(tasks []echogate.ActivityTask) (changed bool, s *stream) {
+func (a *threadActivity) update(act echogate.Activity) (changed bool, s *stream) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, t := range tasks {
+	for _, t := range act.Tasks {
 		if a.sent[t.ID] != t.Status {
 			changed = true
 		}
 	}
-	a.tasks = tasks
-	return changed, a.stream
+	a.tasks = act.Tasks
+	a.plan = planTitle(act.Plan)
+	return changed || a.plan != a.sentPlan, a.stream
+}
+
+// planTitle is the first line of a rendered plan, without its Markdown emphasis.
+func planTitle(plan string) string {
+	title, _, _ := strings.Cut(strings.TrimSpace(plan), "\n")
+	return strings.Trim(strings.TrimSpace(title), "*_ ")
 }
 
 func (a *threadActivity) attach(s *stream) {
@@ -46,6 +56,10 @@ func (a *threadActivity) pending() (chunks []slack.StreamChunk, commit func()) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var shown []echogate.ActivityTask
+	plan := a.plan
+	if plan != "" && plan != a.sentPlan {
+		chunks = append(chunks, slack.NewPlanUpdateChunk(plan))
+	}
 	for _, t := range a.tasks {
 		if a.sent[t.ID] == t.Status {
 			continue
@@ -70,6 +84,9 @@ func (a *threadActivity) pending() (chunks []slack.StreamChunk, commit func()) {
 		}
 		for _, t := range shown {
 			a.sent[t.ID] = t.Status
+		}
+		if plan != "" {
+			a.sentPlan = plan
 		}
 	}
 }

@@ -71,7 +71,7 @@ type activityView struct {
 
 func (v *activityView) Show(a echogate.Activity) {
 	if v.act != nil {
-		if changed, s := v.act.update(a.Tasks); changed && s != nil {
+		if changed, s := v.act.update(a); changed && s != nil {
 			s.poke()
 		}
 	}

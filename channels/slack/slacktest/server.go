@@ -76,6 +76,8 @@ type Message struct {
 	// Tasks are the task cards streamed into the message (task_update chunks), by id in the
 	// order first seen, with their latest state.
 	Tasks []Task
+	// PlanTitle is the last plan_update title streamed into the message.
+	PlanTitle string
 }
 
 // Task is a task card of a streamed message.
@@ -995,7 +997,9 @@ func applyChunks(m *Message, raw string) bool {
 			if !found {
 				m.Tasks = append(m.Tasks, Task{ID: c.ID, Title: c.Title, Status: c.Status})
 			}
-		case "plan_update", "blocks":
+		case "plan_update":
+			m.PlanTitle = c.Title
+		case "blocks":
 		default:
 			return false
 		}
