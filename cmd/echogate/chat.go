@@ -17,10 +17,8 @@ import (
 func cmdChat(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	text := fs.String("m", "", "send one message, print the answer and exit")
-	session := fs.String("session", "", "session id to continue (default: a one-shot session with -m, \"default\" otherwise)")
-	user := fs.String("user", "", "user id (default console-user)")
-	approve := fs.Bool("approve", false, "approve every tool call of this turn without asking")
+	opts := chatFlags(fs)
+	text, session, user, approve := opts.text, opts.session, opts.user, opts.approve
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -54,6 +54,7 @@ Commands:
   memory list|search|forget      inspect and edit long-term memory
   version                    print version and build info
   healthcheck                exit 0 when the local gateway answers /healthz (container health checks)
+  help [COMMAND]             show help for a command (also: echogate COMMAND --help)
 
 Configuration: --config FILE or ECHOGATE_CONFIG, else ./echogate.yaml when present; every key can
 be set from the environment (see README.md and echogate.example.yaml).
@@ -62,13 +63,14 @@ be set from the environment (see README.md and echogate.example.yaml).
 // run executes one command and returns the process exit code.
 func run(ctx context.Context, e env) int {
 	global := flag.NewFlagSet("echogate", flag.ContinueOnError)
-	global.SetOutput(e.stderr)
+	global.SetOutput(io.Discard)
 	configPath := global.String("config", "", "YAML configuration file")
-	global.Usage = func() { fmt.Fprint(e.stderr, usage) }
 	if err := global.Parse(e.args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(e.stdout, usage)
 			return 0
 		}
+		fmt.Fprintf(e.stderr, "echogate: %v (run `echogate help`)\n", err)
 		return 2
 	}
 	args := global.Args()
@@ -76,19 +78,26 @@ func run(ctx context.Context, e env) int {
 		fmt.Fprint(e.stderr, usage)
 		return 2
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "version", "--version":
-		printVersion(e.stdout)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(e.stdout, usage)
-		return 0
+	if args[0] == "--version" {
+		args[0] = "version"
 	}
 	// Commands may take --config after the command name too.
-	rest, cfgAfter := extractConfigFlag(rest)
+	rest, cfgAfter := extractConfigFlag(args[1:])
 	if cfgAfter != "" {
 		*configPath = cfgAfter
+	}
+	cmd := args[0]
+	// Help and flag mistakes are settled before anything is read or written.
+	if err := checkArgs(e.stdout, append([]string{cmd}, rest...)); err != nil {
+		if errors.Is(err, errHelpShown) {
+			return 0
+		}
+		fmt.Fprintln(e.stderr, err)
+		return 2
+	}
+	if cmd == "version" {
+		printVersion(e.stdout)
+		return 0
 	}
 	cfg, err := loadConfig(*configPath, e.getenv)
 	if err != nil {
@@ -99,7 +108,7 @@ func run(ctx context.Context, e env) int {
 		cfg.Log.Level = "warn" // keep the terminal for the conversation
 	}
 	log := newLogger(cfg.Log, e.stderr)
-	var code int
+	code := 2
 	switch cmd {
 	case "serve":
 		code = cmdServe(ctx, e, cfg, log, rest)
@@ -115,9 +124,6 @@ func run(ctx context.Context, e env) int {
 		code = cmdKnowledge(ctx, e, cfg, log, rest)
 	case "memory":
 		code = cmdMemory(ctx, e, cfg, log, rest)
-	default:
-		fmt.Fprintf(e.stderr, "echogate: unknown command %q\n\n%s", cmd, usage)
-		return 2
 	}
 	return code
 }

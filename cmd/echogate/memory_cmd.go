@@ -88,7 +88,7 @@ func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, arg
 	case "search":
 		fs := flag.NewFlagSet("knowledge search", flag.ContinueOnError)
 		fs.SetOutput(e.stderr)
-		limit := fs.Int("limit", 5, "passages to show")
+		limit := knowledgeSearchFlags(fs)
 		if err := fs.Parse(rest); err != nil {
 			return 2
 		}
@@ -148,9 +148,8 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 	sub, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("memory "+sub, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	user := fs.String("user", "", "qualified user id, e.g. slack:U123 or web:alice")
-	all := fs.Bool("all", false, "include superseded and expired memories")
-	limit := fs.Int("limit", 50, "memories to show (0: all)")
+	opts := memoryFlags(fs)
+	user, all, limit := opts.user, opts.all, opts.limit
 	switch sub {
 	case "list", "search", "forget":
 	default:
