@@ -272,8 +272,13 @@ func newTools(cfg *Config, log *slog.Logger, m *metrics.Metrics) (*tools.Registr
 	return reg, nil
 }
 
-// isLaterTool names tools that register after start (MCP servers' tools contain "__").
+// isLaterTool names tools that register after start (MCP servers' tools contain "__") or
+// elsewhere than newTools (attachments, plans, memory and knowledge, run_command without a list).
 func isLaterTool(name string) bool {
+	switch name {
+	case "read_file", "plan", "remember", "recall", "forget", "knowledge_search", "run_command":
+		return true
+	}
 	for i := 0; i+1 < len(name); i++ {
 		if name[i] == '_' && name[i+1] == '_' {
 			return true

@@ -194,9 +194,9 @@ func unknownError(path, name string, list []command) error {
 }
 
 // closest returns the candidate nearest to s by edit distance, or "" when none is near (more
-// than a third of s's length away).
+// than two edits or a third of s's length away).
 func closest(s string, candidates []string) string {
-	best, bestD := "", len(s)/3+1
+	best, bestD := "", max(2, len(s)/3)+1
 	sorted := append([]string(nil), candidates...)
 	sort.Strings(sorted)
 	for _, c := range sorted {

@@ -155,6 +155,12 @@ type SlackConfig struct {
 	ThreadReadsPerMinute float64 `yaml:"thread_reads_per_minute"`
 	// SuggestedPrompts are offered when a user starts an assistant thread (at most 4).
 	SuggestedPrompts []SuggestedPromptConfig `yaml:"suggested_prompts"`
+	// Channels overrides settings per Slack channel id: {C0123: {require_mention: false}}.
+	Channels map[string]SlackChannelConf `yaml:"channels"`
+}
+
+type SlackChannelConf struct {
+	RequireMention *bool `yaml:"require_mention"`
 }
 
 type SuggestedPromptConfig struct {
@@ -251,11 +257,17 @@ const (
 
 // ConfigError names the key that is wrong and how to fix it.
 type ConfigError struct {
-	Key string
-	Msg string
+	Key   string
+	Msg   string
+	Where string // "echogate.yaml, line 3" for a YAML mistake; empty otherwise
 }
 
-func (e *ConfigError) Error() string { return "config: " + e.Key + ": " + e.Msg }
+func (e *ConfigError) Error() string {
+	if e.Where != "" {
+		return "config: " + e.Where + ": " + e.Key + ": " + e.Msg
+	}
+	return "config: " + e.Key + ": " + e.Msg
+}
 
 // loadConfig reads the YAML file (path, or ./echogate.yaml when present, or none), expands
 // ${VAR}, applies environment overrides and defaults, and validates.
@@ -283,6 +295,13 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: %s: %w", path, err)
 		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(expanded, &doc); err != nil {
+			return nil, fmt.Errorf("config: %s: %s", path, yamlErrorHint(err))
+		}
+		if err := checkYAML(path, &doc); err != nil {
+			return nil, err
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(expanded))
 		dec.KnownFields(true)
 		if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
@@ -293,6 +312,7 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	applyProviderEnv(cfg, getenv)
+	cfg.dropUnsetProviders()
 	cfg.Tracing.getenv = getenv
 	cfg.applyDefaults()
 	if err := cfg.validate(); err != nil {
@@ -501,6 +521,9 @@ func (c *Config) validate() error {
 		if _, err := url.ParseRequestURI(p.BaseURL); err != nil || !strings.HasPrefix(p.BaseURL, "http") {
 			return bad(fmt.Sprintf("models.providers[%d].base_url", i), "%q is not an http(s) URL (OPENAI_BASE_URL, e.g. https://api.openai.com/v1)", p.BaseURL)
 		}
+	}
+	if err := c.validateModels(); err != nil {
+		return err
 	}
 	for name, p := range c.Models.Prices {
 		if p.InputPerMTok < 0 || p.OutputPerMTok < 0 || p.CachedInputPerMTok < 0 {

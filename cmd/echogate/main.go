@@ -29,13 +29,16 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
-	isTTY  bool
+	// environ lists the environment (os.Environ), to find misspelt ECHOGATE_* variables;
+	// nil skips that check.
+	environ func() []string
+	isTTY   bool
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := env{args: os.Args[1:], stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, isTTY: isTerminal(os.Stdin) && isTerminal(os.Stdout)}
+	e := env{args: os.Args[1:], stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, environ: os.Environ, isTTY: isTerminal(os.Stdin) && isTerminal(os.Stdout)}
 	os.Exit(run(ctx, e))
 }
 
@@ -98,6 +101,12 @@ func run(ctx context.Context, e env) int {
 	if cmd == "version" {
 		printVersion(e.stdout)
 		return 0
+	}
+	if e.environ != nil {
+		if err := checkEnvNames(e.environ()); err != nil {
+			fmt.Fprintln(e.stderr, "echogate:", err)
+			return 2
+		}
 	}
 	cfg, err := loadConfig(*configPath, e.getenv)
 	if err != nil {

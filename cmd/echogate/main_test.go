@@ -25,7 +25,13 @@ import (
 func testEnv(vars map[string]string, args ...string) (env, *syncBuffer, *syncBuffer) {
 	out, errb := &syncBuffer{}, &syncBuffer{}
 	return env{args: args, stdin: strings.NewReader(""), stdout: out, stderr: errb,
-		getenv: func(k string) string { return vars[k] }}, out, errb
+		getenv: func(k string) string { return vars[k] }, environ: func() []string {
+			var kv []string
+			for k, v := range vars {
+				kv = append(kv, k+"="+v)
+			}
+			return kv
+		}}, out, errb
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a running gateway.
@@ -60,7 +66,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		vars map[string]string
 		want string
 	}{
-		"unknown key":        {write("a.yaml", "agent:\n  max_iteration: 3\n"), nil, `unknown key "max_iteration"`},
+		"unknown key":        {write("a.yaml", "agent:\n  max_iteration: 3\n"), nil, `agent.max_iteration: unknown key`},
 		"bad duration":       {write("b.yaml", "agent:\n  turn_timeout: soon\n"), nil, `"soon" is not a duration`},
 		"bad on_busy":        {write("c.yaml", "agent:\n  on_busy: panic\n"), nil, "agent.on_busy"},
 		"bad env value":      {"", map[string]string{"ECHOGATE_AGENT_MAX_ITERATIONS": "many"}, "ECHOGATE_AGENT_MAX_ITERATIONS"},

@@ -9,19 +9,7 @@ import (
 func (g *gateway) addPlatformChannels() error {
 	cfg := g.cfg
 	if cfg.Slack.BotToken != "" {
-		ch, err := slack.New(slack.Config{
-			BotToken:       cfg.Slack.BotToken,
-			AppToken:       cfg.Slack.AppToken,
-			SigningSecret:  cfg.Slack.SigningSecret,
-			APIURL:         cfg.Slack.APIURL,
-			RequireMention: cfg.Slack.RequireMention,
-			ReplyInThread:  cfg.Slack.ReplyInThread,
-			Command:        cfg.Slack.Command,
-			ThreadHistory:  cfg.Slack.ThreadHistory,
-
-			ThreadReadsPerMinute: cfg.Slack.ThreadReadsPerMinute,
-			SuggestedPrompts:     slackPrompts(cfg.Slack.SuggestedPrompts),
-		}, g.log)
+		ch, err := slack.New(slackConfig(cfg.Slack), g.log)
 		if err != nil {
 			return err
 		}
@@ -55,4 +43,28 @@ func slackPrompts(in []SuggestedPromptConfig) []slack.SuggestedPrompt {
 		out = append(out, slack.SuggestedPrompt{Title: p.Title, Message: p.Message})
 	}
 	return out
+}
+
+// slackConfig maps the slack: section onto the adapter's Config.
+func slackConfig(c SlackConfig) slack.Config {
+	sc := slack.Config{
+		BotToken:       c.BotToken,
+		AppToken:       c.AppToken,
+		SigningSecret:  c.SigningSecret,
+		APIURL:         c.APIURL,
+		RequireMention: c.RequireMention,
+		ReplyInThread:  c.ReplyInThread,
+		Command:        c.Command,
+		ThreadHistory:  c.ThreadHistory,
+
+		ThreadReadsPerMinute: c.ThreadReadsPerMinute,
+		SuggestedPrompts:     slackPrompts(c.SuggestedPrompts),
+	}
+	if len(c.Channels) > 0 {
+		sc.Channels = make(map[string]slack.ChannelConfig, len(c.Channels))
+		for id, cc := range c.Channels {
+			sc.Channels[id] = slack.ChannelConfig{RequireMention: cc.RequireMention}
+		}
+	}
+	return sc
 }
