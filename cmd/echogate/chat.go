@@ -44,6 +44,7 @@ func cmdChat(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []s
 	}
 	stopBackground := c.startBackground(ctx)
 	defer stopBackground()
+	c.waitMCP(ctx)
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Add(1)

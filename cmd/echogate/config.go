@@ -222,6 +222,9 @@ type BudgetsConfig struct {
 
 type MCPConfig struct {
 	Servers []MCPServer `yaml:"servers"`
+	// ReadyTimeout bounds how long chat and serve's start-up replay wait for the servers to
+	// connect before turns run without the late ones' tools; 0 means 10s.
+	ReadyTimeout Duration `yaml:"ready_timeout"`
 }
 
 type MCPServer struct {

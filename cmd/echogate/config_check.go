@@ -83,7 +83,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 				if s := closest(k.Value, yamlKeys(t)); s != "" {
 					hint = fmt.Sprintf("did you mean %q?", s)
 				}
-				return &ConfigError{Key: join(path, k.Value), Msg: "unknown key: " + hint, Where: fmt.Sprintf("line %d", k.Line)}
+				return &ConfigError{Key: join(path, k.Value), Msg: fmt.Sprintf("unknown key %q: %s", k.Value, hint), Where: fmt.Sprintf("line %d", k.Line)}
 			}
 			if err := checkNode(v, f.Type, join(path, k.Value)); err != nil {
 				return err

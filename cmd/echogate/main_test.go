@@ -66,7 +66,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		vars map[string]string
 		want string
 	}{
-		"unknown key":        {write("a.yaml", "agent:\n  max_iteration: 3\n"), nil, `agent.max_iteration: unknown key`},
+		"unknown key":        {write("a.yaml", "agent:\n  max_iteration: 3\n"), nil, `agent.max_iteration: unknown key "max_iteration"`},
 		"bad duration":       {write("b.yaml", "agent:\n  turn_timeout: soon\n"), nil, `"soon" is not a duration`},
 		"bad on_busy":        {write("c.yaml", "agent:\n  on_busy: panic\n"), nil, "agent.on_busy"},
 		"bad env value":      {"", map[string]string{"ECHOGATE_AGENT_MAX_ITERATIONS": "many"}, "ECHOGATE_AGENT_MAX_ITERATIONS"},

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/echogate/echogate/internal/metrics"
@@ -28,4 +32,39 @@ func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metri
 		log.Warn("tool circuit breaker changed state", "tool", tool, "from", from, "to", to)
 		m.Breaker(tool, "tool", to)
 	})
+}
+
+// defaultMCPReady is how long turns wait for MCP servers at start when mcp.ready_timeout is 0.
+const defaultMCPReady = 10 * time.Second
+
+// waitMCP blocks until every configured MCP server has connected or failed its first attempt,
+// at most mcp.ready_timeout (or until ctx ends), so that the first turn — and the replay of
+// unfinished ones — is offered the servers' tools. Servers that are late or down are named in
+// a warning; their tools join when they connect.
+func (c *core) waitMCP(ctx context.Context) {
+	if c.mcp == nil {
+		return
+	}
+	bound := time.Duration(c.cfg.MCP.ReadyTimeout)
+	if bound == 0 {
+		bound = defaultMCPReady
+	}
+	names := make([]string, 0, len(c.cfg.MCP.Servers))
+	for _, s := range c.cfg.MCP.Servers {
+		names = append(names, s.Name)
+	}
+	c.log.Info("waiting for MCP servers", "servers", strings.Join(names, ","), "bound", bound)
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	err := c.mcp.Ready(wctx)
+	var nr *mcp.NotReadyError
+	if !errors.As(err, &nr) {
+		return
+	}
+	for _, name := range nr.Late {
+		c.log.Warn(fmt.Sprintf("MCP server %q did not connect within %s; continuing without its tools until it does (raise mcp.ready_timeout to wait longer)", name, bound), "server", name)
+	}
+	for name, why := range nr.Failed {
+		c.log.Warn(fmt.Sprintf("MCP server %q is unavailable; continuing without its tools (run `echogate doctor`)", name), "server", name, "err", why)
+	}
 }

@@ -90,6 +90,8 @@ func (g *gateway) serve(ctx context.Context) error {
 
 	stopBackground := g.startBackground(ctx)
 	defer stopBackground()
+	// The replay of unfinished turns and the first new ones are offered the MCP tools.
+	g.waitMCP(ctx)
 	pctx, stopPipeline := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPipeline()
 	var pwg sync.WaitGroup
@@ -185,12 +187,20 @@ func (g *gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.mcp != nil {
 		// MCP servers are reported but never fail readiness: a turn goes on without their tools.
+		// Each server is listed as "mcp:<name>".
 		up, all := 0, 0
 		for _, s := range g.mcp.Status() {
 			all++
-			if s.Connected {
+			detail := fmt.Sprintf("ok (%d tools)", len(s.Tools))
+			switch {
+			case s.Connected:
 				up++
+			case s.Attempts == 0:
+				detail = "connecting"
+			default:
+				detail = fmt.Sprintf("not connected: %s (%d attempts; tools unavailable until it reconnects)", s.LastError, s.Attempts)
 			}
+			body["mcp:"+s.Name] = detail
 		}
 		body["mcp"] = fmt.Sprintf("%d of %d servers connected", up, all)
 	}
