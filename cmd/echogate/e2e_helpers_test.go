@@ -399,11 +399,20 @@ const (
 type scriptedModel struct {
 	fake *agenttest.FakeOpenAI
 	hold chan struct{}
+	// streamGate holds an answer to "stream a longer answer" after its first fragments until
+	// openStream: the test decides when the turn may finish, so the reply is seen mid-stream
+	// whatever the machine's load (a reply finished before the first stream update is posted
+	// at once instead, which is right for users but not what a streaming test checks).
+	streamGate     chan struct{}
+	openStreamOnce sync.Once
 }
+
+// openStream lets a held "stream a longer answer" reply finish.
+func (m *scriptedModel) openStream() { m.openStreamOnce.Do(func() { close(m.streamGate) }) }
 
 func newScriptedModel(t *testing.T) *scriptedModel {
 	t.Helper()
-	m := &scriptedModel{fake: agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{APIKey: "sk-e2e"}), hold: make(chan struct{})}
+	m := &scriptedModel{fake: agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{APIKey: "sk-e2e"}), hold: make(chan struct{}), streamGate: make(chan struct{})}
 	m.fake.Respond(func(req agenttest.ChatRequest) (agenttest.Answer, bool) {
 		last := req.Last()
 		if last.Role == "tool" {
@@ -415,12 +424,15 @@ func newScriptedModel(t *testing.T) *scriptedModel {
 			return agenttest.ToolAnswer(echogate.ToolCall{Name: "current_time", Arguments: `{"timezone":"UTC"}`}), true
 		case strings.Contains(text, "ask me"):
 			return agenttest.ToolAnswer(echogate.ToolCall{Name: "ask_user", Arguments: `{"question":"` + askQuestion + `"}`}), true
+		case strings.Contains(text, "stream a longer answer"):
+			return agenttest.Answer{Text: echoText + req.LastUser(), FragmentSize: 8, Hold: m.streamGate, HoldAfter: 2}, true
 		case strings.Contains(text, "long story"):
 			return agenttest.Answer{Text: storyText, FragmentSize: 6, Hold: m.hold, HoldAfter: 4}, true
 		}
 		return agenttest.TextAnswer(echoText + req.LastUser()), true
 	})
 	t.Cleanup(func() {
+		m.openStream()
 		close(m.hold)
 		m.fake.Close()
 	})

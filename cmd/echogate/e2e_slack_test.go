@@ -31,6 +31,9 @@ func TestE2ESlackSocketMode(t *testing.T) {
 	// A mention in a channel is answered in its thread, streamed, once.
 	c := p.newConv(t, "[slack-1]")
 	p.open(t, c, p.requester, "hello there, please stream a longer answer [slack-1]")
+	// The answer is held after its first fragments until the native stream has started.
+	slackWait(t, srv, "chat.startStream", func() bool { return len(srv.CallsTo("chat.startStream")) > 0 })
+	model.openStream()
 	want := echoText + "hello there, please stream a longer answer [slack-1]"
 	msg := c.waitMsg(t, want)
 	if got := c.p.bot(c); len(got) != 1 {
