@@ -33,6 +33,7 @@ func cmdDoctor(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 	checks = append(checks, doctorModel(ctx, client, cfg)...)
 	checks = append(checks, doctorSlack(ctx, client, cfg)...)
 	checks = append(checks, doctorDiscord(ctx, client, cfg)...)
+	checks = append(checks, doctorMCP(ctx, cfg)...)
 	problems := 0
 	for _, c := range checks {
 		switch {
@@ -106,6 +107,8 @@ func doctorModel(ctx context.Context, client *http.Client, cfg *Config) []check 
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&body)
 		resp.Body.Close()
 		switch {
+		case resp.StatusCode == http.StatusTooManyRequests:
+			c.detail, c.fix = rateLimitAdvice(base, "GET /models", &httpStatusError{status: resp.StatusCode, header: resp.Header})
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 			c.detail = fmt.Sprintf("%s rejected the API key (HTTP %d)", base, resp.StatusCode)
 			c.fix = "set a valid OPENAI_API_KEY (models.providers[].api_key)"
@@ -159,6 +162,8 @@ func doctorSlack(ctx context.Context, client *http.Client, cfg *Config) []check 
 	}
 	hdr, err := slackCall(ctx, client, api+"auth.test", cfg.Slack.BotToken, &auth)
 	switch {
+	case isRateLimited(err):
+		c.detail, c.fix = rateLimitAdvice("Slack", "auth.test", err)
 	case err != nil:
 		c.detail, c.fix = "auth.test: "+err.Error(), "check SLACK_API_URL and the network"
 	case !auth.OK:
@@ -196,7 +201,9 @@ func doctorSlack(ctx context.Context, client *http.Client, cfg *Config) []check 
 			Error string `json:"error"`
 			URL   string `json:"url"`
 		}
-		if _, err := slackCall(ctx, client, api+"apps.connections.open", cfg.Slack.AppToken, &open); err != nil {
+		if _, err := slackCall(ctx, client, api+"apps.connections.open", cfg.Slack.AppToken, &open); isRateLimited(err) {
+			a.detail, a.fix = rateLimitAdvice("Slack", "apps.connections.open", err)
+		} else if err != nil {
 			a.detail, a.fix = "apps.connections.open: "+err.Error(), "check SLACK_API_URL and the network"
 		} else if !open.OK {
 			a.detail = "apps.connections.open: " + open.Error
@@ -222,7 +229,7 @@ func slackCall(ctx context.Context, client *http.Client, u, token string, into a
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return resp.Header, fmt.Errorf("HTTP %d", resp.StatusCode)
+		return resp.Header, &httpStatusError{status: resp.StatusCode, header: resp.Header}
 	}
 	return resp.Header, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(into)
 }
@@ -253,6 +260,8 @@ func doctorDiscord(ctx context.Context, client *http.Client, cfg *Config) []chec
 	}
 	status, err := discordGet(ctx, client, api+"users/@me", cfg.Discord.Token, &me)
 	switch {
+	case isRateLimited(err):
+		c.detail, c.fix = rateLimitAdvice("Discord", "users/@me", err)
 	case err != nil:
 		c.detail, c.fix = "users/@me: "+err.Error(), "check DISCORD_API_URL and the network"
 	case status == http.StatusUnauthorized:
@@ -301,6 +310,9 @@ func discordGet(ctx context.Context, client *http.Client, u, token string, into 
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
 		return resp.StatusCode, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(into)
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return resp.StatusCode, &httpStatusError{status: resp.StatusCode, header: resp.Header}
 	}
 	return resp.StatusCode, nil
 }

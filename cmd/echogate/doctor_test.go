@@ -5,8 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/channels/discord/discordtest"
@@ -98,5 +101,48 @@ func TestPutBudgetsWithoutRestart(t *testing.T) {
 	}
 	if code, _ := put(`{"per_day_usd": -1}`); code != 400 {
 		t.Errorf("PUT negative = %d, want 400", code)
+	}
+}
+
+// TestDoctorRateLimitAndMCP: a 429 is reported as a wait with the retry time, not as a network
+// problem; each MCP server is checked: a working one lists its tools, a broken one names its
+// command and the fix.
+func TestDoctorRateLimitAndMCP(t *testing.T) {
+	slackSrv := slacktest.New(slacktest.Options{})
+	defer slackSrv.Close()
+	slackSrv.Fail("auth.test", slacktest.Failure{Status: http.StatusTooManyRequests, RetryAfter: 30})
+	discordSrv := discordtest.NewServer(discordtest.Options{})
+	defer discordSrv.Close()
+	discordSrv.RateLimitNext(http.MethodGet, "users/@me", 5*time.Second, false)
+	url, open := slowMCP(t)
+	open()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	body := "mcp:\n  servers: [{name: docs, url: '" + url + "'}, {name: gone, command: '" + filepath.Join(dir, "no-such-server") + "'}]\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{
+		"SLACK_BOT_TOKEN": slacktest.DefaultBotToken, "SLACK_API_URL": slackSrv.APIURL(),
+		"DISCORD_BOT_TOKEN": discordSrv.Token(), "DISCORD_API_URL": discordSrv.APIURL,
+		"ECHOGATE_DATA_DIR": dir,
+	}
+	e, out, errb := testEnv(vars, "--config", p, "doctor")
+	if code := run(context.Background(), e); code != 1 {
+		t.Fatalf("doctor exit %d, want 1:\n%s%s", code, out, errb)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"!!  slack:bot_token", "rate limited by Slack (HTTP 429), retry after 30s", "wait 30s and run `echogate doctor` again",
+		"!!  discord:token", "rate limited by Discord",
+		"ok  mcp:docs", "1 tools (docs__lookup)",
+		"!!  mcp:gone", "no-such-server", "mcp.servers[1].command",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "check SLACK_API_URL and the network") {
+		t.Errorf("a rate limit was reported as a network problem:\n%s", text)
 	}
 }
