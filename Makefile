@@ -19,7 +19,18 @@ run: build
 ## test: every test with the race detector (Postgres tests run when DATABASE_URL is set; CI sets it)
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@$(pg-skip-note)
+	@rc=0; $(GO) test -race -count=1 -timeout 20m $(PKGS) || rc=$$?; $(pg-skip-note); exit $$rc
+
+# pg-skip-note says, before and after the run, which suites `go test` reports as ok although they
+# skipped: without a PostgreSQL URL the PostgreSQL tests skip (CI sets one; they fail there).
+define pg-skip-note
+if [ -z "$$DATABASE_URL$$ECHOGATE_TEST_DATABASE_URL" ]; then \
+	echo "NOTE: DATABASE_URL is not set, so the PostgreSQL tests are skipped (their packages still print ok):"; \
+	echo "      storage/postgres, and the PostgreSQL parts of cmd/echogate (replicas, memory and knowledge on pgvector)."; \
+	echo "      To run them: sudo scripts/pg-test-cluster.sh install; eval \"\$$(scripts/pg-test-cluster.sh start)\"; make test"; \
+fi
+endef
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)

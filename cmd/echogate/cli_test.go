@@ -103,3 +103,16 @@ func TestCLIMistakes(t *testing.T) {
 		t.Errorf("a mistaken command line created ./data")
 	}
 }
+
+func TestConsoleURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:8080": "http://127.0.0.1:8080/",
+		"0.0.0.0:8080":   "http://localhost:8080/",
+		"[::]:9000":      "http://localhost:9000/",
+		"[::1]:8080":     "http://[::1]:8080/",
+	} {
+		if got := consoleURL(addr); got != want {
+			t.Errorf("consoleURL(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func (g *gateway) serve(ctx context.Context) error {
 	for _, ch := range g.channels {
 		names = append(names, ch.Name())
 	}
-	g.log.Info("echogate serving", "addr", ln.Addr().String(), "store", g.backend, "model", g.cfg.Models.Default,
+	g.log.Info("echogate serving: open "+consoleURL(ln.Addr().String()), "addr", ln.Addr().String(), "store", g.backend, "model", g.cfg.Models.Default,
 		"demo", g.cfg.demoMode(), "channels", strings.Join(names, ","), "version", version)
 
 	stopBackground := g.startBackground(ctx)
@@ -232,4 +232,17 @@ func (g *gateway) auth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// consoleURL is the address to open in a browser for a listener on addr: a wildcard bind is
+// opened as localhost.
+func consoleURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
