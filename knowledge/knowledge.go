@@ -63,7 +63,20 @@ type Config struct {
 	ReportUsage func(ctx context.Context, r echogate.UsageRecord)
 	// KeywordOnly is called when a search ran without vectors (embedding endpoint down).
 	KeywordOnly func()
+	// EmbedModel names the embedder ("provider:model@dims"); it is recorded with every
+	// document's vectors. A document whose vectors came from another embedder is re-embedded
+	// when it is added again (Reembed does it for all), and until then its vectors are never
+	// compared with this embedder's queries (full-text search still finds it). Empty: nothing
+	// is recorded or compared.
+	EmbedModel string
 }
+
+// DemoEmbedModel prefixes the EmbedModel of the offline demo embedder, whose vectors hash words
+// and carry no meaning.
+const DemoEmbedModel = "demo:"
+
+// IsDemoEmbedModel reports whether model names the offline demo embedder.
+func IsDemoEmbedModel(model string) bool { return strings.HasPrefix(model, DemoEmbedModel) }
 
 // Service is the knowledge base. It is safe for concurrent use.
 type Service struct {
@@ -122,7 +135,7 @@ type Progress struct {
 	Path    string
 	Index   int // 1-based
 	Total   int
-	Status  string // "added", "updated", "unchanged", "failed"
+	Status  string // "added", "updated", "reembedded", "unchanged", "failed"
 	Chunks  int
 	Err     error
 	Elapsed time.Duration
@@ -131,6 +144,7 @@ type Progress struct {
 // Report sums an ingestion.
 type Report struct {
 	Added, Updated, Unchanged, Failed int
+	Reembedded                        int // unchanged files whose vectors came from another embedder
 	Chunks                            int // chunks written
 	Embedded                          int // chunks embedded
 }
@@ -201,6 +215,9 @@ func (s *Service) Ingest(ctx context.Context, paths []string, progress func(Prog
 		case status == "added":
 			rep.Added++
 			rep.Chunks += chunks
+		case status == "reembedded":
+			rep.Reembedded++
+			rep.Chunks += chunks
 		default:
 			rep.Updated++
 			rep.Chunks += chunks
@@ -239,8 +256,10 @@ func (s *Service) ingestFile(ctx context.Context, path string) (status string, c
 	status = "added"
 	old, err := s.store.GetDocument(ctx, path)
 	switch {
-	case err == nil && old.ContentHash == hash:
+	case err == nil && old.ContentHash == hash && !s.stale(old):
 		return "unchanged", old.Chunks, 0, nil
+	case err == nil && old.ContentHash == hash:
+		status = "reembedded"
 	case err == nil:
 		status = "updated"
 	case !errors.Is(err, echogate.ErrNotFound):
@@ -284,6 +303,9 @@ func (s *Service) ingestFile(ctx context.Context, path string) (status string, c
 	}
 	now := s.cfg.Now()
 	doc := memrec.Document{ID: id, Source: path, Title: title, MIME: mime, ContentHash: hash, Bytes: int64(len(raw)), AddedAt: now, UpdatedAt: now}
+	if s.emb != nil {
+		doc.EmbedModel = s.cfg.EmbedModel
+	}
 	if err := s.store.PutDocument(ctx, doc, cs); err != nil {
 		return "", 0, embedded, fmt.Errorf("knowledge: add %s: %w", path, err)
 	}

@@ -56,6 +56,9 @@ func (s *Service) search(ctx context.Context, q echogate.ContextQuery, limit int
 		if p.Score < s.cfg.MinSimilarity {
 			continue
 		}
+		if s.cfg.EmbedModel != "" && p.EmbedModel != s.cfg.EmbedModel {
+			continue // another embedder's vector: the similarity means nothing
+		}
 		byRef[p.Ref()] = p
 		vl = append(vl, p.Ref())
 	}

@@ -29,12 +29,13 @@ var commands = []command{
 		flags: func(fs *flag.FlagSet) { chatFlags(fs) }},
 	{name: "migrate", synopsis: "migrate", summary: "Apply storage migrations (serve does it at start too)."},
 	{name: "doctor", synopsis: "doctor", summary: "Check the configuration, database, model endpoint, Slack and Discord tokens, and every MCP\nserver; print each problem with its fix; exit 1 on a problem."},
-	{name: "knowledge", synopsis: "knowledge add|search|list|rm", summary: "Manage the knowledge base (knowledge.enabled: true).", subs: []command{
+	{name: "knowledge", synopsis: "knowledge add|search|list|rm|reembed", summary: "Manage the knowledge base (knowledge.enabled: true).", subs: []command{
 		{name: "add", synopsis: "knowledge add PATH…", summary: "Ingest Markdown, text, HTML and PDF files and folders (unchanged files are skipped).", args: true},
 		{name: "search", synopsis: "knowledge search [--limit N] QUERY", summary: "Hybrid search; prints passages with citation ids.", args: true,
 			flags: func(fs *flag.FlagSet) { knowledgeSearchFlags(fs) }},
 		{name: "list", synopsis: "knowledge list", summary: "List the documents, with the embedding model of their vectors."},
 		{name: "rm", synopsis: "knowledge rm ID|PATH", summary: "Remove a document and its passages.", args: true},
+		{name: "reembed", synopsis: "knowledge reembed", summary: "Re-embed, from their files, the documents whose vectors came from another embedding model\n(embeddings.model or the provider changed); until then their vectors are not searched."},
 	}},
 	{name: "memory", synopsis: "memory list|search|forget", summary: "Inspect and edit long-term memory (memory.enabled: true).", subs: []command{
 		{name: "list", synopsis: "memory list [--user U] [--all] [--limit N]", summary: "List memories (current ones unless --all), e.g. --user slack:U123.",

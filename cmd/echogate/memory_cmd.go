@@ -20,7 +20,8 @@ const knowledgeUsage = `usage: echogate knowledge <command>
   add PATH…            ingest Markdown, text, HTML and PDF files and folders (unchanged files are skipped)
   search [--limit N] QUERY   hybrid search; prints passages with citation ids
   list                 list the documents
-  rm ID|PATH           remove a document and its passages`
+  rm ID|PATH           remove a document and its passages
+  reembed              re-embed the documents whose vectors came from another embedding model`
 
 const memoryUsage = `usage: echogate memory <command>
   list [--user U] [--all] [--limit N]   list memories (current ones unless --all), e.g. --user slack:U123
@@ -53,7 +54,7 @@ func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, arg
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
-	case "add", "search", "list", "rm":
+	case "add", "search", "list", "rm", "reembed":
 	default:
 		fmt.Fprintf(e.stderr, "echogate knowledge: unknown command %q\n%s\n", sub, knowledgeUsage)
 		return 2
@@ -78,10 +79,19 @@ func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, arg
 		p := newProgress(e.stderr, e.isTTY)
 		rep, err := kb.Ingest(ctx, rest, p.update)
 		p.done()
-		fmt.Fprintf(e.stdout, "knowledge: %d added, %d updated, %d unchanged, %d failed; %d chunks written, %d embedded\n",
-			rep.Added, rep.Updated, rep.Unchanged, rep.Failed, rep.Chunks, rep.Embedded)
+		printReport(e.stdout, rep)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "echogate knowledge add:", err)
+			return 1
+		}
+		return 0
+	case "reembed":
+		p := newProgress(e.stderr, e.isTTY)
+		rep, err := kb.Reembed(ctx, p.update)
+		p.done()
+		printReport(e.stdout, rep)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "echogate knowledge reembed:", err, "(remove documents whose files are gone with `echogate knowledge rm ID`)")
 			return 1
 		}
 		return 0
@@ -121,8 +131,9 @@ func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, arg
 		if len(ds) == 0 {
 			fmt.Fprintln(e.stdout, "the knowledge base is empty: add files with `echogate knowledge add PATH…`")
 		}
+		current := embedIdentity(cfg, false)
 		for _, d := range ds {
-			fmt.Fprintf(e.stdout, "%s  %4d chunks  %8d bytes  %s  %s\n", d.ID, d.Chunks, d.Bytes, d.UpdatedAt.Format(time.DateTime), d.Source)
+			fmt.Fprintf(e.stdout, "%s  %4d chunks  %8d bytes  %s  %s  %s\n", d.ID, d.Chunks, d.Bytes, d.UpdatedAt.Format(time.DateTime), embedLabel(d.EmbedModel, current), d.Source)
 		}
 		return 0
 	default: // rm
@@ -279,4 +290,22 @@ func (p *progress) done() {
 	if p.tty && p.any {
 		fmt.Fprintln(p.w)
 	}
+}
+
+func printReport(w io.Writer, rep knowledge.Report) {
+	fmt.Fprintf(w, "knowledge: %d added, %d updated, %d unchanged, %d failed, %d re-embedded (another embedding model); %d chunks written, %d embedded\n",
+		rep.Added, rep.Updated, rep.Unchanged, rep.Failed, rep.Reembedded, rep.Chunks, rep.Embedded)
+}
+
+// embedLabel says which embedder made a document's vectors, labelling the demo one (its vectors
+// hash words: no meaning) and those of another model than the current one.
+func embedLabel(model, current string) string {
+	label := "[" + orStr(model, "embedder not recorded") + "]"
+	if knowledge.IsDemoEmbedModel(model) {
+		label = "[demo embeddings: words only, not meaning]"
+	}
+	if model != current {
+		label += " (stale: run `echogate knowledge reembed`)"
+	}
+	return label
 }

@@ -165,10 +165,11 @@ func newMemKB(ctx context.Context, cfg *Config, d memkbDeps) (*memkb, error) {
 	if optIn(cfg.Knowledge.Enabled) {
 		kc := cfg.Knowledge
 		k.kb, err = knowledge.New(knowledge.Config{ChunkSize: kc.ChunkSize, ChunkOverlap: kc.ChunkOverlap, TopK: kc.TopK, MinSimilarity: kc.MinSimilarity,
-			Now: d.now, ReportUsage: report, KeywordOnly: d.keyword}, ms, k.emb, d.log.With("component", "knowledge"))
+			Now: d.now, ReportUsage: report, KeywordOnly: d.keyword, EmbedModel: embedIdentity(cfg, d.backend != nil)}, ms, k.emb, d.log.With("component", "knowledge"))
 		if err != nil {
 			return nil, fmt.Errorf("knowledge: %w", err)
 		}
+		k.warnStale(ctx, d.log)
 	}
 	if optIn(cfg.Memory.Enabled) {
 		mc := cfg.Memory
@@ -374,4 +375,35 @@ func (c *core) newMemKB(ctx context.Context) (*memkb, error) {
 		c.workers["consolidation"] = w
 	}
 	return k, nil
+}
+
+// embedIdentity names the embedder recorded with the knowledge base's vectors:
+// "<provider>:<embeddings.model>@<dims>", or "demo:hash@<dims>" for the offline demo embedder.
+func embedIdentity(cfg *Config, injected bool) string {
+	if cfg.demoMode() && !injected {
+		return fmt.Sprintf("%shash@%d", knowledge.DemoEmbedModel, cfg.Embeddings.Dimensions)
+	}
+	name := "embeddings"
+	if len(cfg.Models.Providers) > 0 {
+		name = cfg.Models.Providers[0].Name
+	}
+	return fmt.Sprintf("%s:%s@%d", name, cfg.Embeddings.Model, cfg.Embeddings.Dimensions)
+}
+
+// warnStale logs, once at start, how many documents carry another embedder's vectors (they are
+// found by full text only until re-embedded).
+func (k *memkb) warnStale(ctx context.Context, log *slog.Logger) {
+	stale, err := k.kb.Stale(ctx)
+	if err != nil || len(stale) == 0 {
+		return
+	}
+	log.Warn(fmt.Sprintf("knowledge: %d documents were embedded by another model (e.g. %q); their vectors are not searched until you run `echogate knowledge reembed`",
+		len(stale), orStr(stale[0].EmbedModel, "unrecorded")), "documents", len(stale))
+}
+
+func orStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -128,15 +128,19 @@ type Supersession struct {
 
 // Document is one ingested knowledge-base source (a file).
 type Document struct {
-	ID          string    `json:"id"`     // stable id derived from Source
-	Source      string    `json:"source"` // absolute path or URI
-	Title       string    `json:"title"`
-	MIME        string    `json:"mime"`
-	ContentHash string    `json:"content_hash"` // sha256 hex of the raw bytes
-	Bytes       int64     `json:"bytes"`
-	Chunks      int       `json:"chunks"`
-	AddedAt     time.Time `json:"added_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string `json:"id"`     // stable id derived from Source
+	Source      string `json:"source"` // absolute path or URI
+	Title       string `json:"title"`
+	MIME        string `json:"mime"`
+	ContentHash string `json:"content_hash"` // sha256 hex of the raw bytes
+	Bytes       int64  `json:"bytes"`
+	Chunks      int    `json:"chunks"`
+	// EmbedModel names the embedder that made the document's vectors ("provider:model@dims",
+	// e.g. "openai:text-embedding-3-small@1536", "demo:hash@1536"); empty when the document has
+	// no vectors or was added before models were recorded.
+	EmbedModel string    `json:"embed_model"`
+	AddedAt    time.Time `json:"added_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // Chunk is one passage of a document.
@@ -162,6 +166,8 @@ type Passage struct {
 	End     int     `json:"end"`
 	Rank    int     `json:"rank"`
 	Score   float64 `json:"score"`
+	// EmbedModel is the document's Document.EmbedModel.
+	EmbedModel string `json:"embed_model,omitempty"`
 }
 
 // Ref is the citation id of a passage: "<doc id>#<seq>".

@@ -13,11 +13,11 @@ import (
 	"github.com/echogate/echogate/internal/memrec"
 )
 
-const docCols = `id, source, title, mime, content_hash, bytes, chunks, added_at, updated_at`
+const docCols = `id, source, title, mime, content_hash, bytes, chunks, added_at, updated_at, embed_model`
 
 func scanDoc(r pgx.Row) (memrec.Document, error) {
 	var doc memrec.Document
-	err := r.Scan(&doc.ID, &doc.Source, &doc.Title, &doc.MIME, &doc.ContentHash, &doc.Bytes, &doc.Chunks, &doc.AddedAt, &doc.UpdatedAt)
+	err := r.Scan(&doc.ID, &doc.Source, &doc.Title, &doc.MIME, &doc.ContentHash, &doc.Bytes, &doc.Chunks, &doc.AddedAt, &doc.UpdatedAt, &doc.EmbedModel)
 	doc.AddedAt, doc.UpdatedAt = doc.AddedAt.UTC(), doc.UpdatedAt.UTC()
 	return doc, err
 }
@@ -68,8 +68,8 @@ func (s *Store) PutDocument(ctx context.Context, doc memrec.Document, chunks []m
 		if _, err := tx.Exec(ctx, "DELETE FROM kb_documents WHERE id = $1 OR source = $2", doc.ID, doc.Source); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO kb_documents ("+docCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-			doc.ID, doc.Source, doc.Title, doc.MIME, doc.ContentHash, doc.Bytes, len(chunks), added, utc(upd)); err != nil {
+		if _, err := tx.Exec(ctx, "INSERT INTO kb_documents ("+docCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+			doc.ID, doc.Source, doc.Title, doc.MIME, doc.ContentHash, doc.Bytes, len(chunks), added, utc(upd), doc.EmbedModel); err != nil {
 			return err
 		}
 		checked := false
@@ -138,7 +138,7 @@ func (s *Store) DeleteDocument(ctx context.Context, idOrSource string) error {
 	return nil
 }
 
-const passageCols = `c.doc_id, c.seq, d.source, d.title, c.heading, c.text, c.start_off, c.end_off`
+const passageCols = `c.doc_id, c.seq, d.source, d.title, c.heading, c.text, c.start_off, c.end_off, d.embed_model`
 
 // SearchChunksVector returns the chunks nearest to q.Vector by cosine distance, best first
 // (Score = cosine similarity). With up to 2000 dimensions it uses the HNSW index
@@ -206,7 +206,7 @@ func passages(ctx context.Context, rows pgx.Rows, err error, score func(float64)
 			p memrec.Passage
 			v float64
 		)
-		err := r.Scan(&p.DocID, &p.Seq, &p.Source, &p.Title, &p.Heading, &p.Text, &p.Start, &p.End, &v)
+		err := r.Scan(&p.DocID, &p.Seq, &p.Source, &p.Title, &p.Heading, &p.Text, &p.Start, &p.End, &p.EmbedModel, &v)
 		p.Score = score(v)
 		return p, err
 	})

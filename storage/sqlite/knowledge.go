@@ -10,14 +10,14 @@ import (
 	"github.com/echogate/echogate/internal/memrec"
 )
 
-const docCols = `id, source, title, mime, content_hash, bytes, chunks, added_at, updated_at`
+const docCols = `id, source, title, mime, content_hash, bytes, chunks, added_at, updated_at, embed_model`
 
 func scanDoc(r rowScanner) (memrec.Document, error) {
 	var (
 		doc        memrec.Document
 		added, upd int64
 	)
-	err := r.Scan(&doc.ID, &doc.Source, &doc.Title, &doc.MIME, &doc.ContentHash, &doc.Bytes, &doc.Chunks, &added, &upd)
+	err := r.Scan(&doc.ID, &doc.Source, &doc.Title, &doc.MIME, &doc.ContentHash, &doc.Bytes, &doc.Chunks, &added, &upd, &doc.EmbedModel)
 	doc.AddedAt, doc.UpdatedAt = fromMicros(added), fromMicros(upd)
 	return doc, err
 }
@@ -74,8 +74,8 @@ func (s *Store) PutDocument(ctx context.Context, doc memrec.Document, chunks []m
 		if _, err := tx.exec("DELETE FROM kb_documents WHERE id = ? OR source = ?", doc.ID, doc.Source); err != nil {
 			return err
 		}
-		if _, err := tx.exec("INSERT INTO kb_documents ("+docCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			doc.ID, doc.Source, doc.Title, doc.MIME, doc.ContentHash, doc.Bytes, len(chunks), toMicros(added), toMicros(upd)); err != nil {
+		if _, err := tx.exec("INSERT INTO kb_documents ("+docCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			doc.ID, doc.Source, doc.Title, doc.MIME, doc.ContentHash, doc.Bytes, len(chunks), toMicros(added), toMicros(upd), doc.EmbedModel); err != nil {
 			return err
 		}
 		for _, c := range chunks {
@@ -152,7 +152,7 @@ func (s *Store) DeleteDocument(ctx context.Context, idOrSource string) error {
 	return nil
 }
 
-const passageCols = `c.doc_id, c.seq, d.source, d.title, c.heading, c.text, c.start_off, c.end_off`
+const passageCols = `c.doc_id, c.seq, d.source, d.title, c.heading, c.text, c.start_off, c.end_off, d.embed_model`
 
 // SearchChunksVector returns the chunks nearest to q.Vector by cosine distance, best first
 // (Score = cosine similarity).
@@ -204,7 +204,7 @@ func (s *Store) passages(ctx context.Context, d *dbs, query string, args []any, 
 			p memrec.Passage
 			v float64
 		)
-		if err := rows.Scan(&p.DocID, &p.Seq, &p.Source, &p.Title, &p.Heading, &p.Text, &p.Start, &p.End, &v); err != nil {
+		if err := rows.Scan(&p.DocID, &p.Seq, &p.Source, &p.Title, &p.Heading, &p.Text, &p.Start, &p.End, &p.EmbedModel, &v); err != nil {
 			return nil, fail(ctx, err, "search knowledge")
 		}
 		p.Rank, p.Score = len(out)+1, score(v)

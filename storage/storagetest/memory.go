@@ -502,7 +502,7 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 			t.Fatal(err)
 		}
 		p := "kt-" + run + "-"
-		doc := memrec.Document{ID: p + "d1", Source: "/kb/" + p + "install.md", Title: "Install", MIME: "text/markdown", ContentHash: "h1", Bytes: 100, AddedAt: base, UpdatedAt: base}
+		doc := memrec.Document{ID: p + "d1", Source: "/kb/" + p + "install.md", Title: "Install", MIME: "text/markdown", ContentHash: "h1", Bytes: 100, EmbedModel: "openai:text-embedding-3-small@8", AddedAt: base, UpdatedAt: base}
 		chunks := []memrec.Chunk{
 			{Seq: 0, Heading: "Install › Linux", Text: "zebraword Run the installer with sudo", Start: 0, End: 40, Embedding: unit(3, 0)},
 			{Seq: 1, Heading: "Install › macOS", Text: "quokkaword Use Homebrew to install", Start: 40, End: 80, Embedding: unit(5, 0)},
@@ -514,12 +514,15 @@ func RunKnowledge(t *testing.T, open func(t *testing.T) KnowledgeStore) {
 		if err != nil || got.ID != doc.ID || got.Chunks != 2 || got.ContentHash != "h1" || !got.AddedAt.Equal(base) {
 			t.Errorf("GetDocument(source) = %+v, %v; want id %s, 2 chunks, hash h1", got, err, doc.ID)
 		}
+		if got.EmbedModel != doc.EmbedModel {
+			t.Errorf("GetDocument EmbedModel = %q, want %q (the embedder of its vectors is recorded)", got.EmbedModel, doc.EmbedModel)
+		}
 		if got, err := s.GetDocument(ctx, doc.ID); err != nil || got.Source != doc.Source {
 			t.Errorf("GetDocument(id) = %+v, %v", got, err)
 		}
 		vs, err := s.SearchChunksVector(ctx, memrec.PassageQuery{Vector: unit(5, 0), Limit: 1})
-		if err != nil || len(vs) != 1 || vs[0].DocID != doc.ID || vs[0].Seq != 1 || vs[0].Source != doc.Source || vs[0].Heading != "Install › macOS" || vs[0].Start != 40 || vs[0].End != 80 {
-			t.Errorf("SearchChunksVector = %+v, %v; want chunk 1 of %s with source, heading and offsets", vs, err, doc.ID)
+		if err != nil || len(vs) != 1 || vs[0].DocID != doc.ID || vs[0].Seq != 1 || vs[0].Source != doc.Source || vs[0].Heading != "Install › macOS" || vs[0].Start != 40 || vs[0].End != 80 || vs[0].EmbedModel != doc.EmbedModel {
+			t.Errorf("SearchChunksVector = %+v, %v; want chunk 1 of %s with source, heading, offsets and embed model", vs, err, doc.ID)
 		}
 		ts, err := s.SearchChunksText(ctx, memrec.PassageQuery{Text: "zebraword?", Limit: 5})
 		if err != nil || len(ts) == 0 || ts[0].Seq != 0 || ts[0].DocID != doc.ID {
