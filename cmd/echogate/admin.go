@@ -72,6 +72,7 @@ func (g *gateway) adminAPI() http.Handler {
 	})
 	mux.HandleFunc("GET /api/memory", g.handleMemory)
 	mux.HandleFunc("GET /api/knowledge", g.handleKnowledge)
+	g.memkbAPI(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown API path "+r.URL.Path+": see GET /api/info and the README's endpoint list")
 	})

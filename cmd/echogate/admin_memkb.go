@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/memrec"
+	"github.com/echogate/echogate/memory"
+)
+
+// The console's knowledge and memory actions (the Knowledge and Memory tabs):
+//
+//	GET  /api/knowledge/search  ?q=&limit= → passages, best first (hybrid search, as the model sees it)
+//	POST /api/knowledge/delete  {"id"} → the removed document
+//	POST /api/memory/forget     {"id"} → the forgotten memory
+//	POST /api/memory/edit       {"id", "text"} → the memory that replaces it (same owner, kind, pin)
+func (g *gateway) memkbAPI(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/knowledge/search", g.handleKnowledgeSearch)
+	mux.HandleFunc("POST /api/knowledge/delete", g.handleKnowledgeDelete)
+	mux.HandleFunc("POST /api/memory/forget", g.handleMemoryForget)
+	mux.HandleFunc("POST /api/memory/edit", g.handleMemoryEdit)
+}
+
+const knowledgeOff = "the knowledge base is off on this gateway: set knowledge.enabled: true in the config and add documents with `echogate knowledge add`"
+
+const memoryOff = "memory is off on this gateway: set memory.enabled: true in the config to keep long-term memories (it is opt-in)"
+
+func (g *gateway) handleKnowledgeSearch(w http.ResponseWriter, r *http.Request) {
+	if !g.knowledgeOn() {
+		writeError(w, http.StatusNotFound, knowledgeOff)
+		return
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if q == "" {
+		writeError(w, http.StatusBadRequest, "q is required: /api/knowledge/search?q=how+do+we+deploy")
+		return
+	}
+	ps, keywordOnly, err := g.memkb.kb.Search(r.Context(), q, limitParam(r, 10))
+	if err != nil {
+		writeJSON(w, nil, wrapErr("search knowledge", err))
+		return
+	}
+	writeJSON(w, map[string]any{"passages": nonNil(ps), "keyword_only": keywordOnly}, nil)
+}
+
+// idBody is a console action's body.
+type idBody struct {
+	ID   string `json:"id"`
+	Text string `json:"text,omitempty"`
+}
+
+// readIDBody decodes a console action's JSON body; ok false means the error was written.
+func readIDBody(w http.ResponseWriter, r *http.Request, shape string) (idBody, bool) {
+	var b idBody
+	if msg := checkJSONPost(r); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return b, false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON body ("+err.Error()+"): send "+shape)
+		return b, false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, "the body holds more than one JSON object: send one "+shape)
+		return b, false
+	}
+	if strings.TrimSpace(b.ID) == "" {
+		writeError(w, http.StatusBadRequest, "id is required: send "+shape)
+		return b, false
+	}
+	return b, true
+}
+
+func (g *gateway) handleKnowledgeDelete(w http.ResponseWriter, r *http.Request) {
+	if !g.knowledgeOn() {
+		writeError(w, http.StatusNotFound, knowledgeOff)
+		return
+	}
+	b, ok := readIDBody(w, r, `{"id": "d_…"}`)
+	if !ok {
+		return
+	}
+	doc, err := g.memkb.kb.Remove(r.Context(), b.ID)
+	if errors.Is(err, echogate.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "no document "+b.ID+": GET /api/knowledge lists them")
+		return
+	}
+	writeJSON(w, doc, wrapErr("delete knowledge document", err))
+}
+
+func (g *gateway) handleMemoryForget(w http.ResponseWriter, r *http.Request) {
+	if !g.memoryOn() {
+		writeError(w, http.StatusNotFound, memoryOff)
+		return
+	}
+	b, ok := readIDBody(w, r, `{"id": "m_…"}`)
+	if !ok {
+		return
+	}
+	m, err := g.memkb.mem.Forget(r.Context(), nil, b.ID)
+	if errors.Is(err, echogate.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "no memory "+b.ID+": GET /api/memory lists them")
+		return
+	}
+	writeJSON(w, m, wrapErr("forget memory", err))
+}
+
+// handleMemoryEdit replaces a memory's text: the new memory keeps the owner, kind, importance
+// and pin, and the old one is forgotten once the new one is stored.
+func (g *gateway) handleMemoryEdit(w http.ResponseWriter, r *http.Request) {
+	if !g.memoryOn() {
+		writeError(w, http.StatusNotFound, memoryOff)
+		return
+	}
+	b, ok := readIDBody(w, r, `{"id": "m_…", "text": "the corrected memory"}`)
+	if !ok {
+		return
+	}
+	if strings.TrimSpace(b.Text) == "" {
+		writeError(w, http.StatusBadRequest, `text is required: send {"id": "m_…", "text": "the corrected memory"} (use POST /api/memory/forget to delete)`)
+		return
+	}
+	old, err := g.memoryByID(r, b.ID)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "no memory "+b.ID+": GET /api/memory lists them")
+		return
+	}
+	m, err := g.memkb.mem.Remember(r.Context(), memory.Note{Owner: old.Owner, Text: b.Text, Kind: old.Kind, Importance: old.Importance, Pinned: old.Pinned})
+	if errors.Is(err, memory.ErrInvalid) {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err != nil {
+		writeJSON(w, nil, wrapErr("edit memory", err))
+		return
+	}
+	if m.ID != old.ID {
+		if _, err := g.memkb.mem.Forget(r.Context(), nil, old.ID); err != nil && !errors.Is(err, echogate.ErrNotFound) {
+			writeJSON(w, nil, wrapErr("edit memory: forget the old text", err))
+			return
+		}
+	}
+	writeJSON(w, m, nil)
+}
+
+func (g *gateway) memoryByID(r *http.Request, id string) (memrec.Memory, error) {
+	mg, ok := g.store.(interface {
+		GetMemory(ctx context.Context, id string) (memrec.Memory, error)
+	})
+	if !ok {
+		return memrec.Memory{}, echogate.ErrNotFound
+	}
+	return mg.GetMemory(r.Context(), id)
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/internal/memrec"
+	"github.com/echogate/echogate/storage/sqlite"
+)
+
+// TestAdminKnowledgeAndMemoryActions: the console searches and deletes knowledge documents and
+// edits and forgets memories through the admin API.
+func TestAdminKnowledgeAndMemoryActions(t *testing.T) {
+	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{EmbeddingDims: testDims})
+	defer fake.Close()
+	dir := t.TempDir()
+	cfg := memConfig(t, dir, fake.URL(), "", "")
+	kb := writeCorpus(t, dir)
+	if code, out, errb := runCmd(t, dir, cfg, "knowledge", "add", kb); code != 0 {
+		t.Fatalf("knowledge add = %d %q %s", code, out, errb)
+	}
+	// One memory, written as the remember tool would.
+	st, err := sqlite.New(sqlite.Config{Path: filepath.Join(dir, "echogate.db")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	mem := memrec.Memory{ID: "m_edit1", Owner: memrec.UserOwner("slack:U1"), Text: "prefers vim", Kind: memrec.KindPreference, Importance: 0.7, Pinned: true, CreatedAt: now, UpdatedAt: now}
+	if err := st.PutMemory(ctx, mem); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	base, _, stop := startServe(t, map[string]string{"ECHOGATE_DATA_DIR": dir}, "--config", cfg)
+	defer stop()
+
+	var found map[string]any
+	if code := apiGet(t, base+"/api/knowledge/search?q=descaled+coffee+machine", "", &found); code != 200 || !strings.Contains(fmt.Sprint(found["passages"]), "notes.txt") {
+		t.Errorf("GET /api/knowledge/search = %d %v, want the notes.txt passage", code, found)
+	}
+	if code := apiGet(t, base+"/api/knowledge/search", "", &found); code != 400 {
+		t.Errorf("search without q = %d, want 400", code)
+	}
+	id := "d_" // the id of notes.txt, from the list
+	var docs []memrec.Document
+	apiGet(t, base+"/api/knowledge", "", &docs)
+	for _, d := range docs {
+		if strings.HasSuffix(d.Source, "notes.txt") {
+			id = d.ID
+		}
+	}
+	if code, out := adminPost(t, base+"/api/knowledge/delete", "application/json", `{"id":"`+id+`"}`); code != 200 || !strings.HasSuffix(fmt.Sprint(out["source"]), "notes.txt") {
+		t.Errorf("POST /api/knowledge/delete = %d %v, want the removed notes.txt", code, out)
+	}
+	if code, _ := adminPost(t, base+"/api/knowledge/delete", "application/json", `{"id":"`+id+`"}`); code != 404 {
+		t.Errorf("deleting it again = %d, want 404", code)
+	}
+	if code, _ := adminPost(t, base+"/api/knowledge/delete", "text/plain", `{"id":"x"}`); code != 400 {
+		t.Errorf("delete with a form content type = %d, want 400", code)
+	}
+
+	code, out := adminPost(t, base+"/api/memory/edit", "application/json", `{"id":"m_edit1","text":"prefers helix"}`)
+	if code != 200 || out["text"] != "prefers helix" || out["kind"] != memrec.KindPreference || out["pinned"] != true {
+		t.Fatalf("POST /api/memory/edit = %d %v, want the new text with kind and pin kept", code, out)
+	}
+	newID, _ := out["id"].(string)
+	var ms []memrec.Memory
+	apiGet(t, base+"/api/memory?user=slack:U1", "", &ms)
+	if len(ms) != 1 || ms[0].Text != "prefers helix" {
+		t.Errorf("memories after the edit = %+v, want only the edited one", ms)
+	}
+	if code, _ := adminPost(t, base+"/api/memory/forget", "application/json", `{"id":"`+newID+`"}`); code != 200 {
+		t.Errorf("POST /api/memory/forget = %d, want 200", code)
+	}
+	apiGet(t, base+"/api/memory?user=slack:U1", "", &ms)
+	if len(ms) != 0 {
+		t.Errorf("memories after forget = %+v, want none", ms)
+	}
+	if code, _ := adminPost(t, base+"/api/memory/edit", "application/json", `{"id":"m_gone","text":"x"}`); code != 404 {
+		t.Errorf("edit of a missing memory = %d, want 404", code)
+	}
+}
