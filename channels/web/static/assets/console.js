@@ -518,6 +518,8 @@
     }
     let items = r.data;
     if (items && !Array.isArray(items)) items = items.items || items.records || items.documents || items.memories || [];
+    if (name === "knowledge") { renderKnowledge(box, items || []); return; }
+    if (name === "memory") { renderMemory(box, items || []); return; }
     if (!items || !items.length) { box.replaceChildren(el("p", "empty", "Nothing stored yet.")); return; }
     const keys = [];
     for (const it of items.slice(0, 50)) for (const k of Object.keys(it || {})) if (!keys.includes(k) && keys.length < 8) keys.push(k);
@@ -536,6 +538,113 @@
       tbl.tBodies[0].append(tr);
     }
     box.replaceChildren(tbl);
+  }
+
+  function size(n) {
+    n = Number(n || 0);
+    if (n < 1024) return n + " B";
+    if (n < 1 << 20) return (n / 1024).toFixed(1) + " KiB";
+    return (n / (1 << 20)).toFixed(1) + " MiB";
+  }
+  function button(label, onClick, cls) {
+    const b = el("button", cls || "", label);
+    b.type = "button";
+    b.addEventListener("click", onClick);
+    return b;
+  }
+  function table(headers, rows) {
+    const tbl = el("table", "grid");
+    const head = el("tr");
+    for (const h of headers) head.append(el("th", "", h));
+    const thead = el("thead"); thead.append(head);
+    const tbody = el("tbody");
+    for (const r of rows) tbody.append(r);
+    tbl.append(thead, tbody);
+    return tbl;
+  }
+  // embedLabel says which model made a document's vectors; demo ones match words, not meaning.
+  function embedLabel(model) {
+    if (!model) return "not recorded (re-embed: echogate knowledge reembed)";
+    if (model.startsWith("demo:")) return "demo embeddings (words only, not meaning)";
+    return model;
+  }
+
+  // Knowledge: search the base as the model does, list documents, delete one.
+  function renderKnowledge(box, docs) {
+    const form = el("form", "toolbar");
+    const q = el("input");
+    q.type = "search"; q.placeholder = "Search the knowledge base…"; q.setAttribute("aria-label", "Search the knowledge base");
+    const go = el("button", "", "Search"); go.type = "submit";
+    const results = el("div");
+    form.append(q, go);
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      if (!q.value.trim()) { results.replaceChildren(); return; }
+      const r = await api("api/knowledge/search?q=" + encodeURIComponent(q.value));
+      if (!r.ok) { results.replaceChildren(el("p", "empty", "Search failed: " + r.error)); return; }
+      const ps = r.data.passages || [];
+      const list = el("div");
+      if (r.data.keyword_only) list.append(el("p", "muted", "The embedding endpoint is unavailable: keyword matches only."));
+      if (!ps.length) list.append(el("p", "empty", "No passage matches."));
+      for (const p of ps) {
+        const item = el("div", "passage");
+        item.append(el("strong", "", "[" + p.doc_id + "#" + p.seq + "] " + (p.title || "") + (p.heading ? " › " + p.heading : "")));
+        item.append(el("p", "muted", p.source));
+        item.append(el("p", "wrap", clip(p.text, 600)));
+        list.append(item);
+      }
+      results.replaceChildren(list);
+    });
+    const parts = [form, results];
+    if (!docs.length) {
+      parts.push(el("p", "empty", "No documents yet: add files with `echogate knowledge add PATH…`."));
+      box.replaceChildren(...parts);
+      return;
+    }
+    const rows = docs.map((d) => {
+      const tr = el("tr");
+      tr.append(td(d.title || d.source), td(d.source, "wrap"), td(num(d.chunks)), td(size(d.bytes)),
+        td(embedLabel(d.embed_model)), td(ago(d.updated_at)));
+      const act = td("");
+      act.append(button("Delete", async () => {
+        if (!confirm("Delete " + (d.title || d.source) + " and its " + d.chunks + " passages from the knowledge base?")) return;
+        const r = await post("api/knowledge/delete", { id: d.id });
+        if (!r.ok) { alert("Could not delete: " + r.error); return; }
+        loadFeature("knowledge");
+      }, "danger"));
+      tr.append(act);
+      tr.title = d.id + " · sha256 " + String(d.content_hash || "").slice(0, 12);
+      return tr;
+    });
+    parts.push(table(["Title", "File", "Passages", "Size", "Embeddings", "Updated", ""], rows));
+    box.replaceChildren(...parts);
+  }
+
+  // Memory: each memory with its owner; edit its text or forget it.
+  function renderMemory(box, mems) {
+    if (!mems.length) { box.replaceChildren(el("p", "empty", "No memories yet.")); return; }
+    const rows = mems.map((m) => {
+      const tr = el("tr");
+      tr.append(td(m.text, "wrap"), td(m.kind), td(String(m.owner || "").replace(/^user:/, "")),
+        td(m.pinned ? "pinned" : ""), td(ago(m.updated_at)));
+      const act = td("");
+      act.append(button("Edit", async () => {
+        const text = prompt("Edit the memory:", m.text);
+        if (text === null || text.trim() === "" || text === m.text) return;
+        const r = await post("api/memory/edit", { id: m.id, text: text });
+        if (!r.ok) { alert("Could not edit: " + r.error); return; }
+        loadFeature("memory");
+      }), " ", button("Forget", async () => {
+        if (!confirm("Forget: " + m.text + "?")) return;
+        const r = await post("api/memory/forget", { id: m.id });
+        if (!r.ok) { alert("Could not forget: " + r.error); return; }
+        loadFeature("memory");
+      }, "danger"));
+      tr.append(act);
+      tr.title = m.id;
+      return tr;
+    });
+    box.replaceChildren(table(["Memory", "Kind", "Whose", "", "Updated", ""], rows));
   }
 
   // The chat tab tells the console when a turn asked for approval or ended.
