@@ -31,8 +31,9 @@ func checkYAML(file string, doc *yaml.Node) error {
 }
 
 var (
-	durationType = reflect.TypeOf(Duration(0))
-	byteSizeType = reflect.TypeOf(ByteSize(0))
+	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+	durationType    = reflect.TypeOf(Duration(0))
+	byteSizeType    = reflect.TypeOf(ByteSize(0))
 )
 
 func checkNode(n *yaml.Node, t reflect.Type, path string) error {
@@ -53,6 +54,8 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...), Where: fmt.Sprintf("line %d", n.Line)}
 	}
 	switch {
+	case t != durationType && t != byteSizeType && reflect.PointerTo(t).Implements(unmarshalerType):
+		return nil // a type with its own YAML form checks itself when decoded
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode {
 			return bad("expected a duration like 30s, 5m or 24h, got %s", describe(n))
