@@ -17,11 +17,13 @@ import (
 //
 //	GET  /api/knowledge/search  ?q=&limit= → passages, best first (hybrid search, as the model sees it)
 //	POST /api/knowledge/delete  {"id"} → the removed document
+//	POST /api/knowledge/upload  {"name", "content": base64} → {report, document}: add or replace a file
 //	POST /api/memory/forget     {"id"} → the forgotten memory
 //	POST /api/memory/edit       {"id", "text"} → the memory that replaces it (same owner, kind, pin)
 func (g *gateway) memkbAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/knowledge/search", g.handleKnowledgeSearch)
 	mux.HandleFunc("POST /api/knowledge/delete", g.handleKnowledgeDelete)
+	mux.HandleFunc("POST /api/knowledge/upload", g.handleKnowledgeUpload)
 	mux.HandleFunc("POST /api/memory/forget", g.handleMemoryForget)
 	mux.HandleFunc("POST /api/memory/edit", g.handleMemoryEdit)
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -66,6 +68,28 @@ func TestAdminKnowledgeAndMemoryActions(t *testing.T) {
 	}
 	if code, _ := adminPost(t, base+"/api/knowledge/delete", "text/plain", `{"id":"x"}`); code != 400 {
 		t.Errorf("delete with a form content type = %d, want 400", code)
+	}
+
+	// Upload: JSON with the file in base64; the same file again is unchanged.
+	content := base64.StdEncoding.EncodeToString([]byte("# Handbook\n\nThe release train leaves on Thursdays.\n"))
+	for i, want := range []string{`"Added":1`, `"Unchanged":1`} {
+		code, out := adminPost(t, base+"/api/knowledge/upload", "application/json", `{"name":"handbook.md","content":"`+content+`"}`)
+		if js, _ := json.Marshal(out["report"]); code != 200 || !strings.Contains(string(js), want) || !strings.Contains(fmt.Sprint(out["document"]), filepath.Join("knowledge", "handbook.md")) {
+			t.Errorf("upload %d = %d %v, want 200 and %s", i+1, code, out, want)
+		}
+	}
+	if code := apiGet(t, base+"/api/knowledge/search?q=release+train+Thursdays", "", &found); code != 200 || !strings.Contains(fmt.Sprint(found["passages"]), "handbook.md") {
+		t.Errorf("search after the upload = %d %v, want the handbook passage", code, found)
+	}
+	for body, want := range map[string]int{
+		`{"name":"../../etc/x.sh","content":"` + content + `"}`: 400,
+		`{"name":".hidden.md","content":"` + content + `"}`:     400,
+		`{"name":"a.md","content":"not base64!"}`:              400,
+		`{"name":"a.md"}`:                                      400,
+	} {
+		if code, out := adminPost(t, base+"/api/knowledge/upload", "application/json", body); code != want {
+			t.Errorf("upload %s = %d %v, want %d", body, code, out, want)
+		}
 	}
 
 	code, out := adminPost(t, base+"/api/memory/edit", "application/json", `{"id":"m_edit1","text":"prefers helix"}`)

@@ -595,7 +595,7 @@
       }
       results.replaceChildren(list);
     });
-    const parts = [form, results];
+    const parts = [form, uploader(), results];
     if (!docs.length) {
       parts.push(el("p", "empty", "No documents yet: add files with `echogate knowledge add PATH…`."));
       box.replaceChildren(...parts);
@@ -618,6 +618,46 @@
     });
     parts.push(table(["Title", "File", "Passages", "Size", "Embeddings", "Updated", ""], rows));
     box.replaceChildren(...parts);
+  }
+
+  // uploader adds files to the knowledge base: each file goes as base64 in a JSON body (the
+  // admin API takes JSON only), with the upload's progress shown.
+  function uploader() {
+    const box = el("div", "toolbar");
+    const input = el("input");
+    input.type = "file"; input.multiple = true; input.accept = ".md,.markdown,.txt,.text,.html,.htm,.pdf";
+    input.setAttribute("aria-label", "Files to add to the knowledge base");
+    const bar = el("progress"); bar.max = 100; bar.value = 0; bar.hidden = true;
+    const status = el("span", "muted");
+    const go = button("Upload", async () => {
+      const files = Array.from(input.files || []);
+      if (!files.length) { status.textContent = "Choose .md, .txt, .html or .pdf files first."; return; }
+      for (const [i, f] of files.entries()) {
+        status.textContent = "Uploading " + f.name + " (" + (i + 1) + " of " + files.length + ")…";
+        bar.hidden = false; bar.value = 0;
+        const content = await new Promise((resolve, reject) => {
+          const rd = new FileReader();
+          rd.onload = () => resolve(String(rd.result).replace(/^data:[^,]*,/, ""));
+          rd.onerror = () => reject(rd.error);
+          rd.readAsDataURL(f);
+        });
+        const res = await new Promise((resolve) => {
+          const x = new XMLHttpRequest();
+          x.open("POST", "api/knowledge/upload");
+          x.setRequestHeader("Content-Type", "application/json");
+          x.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = Math.round(100 * e.loaded / e.total); };
+          x.onload = () => { let d = null; try { d = JSON.parse(x.responseText); } catch (_) { /* not JSON */ } resolve({ ok: x.status === 200, data: d }); };
+          x.onerror = () => resolve({ ok: false, data: { error: "the gateway is unreachable" } });
+          x.send(JSON.stringify({ name: f.name, content: content }));
+        });
+        if (!res.ok) { status.textContent = f.name + ": " + ((res.data && res.data.error) || "upload failed"); bar.hidden = true; return; }
+      }
+      bar.hidden = true;
+      status.textContent = files.length + " file(s) added.";
+      loadFeature("knowledge");
+    });
+    box.append(input, go, bar, status);
+    return box;
   }
 
   // Memory: each memory with its owner; edit its text or forget it.

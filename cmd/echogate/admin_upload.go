@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/echogate/echogate/knowledge"
+)
+
+// maxUploadBytes bounds one console upload (the decoded file).
+const maxUploadBytes = 20 << 20
+
+// uploadBody is POST /api/knowledge/upload's body. The file travels base64-encoded in JSON:
+// state-changing endpoints take JSON only (a cross-site form cannot send it).
+type uploadBody struct {
+	Name    string `json:"name"`
+	Content string `json:"content"`
+}
+
+// handleKnowledgeUpload stores the file under <data_dir>/knowledge/<name> and ingests it, as
+// `echogate knowledge add` does: the same name again replaces that document (unchanged content
+// is skipped).
+func (g *gateway) handleKnowledgeUpload(w http.ResponseWriter, r *http.Request) {
+	if !g.knowledgeOn() {
+		writeError(w, http.StatusNotFound, knowledgeOff)
+		return
+	}
+	if msg := checkJSONPost(r); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	const shape = `{"name": "handbook.pdf", "content": "<base64 of the file>"}`
+	var b uploadBody
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxUploadBytes*4/3+4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the file is larger than %d MiB: add it with `echogate knowledge add PATH` instead", maxUploadBytes>>20))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "malformed JSON body ("+err.Error()+"): send "+shape)
+		return
+	}
+	name := filepath.Base(strings.TrimSpace(b.Name))
+	if name == "." || name == "/" || strings.HasPrefix(name, ".") || !knowledge.Supported(name) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("name %q: give a file name ending in .md, .txt, .html or .pdf", b.Name))
+		return
+	}
+	raw, err := base64.StdEncoding.DecodeString(b.Content)
+	if err != nil || len(raw) == 0 {
+		writeError(w, http.StatusBadRequest, "content must be the file's bytes in standard base64, and not empty: send "+shape)
+		return
+	}
+	dir := filepath.Join(g.cfg.DataDir, "knowledge")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		writeJSON(w, nil, wrapErr("upload: create "+dir, err))
+		return
+	}
+	path := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, ".upload-*")
+	if err != nil {
+		writeJSON(w, nil, wrapErr("upload", err))
+		return
+	}
+	_, werr := tmp.Write(raw)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		writeJSON(w, nil, wrapErr("upload: write "+path, errors.Join(werr, cerr)))
+		return
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		writeJSON(w, nil, wrapErr("upload: write "+path, err))
+		return
+	}
+	rep, err := g.memkb.kb.Ingest(r.Context(), []string{path}, nil)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	ds, err := g.memkb.kb.List(r.Context(), 0)
+	var doc any
+	for _, d := range ds {
+		if d.Source == path {
+			doc = d
+		}
+	}
+	writeJSON(w, map[string]any{"report": rep, "document": doc}, wrapErr("upload: list", err))
+}
