@@ -84,8 +84,8 @@ func TestAdminKnowledgeAndMemoryActions(t *testing.T) {
 	for body, want := range map[string]int{
 		`{"name":"../../etc/x.sh","content":"` + content + `"}`: 400,
 		`{"name":".hidden.md","content":"` + content + `"}`:     400,
-		`{"name":"a.md","content":"not base64!"}`:              400,
-		`{"name":"a.md"}`:                                      400,
+		`{"name":"a.md","content":"not base64!"}`:               400,
+		`{"name":"a.md"}`: 400,
 	} {
 		if code, out := adminPost(t, base+"/api/knowledge/upload", "application/json", body); code != want {
 			t.Errorf("upload %s = %d %v, want %d", body, code, out, want)
