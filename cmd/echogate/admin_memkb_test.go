@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,6 +81,13 @@ func TestAdminKnowledgeAndMemoryActions(t *testing.T) {
 	}
 	if code := apiGet(t, base+"/api/knowledge/search?q=release+train+Thursdays", "", &found); code != 200 || !strings.Contains(fmt.Sprint(found["passages"]), "handbook.md") {
 		t.Errorf("search after the upload = %d %v, want the handbook passage", code, found)
+	}
+	blank := base64.StdEncoding.EncodeToString([]byte("   \n"))
+	if code, out := adminPost(t, base+"/api/knowledge/upload", "application/json", `{"name":"blank.md","content":"`+blank+`"}`); code != 422 || !strings.Contains(fmt.Sprint(out["error"]), "no text") {
+		t.Errorf("upload of a file without text = %d %v, want 422 saying so", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "knowledge", "blank.md")); err == nil {
+		t.Error("a rejected upload was left in data_dir/knowledge")
 	}
 	for body, want := range map[string]int{
 		`{"name":"../../etc/x.sh","content":"` + content + `"}`: 400,

@@ -64,6 +64,8 @@ func (g *gateway) handleKnowledgeUpload(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	path := filepath.Join(dir, name)
+	_, statErr := os.Stat(path)
+	existed := statErr == nil
 	tmp, err := os.CreateTemp(dir, ".upload-*")
 	if err != nil {
 		writeJSON(w, nil, wrapErr("upload", err))
@@ -83,6 +85,9 @@ func (g *gateway) handleKnowledgeUpload(w http.ResponseWriter, r *http.Request) 
 	}
 	rep, err := g.memkb.kb.Ingest(r.Context(), []string{path}, nil)
 	if err != nil {
+		if !existed {
+			os.Remove(path) // a file the knowledge base could not take is not kept
+		}
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
