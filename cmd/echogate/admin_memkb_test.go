@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +47,25 @@ func TestAdminKnowledgeAndMemoryActions(t *testing.T) {
 
 	base, _, stop := startServe(t, map[string]string{"ECHOGATE_DATA_DIR": dir}, "--config", cfg)
 	defer stop()
+
+	// The console's Knowledge and Memory tabs are served and use these endpoints.
+	resp, err := http.Get(base + "/assets/memkb.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"api/knowledge/search", "api/knowledge/upload", "api/knowledge/delete", "api/memory/edit", "api/memory/forget"} {
+		if resp.StatusCode != 200 || !strings.Contains(string(js), want) {
+			t.Errorf("GET /assets/memkb.js = %d, want the console script using %s", resp.StatusCode, want)
+		}
+	}
+	page, _ := http.Get(base + "/")
+	html, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	if !strings.Contains(string(html), "assets/memkb.js") {
+		t.Error("the console page does not load assets/memkb.js")
+	}
 
 	var found map[string]any
 	if code := apiGet(t, base+"/api/knowledge/search?q=descaled+coffee+machine", "", &found); code != 200 || !strings.Contains(fmt.Sprint(found["passages"]), "notes.txt") {
