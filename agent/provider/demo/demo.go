@@ -12,15 +12,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/echogate/echogate/internal/hashvec"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/internal/hashvec"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -223,8 +224,13 @@ func answerToolResults(msgs []echogate.Message) string {
 		}
 	}
 	var b strings.Builder
-	b.WriteString(Label)
-	for _, r := range msgs[start:] {
+	// The label opens the turn's reply once: when the call that asked for the tools already
+	// carried it, the answer that follows (streamed into the same reply) does not repeat it.
+	labelled := start > 0 && strings.Contains(msgs[start-1].Content, Label)
+	if !labelled {
+		b.WriteString(Label)
+	}
+	for i, r := range msgs[start:] {
 		name := r.Name
 		if name == "" {
 			name = names[r.ToolCallID]
@@ -233,19 +239,74 @@ func answerToolResults(msgs []echogate.Message) string {
 			name = "the tool"
 		}
 		content := strings.TrimSpace(r.Content)
-		b.WriteString("\n\n")
+		if i > 0 || !labelled {
+			b.WriteString("\n\n")
+		}
 		switch {
 		case r.IsError:
 			fmt.Fprintf(&b, "The %s tool failed: %s", name, clip(content, 300))
 		case name == toolTime:
-			fmt.Fprintf(&b, "According to the current_time tool, it is %s.", clip(content, 200))
+			fmt.Fprintf(&b, "According to the current_time tool, it is %s.", clip(readableTime(content), 200))
 		case name == toolFetch:
 			fmt.Fprintf(&b, "I fetched the page (%d characters). It begins:\n\n> %s", utf8.RuneCountInString(content), clip(oneLine(content), 400))
 		default:
-			fmt.Fprintf(&b, "The %s tool answered: %s", name, clip(content, 300))
+			fmt.Fprintf(&b, "The %s tool answered: %s", name, clip(readableJSON(content), 300))
 		}
 	}
 	return b.String()
+}
+
+// readableTime renders current_time's JSON result as a sentence's worth of text ("Tuesday,
+// 1 December 2026, 23:18 UTC"); anything else is returned as it is.
+func readableTime(content string) string {
+	var r struct {
+		Time         string `json:"time"`
+		Abbreviation string `json:"abbreviation"`
+		Timezone     string `json:"timezone"`
+	}
+	if json.Unmarshal([]byte(content), &r) != nil || r.Time == "" {
+		return content
+	}
+	t, err := time.Parse(time.RFC3339, r.Time)
+	if err != nil {
+		return content
+	}
+	zone := r.Abbreviation
+	if zone == "" {
+		zone = r.Timezone
+	}
+	out := t.Format("Monday, 2 January 2006, 15:04")
+	if zone != "" {
+		out += " " + zone
+	}
+	if r.Timezone != "" && r.Timezone != zone {
+		out += " (" + r.Timezone + ")"
+	}
+	return out
+}
+
+// readableJSON renders a flat JSON object as "key: value" pairs in key order, so the demo's answer
+// reads as text rather than as the tool's raw JSON; anything else is returned as it is.
+func readableJSON(content string) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(content), &obj) != nil || len(obj) == 0 {
+		return content
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v := strings.TrimSpace(string(obj[k]))
+		var s string
+		if json.Unmarshal(obj[k], &s) == nil {
+			v = s
+		}
+		parts = append(parts, k+": "+v)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func echo(req agent.Request, user string) string {

@@ -46,8 +46,10 @@ func generate(t *testing.T, m *Model, req agent.Request) (agent.Response, string
 	if resp.Message.Content != "" && n < 2 {
 		t.Errorf("streamed %d fragments, want several", n)
 	}
-	if !strings.HasPrefix(resp.Message.Content, Label) {
-		t.Errorf("reply %q does not start with the label", resp.Message.Content)
+	if ms := req.Messages; len(ms) < 2 || ms[len(ms)-1].Role != echogate.RoleTool || !strings.Contains(ms[len(ms)-2].Content, Label) {
+		if !strings.HasPrefix(resp.Message.Content, Label) {
+			t.Errorf("reply %q does not start with the label", resp.Message.Content)
+		}
 	}
 	if resp.Model != ModelName || resp.Usage.Model != ModelName || resp.Usage.Kind != echogate.UsageModel || resp.Usage.InputTokens == 0 || resp.Usage.OutputTokens == 0 {
 		t.Errorf("model, usage = %q, %+v, want demo with tokens", resp.Model, resp.Usage)
@@ -204,5 +206,42 @@ func TestEmbed(t *testing.T) {
 	}
 	if _, _, err := m.Embed(context.Background(), "x", -1, []string{"a"}); err == nil {
 		t.Error("Embed(dims -1) = nil, want an error")
+	}
+}
+
+// TestToolTurnReadsAsOneReply: the two calls of a tool turn stream into one reply, which carries
+// the label once and renders the tool's JSON as text.
+func TestToolTurnReadsAsOneReply(t *testing.T) {
+	m := newModel(t)
+	msgs := []echogate.Message{{Role: echogate.RoleUser, Content: "what time is it?"}}
+	first, _ := generate(t, m, agent.Request{Messages: msgs, Tools: catalogue})
+	if len(first.Message.ToolCalls) != 1 {
+		t.Fatalf("first reply = %+v, want one tool call", first.Message)
+	}
+	result := `{"time":"2026-12-01T23:18:17Z","weekday":"Tuesday","timezone":"UTC","abbreviation":"UTC","utc_offset":"+00:00","unix":1796167097}`
+	msgs = append(msgs, first.Message, echogate.Message{Role: echogate.RoleTool, ToolCallID: first.Message.ToolCalls[0].ID, Content: result})
+	second, _ := generate(t, m, agent.Request{Messages: msgs, Tools: catalogue})
+	reply := first.Message.Content + second.Message.Content
+	if n := strings.Count(reply, Label); n != 1 {
+		t.Errorf("reply carries the label %d times, want once:\n%s", n, reply)
+	}
+	if want := "it is Tuesday, 1 December 2026, 23:18 UTC."; !strings.Contains(second.Message.Content, want) {
+		t.Errorf("answer = %q, want it to contain %q", second.Message.Content, want)
+	}
+	if strings.Contains(second.Message.Content, "{") {
+		t.Errorf("answer = %q, want no raw JSON", second.Message.Content)
+	}
+}
+
+func TestReadableJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"b":2,"a":"x"}`: "a: x; b: 2",
+		`not json`:        "not json",
+		`[1,2]`:           "[1,2]",
+		`{}`:              "{}",
+	} {
+		if got := readableJSON(in); got != want {
+			t.Errorf("readableJSON(%s) = %q, want %q", in, got, want)
+		}
 	}
 }
