@@ -163,7 +163,10 @@ func cutAt(line string, room int) string {
 			break
 		}
 		n += w
-		end = i + utf8.RuneLen(r)
+		// The width in bytes as written: an invalid byte decodes as U+FFFD but is one byte
+		// long, so utf8.RuneLen(r) would overshoot it.
+		_, size := utf8.DecodeRuneInString(line[i:])
+		end = i + size
 		if unicode.IsSpace(r) {
 			lastSpace = end
 		}

@@ -193,6 +193,7 @@ func convertText(s string) string {
 // single over-long line at a space, else anywhere), preferring blank lines, and closing and
 // reopening a ``` code block that a break falls into. Empty input gives no pieces.
 func splitText(s string, max int) []string {
+	max = maxInt(max, minSplit)
 	if strings.TrimSpace(s) == "" {
 		return nil
 	}
@@ -264,6 +265,16 @@ func splitText(s string, max int) []string {
 	}
 	flush()
 	return out
+}
+
+// minSplit is the smallest piece splitText makes: room for a closing fence and some text.
+const minSplit = 16
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 func lastBlank(lines []string) int {
