@@ -10,8 +10,24 @@ import (
 	"github.com/ledongthuc/pdf"
 )
 
-// pdfText extracts the text of pages opt.FirstPage … opt.FirstPage+opt.MaxPages-1.
-func pdfText(ctx context.Context, data []byte, label string, opt Options) (doc Document, err error) {
+// pdfText extracts the text of pages opt.FirstPage … opt.FirstPage+opt.MaxPages-1, after the
+// bounded validation of checkPDF, in a child process (pdfIsolated).
+func pdfText(ctx context.Context, data []byte, label string, opt Options) (Document, error) {
+	if err := checkPDF(data, label); err != nil {
+		return Document{}, err
+	}
+	return pdfIsolated(ctx, data, label, opt)
+}
+
+// pdfInProcess is pdfText in this process: only a child runs it on untrusted bytes.
+func pdfInProcess(ctx context.Context, data []byte, label string, opt Options) (doc Document, err error) {
+	if err := checkPDF(data, label); err != nil {
+		return Document{}, err
+	}
+	return pdfUnchecked(ctx, data, label, opt)
+}
+
+func pdfUnchecked(ctx context.Context, data []byte, label string, opt Options) (doc Document, err error) {
 	defer func() {
 		// The PDF parser panics on some malformed files; a bad file must not take the gateway
 		// down.
@@ -42,7 +58,7 @@ func pdfText(ctx context.Context, data []byte, label string, opt Options) (doc D
 		}
 		text := ""
 		if p := r.Page(i); !p.V.IsNull() {
-			t, err := p.GetPlainText(nil)
+			t, err := pageText(p)
 			if err != nil {
 				return Document{}, fmt.Errorf("%w: %s: page %d cannot be read: %v", ErrMalformed, label, i, err)
 			}
