@@ -33,8 +33,12 @@ func pageText(p pdf.Page) (text string, err error) {
 	var (
 		t   pdfWriter
 		enc pdf.TextEncoding = rawEncoding{}
-		y   float64 // the y of the last Tm, to tell a new line from a sideways move
+		pos textPos
 	)
+	show := func(raw string) {
+		pos.shown(&t)
+		t.write(enc.Decode(raw))
+	}
 	pdf.Interpret(contents, func(stk *pdf.Stack, op string) {
 		args := make([]pdf.Value, stk.Len())
 		for i := len(args) - 1; i >= 0; i-- {
@@ -42,25 +46,18 @@ func pageText(p pdf.Page) (text string, err error) {
 		}
 		switch op {
 		case "BT":
-			t.space()
+			pos.x, pos.y, pos.moved = 0, 0, true
 		case "T*":
-			t.newline()
+			pos.y, pos.moved = pos.y-1, true
 		case "Td", "TD":
 			if len(args) == 2 {
-				if args[1].Float64() != 0 {
-					t.newline()
-				} else if args[0].Float64() != 0 {
-					t.space()
-				}
+				pos.x += args[0].Float64()
+				pos.y += args[1].Float64()
+				pos.moved = true
 			}
 		case "Tm":
 			if len(args) == 6 {
-				if ny := args[5].Float64(); ny != y {
-					y = ny
-					t.newline()
-				} else {
-					t.space()
-				}
+				pos.x, pos.y, pos.moved = args[4].Float64(), args[5].Float64(), true
 			}
 		case "Tf":
 			enc = rawEncoding{}
@@ -70,13 +67,13 @@ func pageText(p pdf.Page) (text string, err error) {
 				}
 			}
 		case "'", "\"":
-			t.newline()
+			pos.y, pos.moved = pos.y-1, true
 			if len(args) > 0 {
-				t.write(enc.Decode(args[len(args)-1].RawString()))
+				show(args[len(args)-1].RawString())
 			}
 		case "Tj":
 			if len(args) == 1 {
-				t.write(enc.Decode(args[0].RawString()))
+				show(args[0].RawString())
 			}
 		case "TJ":
 			if len(args) != 1 {
@@ -86,7 +83,7 @@ func pageText(p pdf.Page) (text string, err error) {
 			for i := 0; i < v.Len(); i++ {
 				switch x := v.Index(i); x.Kind() {
 				case pdf.String:
-					t.write(enc.Decode(x.RawString()))
+					show(x.RawString())
 				case pdf.Integer, pdf.Real:
 					if x.Float64() < wordGap {
 						t.space()
@@ -96,6 +93,25 @@ func pageText(p pdf.Page) (text string, err error) {
 		}
 	})
 	return t.String(), nil
+}
+
+// textPos follows the text position far enough to tell a new line (another y) from a sideways
+// move (a word apart) when text is shown.
+type textPos struct {
+	x, y   float64
+	lastY  float64
+	shownY bool // text was shown before, at lastY
+	moved  bool // the position changed since text was last shown
+}
+
+func (p *textPos) shown(t *pdfWriter) {
+	switch {
+	case p.shownY && p.y != p.lastY:
+		t.newline()
+	case p.shownY && p.moved:
+		t.space()
+	}
+	p.lastY, p.shownY, p.moved = p.y, true, false
 }
 
 // pdfWriter collects page text. A separator is held until more text follows, so none is
