@@ -39,75 +39,95 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("%s resolves to %s, a %s address", e.Host, e.IP, e.Reason)
 }
 
-var (
-	cgnat          = netip.MustParsePrefix("100.64.0.0/10")
-	nat64          = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour      = netip.MustParsePrefix("2002::/16")
-	blockedV4Other = []struct {
-		p      netip.Prefix
-		reason string
-	}{
-		{netip.MustParsePrefix("0.0.0.0/8"), "\"this network\""},
-		{netip.MustParsePrefix("192.0.0.0/24"), "reserved (IETF protocol assignments)"},
-		{netip.MustParsePrefix("192.0.2.0/24"), "reserved (documentation)"},
-		{netip.MustParsePrefix("198.18.0.0/15"), "reserved (benchmarking)"},
-		{netip.MustParsePrefix("198.51.100.0/24"), "reserved (documentation)"},
-		{netip.MustParsePrefix("203.0.113.0/24"), "reserved (documentation)"},
-		{netip.MustParsePrefix("240.0.0.0/4"), "reserved (class E / broadcast)"},
-	}
-	blockedV6Other = []struct {
-		p      netip.Prefix
-		reason string
-	}{
-		{netip.MustParsePrefix("::/96"), "reserved (IPv4-compatible)"},
-		{netip.MustParsePrefix("64:ff9b:1::/48"), "private (local-use NAT64)"},
-		{netip.MustParsePrefix("100::/64"), "reserved (discard)"},
-		{netip.MustParsePrefix("2001::/32"), "reserved (Teredo tunnel)"},
-		{netip.MustParsePrefix("2001:db8::/32"), "reserved (documentation)"},
-		{netip.MustParsePrefix("fec0::/10"), "private (site-local)"},
-	}
-)
+// special is one entry of the special-purpose address registries (IANA's IPv4 and IPv6
+// Special-Purpose Address Registries: RFC 6890 and its successors) that a client must not reach:
+// every range not globally reachable, plus deprecated anycast ranges. embedded, when set, says
+// where the IPv4 address a translation range carries starts; that address is judged instead.
+type special struct {
+	p        netip.Prefix
+	reason   string
+	embedded int
+}
+
+func sp(prefix, reason string) special {
+	return special{p: netip.MustParsePrefix(prefix), reason: reason}
+}
+
+// specialV4 lists the IPv4 ranges, most specific first where they nest.
+var specialV4 = []special{
+	sp("0.0.0.0/32", "unspecified"),
+	sp("0.0.0.0/8", "\"this network\""),                              // RFC 791, 1122
+	sp("10.0.0.0/8", "private"),                                      // RFC 1918
+	sp("100.64.0.0/10", "carrier-grade NAT (shared)"),                // RFC 6598
+	sp("127.0.0.0/8", "loopback"),                                    // RFC 1122
+	sp("169.254.0.0/16", "link-local (incl. cloud metadata)"),        // RFC 3927
+	sp("172.16.0.0/12", "private"),                                   // RFC 1918
+	sp("192.0.0.0/24", "reserved (IETF protocol assignments)"),       // RFC 6890: DS-Lite, PCP, TURN, NAT64 discovery
+	sp("192.0.2.0/24", "reserved (documentation)"),                   // RFC 5737 TEST-NET-1
+	sp("192.88.99.0/24", "reserved (deprecated 6to4 relay anycast)"), // RFC 7526
+	sp("192.168.0.0/16", "private"),                                  // RFC 1918
+	sp("198.18.0.0/15", "reserved (benchmarking)"),                   // RFC 2544
+	sp("198.51.100.0/24", "reserved (documentation)"),                // RFC 5737 TEST-NET-2
+	sp("203.0.113.0/24", "reserved (documentation)"),                 // RFC 5737 TEST-NET-3
+	sp("224.0.0.0/4", "multicast"),                                   // RFC 5771
+	sp("255.255.255.255/32", "reserved (class E / broadcast)"),       // RFC 919
+	sp("240.0.0.0/4", "reserved (class E / broadcast)"),              // RFC 1112
+}
+
+// specialV6 lists the IPv6 ranges, most specific first where they nest. Anything outside
+// 2000::/3 that none of them names is refused too: it is not global unicast.
+var specialV6 = []special{
+	sp("::/128", "unspecified"),                               // RFC 4291
+	sp("::1/128", "loopback"),                                 // RFC 4291
+	{p: netip.MustParsePrefix("::ffff:0:0/96"), embedded: 12}, // IPv4-mapped, RFC 4291
+	sp("::ffff:0:0:0/96", "reserved (IPv4-translated)"),       // RFC 2765 SIIT
+	sp("::/96", "reserved (IPv4-compatible)"),                 // RFC 4291, deprecated
+	{p: netip.MustParsePrefix("64:ff9b::/96"), embedded: 12},  // NAT64 well-known, RFC 6052
+	sp("64:ff9b:1::/48", "private (local-use NAT64)"),         // RFC 8215
+	sp("100::/64", "reserved (discard)"),                      // RFC 6666
+	sp("100:0:0:1::/64", "reserved (dummy prefix)"),           // RFC 9780
+	sp("2001::/32", "reserved (Teredo tunnel)"),               // RFC 4380
+	sp("2001:2::/48", "reserved (benchmarking)"),              // RFC 5180
+	sp("2001:10::/28", "reserved (ORCHID)"),                   // RFC 4843, deprecated
+	sp("2001:20::/28", "reserved (ORCHIDv2)"),                 // RFC 7343
+	sp("2001:30::/28", "reserved (drone remote ID)"),          // RFC 9374
+	sp("2001::/23", "reserved (IETF protocol assignments)"),   // RFC 2928
+	sp("2001:db8::/32", "reserved (documentation)"),           // RFC 3849
+	{p: netip.MustParsePrefix("2002::/16"), embedded: 2},      // 6to4, RFC 3056
+	sp("3fff::/20", "reserved (documentation)"),               // RFC 9637
+	sp("5f00::/16", "reserved (segment routing SIDs)"),        // RFC 9602
+	sp("fc00::/7", "private"),                                 // RFC 4193 unique local
+	sp("fe80::/10", "link-local (incl. cloud metadata)"),      // RFC 4291
+	sp("fec0::/10", "private (site-local)"),                   // RFC 3879, deprecated
+	sp("ff00::/8", "multicast"),                               // RFC 4291
+}
+
+var globalUnicast = netip.MustParsePrefix("2000::/3")
 
 // Refusal says why a client must not connect to ip, or "" when ip is a public unicast
 // address. IPv4-mapped (::ffff:a.b.c.d), NAT64 and 6to4 addresses are judged by the IPv4
-// address they carry.
+// address they carry; every other special-purpose range is refused with its name.
 func Refusal(ip netip.Addr) string {
-	ip = ip.Unmap().WithZone("")
+	ip = ip.WithZone("")
 	if !ip.IsValid() {
 		return "invalid"
 	}
-	if ip.Is6() {
-		switch {
-		case nat64.Contains(ip):
-			b := ip.As16()
-			return Refusal(netip.AddrFrom4([4]byte(b[12:16])))
-		case sixToFour.Contains(ip):
-			b := ip.As16()
-			return Refusal(netip.AddrFrom4([4]byte(b[2:6])))
-		}
-	}
-	switch {
-	case ip.IsUnspecified():
-		return "unspecified"
-	case ip.IsLoopback():
-		return "loopback"
-	case ip.IsPrivate():
-		return "private"
-	case ip.IsLinkLocalUnicast():
-		return "link-local (incl. cloud metadata)"
-	case ip.IsMulticast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast():
-		return "multicast"
-	case cgnat.Contains(ip):
-		return "carrier-grade NAT (shared)"
-	}
-	others := blockedV6Other
+	list := specialV6
 	if ip.Is4() {
-		others = blockedV4Other
+		list = specialV4
 	}
-	for _, o := range others {
-		if o.p.Contains(ip) {
-			return o.reason
+	for _, s := range list {
+		if !s.p.Contains(ip) {
+			continue
 		}
+		if s.embedded > 0 {
+			b := ip.As16()
+			return Refusal(netip.AddrFrom4([4]byte(b[s.embedded : s.embedded+4])))
+		}
+		return s.reason
+	}
+	if ip.Is6() && !globalUnicast.Contains(ip) {
+		return "reserved (not global unicast)"
 	}
 	return ""
 }
