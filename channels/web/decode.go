@@ -58,6 +58,10 @@ func methodNotAllowed(r *http.Request, allow string) *apiError {
 func checkOrigin(r *http.Request) *apiError {
 	o := r.Header.Get("Origin")
 	if o == "" {
+		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+			return &apiError{status: http.StatusForbidden, msg: fmt.Sprintf(
+				"cross-site request refused: use the chat page served by the gateway at %s", r.Host)}
+		}
 		return nil
 	}
 	u, err := url.Parse(o)

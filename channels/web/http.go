@@ -601,20 +601,7 @@ func sanitizeField(s string) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }
 
-// readPost accepts a JSON POST from this page's origin and decodes its body (at most limit bytes,
-// only the listed fields) into dst. Otherwise it answers the error and returns false.
+// readPost is ReadMutation for the chat API's POSTs.
 func readPost(w http.ResponseWriter, r *http.Request, limit int64, dst any, fields string) bool {
-	if r.Method != http.MethodPost {
-		writeError(w, methodNotAllowed(r, "POST"))
-		return false
-	}
-	if e := checkOrigin(r); e != nil {
-		writeError(w, e)
-		return false
-	}
-	if e := decodeBody(w, r, limit, dst, fields); e != nil {
-		writeError(w, e)
-		return false
-	}
-	return true
+	return ReadMutation(w, r, http.MethodPost, limit, dst, fields)
 }

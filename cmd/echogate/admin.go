@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/router"
+	"github.com/echogate/echogate/channels/web"
 	"github.com/echogate/echogate/internal/memrec"
 	"github.com/echogate/echogate/pipeline"
 )
@@ -209,23 +207,15 @@ var consoleDecisions = map[string]string{
 // on the session's approval prompt by the console's approver identity (see consoleActor). The
 // pipeline resumes the turn and answers on the session's own platform.
 func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
-	if g.cfg.HTTP.AuthToken == "" && !fromLoopback(r) {
-		writeError(w, http.StatusForbidden, "approval decisions from the console need authentication: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN)")
-		return
-	}
-	if msg := checkJSONPost(r); msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
+	// The console decides as an approver, so only an authenticated console may: the token (auth
+	// ran before this handler) or, without one, a request from this machine that names it by a
+	// loopback name or address.
+	if g.cfg.HTTP.AuthToken == "" && !web.LocalRequest(r) {
+		writeError(w, http.StatusForbidden, "approval decisions from the console need authentication: open the console at http://127.0.0.1 or http://localhost on this machine, or set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN)")
 		return
 	}
 	var req decideRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "malformed JSON body ("+err.Error()+`): send {"session", "call_id", "decision", "user"}`)
-		return
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, `the body holds more than one JSON object: send one {"session", "call_id", "decision", "user"}`)
+	if !web.ReadMutation(w, r, http.MethodPost, 16<<10, &req, `"session", "call_id", "decision" and "user"`) {
 		return
 	}
 	switch {
@@ -311,22 +301,6 @@ func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "event_id": ev.ID, "actor": actor})
-}
-
-// checkJSONPost refuses what a cross-site form could send: a body that is not application/json,
-// or an Origin other than the request's host. It returns what is wrong, or "".
-func checkJSONPost(r *http.Request) string {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return "Content-Type must be application/json"
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return "cross-site request refused: Origin " + o + " is not this server (" + r.Host + ")"
-		}
-	}
-	return ""
 }
 
 func (g *gateway) handleUsage(w http.ResponseWriter, r *http.Request) {

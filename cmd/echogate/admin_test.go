@@ -198,11 +198,11 @@ func TestAdminAPI(t *testing.T) {
 		status      int
 		msg         string
 	}{
-		"form post":          {"application/x-www-form-urlencoded", "session=web:adm", nil, 400, "Content-Type must be application/json"},
-		"cross-site":         {"application/json", body("web:adm", call, "approve", ""), []string{"Origin", "https://evil.example"}, 400, "cross-site request refused"},
+		"form post":          {"application/x-www-form-urlencoded", "session=web:adm", nil, 415, "send a JSON body"},
+		"cross-site":         {"application/json", body("web:adm", call, "approve", ""), []string{"Origin", "https://evil.example"}, 403, "cross-origin request"},
 		"malformed":          {"application/json", `{"session":`, nil, 400, "malformed JSON"},
 		"unknown field":      {"application/json", `{"session":"web:adm","call":"x"}`, nil, 400, `unknown field "call"`},
-		"two objects":        {"application/json", body("web:adm", call, "approve", "") + "{}", nil, 400, "more than one JSON object"},
+		"two objects":        {"application/json", body("web:adm", call, "approve", "") + "{}", nil, 400, "exactly one JSON object"},
 		"no session":         {"application/json", body("", call, "approve", ""), nil, 400, "session is required"},
 		"no call":            {"application/json", body("web:adm", "", "approve", ""), nil, 400, "call_id is required"},
 		"bad decision":       {"application/json", body("web:adm", call, "maybe", ""), nil, 400, `decision "maybe" is not one of`},

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
+
+	"github.com/echogate/echogate/channels/web"
 )
 
 // putBudgets changes the spend limits without a restart: PUT /api/budgets with the limits in USD
@@ -15,11 +16,8 @@ func (g *gateway) putBudgets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lim := tr.Limits()
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&lim); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid budgets: "+err.Error()+
-			` (send e.g. {"per_user_day_usd": 5, "per_day_usd": 50}; fields: per_turn_usd, per_session_usd, per_user_day_usd, per_channel_day_usd, per_day_usd, per_month_usd)`)
+	if !web.ReadMutation(w, r, http.MethodPut, 1<<16, &lim,
+		`per_turn_usd, per_session_usd, per_user_day_usd, per_channel_day_usd, per_day_usd and per_month_usd (e.g. {"per_user_day_usd": 5, "per_day_usd": 50})`) {
 		return
 	}
 	if err := tr.SetLimits(lim); err != nil {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/echogate/echogate/channels/web"
 )
 
 // Duration is a time.Duration written as "30s", "5m", "24h" in YAML and the environment.
@@ -73,6 +75,10 @@ type HTTPConfig struct {
 	Addr string `yaml:"addr" env:"ECHOGATE_HTTP_ADDR"`
 	// AuthToken protects the console and admin API; required when Addr is not loopback.
 	AuthToken string `yaml:"auth_token" env:"ECHOGATE_HTTP_AUTH_TOKEN"`
+	// AllowedHosts are the extra Host names the server answers (besides its address and
+	// loopback names): the names a reverse proxy or users reach it by. "*.example.com" matches
+	// subdomains. Other names get 421, which stops DNS rebinding.
+	AllowedHosts []string `yaml:"allowed_hosts" env:"ECHOGATE_HTTP_ALLOWED_HOSTS"`
 }
 
 type DatabaseConfig struct {
@@ -510,6 +516,9 @@ func (c *Config) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
 		return bad("http.addr", "%q is not host:port (e.g. 127.0.0.1:8080)", c.HTTP.Addr)
+	}
+	if _, err := web.NewHostPolicy(c.HTTP.Addr, c.HTTP.AllowedHosts); err != nil {
+		return bad("http.allowed_hosts", "%v", err)
 	}
 	if !isLoopbackAddr(c.HTTP.Addr) && c.HTTP.AuthToken == "" {
 		return bad("http.auth_token", "http.addr %s is reachable from other machines: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN) to protect the console and admin API", c.HTTP.Addr)

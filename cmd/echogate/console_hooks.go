@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -150,16 +149,6 @@ func (c *core) consoleActor(platform, requested string, pend echogate.PendingTur
 	}
 	return "", http.StatusForbidden, "no approver is configured for " + platform + " sessions, so the console cannot decide for them: add " +
 		platform + ":" + consoleUser + " (the console's identity) to approval.approvers (ECHOGATE_APPROVERS), then retry"
-}
-
-// fromLoopback reports whether the request came from this machine.
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // consoleEventID returns a fresh id for an event the console submits.

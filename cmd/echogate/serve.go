@@ -157,7 +157,11 @@ func (g *gateway) routes() http.Handler {
 	for path, h := range g.extra {
 		mux.Handle(path, h)
 	}
-	return mux
+	hosts, err := web.NewHostPolicy(g.cfg.HTTP.Addr, g.cfg.HTTP.AllowedHosts)
+	if err != nil { // validated with the config; a policy of the bind address alone is stricter
+		hosts, _ = web.NewHostPolicy(g.cfg.HTTP.Addr, nil)
+	}
+	return hosts.Guard(mux, "/slack/events", "/healthz", "/readyz")
 }
 
 // readyz is 200 only when storage answers and every channel is connected.
