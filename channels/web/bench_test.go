@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkObserveTurn measures one turn event into a session with a replay buffer and four
-// attached streams (one never reads and is dropped).
+// attached streams (three read what they are woken for, one never reads).
 func BenchmarkObserveTurn(b *testing.B) {
 	ch, err := New(Config{}, nil)
 	if err != nil {
@@ -18,18 +18,21 @@ func BenchmarkObserveTurn(b *testing.B) {
 	s := ch.sessions["bench"]
 	stop := make(chan struct{})
 	for range 3 {
-		sub := s.subscribe("", 256)
+		sub := s.subscribe("")
 		go func() {
 			for {
 				select {
-				case <-sub.ch:
+				case <-sub.wake:
+					ch.mu.Lock()
+					_, _ = s.pending(sub)
+					ch.mu.Unlock()
 				case <-stop:
 					return
 				}
 			}
 		}()
 	}
-	s.subscribe("", 1)
+	s.subscribe("")
 	ch.mu.Unlock()
 	defer close(stop)
 	ev := turnEv(echogate.TurnDelta, "bench", "e", "some streamed tokens ")

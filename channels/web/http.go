@@ -213,7 +213,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 	finished := len(replay) > 0 && replay[len(replay)-1].terminal() && !(s.running && s.runningEvent == eventID)
 	var sub *subscriber
 	if !finished {
-		sub = s.subscribe(eventID, c.cfg.SubscriberBuffer)
+		sub = s.subscribe(eventID)
 	}
 	if !accepted {
 		s.queued[eventID] = now
@@ -236,11 +236,9 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	sw := c.startSSE(w, req.Session)
-	for _, e := range replay {
-		if err := sw.event(e); err != nil {
-			c.unsubscribeFrom(s, sub)
-			return
-		}
+	if err := sw.events(replay); err != nil {
+		c.unsubscribeFrom(s, sub)
+		return
 	}
 	if finished {
 		return
@@ -445,7 +443,7 @@ func (c *Channel) handleStream(w http.ResponseWriter, r *http.Request) {
 		isEnd = wireEvent.terminal
 	}
 	if isEnd != nil {
-		sub = s.subscribe("", c.cfg.SubscriberBuffer)
+		sub = s.subscribe("")
 	}
 	s.lastActive = c.cfg.Now()
 	c.mu.Unlock()
@@ -462,11 +460,9 @@ func (c *Channel) handleStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for _, e := range replay {
-		if err := sw.event(e); err != nil {
-			c.unsubscribeFrom(s, sub)
-			return
-		}
+	if err := sw.events(replay); err != nil {
+		c.unsubscribeFrom(s, sub)
+		return
 	}
 	if sub == nil {
 		return
@@ -498,7 +494,8 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 }
 
 // follow writes the events of sub until isEnd reports true for one, the client leaves, the
-// channel stops, the stream times out or the stream is dropped for falling behind.
+// channel stops, the stream times out or the client fell further behind than the replay buffer
+// holds. Each wake-up sends everything published since the last one in one write.
 func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) {
 	defer c.unsubscribeFrom(s, sub)
 	hb := time.NewTicker(c.cfg.Heartbeat)
@@ -520,16 +517,27 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 			if err := sw.comment("ping"); err != nil {
 				return
 			}
-		case e, ok := <-sub.ch:
+		case _, ok := <-sub.wake:
 			if !ok {
+				_ = sw.comment("session closed: re-attach with Last-Event-ID")
+				return
+			}
+			c.mu.Lock()
+			evs, behind := s.pending(sub)
+			c.mu.Unlock()
+			if behind {
 				_ = sw.comment("dropped: the client fell behind; re-attach with Last-Event-ID")
 				c.log.Debug("dropped a slow web stream", "session", s.id)
 				return
 			}
-			if err := sw.event(e); err != nil {
-				return
+			end := len(evs)
+			for i, e := range evs {
+				if isEnd(e) {
+					end = i + 1
+					break
+				}
 			}
-			if isEnd(e) {
+			if err := sw.events(evs[:end]); err != nil || end < len(evs) || end > 0 && isEnd(evs[end-1]) {
 				return
 			}
 		}
@@ -556,12 +564,27 @@ func (c *Channel) startSSE(w http.ResponseWriter, session string) *sseWriter {
 	return sw
 }
 
-func (s *sseWriter) event(e wireEvent) error {
+func (s *sseWriter) event(e wireEvent) error { return s.events([]wireEvent{e}) }
+
+// events writes evs with one write and one flush.
+func (s *sseWriter) events(evs []wireEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	s.buf = s.buf[:0]
+	for _, e := range evs {
+		if err := s.append(e); err != nil {
+			return err
+		}
+	}
+	return s.write()
+}
+
+func (s *sseWriter) append(e wireEvent) error {
 	data, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("web: encode event: %w", err)
 	}
-	s.buf = s.buf[:0]
 	if e.Seq > 0 {
 		s.buf = append(s.buf, "id: "...)
 		s.buf = strconv.AppendInt(s.buf, e.Seq, 10)
@@ -572,7 +595,7 @@ func (s *sseWriter) event(e wireEvent) error {
 	s.buf = append(s.buf, "\ndata: "...)
 	s.buf = append(s.buf, data...) // JSON escapes every newline
 	s.buf = append(s.buf, "\n\n"...)
-	return s.write()
+	return nil
 }
 
 func (s *sseWriter) comment(text string) error {

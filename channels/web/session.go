@@ -22,9 +22,8 @@ type wireEvent struct {
 	PromptID string `json:"prompt_id,omitempty"`
 }
 
-func (w wireEvent) terminal() bool {
-	return w.Type == echogate.TurnDone || w.Type == echogate.TurnError
-}
+// terminal reports the event that ends a turn's stream: done, which also follows an error.
+func (w wireEvent) terminal() bool { return w.Type == echogate.TurnDone }
 
 // Entry is one message of a session's history.
 type Entry struct {
@@ -55,12 +54,15 @@ type Snapshot struct {
 	Pending     []Pending `json:"pending"`
 }
 
-// subscriber is one SSE stream attached to a session. Its channel is closed by whoever removes
-// it from the session (the stream itself, a drop for falling behind, eviction).
+// subscriber is one SSE stream attached to a session. It holds no events of its own: it reads
+// the session's replay buffer from its cursor, woken by wake (capacity 1, so a publish never
+// blocks). A stream falls behind only when the buffer evicted events it had not read yet. wake is
+// closed by whoever removes it from the session (the stream itself, eviction). Guarded by
+// Channel.mu.
 type subscriber struct {
-	ch      chan wireEvent
+	wake    chan struct{}
+	next    int64  // the id of the next event to send
 	eventID string // only events of this inbound event; "" means every event
-	dropped bool   // removed for falling behind; guarded by Channel.mu
 }
 
 func (s *subscriber) wants(w wireEvent) bool { return s.eventID == "" || w.EventID == s.eventID }
@@ -76,7 +78,7 @@ type session struct {
 	id         string
 	lastActive time.Time
 
-	events  ring  // replay buffer
+	events  ring  // replay buffer, also what the attached streams read
 	lastSeq int64 // id of the latest event
 
 	subs map[*subscriber]struct{}
@@ -103,27 +105,37 @@ func newSession(id string, now time.Time) *session {
 	}
 }
 
-// publish numbers w, buffers it and hands it to the attached streams without blocking.
-func (s *session) publish(w wireEvent, replay int) {
+// publish numbers w, buffers it and wakes the attached streams without blocking.
+func (s *session) publish(w wireEvent, lim ringLimits) {
 	s.lastSeq++
 	w.Seq = s.lastSeq
 	if w.Session == "" {
 		w.Session = echogate.SessionKey(echogate.PlatformWeb + ":" + s.id)
 	}
-	s.events.push(w, replay)
+	s.events.push(w, lim)
 	for sub := range s.subs {
 		if !sub.wants(w) {
 			continue
 		}
 		select {
-		case sub.ch <- w:
-		default:
-			// Fell behind: drop it; the client re-attaches with Last-Event-ID.
-			sub.dropped = true
-			delete(s.subs, sub)
-			close(sub.ch)
+		case sub.wake <- struct{}{}:
+		default: // already woken; it reads everything up to the head
 		}
 	}
+}
+
+// pending returns the events sub has not read yet and moves its cursor past them. behind is true
+// when some were evicted before it read them.
+func (s *session) pending(sub *subscriber) (evs []wireEvent, behind bool) {
+	all, gap := s.replayAfter(sub.next - 1)
+	sub.next = s.lastSeq + 1
+	evs = all[:0]
+	for _, e := range all {
+		if sub.wants(e) {
+			evs = append(evs, e)
+		}
+	}
+	return evs, gap
 }
 
 // observe updates the turn state of the session from one turn event.
@@ -152,8 +164,9 @@ func (s *session) observe(ev echogate.TurnEvent, now time.Time) {
 	}
 }
 
-func (s *session) subscribe(eventID string, buffer int) *subscriber {
-	sub := &subscriber{ch: make(chan wireEvent, buffer), eventID: eventID}
+// subscribe attaches a stream that reads the events published from now on.
+func (s *session) subscribe(eventID string) *subscriber {
+	sub := &subscriber{wake: make(chan struct{}, 1), next: s.lastSeq + 1, eventID: eventID}
 	s.subs[sub] = struct{}{}
 	return sub
 }
@@ -162,7 +175,7 @@ func (s *session) subscribe(eventID string, buffer int) *subscriber {
 func (s *session) unsubscribe(sub *subscriber) {
 	if _, ok := s.subs[sub]; ok {
 		delete(s.subs, sub)
-		close(sub.ch)
+		close(sub.wake)
 	}
 }
 
@@ -301,16 +314,7 @@ func (s *session) snapshot() Snapshot {
 // replayAfter returns the buffered events with an id above last. gap is true when events after
 // last were already evicted from the buffer.
 func (s *session) replayAfter(last int64) (evs []wireEvent, gap bool) {
-	all := s.events.items()
-	if len(all) > 0 && all[0].Seq > last+1 {
-		gap = true
-	}
-	for _, e := range all {
-		if e.Seq > last {
-			evs = append(evs, e)
-		}
-	}
-	return evs, gap
+	return s.events.after(last)
 }
 
 // replayLatestTurn returns the buffered events from the start of the latest turn (everything
@@ -338,24 +342,3 @@ func (s *session) replayEvent(eventID string) []wireEvent {
 	return evs
 }
 
-// ring is a bounded FIFO of events.
-type ring struct {
-	buf   []wireEvent
-	start int
-}
-
-func (r *ring) push(e wireEvent, limit int) {
-	if len(r.buf) < limit {
-		r.buf = append(r.buf, e)
-		return
-	}
-	r.buf[r.start] = e
-	r.start = (r.start + 1) % len(r.buf)
-}
-
-// items returns the events oldest first, in a new slice.
-func (r *ring) items() []wireEvent {
-	out := make([]wireEvent, 0, len(r.buf))
-	out = append(out, r.buf[r.start:]...)
-	return append(out, r.buf[:r.start]...)
-}

@@ -4,10 +4,11 @@
 // A web session is a conversation named by a client-chosen (or generated) id. Its
 // ConversationRef is {Platform: web, Channel: <session id>, DM: true}, so its session key is
 // "web:<session id>". The channel observes every turn of every web session (channels.TurnObserver),
-// numbers the events per session, keeps the last Config.ReplayEvents of them for re-attaching
-// clients and fans them out to the SSE streams. A slow client never blocks the pipeline: each
-// stream has a bounded queue and is dropped when it falls behind; it can re-attach with
-// Last-Event-ID.
+// numbers the events per session and keeps the latest of them (Config.ReplayEvents entries,
+// about Config.ReplayBytes bytes; consecutive deltas share an entry) in a replay buffer, which is
+// also what the SSE streams read, each from its own cursor. A slow client never blocks the
+// pipeline, and a stream costs no buffer of its own: it is dropped only when the replay buffer
+// evicted events it had not sent yet, and can re-attach with Last-Event-ID.
 //
 // The web channel does not authenticate users: the user id in a request is taken as given. Serve
 // it on a loopback address or behind an authenticating proxy. Cross-site requests are refused
@@ -36,10 +37,15 @@ type Config struct {
 	Heartbeat time.Duration
 	// MaxTextBytes bounds the text of one chat message. Default 32 KiB.
 	MaxTextBytes int
-	// ReplayEvents is how many events per session are kept for re-attaching clients. Default 512.
+	// ReplayEvents is how many entries per session the replay buffer keeps (a run of consecutive
+	// deltas is one entry). Default 512.
 	ReplayEvents int
-	// SubscriberBuffer is the queue length of one SSE stream; a stream whose client falls further
-	// behind is dropped (the client re-attaches with Last-Event-ID). Default 256.
+	// ReplayBytes bounds the replay buffer of a session by the size of its events. A stream whose
+	// client is further behind than the buffer holds is dropped (it re-attaches with
+	// Last-Event-ID). Default 512 KiB.
+	ReplayBytes int
+	// SubscriberBuffer is no longer used: streams read the replay buffer. Accepted for
+	// compatibility; a negative value is still an error.
 	SubscriberBuffer int
 	// IdleTimeout evicts a session that saw no request, event or message for this long and has no
 	// client attached. Default 15m.
@@ -72,7 +78,7 @@ const (
 	defaultHeartbeat        = 15 * time.Second
 	defaultMaxTextBytes     = 32 << 10
 	defaultReplayEvents     = 512
-	defaultSubscriberBuffer = 256
+	defaultReplayBytes      = 512 << 10
 	defaultIdleTimeout      = 15 * time.Minute
 	defaultMaxSessions      = 10000
 	defaultHistoryMessages  = 200
@@ -101,7 +107,7 @@ func (c Config) withDefaults() (Config, error) {
 		name string
 		v    int
 	}{
-		{"MaxTextBytes", c.MaxTextBytes}, {"ReplayEvents", c.ReplayEvents}, {"SubscriberBuffer", c.SubscriberBuffer},
+		{"MaxTextBytes", c.MaxTextBytes}, {"ReplayEvents", c.ReplayEvents}, {"ReplayBytes", c.ReplayBytes}, {"SubscriberBuffer", c.SubscriberBuffer},
 		{"MaxSessions", c.MaxSessions}, {"HistoryMessages", c.HistoryMessages},
 	} {
 		if n.v < 0 {
@@ -117,8 +123,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReplayEvents == 0 {
 		c.ReplayEvents = defaultReplayEvents
 	}
-	if c.SubscriberBuffer == 0 {
-		c.SubscriberBuffer = defaultSubscriberBuffer
+	if c.ReplayBytes == 0 {
+		c.ReplayBytes = defaultReplayBytes
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = defaultIdleTimeout
@@ -318,21 +324,26 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.Mes
 			ev.CallID = promptCall
 			ev.PromptID = ref.ID
 		}
-		s.publish(ev, c.cfg.ReplayEvents)
+		s.publish(ev, c.replayLimits())
 		if _, queued := s.queued[ev.EventID]; out.Kind == echogate.OutReply && queued {
 			// The pipeline answered the event without running a turn: the request's stream ends.
 			s.publish(wireEvent{TurnEvent: echogate.TurnEvent{
 				Type: echogate.TurnDone, Session: ev.Session, Turn: out.Turn, Text: out.Text,
 				Status: "done", EventID: ev.EventID, Time: now,
-			}}, c.cfg.ReplayEvents)
+			}}, c.replayLimits())
 			delete(s.queued, ev.EventID)
 		}
 	}
 	return ref, nil
 }
 
-// ObserveTurn records ev in its session's replay buffer and hands it to the attached streams. It
-// never blocks: a stream whose queue is full is dropped. Events of sessions that are not web
+func (c *Channel) replayLimits() ringLimits {
+	return ringLimits{events: c.cfg.ReplayEvents, bytes: c.cfg.ReplayBytes}
+}
+
+// ObserveTurn records ev in its session's replay buffer and wakes the attached streams. It never
+// blocks. A done's status is sent as the SSE contract names it: done, paused, stopped or failed.
+// Events of sessions that are not web
 // sessions (key without the "web:" prefix) are ignored.
 func (c *Channel) ObserveTurn(ev echogate.TurnEvent) {
 	key := string(ev.Session)
@@ -353,13 +364,29 @@ func (c *Channel) ObserveTurn(ev echogate.TurnEvent) {
 		return
 	}
 	s.observe(ev, now)
+	if ev.Type == echogate.TurnDone {
+		ev.Status = wireStatus(ev.Status)
+	}
 	w := wireEvent{TurnEvent: ev}
 	if ev.Type == echogate.TurnApprovalRequest {
 		if p := s.promptByCall(ev.CallID); p != nil {
 			w.PromptID = p.ref.ID
 		}
 	}
-	s.publish(w, c.cfg.ReplayEvents)
+	s.publish(w, c.replayLimits())
+}
+
+// wireStatus maps a turn's status to the done event's: done, paused, stopped or failed.
+func wireStatus(st string) string {
+	switch echogate.TurnStatus(st) {
+	case echogate.TurnAborted:
+		return "stopped"
+	case echogate.TurnFailed:
+		return "failed"
+	case "":
+		return "done"
+	}
+	return st
 }
 
 // History returns a snapshot of a session: its recent messages, whether a turn runs, pending
