@@ -341,4 +341,3 @@ func (s *session) replayEvent(eventID string) []wireEvent {
 	}
 	return evs
 }
-

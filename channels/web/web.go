@@ -75,16 +75,16 @@ type Config struct {
 }
 
 const (
-	defaultHeartbeat        = 15 * time.Second
-	defaultMaxTextBytes     = 32 << 10
-	defaultReplayEvents     = 512
-	defaultReplayBytes      = 512 << 10
-	defaultIdleTimeout      = 15 * time.Minute
-	defaultMaxSessions      = 10000
-	defaultHistoryMessages  = 200
-	defaultStreamTimeout    = 10 * time.Minute
-	defaultWriteTimeout     = 30 * time.Second
-	defaultUser             = "web-user"
+	defaultHeartbeat       = 15 * time.Second
+	defaultMaxTextBytes    = 32 << 10
+	defaultReplayEvents    = 512
+	defaultReplayBytes     = 512 << 10
+	defaultIdleTimeout     = 15 * time.Minute
+	defaultMaxSessions     = 10000
+	defaultHistoryMessages = 200
+	defaultStreamTimeout   = 10 * time.Minute
+	defaultWriteTimeout    = 30 * time.Second
+	defaultUser            = "web-user"
 
 	maxSessionIDLen = 128
 	maxUserIDLen    = 128
