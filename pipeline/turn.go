@@ -124,12 +124,19 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 		}
 		return
 	}
+	platform := ev.Conversation.Platform
+	actor := ev.Actor.QualifiedID(platform)
+	switch pausedAuthority(ev, pend.RequestedBy, p.approvers) {
+	case rightIgnore:
+		log.Warn("ignored: only the requester or an approver decides a paused turn", "actor", actor, "turn", pend.Turn, "tool", pend.Tool)
+		return
+	case rightOwnTurn:
+		p.ownTurn(ctx, ctl, log, ev)
+		return
+	}
 	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(ev) && p.command(ctx, log, ev) {
 		return // a command leaves the pause as it is
 	}
-	platform := ev.Conversation.Platform
-	actor := ev.Actor.QualifiedID(platform)
-	allowed := actor == pend.RequestedBy || p.approvers[actor]
 
 	var (
 		rs       agent.Resume
@@ -162,10 +169,6 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 		if pend.Prompt.ID != "" && ev.Target.ID != pend.Prompt.ID {
 			return // a reaction on some other message
 		}
-		if !allowed {
-			log.Warn("approval reaction ignored: not the requester or an approver", "actor", actor, "turn", pend.Turn, "tool", pend.Tool)
-			return
-		}
 		switch ev.Reaction {
 		case echogate.ReactionApprove:
 			rs.Approved, decision = true, "approved"
@@ -186,10 +189,6 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 		}
 		switch word {
 		case "approve", "approved", "approve session", "deny", "denied", "reject":
-			if !allowed {
-				log.Warn("approval reply ignored: not the requester or an approver", "actor", actor, "turn", pend.Turn)
-				return
-			}
 			switch word {
 			case "approve", "approved":
 				rs.Approved, decision = true, "approved"
@@ -254,6 +253,10 @@ type turnOption func(*turn)
 
 func withRequester(id string) turnOption { return func(t *turn) { t.userID = id } }
 
+// withPauseHeld marks a turn that runs while another user's turn of the session is paused: a
+// tool that would ask for approval is refused instead, since the session's pause is taken.
+func withPauseHeld() turnOption { return func(t *turn) { t.pauseHeld = true } }
+
 // withInputSaved marks a turn whose input messages are already in the transcript (a replay).
 func withInputSaved() turnOption { return func(t *turn) { t.inputSaved = true } }
 
@@ -276,6 +279,8 @@ type turn struct {
 	rep     Replier
 	out     *responder
 	act     *activity // nil unless the channel shows activity
+	// pauseHeld: another user's paused turn holds the session's pause (withPauseHeld).
+	pauseHeld bool
 
 	mu       sync.Mutex
 	usageIn  int64
@@ -588,6 +593,9 @@ func (t *turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 	}
 	if t.grants[call.Name] {
 		return agent.Decision{Verdict: agent.Allow}
+	}
+	if t.pauseHeld {
+		return agent.Decision{Verdict: agent.Deny, Reason: "not run: another user's tool call waits for approval in this conversation; ask again once it is decided"}
 	}
 	return agent.Decision{Verdict: agent.Ask}
 }
