@@ -69,3 +69,17 @@ func (p *Pipeline) ownTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	}
 	p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{userMessage(ev)}, withPauseHeld())
 }
+
+// mayStop reports whether ev may stop the turn ctl runs: the same rule as for a paused turn, with
+// the running turn's user as the owner. A turn whose user is not known yet may be stopped.
+func (p *Pipeline) mayStop(ctl *turnCtl, ev echogate.InboundEvent) bool {
+	owner := ctl.owner.Load()
+	return owner == nil || pausedAuthority(ev, *owner, p.approvers) == rightDecide
+}
+
+// setOwner records whose turn ctl runs (runTurn calls it; ctl may be nil in tests).
+func (c *turnCtl) setOwner(user string) {
+	if c != nil {
+		c.owner.Store(&user)
+	}
+}

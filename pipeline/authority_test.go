@@ -55,3 +55,21 @@ func TestPausedAuthority(t *testing.T) {
 		}
 	}
 }
+
+func TestMayStop(t *testing.T) {
+	p := &Pipeline{approvers: map[string]bool{"slack:UADMIN": true}}
+	conv := echogate.ConversationRef{Platform: echogate.PlatformSlack, Channel: "C1"}
+	stop := func(user string) echogate.InboundEvent {
+		return echogate.InboundEvent{Kind: echogate.KindMessage, Conversation: conv, Actor: echogate.Actor{ID: user}, Text: "stop"}
+	}
+	ctl := &turnCtl{}
+	if !p.mayStop(ctl, stop("U999")) {
+		t.Errorf("mayStop(turn of unknown user, stranger) = false, want true")
+	}
+	ctl.setOwner("slack:U123")
+	for user, want := range map[string]bool{"U123": true, "UADMIN": true, "U999": false} {
+		if got := p.mayStop(ctl, stop(user)); got != want {
+			t.Errorf("mayStop(turn of slack:U123, stop from %s) = %v, want %v", user, got, want)
+		}
+	}
+}

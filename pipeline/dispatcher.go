@@ -82,6 +82,7 @@ type item struct {
 type turnCtl struct {
 	stopping atomic.Bool
 	cancel   context.CancelFunc
+	owner    atomic.Pointer[string] // the user whose turn runs, for mayStop
 }
 
 func (c *turnCtl) stop() {
@@ -223,7 +224,7 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	sh.mu.Lock()
 	mb := sh.boxes[key]
 	running := mb != nil && mb.cur != nil
-	if isStop(ev) && running {
+	if isStop(ev) && running && p.mayStop(mb.cur, ev) {
 		mb.cur.stop()
 		sh.mu.Unlock()
 		p.log.Info("turn stop requested", "session", key, "event_id", ev.ID, "channel", platform)

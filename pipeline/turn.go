@@ -128,7 +128,11 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	actor := ev.Actor.QualifiedID(platform)
 	switch pausedAuthority(ev, pend.RequestedBy, p.approvers) {
 	case rightIgnore:
-		log.Warn("ignored: only the requester or an approver decides a paused turn", "actor", actor, "turn", pend.Turn, "tool", pend.Tool)
+		what := "approval message ignored"
+		if ev.Kind == echogate.KindReaction {
+			what = "approval reaction ignored"
+		}
+		log.Warn(what+": not the requester or an approver", "actor", actor, "turn", pend.Turn, "tool", pend.Tool)
 		return
 	case rightOwnTurn:
 		p.ownTurn(ctx, ctl, log, ev)
@@ -421,6 +425,7 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	for _, o := range opts {
 		o(t)
 	}
+	ctl.setOwner(t.userID)
 	t.log = log.With("turn", t.id)
 	t.rep = p.d.Repliers[ev.Conversation.Platform]
 	if t.rep == nil {

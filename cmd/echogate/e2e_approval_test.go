@@ -57,6 +57,8 @@ func TestE2EApprovals(t *testing.T) {
 		{"deny", scenarioDeny},
 		{"text fallback approve", scenarioTextApprove},
 		{"new message while paused", scenarioNewMessageWhilePaused},
+		{"stranger cannot stop or decide", scenarioStrangerCannotDecide},
+		{"stranger's message is their own turn", scenarioStrangerOwnTurn},
 		{"ask_user round trip", scenarioAskUser},
 		{"stop reaction", func(t *testing.T, e approvalEnv, tag string) { scenarioStop(t, e, tag, true) }},
 		{"stop message", func(t *testing.T, e approvalEnv, tag string) { scenarioStop(t, e, tag, false) }},
