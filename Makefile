@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 PKGS     := ./...
 
-.PHONY: all build run test test-short bench lint fmt vet tidy docker clean
+.PHONY: all build run test test-short bench fuzz lint fmt vet tidy docker clean
 
 all: build
 
@@ -41,6 +41,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 100x ./bench/memkb
 	$(GO) run ./bench/turns
 	$(GO) run ./bench/vectors $(if $(DATABASE_URL),-pg,)
+
+## fuzz: every fuzz target for FUZZTIME each (default 30s); their seed corpora (testdata/fuzz) also run in make test
+fuzz:
+	GO=$(GO) FUZZTIME=$(or $(FUZZTIME),30s) bash scripts/fuzz.sh
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -232,31 +232,33 @@ func splitText(s string, max int) []string {
 			inCode = !inCode
 		}
 	}
+	extra := func() int { // the reopened fence at the start of a piece that began in code
+		if startIn {
+			return len(fence) + 1
+		}
+		return 0
+	}
 	for _, line := range strings.Split(s, "\n") {
 		n := utf8.RuneCountInString(line)
-		extra := 0
-		if startIn {
-			extra = len(fence) + 1
-		}
-		if curLen+n+extra > budget && len(cur) > 0 {
+		if curLen+n+extra() > budget && len(cur) > 0 {
 			// Prefer breaking at the last blank line of the second half of the piece.
-			if !inCode && !startIn {
-				if k := lastBlank(cur); k > len(cur)/2 {
-					rest := append([]string(nil), cur[k+1:]...)
-					cur = cur[:k]
-					flush()
-					for _, r := range rest {
-						add(r)
-					}
-				} else {
-					flush()
+			if k := lastBlank(cur); !inCode && !startIn && k > len(cur)/2 {
+				rest := append([]string(nil), cur[k+1:]...)
+				cur = cur[:k]
+				flush()
+				for _, r := range rest {
+					add(r)
 				}
-			} else {
+			}
+			if curLen+n+extra() > budget && len(cur) > 0 {
 				flush()
 			}
 		}
-		for utf8.RuneCountInString(line) > budget-extra-1 {
-			head, tail := cutLine(line, budget-extra-1)
+		for utf8.RuneCountInString(line) > budget-extra()-1 {
+			if len(cur) > 0 {
+				flush()
+			}
+			head, tail := cutLine(line, budget-extra()-1)
 			add(head)
 			flush()
 			line = tail
