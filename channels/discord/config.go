@@ -116,6 +116,9 @@ type Config struct {
 	MaxRetryAfter time.Duration
 	// SinkTimeout bounds one call of the sink; default 10s.
 	SinkTimeout time.Duration
+	// OnPanic, when set, is told of every panic recovered in a send, stream, edit or background
+	// path (path names it); cmd counts them in echogate_adapter_panics_total.
+	OnPanic func(path string)
 	// Clock is the time source for timers, throttling and backoff; default the system clock.
 	Clock Clock
 	// Jitter returns a random duration in [0, max); default math/rand/v2. Tests make it

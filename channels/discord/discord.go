@@ -561,6 +561,7 @@ func (c *Channel) spawn(fn func()) bool {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer c.recovered(nil, "background task")
 		fn()
 	}()
 	return true

@@ -18,6 +18,8 @@ func mapMessage(m *discordgo.Message, botID string, requireMention bool, now tim
 	switch {
 	case m == nil || m.Author == nil:
 		return ev, "no author"
+	case m.ID == "" || m.ChannelID == "" || m.Author.ID == "":
+		return ev, "incomplete message" // no event can be built, nor an answer addressed
 	case botID != "" && m.Author.ID == botID:
 		return ev, "own message"
 	case m.Author.Bot || m.WebhookID != "":

@@ -174,7 +174,8 @@ func replyRef(out echogate.Outbound) *messageReference {
 // reference of the last message (the one carrying the reactions). When a later part fails, the
 // error is returned with the reference of the last part posted. Failing to add a reaction is
 // logged, not returned: the prompt is posted and the text fallback still works.
-func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.MessageRef, err error) {
+	defer c.recovered(&err, "send")
 	if out.Interaction != "" {
 		return c.respondPrivately(ctx, out.Interaction, out.Text)
 	}
@@ -210,7 +211,8 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.Mes
 
 // Edit replaces the text of a message the bot posted. Text longer than 2000 characters is cut
 // (with "…"), since an edit cannot add messages. It blocks like Send.
-func (c *Channel) Edit(ctx context.Context, ref echogate.MessageRef, text string) error {
+func (c *Channel) Edit(ctx context.Context, ref echogate.MessageRef, text string) (err error) {
+	defer c.recovered(&err, "edit")
 	if ref.Channel == "" || ref.ID == "" {
 		return fmt.Errorf("discord: edit: %w: MessageRef needs Channel and ID", ErrNoChannel)
 	}
@@ -233,14 +235,15 @@ func truncateText(s string, limit int) string {
 
 // React adds the bot's reaction emoji (unicode, e.g. echogate.ReactionApprove, or "name:id" for a
 // custom emoji) to ref. It blocks until Discord accepted it or ctx ends.
-func (c *Channel) React(ctx context.Context, ref echogate.MessageRef, emoji string) error {
+func (c *Channel) React(ctx context.Context, ref echogate.MessageRef, emoji string) (err error) {
+	defer c.recovered(&err, "react")
 	if ref.Channel == "" || ref.ID == "" {
 		return fmt.Errorf("discord: react: %w: MessageRef needs Channel and ID", ErrNoChannel)
 	}
 	if emoji == "" {
 		return fmt.Errorf("discord: react to %s/%s: empty emoji", ref.Channel, ref.ID)
 	}
-	err := c.call(ctx, "react", true, func(opts ...discordgo.RequestOption) error {
+	err = c.call(ctx, "react", true, func(opts ...discordgo.RequestOption) error {
 		return c.sess.MessageReactionAdd(ref.Channel, ref.ID, emoji, opts...)
 	})
 	if err != nil {
@@ -251,11 +254,12 @@ func (c *Channel) React(ctx context.Context, ref echogate.MessageRef, emoji stri
 
 // Unreact removes the bot's reaction emoji from ref. Removing a reaction that is not there
 // succeeds.
-func (c *Channel) Unreact(ctx context.Context, ref echogate.MessageRef, emoji string) error {
+func (c *Channel) Unreact(ctx context.Context, ref echogate.MessageRef, emoji string) (err error) {
+	defer c.recovered(&err, "unreact")
 	if ref.Channel == "" || ref.ID == "" {
 		return fmt.Errorf("discord: unreact: %w: MessageRef needs Channel and ID", ErrNoChannel)
 	}
-	err := c.call(ctx, "unreact", true, func(opts ...discordgo.RequestOption) error {
+	err = c.call(ctx, "unreact", true, func(opts ...discordgo.RequestOption) error {
 		return c.sess.MessageReactionRemove(ref.Channel, ref.ID, emoji, "@me", opts...)
 	})
 	if err != nil && restStatus(err) != http.StatusNotFound {

@@ -15,7 +15,8 @@ import (
 // at most once per EditInterval (continuing in further messages past 2000 characters); Finish
 // edits in the whole answer. Intermediate updates are best-effort (skipped, never queued, when
 // the channel's outbound budget has no spare token); Finish waits for budget and rate limits.
-func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error) {
+func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (_ echogate.Stream, err error) {
+	defer c.recovered(&err, "start stream")
 	if out.Conversation.Channel == "" {
 		return nil, fmt.Errorf("discord: start stream: %w: Outbound.Conversation.Channel is empty", ErrNoChannel)
 	}
@@ -65,7 +66,8 @@ type stream struct {
 }
 
 // Append adds delta to the reply. It never blocks on the network.
-func (s *stream) Append(_ context.Context, delta string) error {
+func (s *stream) Append(_ context.Context, delta string) (err error) {
+	defer s.c.recovered(&err, "stream append")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.finished {
@@ -159,7 +161,8 @@ func (s *stream) flush(idle chan struct{}) {
 // it edits the streamed messages, posts the parts that do not fit and deletes streamed messages
 // the final text no longer needs. It blocks until Discord accepted everything or ctx ends and
 // returns the references of the messages holding the answer, in order.
-func (s *stream) Finish(ctx context.Context, final string) ([]echogate.MessageRef, error) {
+func (s *stream) Finish(ctx context.Context, final string) (_ []echogate.MessageRef, err error) {
+	defer s.c.recovered(&err, "stream finish")
 	s.mu.Lock()
 	if s.finished {
 		s.mu.Unlock()
@@ -180,7 +183,7 @@ func (s *stream) Finish(ctx context.Context, final string) ([]echogate.MessageRe
 	if strings.TrimSpace(final) == "" {
 		final = text
 	}
-	_, err := s.sync(ctx, final, true)
+	_, err = s.sync(ctx, final, true)
 	refs := make([]echogate.MessageRef, 0, len(s.posted))
 	for _, p := range s.posted {
 		refs = append(refs, p.ref)

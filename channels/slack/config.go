@@ -80,6 +80,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Clock is the time source; default the system clock.
 	Clock Clock
+	// OnPanic, when set, is told of every panic recovered in a send, stream, edit or background
+	// path (path names it); cmd counts them in echogate_adapter_panics_total.
+	OnPanic func(path string)
 }
 
 // SuggestedPrompt is one prompt offered at the start of an assistant thread: Title is shown,

@@ -254,7 +254,7 @@ func splitText(s string, max int) []string {
 				flush()
 			}
 		}
-		for utf8.RuneCountInString(line) > budget-extra()-1 {
+		for longerThan(line, budget-extra()-1) {
 			if len(cur) > 0 {
 				flush()
 			}
@@ -267,6 +267,17 @@ func splitText(s string, max int) []string {
 	}
 	flush()
 	return out
+}
+
+// longerThan reports whether s has more than k runes, reading at most k+1 of them.
+func longerThan(s string, k int) bool {
+	n := 0
+	for range s {
+		if n++; n > k {
+			return true
+		}
+	}
+	return false
 }
 
 // minSplit is the smallest piece splitText makes: room for a closing fence and some text.

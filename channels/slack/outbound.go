@@ -318,7 +318,8 @@ func (c *Channel) remember(ch, thread, ts string, conv echogate.ConversationRef)
 // ctx ends. Approval-prompt reactions are added after posting; failing to add one is logged,
 // not returned (the text fallback still works). Errors wrap *APIError for ok:false and
 // ErrUncertainDelivery when a post could not be confirmed.
-func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.MessageRef, err error) {
+	defer c.recovered(&err, "send")
 	if out.Interaction != "" {
 		return c.respondPrivately(ctx, out.Interaction, out.Text)
 	}
@@ -371,7 +372,8 @@ func (c *Channel) postAll(ctx context.Context, ch, thread string, msgs []message
 
 // Edit replaces the text of a message the bot posted (chat.update). Text beyond one message is
 // cut at Slack's limit with a note. It blocks until Slack accepted the edit or ctx ends.
-func (c *Channel) Edit(ctx context.Context, ref echogate.MessageRef, text string) error {
+func (c *Channel) Edit(ctx context.Context, ref echogate.MessageRef, text string) (err error) {
+	defer c.recovered(&err, "edit")
 	msgs := render(text)
 	if len(msgs) == 0 {
 		return fmt.Errorf("slack: edit %s in %s: empty text", ref.ID, ref.Channel)
@@ -406,12 +408,14 @@ func (c *Channel) update(ctx context.Context, ch, ts string, m message, prio pri
 
 // React adds the bot's reaction (a canonical emoji such as echogate.ReactionApprove, or a Slack
 // name like ":eyes:") to a message. Adding a reaction that is already there is not an error.
-func (c *Channel) React(ctx context.Context, ref echogate.MessageRef, emoji string) error {
+func (c *Channel) React(ctx context.Context, ref echogate.MessageRef, emoji string) (err error) {
+	defer c.recovered(&err, "react")
 	return c.reaction(ctx, ref, emoji, true, prioHigh)
 }
 
 // Unreact removes the bot's reaction; removing one that is not there is not an error.
-func (c *Channel) Unreact(ctx context.Context, ref echogate.MessageRef, emoji string) error {
+func (c *Channel) Unreact(ctx context.Context, ref echogate.MessageRef, emoji string) (err error) {
+	defer c.recovered(&err, "unreact")
 	return c.reaction(ctx, ref, emoji, false, prioHigh)
 }
 

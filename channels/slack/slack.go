@@ -258,7 +258,7 @@ func (c *Channel) worker(ctx context.Context, q <-chan job, sink channels.Sink) 
 		case <-ctx.Done():
 			return
 		case j := <-q:
-			c.handle(ctx, j, sink)
+			c.handleRecovered(ctx, j, sink)
 		}
 	}
 }

@@ -27,7 +27,8 @@ var nativeUnsupported = map[string]bool{
 // message edited with chat.update. Updates happen at most once per StreamUpdateInterval and only
 // when the channel's budget has room beyond what finals need. The stream's background flusher
 // ends with Finish or when ctx ends.
-func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error) {
+func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (_ echogate.Stream, err error) {
+	defer c.recovered(&err, "start stream")
 	ch, thread, err := c.target(out)
 	if err != nil {
 		return nil, err
@@ -78,7 +79,8 @@ type stream struct {
 
 // Append adds delta to the reply. It never waits for the network: the flusher shows the text
 // at the channel's bounded rate. It returns ErrStreamDone after Finish.
-func (s *stream) Append(_ context.Context, delta string) error {
+func (s *stream) Append(_ context.Context, delta string) (err error) {
+	defer s.c.recovered(&err, "stream append")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.finished {
@@ -111,6 +113,7 @@ func (s *stream) snapshot() string {
 
 func (s *stream) flusher() {
 	defer close(s.flusherDone)
+	defer s.c.recovered(nil, "stream flush")
 	interval := s.c.cfg.StreamUpdateInterval
 	for {
 		select {
@@ -302,7 +305,8 @@ func (c *Channel) findOwnSince(ctx context.Context, ch, thread string, t time.Ti
 // what was streamed); an edited message gets the final text; parts beyond Slack's per-message
 // limit follow in the same thread. It blocks until done or ctx ends. An empty final means
 // "what was appended". Calls after the first return ErrStreamDone.
-func (s *stream) Finish(ctx context.Context, final string) ([]echogate.MessageRef, error) {
+func (s *stream) Finish(ctx context.Context, final string) (_ []echogate.MessageRef, err error) {
+	defer s.c.recovered(&err, "stream finish")
 	s.mu.Lock()
 	if s.finished {
 		s.mu.Unlock()

@@ -116,6 +116,7 @@ type typing struct {
 
 func (t *typing) run(ctx context.Context) {
 	defer close(t.done)
+	defer t.c.recovered(nil, "typing")
 	defer t.clear(ctx)
 	if t.session {
 		t.session = t.c.agentSession(ctx, t.ch, t.thread, slack.AgentSessionStatusProcessing, prioLow)

@@ -9,7 +9,9 @@ import (
 func (g *gateway) addPlatformChannels() error {
 	cfg := g.cfg
 	if cfg.Slack.BotToken != "" {
-		ch, err := slack.New(slackConfig(cfg.Slack), g.log)
+		scfg := slackConfig(cfg.Slack)
+		scfg.OnPanic = func(path string) { g.metrics.AdapterPanic("slack", path) }
+		ch, err := slack.New(scfg, g.log)
 		if err != nil {
 			return err
 		}
@@ -28,6 +30,7 @@ func (g *gateway) addPlatformChannels() error {
 			MessageContent: cfg.Discord.messageContent(),
 			ThreadHistory:  cfg.Discord.ThreadHistory,
 			CommandGuilds:  cfg.Discord.CommandGuilds,
+			OnPanic:        func(path string) { g.metrics.AdapterPanic("discord", path) },
 		}, g.log)
 		if err != nil {
 			return err

@@ -36,6 +36,7 @@ type Metrics struct {
 	Degraded         prometheus.Counter     // echogate_degraded_total
 	EmbeddingSkipped prometheus.Counter     // retrieval ran keyword-only (embedding breaker open)
 	HistoryReads     *prometheus.CounterVec // source: cache (only newer entries read) | store (whole window read)
+	AdapterPanics    *prometheus.CounterVec // channel, path: panics recovered in a platform adapter
 
 	historyCached, historyLoaded prometheus.Counter
 }
@@ -66,13 +67,21 @@ func New() *Metrics {
 	m.Degraded = prometheus.NewCounter(prometheus.CounterOpts{Name: "echogate_degraded_total", Help: "Turns answered with the fallback text after an unrecoverable error."})
 	m.EmbeddingSkipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "echogate_retrieval_keyword_only_total", Help: "Retrievals that skipped vectors because the embedding service was unavailable."})
 	m.HistoryReads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_history_reads_total", Help: "Transcript windows loaded for turns: from the history cache plus newer entries (cache), or read whole (store)."}, []string{"source"})
+	m.AdapterPanics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_adapter_panics_total", Help: "Panics recovered in a platform adapter's send, stream, edit or background path (the call failed, the process lived)."}, []string{"channel", "path"})
 	m.historyCached, m.historyLoaded = m.HistoryReads.WithLabelValues("cache"), m.HistoryReads.WithLabelValues("store")
 	r.MustRegister(m.EventsIn, m.Duplicates, m.Rejected, m.MailboxDepth, m.ActiveSessions, m.Turns, m.TurnSeconds,
 		m.FirstToken, m.ModelCalls, m.Tokens, m.SpendUSD, m.ToolCalls, m.ToolSeconds, m.BreakerState,
 		m.ApprovalsPending, m.ApprovalWait, m.Approvals, m.PlatformLimited, m.Reconnects, m.Degraded, m.EmbeddingSkipped,
-		m.HistoryReads,
+		m.HistoryReads, m.AdapterPanics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// AdapterPanic counts a panic recovered in channel's adapter on path (send, edit, stream…).
+func (m *Metrics) AdapterPanic(channel, path string) {
+	if m != nil {
+		m.AdapterPanics.WithLabelValues(channel, path).Inc()
+	}
 }
 
 func (m *Metrics) Event(channel, kind string) {

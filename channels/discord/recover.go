@@ -1,0 +1,24 @@
+package discord
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// recovered is deferred first on every send, stream and edit path and in every goroutine the
+// channel starts: a panic there becomes an error for that call (when err is not nil), a log line
+// with the stack and a Config.OnPanic report, instead of the end of the process. It must be the
+// deferred function itself (recover works only there).
+func (c *Channel) recovered(err *error, path string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	c.log.Error("discord: recovered a panic", "path", path, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	if c.cfg.OnPanic != nil {
+		c.cfg.OnPanic(path)
+	}
+	if err != nil {
+		*err = fmt.Errorf("discord: %s: internal error (recovered panic: %v)", path, r)
+	}
+}
