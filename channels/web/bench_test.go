@@ -41,3 +41,18 @@ func BenchmarkObserveTurn(b *testing.B) {
 		ch.ObserveTurn(ev)
 	}
 }
+
+// BenchmarkSubscribe measures what one SSE stream costs its session: a cursor and a one-slot
+// wake-up (each POST /api/chat used to allocate a 256-event queue).
+func BenchmarkSubscribe(b *testing.B) {
+	ch, err := New(Config{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ch.ObserveTurn(turnEv(echogate.TurnStarted, "bench", "e", ""))
+	s := ch.sessions["bench"]
+	b.ReportAllocs()
+	for b.Loop() {
+		s.unsubscribe(s.subscribe("e"))
+	}
+}

@@ -110,7 +110,11 @@ func (r *ring) after(last int64) (evs []wireEvent, gap bool) {
 	if first := r.firstSeq(); first > last+1 {
 		gap = true
 	}
-	for i := range r.buf {
+	start := len(r.buf) // entries are in id order: visit only those past last
+	for start > 0 && r.buf[start-1].ev.Seq > last {
+		start--
+	}
+	for i := start; i < len(r.buf); i++ {
 		evs = r.buf[i].appendAfter(evs, last)
 	}
 	return evs, gap
