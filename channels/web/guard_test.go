@@ -96,3 +96,32 @@ func TestLocalRequest(t *testing.T) {
 		}
 	}
 }
+
+// The console's identity (an approver when listed) is refused on requests that did not prove
+// who sent them; other users are taken as given, as before.
+func TestConsoleUserNeedsAuthentication(t *testing.T) {
+	ch, err := New(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ch.Handler()
+	for _, tt := range []struct {
+		remote, user string
+		want         int
+	}{
+		{"192.0.2.7:5000", "console-admin", http.StatusForbidden},
+		{"192.0.2.7:5000", "Console-Admin", http.StatusForbidden},
+		{"127.0.0.1:5000", "console-admin", http.StatusNotFound}, // allowed; no such session
+		{"192.0.2.7:5000", "alice", http.StatusNotFound},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/api/chat/approve",
+			strings.NewReader(`{"session":"s","user":"`+tt.user+`","call_id":"c","decision":"approve"}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.RemoteAddr = tt.remote
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Errorf("approve as %s from %s = %d %s, want %d", tt.user, tt.remote, w.Code, w.Body.String(), tt.want)
+		}
+	}
+}

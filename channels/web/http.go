@@ -89,14 +89,19 @@ func (c *Channel) conversation(session string) echogate.ConversationRef {
 	return echogate.ConversationRef{Platform: echogate.PlatformWeb, Channel: session, DM: true}
 }
 
-// user validates a requested user id, defaulting to Config.DefaultUser.
-func (c *Channel) user(u string) (string, *apiError) {
+// user validates a requested user id, defaulting to Config.DefaultUser. The console's identity
+// (ConsoleUser, an approver when listed) is only for authenticated requests (Config.Authenticated).
+func (c *Channel) user(r *http.Request, u string) (string, *apiError) {
 	u = strings.TrimSpace(u)
 	if u == "" {
 		return c.cfg.DefaultUser, nil
 	}
 	if msg := checkUser(u); msg != "" {
 		return "", badRequest("%s", msg)
+	}
+	if strings.EqualFold(u, ConsoleUser) && !c.cfg.Authenticated(r) {
+		return "", &apiError{status: http.StatusForbidden, msg: fmt.Sprintf(
+			"user %q is the console's own identity and needs an authenticated request: open the chat on this machine at http://localhost or http://127.0.0.1, or set http.auth_token", u)}
 	}
 	return u, nil
 }
@@ -154,7 +159,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("%s", msg))
 		return
 	}
-	user, e := c.user(req.User)
+	user, e := c.user(r, req.User)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -260,7 +265,7 @@ func (c *Channel) handleStop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	user, e := c.user(req.User)
+	user, e := c.user(r, req.User)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -307,7 +312,7 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	user, e := c.user(req.User)
+	user, e := c.user(r, req.User)
 	if e != nil {
 		writeError(w, e)
 		return

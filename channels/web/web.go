@@ -21,6 +21,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,7 +73,15 @@ type Config struct {
 	// *echogate.RetryAfterError or with a Temporary() bool method returning true are
 	// back-pressure without it. cmd wires errors.Is(err, pipeline.ErrMailboxFull) here.
 	IsBackpressure func(error) bool
+	// Authenticated reports whether a request proved who sent it; only such a request may act as
+	// ConsoleUser. Default LocalRequest (from this machine, by a loopback name); cmd adds the
+	// auth token.
+	Authenticated func(*http.Request) bool
 }
+
+// ConsoleUser is the user id of the console's own identity ("<platform>:console-admin" is an
+// approver when listed in approval.approvers).
+const ConsoleUser = "console-admin"
 
 const (
 	defaultHeartbeat       = 15 * time.Second
@@ -122,6 +131,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReplayEvents == 0 {
 		c.ReplayEvents = defaultReplayEvents
+	}
+	if c.Authenticated == nil {
+		c.Authenticated = LocalRequest
 	}
 	if c.ReplayBytes == 0 {
 		c.ReplayBytes = defaultReplayBytes

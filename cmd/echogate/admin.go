@@ -210,7 +210,7 @@ func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
 	// The console decides as an approver, so only an authenticated console may: the token (auth
 	// ran before this handler) or, without one, a request from this machine that names it by a
 	// loopback name or address.
-	if g.cfg.HTTP.AuthToken == "" && !web.LocalRequest(r) {
+	if !consoleAuthenticated(g.cfg.HTTP.AuthToken)(r) {
 		writeError(w, http.StatusForbidden, "approval decisions from the console need authentication: open the console at http://127.0.0.1 or http://localhost on this machine, or set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN)")
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/router"
+	"github.com/echogate/echogate/channels/web"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -19,7 +20,17 @@ import (
 // consoleUser is the console's identity when it decides an approval: on a session of platform P
 // the console acts as "P:console-admin" when that id is listed in approval.approvers (for example
 // ECHOGATE_APPROVERS=slack:console-admin,discord:console-admin,web:console-admin).
-const consoleUser = "console-admin"
+const consoleUser = web.ConsoleUser
+
+// consoleAuthenticated reports whether a console request proved who sent it: with an auth token
+// every request that reached a handler did (auth ran first); without one, only a request from
+// this machine that names it by a loopback name or address (web.LocalRequest).
+func consoleAuthenticated(token string) func(*http.Request) bool {
+	if token != "" {
+		return func(*http.Request) bool { return true }
+	}
+	return web.LocalRequest
+}
 
 // toolBreaker is one tool's circuit breaker as GET /api/breakers shows it.
 type toolBreaker struct {

@@ -52,7 +52,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 		return nil, err
 	}
 	g := &gateway{core: c, extra: map[string]http.Handler{}}
-	g.web, err = web.New(web.Config{}, log)
+	g.web, err = web.New(web.Config{Authenticated: consoleAuthenticated(cfg.HTTP.AuthToken)}, log)
 	if err != nil {
 		c.Close()
 		return nil, err
