@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -59,5 +60,48 @@ func TestSubscriberIsCheap(t *testing.T) {
 	ch.mu.Unlock()
 	if cap(sub.wake) != 1 {
 		t.Errorf("subscriber wake capacity = %d, want 1", cap(sub.wake))
+	}
+}
+
+// A client that re-attaches (GET /api/chat/stream) in the middle of a fast 64 KiB answer gets
+// the turn from its start, whole, ending with done (at 32 KiB the first re-attach dropped too).
+func TestSSEReattachDuringLongAnswer(t *testing.T) {
+	e := newEnv(t, Config{})
+	answer := strings.Repeat("wxyz", 16<<10)
+	for round := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		session := fmt.Sprintf("re%d", round)
+		resp := e.post(t, ctx, "/api/chat", `{"session":"`+session+`","text":"long"}`)
+		ev := e.sink.next(t)
+		e.ch.ObserveTurn(turnEv(echogate.TurnStarted, session, ev.ID, ""))
+		half := make(chan struct{})
+		go func() {
+			for i := 0; i < len(answer); i += 4 {
+				if i == len(answer)/2 {
+					close(half)
+				}
+				e.ch.ObserveTurn(turnEv(echogate.TurnDelta, session, ev.ID, answer[i:i+4]))
+			}
+			done := turnEv(echogate.TurnDone, session, ev.ID, answer)
+			done.Status = "done"
+			e.ch.ObserveTurn(done)
+		}()
+		<-half
+		re := e.get(t, ctx, "/api/chat/stream?session="+session, nil)
+		for name, body := range map[string]*http.Response{"post": resp, "re-attach": re} {
+			got := newSSEReader(body.Body).rest(t)
+			body.Body.Close()
+			var text strings.Builder
+			for _, g := range got {
+				if g.Type == "delta" {
+					text.WriteString(g.turn(t).Text)
+				}
+			}
+			if len(got) == 0 || got[len(got)-1].Type != "done" || text.String() != answer {
+				t.Fatalf("round %d %s: %d events, %d bytes of deltas, last %q; want the whole answer and done",
+					round, name, len(got), text.Len(), types(got)[max(0, len(got)-1):])
+			}
+		}
+		cancel()
 	}
 }
