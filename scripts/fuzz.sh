@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the repository for FUZZTIME each (default 30s), one after the other,
-# and prints one summary line per target: its package, name, execs and result. A target that
+# and prints one summary line per target: its package, name, execs and result (new inputs are
+# minimized for at most FUZZMINIMIZETIME, default 5s, so big inputs do not eat the run). A target that
 # finds a failure leaves the input in its package's testdata/fuzz/<target>/ (commit it as a
 # regression seed once fixed) and makes the script exit non-zero after the others ran.
 set -uo pipefail
@@ -14,7 +15,7 @@ for pkg in $($GO list ./...); do
   targets=$(grep -h -o '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u)
   for t in $targets; do
     log=$(mktemp)
-    $GO test -run '^$' -fuzz "^${t}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1
+    $GO test -run '^$' -fuzz "^${t}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "${FUZZMINIMIZETIME:-5s}" "$pkg" >"$log" 2>&1
     rc=$?
     execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | sed 's/execs: //')
     if [ $rc -eq 0 ]; then

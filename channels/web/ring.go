@@ -127,6 +127,34 @@ func (r *ring) firstSeq() int64 {
 	return r.buf[0].ev.Seq
 }
 
+// fromLast returns the events from the last one of type typ on (every event when none is
+// buffered), reading only those entries.
+func (r *ring) fromLast(typ echogate.TurnEventType) []wireEvent {
+	from := 0
+	for i := len(r.buf) - 1; i >= 0; i-- {
+		if r.buf[i].ev.Type == typ {
+			from = i
+			break
+		}
+	}
+	var evs []wireEvent
+	for i := from; i < len(r.buf); i++ {
+		evs = r.buf[i].appendAfter(evs, -1)
+	}
+	return evs
+}
+
+// ofEvent returns the events of one inbound event, reading only its entries.
+func (r *ring) ofEvent(eventID string) []wireEvent {
+	var evs []wireEvent
+	for i := range r.buf {
+		if r.buf[i].ev.EventID == eventID {
+			evs = r.buf[i].appendAfter(evs, -1)
+		}
+	}
+	return evs
+}
+
 // items returns the buffered events oldest first, in a new slice.
 func (r *ring) items() []wireEvent {
 	evs, _ := r.after(-1)

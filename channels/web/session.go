@@ -320,24 +320,10 @@ func (s *session) replayAfter(last int64) (evs []wireEvent, gap bool) {
 // replayLatestTurn returns the buffered events from the start of the latest turn (everything
 // when no start is buffered).
 func (s *session) replayLatestTurn() []wireEvent {
-	all := s.events.items()
-	from := 0
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Type == echogate.TurnStarted {
-			from = i
-			break
-		}
-	}
-	return all[from:]
+	return s.events.fromLast(echogate.TurnStarted)
 }
 
 // replayEvent returns the buffered events of one inbound event's turn(s).
 func (s *session) replayEvent(eventID string) []wireEvent {
-	var evs []wireEvent
-	for _, e := range s.events.items() {
-		if e.EventID == eventID {
-			evs = append(evs, e)
-		}
-	}
-	return evs
+	return s.events.ofEvent(eventID)
 }

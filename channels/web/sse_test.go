@@ -10,12 +10,14 @@ import (
 	"github.com/echogate/echogate"
 )
 
-// A 64 KiB answer streamed by a fast model in 4-byte deltas, read at full speed over SSE, 20
-// times: every stream delivers the whole text and ends with done. (Answers of 4 KiB or more
-// dropped even a loopback reader, "client fell behind", when each stream had a 256-event queue.)
+// A 64 KiB answer streamed by a fast model in 16-byte deltas (4096 of them, as fast as the
+// channel takes them), read at full speed over SSE, 20 times: every stream delivers the whole
+// text and ends with done. (Answers of 4 KiB or more dropped even a loopback reader, "client fell
+// behind", when each stream had a 256-event queue; this one dropped at event 257.)
 func TestSSEFastReaderGetsLongAnswers(t *testing.T) {
 	e := newEnv(t, Config{})
 	answer := strings.Repeat("abc ", 16<<10) // 64 KiB
+	const delta = 16
 	for round := range 20 {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		session := fmt.Sprintf("fast%d", round%3) // sessions are reused across turns too
@@ -23,8 +25,8 @@ func TestSSEFastReaderGetsLongAnswers(t *testing.T) {
 		ev := e.sink.next(t)
 		go func() {
 			e.ch.ObserveTurn(turnEv(echogate.TurnStarted, session, ev.ID, ""))
-			for i := 0; i < len(answer); i += 4 {
-				e.ch.ObserveTurn(turnEv(echogate.TurnDelta, session, ev.ID, answer[i:i+4]))
+			for i := 0; i < len(answer); i += delta {
+				e.ch.ObserveTurn(turnEv(echogate.TurnDelta, session, ev.ID, answer[i:i+delta]))
 			}
 			done := turnEv(echogate.TurnDone, session, ev.ID, answer)
 			done.Status = "done"
