@@ -195,7 +195,7 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 	case *slackevents.AgentSessionStoppedEvent:
 		return c.normalizeAgentStop(team, e, j.eventID)
 	case *slackevents.AppMentionEvent:
-		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil {
+		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil || e.Channel == "" || e.TimeStamp == "" {
 			return echogate.InboundEvent{}, false
 		}
 		dm := isDMChannel(e.Channel)
@@ -213,8 +213,8 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 		default: // edits, deletes, joins, bot_message, channel topics…: not turns
 			return echogate.InboundEvent{}, false
 		}
-		if e.BotID != "" || e.User == "" || e.User == self.UserID {
-			return echogate.InboundEvent{}, false
+		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Channel == "" || e.TimeStamp == "" {
+			return echogate.InboundEvent{}, false // no id can be built, nor an answer addressed
 		}
 		var ev echogate.InboundEvent
 		switch {

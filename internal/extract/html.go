@@ -57,7 +57,7 @@ func HTMLToText(r io.Reader) (title, text string) {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			return collapseSpaces(titleBuf.String()), w.String()
+			return strings.ToValidUTF8(collapseSpaces(titleBuf.String()), "\uFFFD"), strings.ToValidUTF8(w.String(), "\uFFFD")
 		case html.TextToken:
 			if skipTag != "" {
 				continue
