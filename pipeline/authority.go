@@ -70,11 +70,12 @@ func (p *Pipeline) ownTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{userMessage(ev)}, withPauseHeld())
 }
 
-// mayStop reports whether ev may stop the turn ctl runs: the same rule as for a paused turn, with
-// the running turn's user as the owner. A turn whose user is not known yet may be stopped.
+// mayStop reports whether ev stops the turn ctl runs right away: only once a turn runs (runTurn
+// names its user) and only for that user or an approver. Any other stop waits in the mailbox and
+// is judged in order: by the paused turn's rule, or as a stop with nothing running.
 func (p *Pipeline) mayStop(ctl *turnCtl, ev echogate.InboundEvent) bool {
 	owner := ctl.owner.Load()
-	return owner == nil || pausedAuthority(ev, *owner, p.approvers) == rightDecide
+	return owner != nil && pausedAuthority(ev, *owner, p.approvers) == rightDecide
 }
 
 // setOwner records whose turn ctl runs (runTurn calls it; ctl may be nil in tests).

@@ -63,8 +63,8 @@ func TestMayStop(t *testing.T) {
 		return echogate.InboundEvent{Kind: echogate.KindMessage, Conversation: conv, Actor: echogate.Actor{ID: user}, Text: "stop"}
 	}
 	ctl := &turnCtl{}
-	if !p.mayStop(ctl, stop("U999")) {
-		t.Errorf("mayStop(turn of unknown user, stranger) = false, want true")
+	if p.mayStop(ctl, stop("U123")) {
+		t.Errorf("mayStop(no turn running yet) = true, want false (the stop waits its turn)")
 	}
 	ctl.setOwner("slack:U123")
 	for user, want := range map[string]bool{"U123": true, "UADMIN": true, "U999": false} {
