@@ -24,7 +24,7 @@ func BenchmarkObserveTurn(b *testing.B) {
 				select {
 				case <-sub.wake:
 					ch.mu.Lock()
-					_, _ = s.pending(sub)
+					_, _, _ = s.pending(sub)
 					ch.mu.Unlock()
 				case <-stop:
 					return

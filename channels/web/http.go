@@ -528,8 +528,14 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 				return
 			}
 			c.mu.Lock()
-			evs, behind := s.pending(sub)
+			evs, behind, more := s.pending(sub)
 			c.mu.Unlock()
+			if more { // the rest on the next round, without waiting for a publish
+				select {
+				case sub.wake <- struct{}{}:
+				default:
+				}
+			}
 			if behind {
 				_ = sw.comment("dropped: the client fell behind; re-attach with Last-Event-ID")
 				c.log.Debug("dropped a slow web stream", "session", s.id)

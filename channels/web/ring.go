@@ -23,18 +23,19 @@ type entry struct {
 	text  []byte
 	offs  []int32
 	size  int
+	last  string // the text of the latest delta of the run, as it came (no copy for readers keeping up)
 }
 
 // appendAfter appends the events of the entry with an id above last to evs: a merged run is
 // sent as the deltas it was made of, each with its own id (and the run's latest time).
-func (e *entry) appendAfter(evs []wireEvent, last int64) []wireEvent {
+func (e *entry) appendAfter(evs []wireEvent, last int64, limit int) []wireEvent {
 	if e.text == nil {
 		if e.ev.Seq > last {
 			evs = append(evs, e.ev)
 		}
 		return evs
 	}
-	for seq := max(e.first, last+1); seq <= e.ev.Seq; seq++ {
+	for seq := max(e.first, last+1); seq <= e.ev.Seq && (limit < 0 || len(evs) < limit); seq++ {
 		from, to := 0, len(e.text)
 		if i := seq - e.first; i > 0 {
 			from = int(e.offs[i-1])
@@ -43,7 +44,12 @@ func (e *entry) appendAfter(evs []wireEvent, last int64) []wireEvent {
 			to = int(e.offs[i])
 		}
 		w := e.ev
-		w.Seq, w.Text = seq, string(e.text[from:to])
+		w.Seq = seq
+		if seq == e.ev.Seq {
+			w.Text = e.last
+		} else {
+			w.Text = string(e.text[from:to])
+		}
 		evs = append(evs, w)
 	}
 	return evs
@@ -73,7 +79,7 @@ func (r *ring) push(w wireEvent, lim ringLimits) {
 			}
 			last.offs = append(last.offs, int32(len(last.text)))
 			last.text = append(last.text, w.Text...)
-			last.ev.Seq, last.ev.Time = w.Seq, w.Time
+			last.ev.Seq, last.ev.Time, last.last = w.Seq, w.Time, w.Text
 			grow := len(w.Text) + 4
 			last.size += grow
 			r.bytes += grow
@@ -104,8 +110,15 @@ func (r *ring) trim(lim ringLimits) {
 // after returns the events with an id above last, as a client that saw last receives them. gap
 // is true when some of them were evicted already.
 func (r *ring) after(last int64) (evs []wireEvent, gap bool) {
+	return r.appendAfter(nil, last, -1)
+}
+
+// appendAfter is after appending to evs (a caller's buffer to reuse), stopping once evs holds
+// limit events (limit < 0: no bound).
+func (r *ring) appendAfter(evs []wireEvent, last int64, limit int) ([]wireEvent, bool) {
+	gap := false
 	if len(r.buf) == 0 {
-		return nil, false
+		return evs, false
 	}
 	if first := r.firstSeq(); first > last+1 {
 		gap = true
@@ -114,8 +127,8 @@ func (r *ring) after(last int64) (evs []wireEvent, gap bool) {
 	for start > 0 && r.buf[start-1].ev.Seq > last {
 		start--
 	}
-	for i := start; i < len(r.buf); i++ {
-		evs = r.buf[i].appendAfter(evs, last)
+	for i := start; i < len(r.buf) && (limit < 0 || len(evs) < limit); i++ {
+		evs = r.buf[i].appendAfter(evs, last, limit)
 	}
 	return evs, gap
 }
@@ -139,7 +152,7 @@ func (r *ring) fromLast(typ echogate.TurnEventType) []wireEvent {
 	}
 	var evs []wireEvent
 	for i := from; i < len(r.buf); i++ {
-		evs = r.buf[i].appendAfter(evs, -1)
+		evs = r.buf[i].appendAfter(evs, -1, -1)
 	}
 	return evs
 }
@@ -149,7 +162,7 @@ func (r *ring) ofEvent(eventID string) []wireEvent {
 	var evs []wireEvent
 	for i := range r.buf {
 		if r.buf[i].ev.EventID == eventID {
-			evs = r.buf[i].appendAfter(evs, -1)
+			evs = r.buf[i].appendAfter(evs, -1, -1)
 		}
 	}
 	return evs

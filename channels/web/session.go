@@ -63,6 +63,7 @@ type subscriber struct {
 	wake    chan struct{}
 	next    int64  // the id of the next event to send
 	eventID string // only events of this inbound event; "" means every event
+	buf     []wireEvent
 }
 
 func (s *subscriber) wants(w wireEvent) bool { return s.eventID == "" || w.EventID == s.eventID }
@@ -126,17 +127,28 @@ func (s *session) publish(w wireEvent, lim ringLimits) {
 
 // pending returns the events sub has not read yet and moves its cursor past them. behind is true
 // when some were evicted before it read them.
-func (s *session) pending(sub *subscriber) (evs []wireEvent, behind bool) {
-	all, gap := s.replayAfter(sub.next - 1)
+//
+// The returned slice is sub's own buffer, valid until its next call: only the stream's goroutine
+// calls it.
+func (s *session) pending(sub *subscriber) (evs []wireEvent, behind, more bool) {
+	all, gap := s.events.appendAfter(sub.buf[:0], sub.next-1, maxBatch)
 	sub.next = s.lastSeq + 1
+	if n := len(all); n > 0 && all[n-1].Seq < s.lastSeq {
+		sub.next, more = all[n-1].Seq+1, true
+	}
 	evs = all[:0]
 	for _, e := range all {
 		if sub.wants(e) {
 			evs = append(evs, e)
 		}
 	}
-	return evs, gap
+	clear(evs[len(evs):len(all)])
+	sub.buf = evs
+	return evs, gap, more
 }
+
+// maxBatch bounds the events a stream takes from the buffer at once (and so its own buffer).
+const maxBatch = 256
 
 // observe updates the turn state of the session from one turn event.
 func (s *session) observe(ev echogate.TurnEvent, now time.Time) {
