@@ -105,7 +105,7 @@ func pdfIsolated(ctx context.Context, data []byte, label string, opt Options) (D
 
 func runChild(ctx context.Context, req childRequest) (Document, error) {
 	label := req.Label
-	exe, err := os.Executable()
+	exe, err := selfExe()
 	if err != nil {
 		return Document{}, fmt.Errorf("extract: %s: cannot start the PDF reader process: %w", label, err)
 	}

@@ -22,6 +22,15 @@ func limitSelf(mem int64, d time.Duration) {
 	_ = syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: secs, Max: secs + 1})
 }
 
+// selfExe is the running binary: /proc/self/exe stays valid when the file was replaced or
+// removed since the start (an upgrade in place), where the path os.Executable names may not.
+func selfExe() (string, error) {
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return "/proc/self/exe", nil
+	}
+	return os.Executable()
+}
+
 // vmSize is this process's virtual memory size in bytes, from /proc/self/status (0 if unknown).
 func vmSize() int64 {
 	b, err := os.ReadFile("/proc/self/status")
