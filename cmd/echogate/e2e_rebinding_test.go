@@ -130,3 +130,15 @@ func TestConfigAllowedHostsInvalid(t *testing.T) {
 		t.Errorf("config with a URL in http.allowed_hosts = %v, want an error naming http.allowed_hosts", err)
 	}
 }
+
+func TestConfigAllowedHostsFromEnv(t *testing.T) {
+	cfg, err := loadConfig("", func(k string) string {
+		return map[string]string{"ECHOGATE_HTTP_ALLOWED_HOSTS": "chat.example.com, *.corp.example", "ECHOGATE_DATA_DIR": t.TempDir()}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.HTTP.AllowedHosts, "|"); got != "chat.example.com|*.corp.example" {
+		t.Errorf("http.allowed_hosts from ECHOGATE_HTTP_ALLOWED_HOSTS = %q, want both names", got)
+	}
+}
