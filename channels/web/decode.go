@@ -87,7 +87,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, fi
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf(
-				"request body is over %d bytes: shorten the text", limit)}
+				"request body is over %d bytes: send less (the accepted fields are %s)", limit, fields)}
 		}
 		return badRequest("reading the request body: %v", err)
 	}

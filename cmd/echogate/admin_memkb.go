@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/channels/web"
 	"github.com/echogate/echogate/internal/memrec"
 	"github.com/echogate/echogate/memory"
 )
@@ -59,18 +58,7 @@ type idBody struct {
 // readIDBody decodes a console action's JSON body; ok false means the error was written.
 func readIDBody(w http.ResponseWriter, r *http.Request, shape string) (idBody, bool) {
 	var b idBody
-	if msg := checkJSONPost(r); msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
-		return b, false
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		writeError(w, http.StatusBadRequest, "malformed JSON body ("+err.Error()+"): send "+shape)
-		return b, false
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, "the body holds more than one JSON object: send one "+shape)
+	if !web.ReadMutation(w, r, http.MethodPost, 64<<10, &b, shape) {
 		return b, false
 	}
 	if strings.TrimSpace(b.ID) == "" {

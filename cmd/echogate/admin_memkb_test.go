@@ -88,8 +88,8 @@ func TestAdminKnowledgeAndMemoryActions(t *testing.T) {
 	if code, _ := adminPost(t, base+"/api/knowledge/delete", "application/json", `{"id":"`+id+`"}`); code != 404 {
 		t.Errorf("deleting it again = %d, want 404", code)
 	}
-	if code, _ := adminPost(t, base+"/api/knowledge/delete", "text/plain", `{"id":"x"}`); code != 400 {
-		t.Errorf("delete with a form content type = %d, want 400", code)
+	if code, _ := adminPost(t, base+"/api/knowledge/delete", "text/plain", `{"id":"x"}`); code != http.StatusUnsupportedMediaType {
+		t.Errorf("delete with a form content type = %d, want 415", code)
 	}
 
 	// Upload: JSON with the file in base64; the same file again is unchanged.

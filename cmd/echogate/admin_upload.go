@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/echogate/echogate/channels/web"
 	"github.com/echogate/echogate/knowledge"
 )
 
@@ -31,21 +31,10 @@ func (g *gateway) handleKnowledgeUpload(w http.ResponseWriter, r *http.Request) 
 		writeError(w, http.StatusNotFound, knowledgeOff)
 		return
 	}
-	if msg := checkJSONPost(r); msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
-		return
-	}
-	const shape = `{"name": "handbook.pdf", "content": "<base64 of the file>"}`
+	const shape = `{"name": "handbook.pdf", "content": "<base64 of the file>"} (files over ` +
+		`the upload limit: echogate knowledge add PATH)`
 	var b uploadBody
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxUploadBytes*4/3+4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the file is larger than %d MiB: add it with `echogate knowledge add PATH` instead", maxUploadBytes>>20))
-			return
-		}
-		writeError(w, http.StatusBadRequest, "malformed JSON body ("+err.Error()+"): send "+shape)
+	if !web.ReadMutation(w, r, http.MethodPost, maxUploadBytes*4/3+4096, &b, shape) {
 		return
 	}
 	name := filepath.Base(strings.TrimSpace(b.Name))

@@ -64,6 +64,11 @@ func TestE2EDNSRebindingRefused(t *testing.T) {
 		{"GET", "/api/breakers", ""},
 		{"GET", "/api/memory?user=web:u", ""},
 		{"GET", "/api/knowledge", ""},
+		{"GET", "/api/knowledge/search?q=x", ""},
+		{"POST", "/api/knowledge/delete", `{"id":"d_1"}`},
+		{"POST", "/api/knowledge/upload", `{"name":"a.md","content":"aGk="}`},
+		{"POST", "/api/memory/forget", `{"id":"m_1"}`},
+		{"POST", "/api/memory/edit", `{"id":"m_1","text":"x"}`},
 		{"GET", "/metrics", ""},
 	}
 	for _, host := range []string{rebindHost, rebindHost + ":80", "localhost.attacker.example", "127.0.0.1.nip.example"} {
