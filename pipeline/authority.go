@@ -64,6 +64,12 @@ func isDecisionWord(text string) bool {
 func (p *Pipeline) ownTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent) {
 	log.Info("new message from another user while a turn is paused: answering it as their own turn", "actor",
 		ev.Actor.QualifiedID(ev.Conversation.Platform))
+	if name, _, ok := parseCommand(ev.Text); ok && name == cmdNew {
+		// /new forgets the conversation, the requester's pause with it: not a stranger's to do.
+		p.answerCommand(ctx, log, ev, "Another user's tool call is waiting for approval in this conversation, "+
+			"so it can't be cleared now. Try again once it is decided.")
+		return
+	}
 	if p.command(ctx, log, ev) {
 		return
 	}

@@ -20,6 +20,9 @@ func scenarioStrangerCannotDecide(t *testing.T, e approvalEnv, tag string) {
 		p.say(t, c, p.stranger, word)
 		e.g.logs.waitLine(t, "approval message ignored", p.qualified(p.stranger), c.ch)
 	}
+	// "!new" would forget the conversation and the requester's pause with it.
+	p.say(t, c, p.stranger, "!new")
+	c.waitMsg(t, "can't be cleared now")
 	for _, emoji := range []string{echogate.ReactionStop, echogate.ReactionDeny} {
 		p.react(t, c, prompt.ID, p.stranger, emoji)
 	}
