@@ -100,6 +100,9 @@ type FakeOpenAIOptions struct {
 	// Lenient skips the transcript checks the real API makes (tool messages answering tool calls,
 	// tool names, non-empty messages).
 	Lenient bool
+	// Forget keeps no record of requests (ChatRequests and EmbeddingRequests stay empty), so a
+	// long-running fake, such as a benchmark's model server, holds no memory per request.
+	Forget bool
 }
 
 // FakeOpenAI is an httptest server speaking the OpenAI wire protocol on 127.0.0.1:
@@ -118,6 +121,8 @@ type FakeOpenAI struct {
 	chats      []ChatRequest
 	embeds     []EmbeddingRequest
 	created    int64
+	seq        int // chat requests received
+	embedSeq   int // embedding requests received
 }
 
 // NewFakeOpenAI starts a fake server. Close it when done.
@@ -220,8 +225,11 @@ func (f *FakeOpenAI) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header = r.Header.Clone()
 	f.mu.Lock()
-	req.Seq = len(f.chats) + 1
-	f.chats = append(f.chats, req)
+	f.seq++
+	req.Seq = f.seq
+	if !f.opts.Forget {
+		f.chats = append(f.chats, req)
+	}
 	f.mu.Unlock()
 
 	if !f.opts.Lenient {
@@ -561,8 +569,11 @@ func (f *FakeOpenAI) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		inputErr = "'input' must be a string or an array of strings (token arrays are not supported by the fake)"
 	}
 	f.mu.Lock()
-	req.Seq = len(f.embeds) + 1
-	f.embeds = append(f.embeds, req)
+	f.embedSeq++
+	req.Seq = f.embedSeq
+	if !f.opts.Forget {
+		f.embeds = append(f.embeds, req)
+	}
 	var a Answer
 	if len(f.embedQueue) > 0 {
 		a = f.embedQueue[0]

@@ -29,10 +29,16 @@ type gateway struct {
 }
 
 func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintf(e.stderr, "echogate serve: unexpected arguments %q (serve takes none; configure it with --config or the environment)\n", args)
+	prof, err := parseServeFlags(args, e.stderr)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate serve:", err)
 		return 2
 	}
+	defer func() {
+		if err := prof.stop(); err != nil {
+			fmt.Fprintln(e.stderr, "echogate serve:", err)
+		}
+	}()
 	g, err := newGateway(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate serve:", err)

@@ -1,0 +1,153 @@
+// Command realpath measures the gateway the way its users run it: the stripped `echogate serve`
+// binary on embedded SQLite, a model server in another process speaking OpenAI's streaming HTTP
+// API, and turns posted to POST /api/chat and read from its SSE stream. It reports figures; it
+// never fails on them. Run it from the repository root:
+//
+//	go run ./bench/realpath                       # every scenario
+//	go run ./bench/realpath -sessions 16,200      # fewer throughput scenarios
+//	go run ./bench/realpath -profile /tmp/prof    # CPU and heap profiles of the gateway
+//
+// Overhead: one session, the model answers at once; a turn's latency minus a direct streaming
+// call to the same model server is the gateway's overhead; the gateway's CPU (from /proc) divided
+// by the turns is its CPU per turn. The one-tool scenario makes each turn two model calls and a
+// current_time call. Throughput: S sessions, each posting its next message when the previous
+// one is answered, with a model answering in -model-latency; ideal is S / latency. Memory is the
+// gateway's VmRSS / RssAnon idle, at its peak under load, and -after the load ends; the database
+// is the data dir's bytes per turn.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	modelServer  = flag.Bool("model-server", false, "run as the benchmark's model server (internal)")
+	modelLatency = flag.Duration("model-latency", 200*time.Millisecond, "model latency in the throughput scenarios")
+	turnsFlag    = flag.Int("turns", 1000, "turns in each overhead scenario")
+	sessionsFlag = flag.String("sessions", "16,200,1000", "concurrent sessions of the throughput scenarios")
+	duration     = flag.Duration("duration", 8*time.Second, "measurement window of each throughput scenario (after the sessions joined)")
+	afterFlag    = flag.String("after", "15s", "comma list of waits after the load whose VmRSS is reported, e.g. 15s,5m")
+	profileDir   = flag.String("profile", "", "directory for the gateway's CPU profile (serve -cpuprofile) and heap profile at exit")
+	binFlag      = flag.String("bin", "", "an echogate binary to measure instead of building ./cmd/echogate")
+	keep         = flag.Bool("keep", false, "keep the data directory and the gateway's log")
+)
+
+func main() {
+	flag.Parse()
+	if *modelServer {
+		os.Exit(runModelServer(*modelLatency))
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "realpath:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "echogate-realpath-")
+	if err != nil {
+		return err
+	}
+	if *keep {
+		fmt.Println("data and log kept in", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	bin, size := *binFlag, int64(0)
+	if bin == "" {
+		if bin, size, err = buildGateway(tmp); err != nil {
+			return err
+		}
+	} else if fi, err := os.Stat(bin); err == nil {
+		size = fi.Size()
+	}
+	model, modelURL, err := startModelServer(*modelLatency)
+	if err != nil {
+		return err
+	}
+	defer model.stop()
+
+	fmt.Printf("echogate real-path benchmark — %s, %d CPUs; gateway, model server and load generator share them\n", runtime.Version(), runtime.NumCPU())
+	fmt.Printf("stripped binary: %.1f MB\n", float64(size)/1e6)
+
+	// Exec → ready on a fresh data dir, then again on the existing one (migrations done).
+	dataDir := filepath.Join(tmp, "data")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return err
+	}
+	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log")}
+	gw, _, fresh, err := startGateway(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := gw.stop(); err != nil {
+		return fmt.Errorf("first gateway: %w", err)
+	}
+	if *profileDir != "" {
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			return err
+		}
+		opts.args = []string{"-cpuprofile", filepath.Join(*profileDir, "cpu.pprof"), "-memprofile", filepath.Join(*profileDir, "heap.pprof")}
+	}
+	gw, base, existing, err := startGateway(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	fmt.Printf("exec → ready: fresh data dir %s, existing %s\n", ms(fresh), ms(existing))
+	time.Sleep(2 * time.Second) // let start-up garbage be collected and scavenged
+	idle, err := readMem(gw.pid())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("idle VmRSS / RssAnon (web only): %s\n\n", idle)
+
+	b := &bench{ctx: ctx, base: base, modelURL: modelURL, gw: gw, dataDir: dataDir}
+	if err := b.overheads(); err != nil {
+		return err
+	}
+	if err := b.throughputs(splitInts(*sessionsFlag)); err != nil {
+		return err
+	}
+	if err := b.afterLoad(idle, splitDurations(*afterFlag)); err != nil {
+		return err
+	}
+	if err := gw.stop(); err != nil {
+		return fmt.Errorf("gateway exit: %w", err)
+	}
+	if *profileDir != "" {
+		fmt.Printf("\nprofiles: go tool pprof -top %s/cpu.pprof (and heap.pprof)\n", *profileDir)
+	}
+	return nil
+}
+
+func splitInts(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func splitDurations(s string) []time.Duration {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		if d, err := time.ParseDuration(strings.TrimSpace(f)); err == nil && d > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }

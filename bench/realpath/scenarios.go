@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// bench holds the running gateway and the totals the figures are computed from.
+type bench struct {
+	ctx            context.Context
+	base, modelURL string
+	gw             *process
+	dataDir        string
+	turns          int64 // turns done so far, for the database bytes per turn
+	peak           memInfo
+}
+
+// overheads runs the instant-model scenarios: plain turns and one-tool turns, one session.
+func (b *bench) overheads() error {
+	c := newClient(4)
+	direct := make([]time.Duration, 0, *turnsFlag)
+	for i := range *turnsFlag {
+		d, err := directCall(b.ctx, c, b.modelURL, fmt.Sprintf("direct %d", i))
+		if err != nil {
+			return fmt.Errorf("direct model call: %w", err)
+		}
+		direct = append(direct, d)
+	}
+	slices.Sort(direct)
+	d50, d99 := pct(direct, 50), pct(direct, 99)
+	fmt.Printf("direct model call (streaming, instant model): p50 %s p99 %s\n", ms(d50), ms(d99))
+	fmt.Printf("%-22s %8s %14s %14s %14s %12s\n", "overhead scenario", "turns", "turn p50", "overhead p50", "overhead p99", "CPU/turn")
+	for _, sc := range []struct{ name, prefix string }{{"plain turn", ""}, {"one-tool turn", toolPrefix}} {
+		// A short warm-up so connections, caches and the first session's state exist.
+		if _, err := b.sequential(c, sc.prefix, "warm-"+sc.name, 20); err != nil {
+			return err
+		}
+		cpu0, err := cpuTime(b.gw.pid())
+		if err != nil {
+			return err
+		}
+		lat, err := b.sequential(c, sc.prefix, "o-"+sc.name, *turnsFlag)
+		if err != nil {
+			return err
+		}
+		cpu1, _ := cpuTime(b.gw.pid())
+		slices.Sort(lat)
+		fmt.Printf("%-22s %8d %14s %14s %14s %12s\n", sc.name, len(lat), ms(pct(lat, 50)),
+			ms(pct(lat, 50)-d50), ms(pct(lat, 99)-d99), ms((cpu1-cpu0)/time.Duration(len(lat))))
+	}
+	return nil
+}
+
+// sequential runs n turns one after the other in one session and returns their latencies.
+func (b *bench) sequential(hc *http.Client, prefix, session string, n int) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		d, err := chatTurn(b.ctx, hc, b.base, sanitize(session), fmt.Sprintf("%smessage %d", prefix, i))
+		if err != nil {
+			return nil, fmt.Errorf("turn %d of %s: %w", i, session, err)
+		}
+		lat = append(lat, d)
+		atomic.AddInt64(&b.turns, 1)
+	}
+	return lat, nil
+}
+
+// throughputs runs each session count for -duration after the sessions joined.
+func (b *bench) throughputs(counts []int) error {
+	fmt.Printf("\nthroughput: model answers in %s, no tools; rate over %s after the sessions joined\n", *modelLatency, *duration)
+	fmt.Printf("%10s %10s %10s %10s %12s %12s %12s %22s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency", "CPU/turn", "VmRSS/RssAnon peak")
+	for _, s := range counts {
+		if err := b.throughput(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bench) throughput(sessions int) error {
+	c := newClient(sessions)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	var (
+		measuring atomic.Bool
+		counted   atomic.Int64
+		mu        sync.Mutex
+		lat       []time.Duration
+		firstErr  error
+		wg        sync.WaitGroup
+	)
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Sessions join spread over one model latency, as users would.
+			time.Sleep(*modelLatency * time.Duration(i) / time.Duration(sessions))
+			session := fmt.Sprintf("t%d-%d", sessions, i)
+			for n := 0; ctx.Err() == nil; n++ {
+				d, err := chatTurn(ctx, c, b.base, session, fmt.Sprintf("%smessage %d", slowPrefix, n))
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						mu.Unlock()
+						cancel()
+					}
+					return
+				}
+				atomic.AddInt64(&b.turns, 1)
+				if measuring.Load() {
+					counted.Add(1)
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(2 * *modelLatency)
+	cpu0, _ := cpuTime(b.gw.pid())
+	measuring.Store(true)
+	began := time.Now()
+	peak := b.sampleMem(ctx, *duration)
+	measuring.Store(false)
+	elapsed := time.Since(began)
+	cpu1, _ := cpuTime(b.gw.pid())
+	cancel()
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("%d sessions: %w", sessions, firstErr)
+	}
+	n := counted.Load()
+	rate := float64(n) / elapsed.Seconds()
+	ideal := float64(sessions) / modelLatency.Seconds()
+	slices.Sort(lat)
+	perTurn := time.Duration(0)
+	if n > 0 {
+		perTurn = (cpu1 - cpu0) / time.Duration(n)
+	}
+	fmt.Printf("%10d %10d %10.0f %10.0f %11.1f%% %12s %12s %22s\n", sessions, n, rate, ideal, 100*rate/ideal, ms(pct(lat, 99)), ms(perTurn), peak)
+	return nil
+}
+
+// sampleMem samples the gateway's memory every 100 ms for d and returns the peak.
+func (b *bench) sampleMem(ctx context.Context, d time.Duration) memInfo {
+	var peak memInfo
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	end := time.After(d)
+	for {
+		if m, err := readMem(b.gw.pid()); err == nil {
+			peak.rss, peak.anon = max(peak.rss, m.rss), max(peak.anon, m.anon)
+		}
+		select {
+		case <-t.C:
+		case <-end:
+			b.peak.rss, b.peak.anon = max(b.peak.rss, peak.rss), max(b.peak.anon, peak.anon)
+			return peak
+		case <-ctx.Done():
+			return peak
+		}
+	}
+}
+
+// afterLoad reports memory some time after the load ended and the database per turn.
+func (b *bench) afterLoad(idle memInfo, waits []time.Duration) error {
+	fmt.Printf("\nmemory VmRSS / RssAnon: idle %s, peak under load %s\n", idle, b.peak)
+	began := time.Now()
+	for _, w := range waits {
+		time.Sleep(time.Until(began.Add(w)))
+		m, err := readMem(b.gw.pid())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %s after load: %s (%.2f× idle RSS)\n", w, m, float64(m.rss)/float64(idle.rss))
+	}
+	db := dirBytes(b.dataDir)
+	fmt.Printf("database: %s after %d turns, %.0f bytes per turn (data dir, WAL included)\n", mib(db), b.turns, float64(db)/float64(max(b.turns, 1)))
+	return nil
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+}
+
+// sanitize makes a session id the web channel accepts (letters, digits, - and _).
+func sanitize(s string) string {
+	out := []rune(s)
+	for i, r := range out {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			out[i] = '-'
+		}
+	}
+	return string(out)
+}
