@@ -356,7 +356,8 @@ type attempt struct {
 // The Response names the model that answered (or failed last) in Model and Usage.Model, and says
 // why in RouteReason ("route code: fenced code block; fallback after gpt-4o: 503").
 func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(agent.Delta) error) (agent.Response, error) {
-	log := r.log.With("session", req.Hints.Session, "channel", req.Hints.Channel)
+	// The logger with the request's ids is built only when something is logged: an answered call logs nothing at info.
+	log := func() *slog.Logger { return r.log.With("session", req.Hints.Session, "channel", req.Hints.Channel) }
 	choice, err := r.Choose(req)
 	if err != nil {
 		return agent.Response{Model: req.Model, Usage: echogate.Usage{Kind: echogate.UsageModel, Model: req.Model, Failed: true}}, err
@@ -390,12 +391,12 @@ func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(a
 		if !ok {
 			skipped = append(skipped, name)
 			notes = append(notes, "skipped "+name+": breaker "+b.cb.State().String())
-			log.Warn("model skipped: circuit breaker not allowing calls", "model", name, "route", choice.Route, "state", b.cb.State().String())
+			log().Warn("model skipped: circuit breaker not allowing calls", "model", name, "route", choice.Route, "state", b.cb.State().String())
 			continue
 		}
 		if pending != nil {
 			// Another attempt starts: the previous one is final, report it now.
-			r.reportFailed(ctx, pending.resp.Usage, log)
+			r.reportFailed(ctx, pending.resp.Usage, log())
 			pending = nil
 		}
 		areq := req
@@ -418,7 +419,9 @@ func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(a
 
 		if err == nil {
 			resp.RouteReason = reason()
-			log.Info("model answered", "model", name, "route", choice.Route, "reason", resp.RouteReason)
+			if r.log.Enabled(ctx, slog.LevelDebug) {
+				log().Debug("model answered", "model", name, "route", choice.Route, "reason", resp.RouteReason)
+			}
 			return resp, nil
 		}
 		resp.Usage.Failed = true
@@ -429,7 +432,7 @@ func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(a
 		short := shortError(err)
 		if i < len(choice.Models)-1 {
 			notes = append(notes, "fallback after "+name+": "+short)
-			log.Warn("model unavailable, falling back", "model", name, "route", choice.Route, "err", err)
+			log().Warn("model unavailable, falling back", "model", name, "route", choice.Route, "err", err)
 		} else {
 			notes = append(notes, name+" failed: "+short)
 		}
@@ -437,11 +440,11 @@ func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(a
 	}
 	if pending != nil {
 		pending.resp.RouteReason = reason()
-		log.Error("every model of the route failed", "route", choice.Route, "reason", pending.resp.RouteReason, "err", pending.err)
+		log().Error("every model of the route failed", "route", choice.Route, "reason", pending.resp.RouteReason, "err", pending.err)
 		return pending.resp, fmt.Errorf("router: every model failed (%s): %w", pending.resp.RouteReason, pending.err)
 	}
 	first := choice.Models[0]
-	log.Error("every model of the route is skipped by its breaker", "route", choice.Route, "models", strings.Join(skipped, ","))
+	log().Error("every model of the route is skipped by its breaker", "route", choice.Route, "models", strings.Join(skipped, ","))
 	return agent.Response{
 			Model:       first,
 			Usage:       echogate.Usage{Kind: echogate.UsageModel, Model: first, Failed: true},

@@ -65,7 +65,7 @@ type Config struct {
 	// move on. 0 means 20s.
 	MaxRetryAfter time.Duration
 	// HTTPClient is used for every request; nil means a client on a clone of
-	// http.DefaultTransport. Do not set http.Client.Timeout: it would cut long streams (use
+	// http.DefaultTransport that keeps up to 1024 idle connections to the endpoint. Do not set http.Client.Timeout: it would cut long streams (use
 	// Timeout, which is an idle timeout).
 	HTTPClient *http.Client
 	// OmitStreamUsage leaves out stream_options.include_usage, for old servers that reject it.
@@ -144,7 +144,7 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		hc = &http.Client{Transport: newTransport()}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -164,6 +164,20 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 			return time.AfterFunc(d, f)
 		},
 	}, nil
+}
+
+// maxIdleConns is how many idle connections to the endpoint the default client keeps. Every
+// concurrent turn holds one connection while it streams; with http.DefaultTransport's 2 idle
+// connections per host, all but two of them were closed after each answer and the next call
+// paid a new TCP (and TLS) handshake.
+const maxIdleConns = 1024
+
+// newTransport is http.DefaultTransport with enough idle connections for concurrent sessions.
+func newTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = maxIdleConns
+	tr.MaxIdleConnsPerHost = maxIdleConns
+	return tr
 }
 
 // BaseURL returns the endpoint the provider talks to.
