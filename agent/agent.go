@@ -37,6 +37,10 @@ type Request struct {
 	Temperature *float32
 	// Hints for a routing Model (ModelRouter): what the turn looks like. Providers ignore them.
 	Hints Hints
+	// CacheKey names the requests that share a prompt prefix (the turns of one session), for
+	// providers with prompt caching (OpenAI's prompt_cache_key). Empty means none. The loop
+	// sets it to Params.CacheKey, or the session of Params.Hints.
+	CacheKey string
 }
 
 // Hints describe a turn for model routing.
@@ -86,6 +90,8 @@ type Params struct {
 	Temperature     *float32
 	ToolConcurrency int // safe calls run at once; 0 means 4
 	Hints           Hints
+	// CacheKey is the Request.CacheKey of every model call; empty means Hints.Session.
+	CacheKey string
 	// Plan offers the plan system tool, handled by the loop itself; the plan lives in State.
 	Plan bool
 }

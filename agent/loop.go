@@ -336,7 +336,10 @@ func (r *runner) callModel(ctx context.Context, system string, final bool) (Resp
 		msgs = append(msgs, echogate.Message{Role: echogate.RoleSystem, Content: sys})
 	}
 	msgs = append(msgs, r.state.Messages...)
-	req := Request{Model: p.Model, Messages: msgs, MaxTokens: p.MaxTokens, Temperature: p.Temperature, Hints: p.Hints}
+	req := Request{Model: p.Model, Messages: msgs, MaxTokens: p.MaxTokens, Temperature: p.Temperature, Hints: p.Hints, CacheKey: p.CacheKey}
+	if req.CacheKey == "" {
+		req.CacheKey = string(p.Hints.Session)
+	}
 	if final && len(r.rt.Tools) > 0 && r.state.Iteration > 0 {
 		req.Messages = append(req.Messages, echogate.Message{Role: echogate.RoleSystem, Content: finalCallNote})
 	} else if !final {

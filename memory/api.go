@@ -65,6 +65,7 @@ func (s *Service) Remember(ctx context.Context, n Note) (memrec.Memory, error) {
 		}
 		m = dup
 	}
+	defer s.ver.bump(n.Owner) // also after a failed write: it may have committed
 	if err := s.store.PutMemory(ctx, m); err != nil {
 		return memrec.Memory{}, fmt.Errorf("memory: remember for %s: %w", n.Owner, err)
 	}
@@ -128,6 +129,7 @@ func (s *Service) Forget(ctx context.Context, owners []string, id string) (memre
 	if len(owners) > 0 && !contains(owners, m.Owner) {
 		return memrec.Memory{}, fmt.Errorf("memory: forget %s: %w", id, echogate.ErrNotFound)
 	}
+	defer s.ver.bump(m.Owner)
 	if err := s.store.DeleteMemory(ctx, id); err != nil && !errors.Is(err, echogate.ErrNotFound) {
 		return memrec.Memory{}, fmt.Errorf("memory: forget %s: %w", id, err)
 	}

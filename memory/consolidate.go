@@ -88,6 +88,7 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	res, err := s.consolidate(ctx, j)
 	if err == nil {
 		err = s.store.CompleteConsolidation(ctx, j, res)
+		s.ver.bump(s.Owners(j.UserID, j.Channel)...)
 		if err == nil {
 			log.Info("memory: consolidated", "inserted", len(res.Insert), "updated", len(res.Update), "superseded", len(res.Supersede), "cursor", res.Cursor)
 			return true, nil

@@ -17,6 +17,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"os"
 	"strings"
@@ -147,6 +148,7 @@ type Service struct {
 	ext   Extractor
 	hooks Hooks
 	log   *slog.Logger
+	ver   *versions // see version.go
 }
 
 // New validates cfg and returns the service. store is required; emb may be nil (full-text
@@ -166,7 +168,7 @@ func New(cfg Config, store Store, emb Embedder, ext Extractor, hooks Hooks, log 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg.withDefaults(), store: store, emb: emb, ext: ext, hooks: hooks, log: log}, nil
+	return &Service{cfg: cfg.withDefaults(), store: store, emb: emb, ext: ext, hooks: hooks, log: log, ver: &versions{seed: maphash.MakeSeed()}}, nil
 }
 
 // Owners returns the owner keys whose memories a user sees in a channel.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
@@ -23,7 +22,7 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if len(msgs) > 0 {
 		query = msgs[len(msgs)-1].Content
 	}
-	system := p.systemPrompt(ctx, t, query)
+	system, note := p.prompt(ctx, t, query)
 	if st != nil {
 		return agent.Input{System: system, State: st, Resume: rs, Messages: msgs}, nil
 	}
@@ -32,7 +31,9 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 		if err != nil {
 			return agent.Input{}, fmt.Errorf("pipeline: load history: %w", err)
 		}
-		return agent.Input{System: system, Messages: sanitizeHistory(hist)}, nil
+		// The turn's input is the end of the saved history: the note goes before it.
+		all := sanitizeHistory(hist)
+		return agent.Input{System: system, Messages: insertNote(all, min(len(msgs), len(all)), note)}, nil
 	}
 	// Loading the history before the new message and fetching its images for the model are
 	// independent. (The message itself is saved meanwhile by the turn's start writes.)
@@ -67,7 +68,8 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if rb, ok := p.d.Compactor.(historyRebuilder); ok {
 		head, hist = rb.Rebuild(ctx, key, hist)
 	}
-	return agent.Input{System: system, Messages: append(append(head, sanitizeHistory(hist)...), in...)}, nil
+	all := append(append(head, sanitizeHistory(hist)...), in...)
+	return agent.Input{System: system, Messages: insertNote(all, len(in), note)}, nil
 }
 
 // historyRebuilder is an optional capability of a Compactor (agent/compress has it): it starts a
@@ -75,29 +77,6 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 // messages after it, which are sanitized like the whole history. It never fails the turn.
 type historyRebuilder interface {
 	Rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage)
-}
-
-func (p *Pipeline) systemPrompt(ctx context.Context, t *turn, query string) string {
-	var b strings.Builder
-	b.WriteString(p.cfg.SystemPrompt)
-	now := p.cfg.Now().UTC()
-	fmt.Fprintf(&b, "\n\nCurrent date: %s (UTC). Conversation on %s.", now.Format("Monday, 2 January 2006"), t.ev.Conversation.Platform)
-	if len(p.d.Context) == 0 {
-		return b.String()
-	}
-	q := echogate.ContextQuery{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
-	for _, cp := range p.d.Context {
-		title, text, err := cp.ContextSection(ctx, q)
-		if err != nil {
-			t.log.Warn("context provider failed; continuing without its section", "err", err)
-			continue
-		}
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		fmt.Fprintf(&b, "\n\n## %s\n%s", title, text)
-	}
-	return b.String()
 }
 
 // sanitizeHistory turns stored messages into a sequence every OpenAI-compatible API accepts:

@@ -32,6 +32,7 @@ type Pipeline struct {
 	approvers map[string]bool
 	policy    map[string]agent.Verdict
 	hist      *historyCache
+	snaps     *snapshotCache // frozen standing context per session (prompt.go)
 	marks     *sessionMarks
 	pending   pendingIndex
 	// replicas: the store is shared by replicas (it is a SessionLocker); finisher: it ends a
@@ -110,7 +111,8 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
-		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks()}
+		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
+		snaps: newSnapshotCache(snapshotCacheBytes)}
 	_, p.replicas = d.Store.(SessionLocker)
 	p.finisher, _ = d.Store.(TurnFinisher)
 	for _, a := range cfg.Approvers {

@@ -103,6 +103,10 @@ type FakeOpenAIOptions struct {
 	// Forget keeps no record of requests (ChatRequests and EmbeddingRequests stay empty), so a
 	// long-running fake, such as a benchmark's model server, holds no memory per request.
 	Forget bool
+	// PrefixCache applies OpenAI's prompt-caching rule (see prefixcache.go): each chat answer
+	// reports the prompt's estimated tokens and how many of them were cached, unless the Answer
+	// sets PromptTokens or CachedTokens itself.
+	PrefixCache bool
 }
 
 // FakeOpenAI is an httptest server speaking the OpenAI wire protocol on 127.0.0.1:
@@ -121,8 +125,9 @@ type FakeOpenAI struct {
 	chats      []ChatRequest
 	embeds     []EmbeddingRequest
 	created    int64
-	seq        int // chat requests received
-	embedSeq   int // embedding requests received
+	seq        int                 // chat requests received
+	embedSeq   int                 // embedding requests received
+	prompts    map[string][]string // PrefixCache: earlier prompts per prompt_cache_key
 }
 
 // NewFakeOpenAI starts a fake server. Close it when done.
@@ -259,6 +264,11 @@ func (f *FakeOpenAI) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := newScript(a, req)
+	if f.opts.PrefixCache && a.PromptTokens == 0 && a.CachedTokens == 0 {
+		cached, total := f.prefixCache(req)
+		s.usage.PromptTokens, s.usage.TotalTokens = total, total+s.usage.CompletionTokens
+		s.usage.PromptTokensDetails["cached_tokens"] = int(cached)
+	}
 	if req.Stream {
 		f.stream(w, r, a, req, s)
 		return

@@ -23,6 +23,7 @@ type ChatRequest struct {
 	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
 	Temperature         *float64       `json:"temperature,omitempty"`
 	User                string         `json:"user,omitempty"`
+	PromptCacheKey      string         `json:"prompt_cache_key,omitempty"`
 
 	// Header is the request's HTTP header (Authorization, OpenAI-Organization, …).
 	Header http.Header `json:"-"`

@@ -115,13 +115,16 @@ func writeCorpus(t *testing.T, dir string) string {
 	return kb
 }
 
+// systemPrompt returns the request's system messages joined: the system prompt (with the frozen
+// memory snapshot) and the turn's note (time, knowledge hits) before the new message.
 func systemPrompt(r agenttest.ChatRequest) string {
+	var parts []string
 	for _, m := range r.Messages {
 		if m.Role == "system" {
-			return m.Content
+			parts = append(parts, m.Content)
 		}
 	}
-	return ""
+	return strings.Join(parts, "\n\n")
 }
 
 var refRE = regexp.MustCompile(`\[(d_[0-9a-f]+#[0-9]+)\][^\n]*› Linux`)

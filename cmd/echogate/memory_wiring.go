@@ -221,7 +221,8 @@ func (k *memkb) contextProviders() []pipeline.ContextProvider {
 		return nil
 	}
 	if k.mem != nil {
-		out = append(out, budgeted{p: k.mem, budget: orInt(k.cfg.Memory.BudgetTokens, defaultMemoryBudget)})
+		// Versioned: the pipeline freezes the snapshot per session until memory changes.
+		out = append(out, versioned{budgeted{p: k.mem, budget: orInt(k.cfg.Memory.BudgetTokens, defaultMemoryBudget)}, k.mem})
 	}
 	if k.kb != nil {
 		out = append(out, budgeted{p: k.kb, budget: orInt(k.cfg.Knowledge.BudgetTokens, defaultKnowledgeBudget)})
@@ -247,6 +248,16 @@ func (b budgeted) ContextSection(ctx context.Context, q echogate.ContextQuery) (
 	defer cancel()
 	return b.p.ContextSection(ctx, q)
 }
+
+// versioned is a budgeted memory snapshot with its version (pipeline.VersionedContext).
+type versioned struct {
+	budgeted
+	v interface {
+		ContextVersion(q echogate.ContextQuery) uint64
+	}
+}
+
+func (v versioned) ContextVersion(q echogate.ContextQuery) uint64 { return v.v.ContextVersion(q) }
 
 // afterTurn enqueues the consolidation of an answered turn's session.
 func (k *memkb) afterTurn(log *slog.Logger) []func(context.Context, pipeline.TurnSummary) {

@@ -73,6 +73,10 @@ type Config struct {
 	OmitStreamUsage bool
 	// EmbeddingBatch is the number of inputs per embeddings request; 0 means 256, at most 2048.
 	EmbeddingBatch int
+	// PromptCacheKey says whether chat requests carry prompt_cache_key (a digest of the
+	// request's CacheKey, the session): CacheKeyAuto (empty: only to api.openai.com),
+	// CacheKeyOn or CacheKeyOff.
+	PromptCacheKey string
 }
 
 // Provider is an agent.Model on an OpenAI-compatible endpoint. It is safe for concurrent use.
@@ -81,6 +85,8 @@ type Provider struct {
 	client *goopenai.Client
 	log    *slog.Logger
 	base   string // base URL for messages (no credentials)
+	// cacheKey: chat requests carry prompt_cache_key (Config.PromptCacheKey).
+	cacheKey bool
 
 	// Hooks replaced by tests; real time otherwise.
 	sleep    func(ctx context.Context, d time.Duration) error
@@ -121,6 +127,9 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 	case cfg.EmbeddingBatch < 0 || cfg.EmbeddingBatch > maxEmbeddingBatch:
 		return nil, fmt.Errorf("openai: embedding batch %d is outside 1..%d: use 0 for the default", cfg.EmbeddingBatch, maxEmbeddingBatch)
 	}
+	if err := validCacheKeyMode(cfg.PromptCacheKey); err != nil {
+		return nil, err
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -154,12 +163,13 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 	cc.OrgID = cfg.Organization
 	cc.HTTPClient = captureDoer{hc}
 	return &Provider{
-		cfg:    cfg,
-		client: goopenai.NewClientWithConfig(cc),
-		log:    log,
-		base:   cfg.BaseURL,
-		sleep:  sleepCtx,
-		jitter: rand.Float64,
+		cfg:      cfg,
+		client:   goopenai.NewClientWithConfig(cc),
+		log:      log,
+		base:     cfg.BaseURL,
+		cacheKey: sendsCacheKey(cfg.PromptCacheKey, cfg.BaseURL),
+		sleep:    sleepCtx,
+		jitter:   rand.Float64,
 		newTimer: func(d time.Duration, f func()) timer {
 			return time.AfterFunc(d, f)
 		},

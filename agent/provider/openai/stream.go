@@ -39,6 +39,9 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 		resp.Usage.Failed = true
 		return resp, err
 	}
+	if req.CacheKey != "" && p.cacheKey {
+		ctx = context.WithValue(ctx, cacheKeyCtx{}, promptCacheKey(req.CacheKey))
+	}
 	var st *streamState
 	err = p.retry(ctx, "chat", req.Model, func(actx context.Context) (int, error) {
 		st = &streamState{}

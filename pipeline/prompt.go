@@ -1,0 +1,96 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/echogate/echogate"
+)
+
+// The model request of a turn is ordered for provider prompt caching, which reuses the longest
+// prefix a request shares with an earlier one:
+//
+//	system    the configured system prompt, the platform, and the standing context (memory
+//	          snapshot) frozen per session until it changes (VersionedContext)
+//	tools     in a stable order (the registry's, by name)
+//	history   the session's earlier messages, as stored
+//	note      the current time and the per-turn context sections (knowledge hits for the new
+//	          message): a system message just before the new message, never in the prefix
+//	new       the user's message
+//
+// The note is not stored with the transcript, so the next turn's request shares everything up
+// to this turn's new message with this one.
+
+// prompt renders the system prompt and the turn's note.
+func (p *Pipeline) prompt(ctx context.Context, t *turn, query string) (system, note string) {
+	q := echogate.ContextQuery{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
+	var sys, per strings.Builder
+	sys.WriteString(p.cfg.SystemPrompt)
+	fmt.Fprintf(&sys, "\n\nConversation on %s.", t.ev.Conversation.Platform)
+	sys.WriteString(p.standingContext(ctx, t, q))
+
+	now := p.cfg.Now().UTC()
+	fmt.Fprintf(&per, "Current time: %s (UTC).", now.Format("Monday, 2 January 2006, 15:04"))
+	for _, cp := range p.d.Context {
+		if _, standing := cp.(VersionedContext); standing {
+			continue
+		}
+		writeSection(ctx, t, &per, cp, q)
+	}
+	return sys.String(), per.String()
+}
+
+// standingContext returns the sections of the VersionedContext providers, frozen per session:
+// rendered again only when a provider's version changed or the frozen text is older than
+// snapshotTTL.
+func (p *Pipeline) standingContext(ctx context.Context, t *turn, q echogate.ContextQuery) string {
+	var version uint64
+	var standing []ContextProvider
+	for _, cp := range p.d.Context {
+		if v, ok := cp.(VersionedContext); ok {
+			standing = append(standing, cp)
+			version = version*1_000_003 + v.ContextVersion(q) + 1
+		}
+	}
+	if len(standing) == 0 {
+		return ""
+	}
+	now := p.cfg.Now()
+	if text, ok := p.snaps.get(q.Session, version, now); ok {
+		return text
+	}
+	var b strings.Builder
+	for _, cp := range standing {
+		writeSection(ctx, t, &b, cp, q)
+	}
+	p.snaps.put(q.Session, b.String(), version, now)
+	return b.String()
+}
+
+// writeSection appends one provider's section ("\n\n## title\ntext"); a failure is logged and
+// the turn goes on without it.
+func writeSection(ctx context.Context, t *turn, b *strings.Builder, cp ContextProvider, q echogate.ContextQuery) {
+	title, text, err := cp.ContextSection(ctx, q)
+	if err != nil {
+		t.log.Warn("context provider failed; continuing without its section", "err", err)
+		return
+	}
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	fmt.Fprintf(b, "\n\n## %s\n%s", title, text)
+}
+
+// insertNote puts the turn's note as a system message before the last n messages (the turn's
+// own). An empty note leaves msgs as they are.
+func insertNote(msgs []echogate.Message, n int, note string) []echogate.Message {
+	if note == "" {
+		return msgs
+	}
+	at := len(msgs) - n
+	out := make([]echogate.Message, 0, len(msgs)+1)
+	out = append(out, msgs[:at]...)
+	out = append(out, echogate.Message{Role: echogate.RoleSystem, Content: note})
+	return append(out, msgs[at:]...)
+}
