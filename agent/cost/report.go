@@ -37,12 +37,12 @@ func (t *Tracker) Report(ctx context.Context, userID, channel string) (string, e
 
 	var b strings.Builder
 	b.WriteString("**Your usage**\n")
-	fmt.Fprintf(&b, "- Today: %s (%s tokens)", USD(today.CostUSD), tokens(today))
+	fmt.Fprintf(&b, "- Today: %s (%s)", USD(today.CostUSD), tokens(today))
 	if lim.PerUserDayUSD > 0 {
 		fmt.Fprintf(&b, " of your %s daily budget; resets %s", USD(lim.PerUserDayUSD), t.resetText(LimitPerUserDay, nextDay, now))
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "- This month: %s (%s tokens)\n", USD(thisMonth.CostUSD), tokens(thisMonth))
+	fmt.Fprintf(&b, "- This month: %s (%s)\n", USD(thisMonth.CostUSD), tokens(thisMonth))
 	if channel != "" && lim.PerChannelDayUSD > 0 {
 		ch, err := sum("channel today", echogate.UsageFilter{Channel: channel, Since: day, Until: nextDay})
 		if err != nil {
@@ -81,8 +81,17 @@ func (t *Tracker) Report(ctx context.Context, userID, channel string) (string, e
 	return strings.TrimRight(b.String(), "\n"), nil
 }
 
+// tokens renders u's token count, with the share of input tokens read from the provider's
+// prompt cache when there were any ("12k tokens, 87% of input cached").
 func tokens(u echogate.Usage) string {
-	n := u.InputTokens + u.OutputTokens
+	s := tokenCount(u.InputTokens+u.OutputTokens) + " tokens"
+	if u.CachedInputTokens > 0 && u.InputTokens > 0 {
+		s += fmt.Sprintf(", %.0f%% of input cached", 100*float64(min(u.CachedInputTokens, u.InputTokens))/float64(u.InputTokens))
+	}
+	return s
+}
+
+func tokenCount(n int64) string {
 	switch {
 	case n >= 1_000_000:
 		return fmt.Sprintf("%.1fM", float64(n)/1e6)
