@@ -51,7 +51,7 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store, strin
 		return s, "postgres", nil
 	}
 	path := filepath.Join(cfg.DataDir, "echogate.db")
-	s, err := sqlite.New(sqlite.Config{Path: path}, log)
+	s, err := sqlite.New(sqlite.Config{Path: path, Synchronous: cfg.Storage.Sync}, log)
 	if err != nil {
 		return nil, "", err
 	}
@@ -112,6 +112,7 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 		c.store.Close()
 		return nil, err
 	}
+	c.addRetention()
 	return c, nil
 }
 
@@ -203,7 +204,7 @@ func newModel(cfg *Config, log *slog.Logger) (agent.Model, error) {
 		return m, nil
 	}
 	p := cfg.Models.Providers[0]
-	m, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, MaxRetries: p.MaxRetries, Timeout: time.Duration(p.Timeout)}, log.With("provider", p.Name))
+	m, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, MaxRetries: p.MaxRetries, Timeout: time.Duration(p.Timeout), PromptCacheKey: p.PromptCacheKey}, log.With("provider", p.Name))
 	if err != nil {
 		return nil, fmt.Errorf("models.providers[0] (%s): %w", p.Name, err)
 	}

@@ -39,8 +39,13 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, nil
 	}
 	v, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		// Whole days ("90d"), for retention periods.
+		n, derr := strconv.Atoi(days)
+		v, err = time.Duration(n)*24*time.Hour, derr
+	}
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration: write it like 30s, 5m or 24h", s)
+		return 0, fmt.Errorf("%q is not a duration: write it like 30s, 5m, 24h or 7d", s)
 	}
 	if v < 0 {
 		return 0, fmt.Errorf("%q is negative: durations must be positive", s)
@@ -68,7 +73,8 @@ type Config struct {
 	Memory     MemoryConf          `yaml:"memory"`
 	Knowledge  KnowledgeConf       `yaml:"knowledge"`
 	Tracing    TracingConf         `yaml:"tracing"`
-	Files      FilesConf           `yaml:"files"` // chat attachments (files_wiring.go)
+	Files      FilesConf           `yaml:"files"`   // chat attachments (files_wiring.go)
+	Storage    StorageConf         `yaml:"storage"` // durability and retention (storage_wiring.go)
 }
 
 type HTTPConfig struct {
@@ -105,6 +111,9 @@ type ProviderConfig struct {
 	// MaxRetries before the first token on 429/5xx/connection errors; 0 means 3, -1 none.
 	MaxRetries int      `yaml:"max_retries"`
 	Timeout    Duration `yaml:"timeout"`
+	// PromptCacheKey: send prompt_cache_key (a digest of the session) so the turns of a
+	// conversation share the provider's prompt cache: "" (only to api.openai.com), on, off.
+	PromptCacheKey string `yaml:"prompt_cache_key"`
 }
 
 type RouteConfig struct {
@@ -505,6 +514,7 @@ func (c *Config) applyDefaults() {
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
 	}
+	c.Storage.applyDefaults()
 }
 
 // demoMode reports whether no model endpoint is configured: the offline demo model answers.
@@ -666,6 +676,9 @@ func (c *Config) validate() error {
 		return bad("log.format", "%q: use text or json (ECHOGATE_LOG_FORMAT)", c.Log.Format)
 	}
 	if err := c.Tracing.validate(); err != nil {
+		return err
+	}
+	if err := c.Storage.validate(); err != nil {
 		return err
 	}
 	return nil

@@ -52,6 +52,7 @@ Commands:
   chat [-m TEXT] [--session ID] [--user ID] [--approve]
                              chat in the terminal; -m sends one message and prints the answer
   migrate                    apply storage migrations
+  compact                    apply storage retention now and reclaim the freed space
   doctor                     check configuration, tokens, database and model endpoint
   knowledge add|search|list|rm   manage the knowledge base
   memory list|search|forget      inspect and edit long-term memory
@@ -125,6 +126,8 @@ func run(ctx context.Context, e env) int {
 		code = cmdChat(ctx, e, cfg, log, rest)
 	case "migrate":
 		code = cmdMigrate(ctx, e, cfg, log)
+	case "compact":
+		code = cmdCompact(ctx, e, cfg, log)
 	case "doctor":
 		code = cmdDoctor(ctx, e, cfg, log)
 	case "healthcheck":

@@ -38,7 +38,7 @@ func newModelStack(cfg *Config, log *slog.Logger, m *metrics.Metrics, ledger cos
 		models := map[string]agent.Model{}
 		var first agent.Model
 		for i, p := range cfg.Models.Providers {
-			prov, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, MaxRetries: p.MaxRetries, Timeout: time.Duration(p.Timeout)},
+			prov, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, MaxRetries: p.MaxRetries, Timeout: time.Duration(p.Timeout), PromptCacheKey: p.PromptCacheKey},
 				log.With("provider", p.Name))
 			if err != nil {
 				return nil, fmt.Errorf("models.providers[%d] (%s): %w", i, p.Name, err)
