@@ -35,11 +35,13 @@ endef
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
 
-## bench: benchmarks and the load figures quoted in the notes (reports, never gates)
+## bench: benchmarks and the load figures quoted in the notes (reports, never gates); bench/turns is
+## the pipeline in-process, bench/realpath the serve binary through POST /api/chat and an HTTP model
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./agent/... ./pipeline/... ./storage/... ./channels/... ./tools/...
 	$(GO) test -run '^$$' -bench . -benchtime 100x ./bench/memkb
 	$(GO) run ./bench/turns
+	$(GO) run ./bench/realpath
 	$(GO) run ./bench/vectors $(if $(DATABASE_URL),-pg,)
 
 ## fuzz: every fuzz target for FUZZTIME each (default 30s); their seed corpora (testdata/fuzz) also run in make test

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
+
+	"github.com/echogate/echogate/internal/memtrim"
 )
 
 // profiles are serve's -cpuprofile and -memprofile: a CPU profile of the whole run and a heap
@@ -64,4 +67,13 @@ func (p *profiles) stop() error {
 		return fmt.Errorf("-memprofile: %w", err)
 	}
 	return f.Close()
+}
+
+// addMemTrim registers serve's memory trimmer: when load ends, the freed heap goes back to the
+// OS within seconds instead of minutes (internal/memtrim).
+func (c *core) addMemTrim() {
+	if c.workers == nil {
+		c.workers = map[string]func(context.Context) error{}
+	}
+	c.workers["memtrim"] = func(ctx context.Context) error { return memtrim.Run(ctx, memtrim.Config{}) }
 }

@@ -58,6 +58,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 		return nil, err
 	}
 	g := &gateway{core: c, extra: map[string]http.Handler{}}
+	c.addMemTrim()
 	g.web, err = web.New(web.Config{Authenticated: consoleAuthenticated(cfg.HTTP.AuthToken)}, log)
 	if err != nil {
 		c.Close()

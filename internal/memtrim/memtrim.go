@@ -1,0 +1,108 @@
+// Package memtrim gives a quiet process's freed heap back to the operating system. After a burst
+// of load the Go runtime keeps the pages it freed for reuse and returns them only slowly (the
+// background scavenger), and a heap that stops allocating is not collected again for up to two
+// minutes: a gateway that served a thousand sessions kept hundreds of MiB resident long after
+// the last turn. Run watches the allocation rate and, when a busy period has ended, collects and
+// releases the free pages once.
+package memtrim
+
+import (
+	"context"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// Config tunes Run. The zero value means the defaults.
+type Config struct {
+	// Every is how often the allocation counter is read. Default 5s.
+	Every time.Duration
+	// QuietBytes: an interval that allocated less is quiet. Default 2 MiB.
+	QuietBytes uint64
+	// BusyBytes: an interval that allocated more is busy; a quiet interval after a busy one
+	// releases memory. Default 64 MiB.
+	BusyBytes uint64
+	// Allocated returns the bytes allocated since start; default runtime/metrics'
+	// /gc/heap/allocs:bytes.
+	Allocated func() uint64
+	// Release returns the free heap to the OS; default debug.FreeOSMemory (which collects
+	// first).
+	Release func()
+	// Tick is the interval source; default a time.Ticker of Every.
+	Tick func(d time.Duration) (<-chan time.Time, func())
+}
+
+func (c Config) withDefaults() Config {
+	if c.Every <= 0 {
+		c.Every = 5 * time.Second
+	}
+	if c.QuietBytes == 0 {
+		c.QuietBytes = 2 << 20
+	}
+	if c.BusyBytes == 0 {
+		c.BusyBytes = 64 << 20
+	}
+	if c.Allocated == nil {
+		c.Allocated = heapAllocs
+	}
+	if c.Release == nil {
+		c.Release = debug.FreeOSMemory
+	}
+	if c.Tick == nil {
+		c.Tick = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		}
+	}
+	return c
+}
+
+// Run watches until ctx ends and returns nil. Busy means at least BusyBytes were allocated
+// since the last release (over any number of intervals); the first quiet interval after that
+// releases. An idle process therefore pays for at most one release per busy period.
+func Run(ctx context.Context, cfg Config) error {
+	cfg = cfg.withDefaults()
+	tick, stop := cfg.Tick(cfg.Every)
+	defer stop()
+	w := watcher{quiet: cfg.QuietBytes, busy: cfg.BusyBytes, last: cfg.Allocated()}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
+		}
+		if w.observe(cfg.Allocated()) {
+			cfg.Release()
+			w.last = cfg.Allocated()
+		}
+	}
+}
+
+// watcher decides, interval by interval, when to release.
+type watcher struct {
+	quiet, busy uint64
+	last        uint64 // the allocation counter at the previous interval
+	since       uint64 // bytes allocated since the last release
+}
+
+// observe takes the allocation counter at the end of an interval and reports whether to
+// release now.
+func (w *watcher) observe(allocated uint64) bool {
+	delta := allocated - w.last
+	w.last = allocated
+	w.since += delta
+	if delta < w.quiet && w.since >= w.busy {
+		w.since = 0
+		return true
+	}
+	return false
+}
+
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}

@@ -1,0 +1,60 @@
+package memtrim
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestReleasesOnceAfterBusy: quiet intervals release only after a busy period, once.
+func TestReleasesOnceAfterBusy(t *testing.T) {
+	const mib = 1 << 20
+	for name, tt := range map[string]struct {
+		allocs []uint64 // bytes allocated in each interval
+		want   []int    // intervals (1-based) that release
+	}{
+		"idle from start":       {[]uint64{0, 0, 0}, nil},
+		"busy then quiet":       {[]uint64{100 * mib, 0, 0, 0}, []int{2}},
+		"busy over two":         {[]uint64{40 * mib, 40 * mib, 1 * mib, 0}, []int{3}},
+		"still busy":            {[]uint64{100 * mib, 50 * mib, 50 * mib}, nil},
+		"two bursts":            {[]uint64{100 * mib, 0, 100 * mib, 0}, []int{2, 4}},
+		"small load never busy": {[]uint64{10 * mib, 0, 10 * mib, 0}, nil},
+	} {
+		w := watcher{quiet: 2 * mib, busy: 64 * mib}
+		var total uint64
+		var got []int
+		for i, a := range tt.allocs {
+			total += a
+			if w.observe(total) {
+				got = append(got, i+1)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: releases after intervals %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
+// TestRunReleases: Run reads the counter on every tick and releases after a busy period.
+func TestRunReleases(t *testing.T) {
+	ticks := make(chan time.Time)
+	var counter atomic.Uint64
+	released := make(chan struct{}, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- Run(ctx, Config{Allocated: counter.Load, Release: func() { released <- struct{}{} },
+			Tick: func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }})
+	}()
+	ticks <- time.Time{}
+	counter.Store(100 << 20) // a busy interval (the first or the second)…
+	ticks <- time.Time{}
+	ticks <- time.Time{} // …then a quiet one
+	<-released
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+}
