@@ -111,7 +111,7 @@ func run() error {
 	}
 	fmt.Printf("idle VmRSS / RssAnon (web only): %s\n\n", idle)
 
-	b := &bench{ctx: ctx, base: base, modelURL: modelURL, gw: gw, dataDir: dataDir}
+	b := &bench{ctx: ctx, base: base, modelURL: modelURL, gw: gw, model: model, dataDir: dataDir}
 	if err := b.overheads(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,7 @@ import (
 type bench struct {
 	ctx            context.Context
 	base, modelURL string
-	gw             *process
+	gw, model      *process
 	dataDir        string
 	turns          int64 // turns done so far, for the database bytes per turn
 	peak           memInfo
@@ -34,7 +35,7 @@ func (b *bench) overheads() error {
 	slices.Sort(direct)
 	d50, d99 := pct(direct, 50), pct(direct, 99)
 	fmt.Printf("direct model call (streaming, instant model): p50 %s p99 %s\n", ms(d50), ms(d99))
-	fmt.Printf("%-22s %8s %14s %14s %14s %12s\n", "overhead scenario", "turns", "turn p50", "overhead p50", "overhead p99", "CPU/turn")
+	fmt.Printf("%-22s %8s %14s %14s %14s %12s %14s\n", "overhead scenario", "turns", "turn p50", "overhead p50", "overhead p99", "CPU/turn", "others/turn")
 	for _, sc := range []struct{ name, prefix string }{{"plain turn", ""}, {"one-tool turn", toolPrefix}} {
 		// A short warm-up so connections, caches and the first session's state exist.
 		if _, err := b.sequential(c, sc.prefix, "warm-"+sc.name, 20); err != nil {
@@ -44,14 +45,17 @@ func (b *bench) overheads() error {
 		if err != nil {
 			return err
 		}
+		other0 := b.othersCPU()
 		lat, err := b.sequential(c, sc.prefix, "o-"+sc.name, *turnsFlag)
 		if err != nil {
 			return err
 		}
 		cpu1, _ := cpuTime(b.gw.pid())
+		other1 := b.othersCPU()
 		slices.Sort(lat)
-		fmt.Printf("%-22s %8d %14s %14s %14s %12s\n", sc.name, len(lat), ms(pct(lat, 50)),
-			ms(pct(lat, 50)-d50), ms(pct(lat, 99)-d99), ms((cpu1-cpu0)/time.Duration(len(lat))))
+		n := time.Duration(len(lat))
+		fmt.Printf("%-22s %8d %14s %14s %14s %12s %14s\n", sc.name, len(lat), ms(pct(lat, 50)),
+			ms(pct(lat, 50)-d50), ms(pct(lat, 99)-d99), ms((cpu1-cpu0)/n), ms((other1-other0)/n))
 	}
 	return nil
 }
@@ -73,7 +77,7 @@ func (b *bench) sequential(hc *http.Client, prefix, session string, n int) ([]ti
 // throughputs runs each session count for -duration after the sessions joined.
 func (b *bench) throughputs(counts []int) error {
 	fmt.Printf("\nthroughput: model answers in %s, no tools; rate over %s after the sessions joined\n", *modelLatency, *duration)
-	fmt.Printf("%10s %10s %10s %10s %12s %12s %12s %22s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency", "CPU/turn", "VmRSS/RssAnon peak")
+	fmt.Printf("%10s %10s %10s %10s %12s %12s %12s %14s %22s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency", "CPU/turn", "others/turn", "VmRSS/RssAnon peak")
 	for _, s := range counts {
 		if err := b.throughput(s); err != nil {
 			return err
@@ -126,12 +130,14 @@ func (b *bench) throughput(sessions int) error {
 	}
 	time.Sleep(2 * *modelLatency)
 	cpu0, _ := cpuTime(b.gw.pid())
+	other0 := b.othersCPU()
 	measuring.Store(true)
 	began := time.Now()
 	peak := b.sampleMem(ctx, *duration)
 	measuring.Store(false)
 	elapsed := time.Since(began)
 	cpu1, _ := cpuTime(b.gw.pid())
+	other1 := b.othersCPU()
 	cancel()
 	wg.Wait()
 	if firstErr != nil {
@@ -141,12 +147,21 @@ func (b *bench) throughput(sessions int) error {
 	rate := float64(n) / elapsed.Seconds()
 	ideal := float64(sessions) / modelLatency.Seconds()
 	slices.Sort(lat)
-	perTurn := time.Duration(0)
+	perTurn, others := time.Duration(0), time.Duration(0)
 	if n > 0 {
 		perTurn = (cpu1 - cpu0) / time.Duration(n)
+		others = (other1 - other0) / time.Duration(n)
 	}
-	fmt.Printf("%10d %10d %10.0f %10.0f %11.1f%% %12s %12s %22s\n", sessions, n, rate, ideal, 100*rate/ideal, ms(pct(lat, 99)), ms(perTurn), peak)
+	fmt.Printf("%10d %10d %10.0f %10.0f %11.1f%% %12s %12s %14s %22s\n", sessions, n, rate, ideal, 100*rate/ideal, ms(pct(lat, 99)), ms(perTurn), ms(others), peak)
 	return nil
+}
+
+// othersCPU is the CPU of the model server and of this load generator: what the gateway's
+// turns cost the rest of the machine.
+func (b *bench) othersCPU() time.Duration {
+	m, _ := cpuTime(b.model.pid())
+	self, _ := cpuTime(os.Getpid())
+	return m + self
 }
 
 // sampleMem samples the gateway's memory every 100 ms for d and returns the peak.

@@ -82,7 +82,9 @@ type Config struct {
 // Provider is an agent.Model on an OpenAI-compatible endpoint. It is safe for concurrent use.
 type Provider struct {
 	cfg    Config
-	client *goopenai.Client
+	client *goopenai.Client // embeddings
+	doer   captureDoer      // the HTTP client of chat streams
+	tools  toolsCache       // encoded tool schemas (wire.go)
 	log    *slog.Logger
 	base   string // base URL for messages (no credentials)
 	// cacheKey: chat requests carry prompt_cache_key (Config.PromptCacheKey).
@@ -165,6 +167,7 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 	return &Provider{
 		cfg:      cfg,
 		client:   goopenai.NewClientWithConfig(cc),
+		doer:     captureDoer{hc},
 		log:      log,
 		base:     cfg.BaseURL,
 		cacheKey: sendsCacheKey(cfg.PromptCacheKey, cfg.BaseURL),

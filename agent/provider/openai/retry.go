@@ -35,11 +35,6 @@ type infoKey struct{}
 type captureDoer struct{ c *http.Client }
 
 func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
-	if key, _ := req.Context().Value(cacheKeyCtx{}).(string); key != "" {
-		if err := addCacheKey(req, key); err != nil {
-			return nil, err
-		}
-	}
 	info, _ := req.Context().Value(infoKey{}).(*respInfo)
 	if info != nil {
 		info.sent = true

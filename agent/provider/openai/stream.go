@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -39,13 +40,19 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 		resp.Usage.Failed = true
 		return resp, err
 	}
+	key := ""
 	if req.CacheKey != "" && p.cacheKey {
-		ctx = context.WithValue(ctx, cacheKeyCtx{}, promptCacheKey(req.CacheKey))
+		key = promptCacheKey(req.CacheKey)
+	}
+	body, err := p.encodeChat(creq, key)
+	if err != nil {
+		resp.Usage.Failed = true
+		return resp, fmt.Errorf("openai: chat with %s: encode the request: %w: %w", req.Model, err, ErrBadRequest)
 	}
 	var st *streamState
 	err = p.retry(ctx, "chat", req.Model, func(actx context.Context) (int, error) {
 		st = &streamState{}
-		err := p.streamOnce(actx, creq, st, onDelta)
+		err := p.streamOnce(actx, body, st, onDelta)
 		return st.delivered, err
 	})
 	st.fill(&resp)
@@ -62,12 +69,12 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 }
 
 // streamOnce makes one streaming attempt, accumulating into st.
-func (p *Provider) streamOnce(ctx context.Context, creq goopenai.ChatCompletionRequest, st *streamState, onDelta func(agent.Delta) error) error {
+func (p *Provider) streamOnce(ctx context.Context, body []byte, st *streamState, onDelta func(agent.Delta) error) error {
 	// The idle clock runs from here until the response headers arrive, then during each wait
 	// for the next chunk; it is paused while a chunk is handed to onDelta.
 	actx, idle, stop := p.watchIdle(ctx)
 	defer stop()
-	stream, err := p.client.CreateChatCompletionStream(actx, creq)
+	stream, err := p.openStream(actx, body)
 	if err != nil {
 		if idle.timedOut() {
 			return &idleTimeout{p.cfg.Timeout}

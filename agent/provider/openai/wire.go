@@ -1,0 +1,148 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	goopenai "github.com/sashabaranov/go-openai"
+)
+
+// The chat request body is encoded here rather than by go-openai: its message and tool types
+// have custom MarshalJSON methods, so encoding/json encoded every message and every tool schema
+// separately and then validated and compacted each output again, on every model call. These
+// plain structs encode in one pass; the tool schemas, the same on every call of a session, are
+// encoded once per catalogue and spliced in; and the body is built once per Generate, not per
+// retry. The JSON means the same as go-openai's (TestWireBodyMatchesGoOpenAI).
+
+type wireRequest struct {
+	Model               string             `json:"model"`
+	Messages            []wireMessage      `json:"messages"`
+	MaxTokens           int                `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int                `json:"max_completion_tokens,omitempty"`
+	Temperature         float32            `json:"temperature,omitempty"`
+	Stream              bool               `json:"stream"`
+	StreamOptions       *wireStreamOptions `json:"stream_options,omitempty"`
+	PromptCacheKey      string             `json:"prompt_cache_key,omitempty"`
+}
+
+type wireStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// wireMessage is one message; Content is a string, or the parts array for images.
+type wireMessage struct {
+	Role       string         `json:"role"`
+	Content    any            `json:"content,omitempty"`
+	Name       string         `json:"name,omitempty"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type wirePart struct {
+	Type     string        `json:"type,omitempty"`
+	Text     string        `json:"text,omitempty"`
+	ImageURL *wireImageURL `json:"image_url,omitempty"`
+}
+
+type wireImageURL struct {
+	URL    string `json:"url,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// toolsCache holds the encoded tool array of the last catalogue seen. Sessions share one
+// catalogue (the registry's), so one entry hits nearly always.
+type toolsCache struct {
+	mu    sync.Mutex
+	tools []goopenai.Tool
+	json  []byte
+}
+
+// encode returns the JSON array of ts, from the cache when ts equals the cached catalogue.
+func (c *toolsCache) encode(ts []goopenai.Tool) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.EqualFunc(ts, c.tools, sameTool) {
+		return c.json, nil
+	}
+	b, err := json.Marshal(ts)
+	if err != nil {
+		return nil, err
+	}
+	c.tools, c.json = slices.Clone(ts), b
+	return b, nil
+}
+
+func sameTool(a, b goopenai.Tool) bool {
+	if a.Type != b.Type || (a.Function == nil) != (b.Function == nil) {
+		return false
+	}
+	if a.Function == nil {
+		return true
+	}
+	fa, fb := a.Function, b.Function
+	pa, aok := fa.Parameters.(json.RawMessage)
+	pb, bok := fb.Parameters.(json.RawMessage)
+	return aok && bok && fa.Name == fb.Name && fa.Description == fb.Description && fa.Strict == fb.Strict && bytes.Equal(pa, pb)
+}
+
+// encodeChat builds the body of a streaming chat request.
+func (p *Provider) encodeChat(creq goopenai.ChatCompletionRequest, cacheKey string) ([]byte, error) {
+	w := wireRequest{Model: creq.Model, MaxTokens: creq.MaxTokens, MaxCompletionTokens: creq.MaxCompletionTokens,
+		Temperature: creq.Temperature, Stream: true, PromptCacheKey: cacheKey, Messages: make([]wireMessage, len(creq.Messages))}
+	if creq.StreamOptions != nil {
+		w.StreamOptions = &wireStreamOptions{IncludeUsage: creq.StreamOptions.IncludeUsage}
+	}
+	for i, m := range creq.Messages {
+		wm := wireMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+		switch {
+		case len(m.MultiContent) > 0:
+			parts := make([]wirePart, len(m.MultiContent))
+			for j, pt := range m.MultiContent {
+				parts[j] = wirePart{Type: string(pt.Type), Text: pt.Text}
+				if pt.ImageURL != nil {
+					parts[j].ImageURL = &wireImageURL{URL: pt.ImageURL.URL, Detail: string(pt.ImageURL.Detail)}
+				}
+			}
+			wm.Content = parts
+		case m.Content != "":
+			wm.Content = m.Content
+		}
+		if len(m.ToolCalls) > 0 {
+			wm.ToolCalls = make([]wireToolCall, len(m.ToolCalls))
+			for j, tc := range m.ToolCalls {
+				wm.ToolCalls[j] = wireToolCall{ID: tc.ID, Type: string(tc.Type), Function: wireFunction{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
+			}
+		}
+		w.Messages[i] = wm
+	}
+	body, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	if len(creq.Tools) == 0 {
+		return body, nil
+	}
+	tools, err := p.tools.encode(creq.Tools)
+	if err != nil {
+		return nil, err
+	}
+	// body ends with '}': the tools go in as its last member.
+	out := make([]byte, 0, len(body)+len(tools)+10)
+	out = append(out, body[:len(body)-1]...)
+	out = append(out, `,"tools":`...)
+	out = append(out, tools...)
+	return append(out, '}'), nil
+}

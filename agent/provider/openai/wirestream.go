@@ -1,0 +1,183 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	goopenai "github.com/sashabaranov/go-openai"
+)
+
+// The streaming chat call, on the provider's HTTP client. Errors are go-openai's types
+// (*goopenai.APIError, *goopenai.RequestError), made as go-openai makes them, so classify reads
+// them as it always has; what differs is the cost: the SSE lines are split without regular
+// expressions and without a copy per line.
+
+// maxStreamLine bounds one SSE line (a chunk); OpenAI's are far below it.
+const maxStreamLine = 4 << 20
+
+// maxErrorLines bounds the non-data lines a stream may send before it is given up on, as
+// go-openai's EmptyMessagesLimit does.
+const maxErrorLines = 300
+
+var errTooManyEmpty = errors.New("stream has sent too many empty messages")
+
+// chatStream is one streaming response.
+type chatStream struct {
+	body  io.ReadCloser
+	r     *bufio.Reader
+	errs  bytes.Buffer // non-data lines: an error object split over lines, or noise
+	lines int
+	done  bool
+}
+
+// openStream sends a streaming chat request with body to the endpoint.
+func (p *Provider) openStream(ctx context.Context, body []byte) (*chatStream, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	if p.cfg.APIKey != "" {
+		h.Set("Authorization", "Bearer "+p.cfg.APIKey)
+	}
+	if p.cfg.Organization != "" {
+		h.Set("OpenAI-Organization", p.cfg.Organization)
+	}
+	resp, err := p.doer.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
+		defer resp.Body.Close()
+		return nil, errorResponse(resp)
+	}
+	return &chatStream{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 8<<10)}, nil
+}
+
+// errorResponse reads a failed response as go-openai does: an OpenAI error object becomes an
+// *APIError, anything else a *RequestError with the body.
+func errorResponse(resp *http.Response) error {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("error, reading response body: %w", err)
+	}
+	var er goopenai.ErrorResponse
+	err = json.Unmarshal(body, &er)
+	if err != nil || er.Error == nil {
+		re := &goopenai.RequestError{HTTPStatus: resp.Status, HTTPStatusCode: resp.StatusCode, Err: err, Body: body}
+		if er.Error != nil {
+			re.Err = er.Error
+		}
+		return re
+	}
+	er.Error.HTTPStatus = resp.Status
+	er.Error.HTTPStatusCode = resp.StatusCode
+	return er.Error
+}
+
+// Recv returns the next chunk; io.EOF after [DONE] (or when the stream simply ends).
+func (s *chatStream) Recv() (goopenai.ChatCompletionStreamResponse, error) {
+	var chunk goopenai.ChatCompletionStreamResponse
+	data, err := s.next()
+	if err != nil {
+		return chunk, err
+	}
+	err = json.Unmarshal(data, &chunk)
+	return chunk, err
+}
+
+// next returns the payload of the next data line.
+func (s *chatStream) next() ([]byte, error) {
+	if s.done {
+		return nil, io.EOF
+	}
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			return nil, s.streamError(err)
+		}
+		line = bytes.TrimSpace(line)
+		data, isData := bytes.CutPrefix(line, []byte("data:"))
+		data = bytes.TrimLeft(data, " \t")
+		if isData && bytes.HasPrefix(data, []byte(`{"error":`)) {
+			// An error event: the object, and whatever follows, is the error.
+			s.errs.Write(data)
+			for {
+				more, err := s.readLine()
+				if err != nil {
+					break
+				}
+				s.errs.Write(bytes.TrimSpace(more))
+			}
+			return nil, s.streamError(io.EOF)
+		}
+		if !isData {
+			if len(line) > 0 && line[0] != ':' && !bytes.HasPrefix(line, []byte("event:")) && !bytes.HasPrefix(line, []byte("id:")) && !bytes.HasPrefix(line, []byte("retry:")) {
+				s.errs.Write(line)
+			}
+			if s.lines++; s.lines > maxErrorLines {
+				return nil, errTooManyEmpty
+			}
+			continue
+		}
+		if string(data) == "[DONE]" {
+			s.done = true
+			return nil, io.EOF
+		}
+		return data, nil
+	}
+}
+
+// readLine reads one line; the slice is valid until the next read.
+func (s *chatStream) readLine() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if err == nil || (err == io.EOF && len(line) > 0) {
+		return line, nil
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, err
+	}
+	// A line longer than the buffer: collect it.
+	buf := append([]byte(nil), line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		if len(buf) > maxStreamLine {
+			return nil, fmt.Errorf("a stream line is longer than %d bytes", maxStreamLine)
+		}
+		line, err = s.r.ReadSlice('\n')
+		buf = append(buf, line...)
+	}
+	if err != nil && !(err == io.EOF && len(buf) > 0) {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// streamError is the error that ends the stream: an error object the endpoint sent, else err.
+func (s *chatStream) streamError(err error) error {
+	if s.errs.Len() > 0 {
+		var er goopenai.ErrorResponse
+		if json.Unmarshal(s.errs.Bytes(), &er) == nil && er.Error != nil {
+			return fmt.Errorf("error, %w", er.Error)
+		}
+	}
+	return err
+}
+
+// Close releases the connection. After [DONE] it reads the little that is left (the chunked
+// encoding's end), so the connection goes back to the pool instead of being closed.
+func (s *chatStream) Close() error {
+	if s.done {
+		_, _ = io.CopyN(io.Discard, s.r, 4<<10)
+	}
+	return s.body.Close()
+}
