@@ -48,12 +48,8 @@ func (p *Provider) chatRequest(req agent.Request) (goopenai.ChatCompletionReques
 		return out, fmt.Errorf("openai: chat with %s: %w", req.Model, err)
 	}
 	out.Messages = msgs
-	for _, spec := range req.Tools {
-		t, err := toTool(spec)
-		if err != nil {
-			return out, fmt.Errorf("openai: chat with %s: %w", req.Model, err)
-		}
-		out.Tools = append(out.Tools, t)
+	if out.Tools, err = p.tools.forSpecs(req.Tools); err != nil {
+		return out, fmt.Errorf("openai: chat with %s: %w", req.Model, err)
 	}
 	reasoning := reasoningModel(req.Model)
 	if req.MaxTokens > 0 {

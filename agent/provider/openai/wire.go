@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/echogate/echogate/tools"
 )
 
 // The chat request body is encoded here rather than by go-openai: its message and tool types
@@ -62,40 +64,58 @@ type wireFunction struct {
 	Arguments string `json:"arguments,omitempty"`
 }
 
-// toolsCache holds the encoded tool array of the last catalogue seen. Sessions share one
-// catalogue (the registry's), so one entry hits nearly always.
+// toolsCache holds the last tool catalogue seen, validated, converted and encoded. Sessions
+// share one catalogue (the registry's), so one entry hits nearly always.
 type toolsCache struct {
 	mu    sync.Mutex
+	specs []tools.Spec
 	tools []goopenai.Tool
 	json  []byte
 }
 
-// encode returns the JSON array of ts, from the cache when ts equals the cached catalogue.
+// forSpecs returns the wire tools of specs, validated (toTool), from the cache when specs equal
+// the cached catalogue. The result is shared: callers must not modify it.
+func (c *toolsCache) forSpecs(specs []tools.Spec) ([]goopenai.Tool, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.EqualFunc(specs, c.specs, sameSpec) {
+		return c.tools, nil
+	}
+	out := make([]goopenai.Tool, 0, len(specs))
+	for _, spec := range specs {
+		t, err := toTool(spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	c.specs, c.tools, c.json = slices.Clone(specs), out, nil
+	return out, nil
+}
+
+// encode returns the JSON array of ts: the cached encoding when ts is the cached catalogue.
 func (c *toolsCache) encode(ts []goopenai.Tool) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if slices.EqualFunc(ts, c.tools, sameTool) {
+	cached := len(ts) == len(c.tools) && len(ts) > 0 && &ts[0] == &c.tools[0]
+	if cached && c.json != nil {
 		return c.json, nil
 	}
 	b, err := json.Marshal(ts)
 	if err != nil {
 		return nil, err
 	}
-	c.tools, c.json = slices.Clone(ts), b
+	if cached {
+		c.json = b
+	}
 	return b, nil
 }
 
-func sameTool(a, b goopenai.Tool) bool {
-	if a.Type != b.Type || (a.Function == nil) != (b.Function == nil) {
-		return false
-	}
-	if a.Function == nil {
-		return true
-	}
-	fa, fb := a.Function, b.Function
-	pa, aok := fa.Parameters.(json.RawMessage)
-	pb, bok := fb.Parameters.(json.RawMessage)
-	return aok && bok && fa.Name == fb.Name && fa.Description == fb.Description && fa.Strict == fb.Strict && bytes.Equal(pa, pb)
+func sameSpec(a, b tools.Spec) bool {
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.Parameters, b.Parameters)
 }
 
 // encodeChat builds the body of a streaming chat request.

@@ -110,3 +110,49 @@ func BenchmarkEncodeChat(b *testing.B) {
 		}
 	})
 }
+
+// TestToolsCacheFollowsTheCatalogue: a changed catalogue is never served from the cache.
+func TestToolsCacheFollowsTheCatalogue(t *testing.T) {
+	p, _ := New(Config{BaseURL: "http://127.0.0.1:1/v1"}, nil)
+	req := goldenRequest()
+	for i, specs := range [][]tools.Spec{
+		req.Tools,
+		{{Name: "current_time", Description: "Now."}},
+		{{Name: "current_time", Description: "Now.", Parameters: json.RawMessage(`{"type":"object"}`)}},
+		req.Tools,
+	} {
+		req.Tools = specs
+		creq, err := p.chatRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := p.encodeChat(creq, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Tools []struct {
+				Function struct {
+					Name, Description string
+					Parameters        json.RawMessage
+				}
+			}
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Tools) != len(specs) {
+			t.Fatalf("catalogue %d: %d tools sent, want %d", i, len(got.Tools), len(specs))
+		}
+		for j, s := range specs {
+			f := got.Tools[j].Function
+			if f.Name != s.Name || f.Description != s.Description || (len(s.Parameters) > 0 && string(f.Parameters) != string(s.Parameters)) {
+				t.Errorf("catalogue %d tool %d = %+v, want %+v", i, j, f, s)
+			}
+		}
+	}
+	if _, err := p.chatRequest(agent.Request{Model: "m", Messages: []echogate.Message{{Role: echogate.RoleUser, Content: "x"}},
+		Tools: []tools.Spec{{Name: "bad name!"}}}); err == nil {
+		t.Error("chatRequest with an invalid tool name = nil error, want one (validated even with a cache)")
+	}
+}
