@@ -21,6 +21,11 @@ import (
 // batches. The checkpointer has copied nearly everything by then, so the writer's checkpoint is
 // short, and its next transaction restarts the log.
 //
+// When the store has been idle for truncateIdle after a checkpoint, the checkpointer runs one
+// TRUNCATE checkpoint, which empties the WAL file: after a burst of load the log (up to
+// restartFrames pages, 64 MiB) does not stay on disk while nothing is written. It waits for
+// readers (busy timeout) and blocks writers only for its own short duration.
+//
 // Lifecycle: started by Open, stopped by Close before the writer's connection closes. It runs
 // at most one checkpoint every checkpointEvery, and only after a commit asked for one.
 const (
@@ -33,6 +38,8 @@ const (
 	// checkpointTimeout bounds one background checkpoint (it is resumable: an interrupted one
 	// loses nothing).
 	checkpointTimeout = 30 * time.Second
+	// truncateIdle is how long without commits empties the WAL file.
+	truncateIdle = 10 * time.Second
 )
 
 type checkpointer struct {
@@ -45,6 +52,9 @@ type checkpointer struct {
 	// restartAt is restartFrames (tests lower it).
 	restartAt atomic.Int64
 	runs      atomic.Int64 // background checkpoints done
+	truncates atomic.Int64 // idle TRUNCATE checkpoints done
+	// idleAfter is truncateIdle in nanoseconds (tests lower it).
+	idleAfter atomic.Int64
 	stop      chan struct{}
 	done      chan struct{}
 }
@@ -53,6 +63,7 @@ func newCheckpointer(db *sql.DB, log *slog.Logger) *checkpointer {
 	c := &checkpointer{db: db, log: log, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.restartAt.Store(restartFrames)
+	c.idleAfter.Store(int64(truncateIdle))
 	go c.run()
 	return c
 }
@@ -74,12 +85,27 @@ func (c *checkpointer) restarted() { c.frames.Store(0) }
 
 func (c *checkpointer) run() {
 	defer close(c.done)
+	dirty := false // committed since the last TRUNCATE
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	defer idle.Stop()
 	for {
+		var idleC <-chan time.Time
+		if dirty {
+			idle.Reset(time.Duration(c.idleAfter.Load()))
+			idleC = idle.C
+		}
 		select {
 		case <-c.stop:
 			return
+		case <-idleC:
+			c.truncate(c.ctx)
+			dirty = false
+			continue
 		case <-c.kick:
+			idle.Stop()
 		}
+		dirty = true
 		c.checkpoint(c.ctx)
 		t := time.NewTimer(checkpointEvery)
 		select {
@@ -107,6 +133,24 @@ func (c *checkpointer) checkpoint(ctx context.Context) {
 		c.frames.Store(frames)
 	}
 	c.runs.Add(1)
+}
+
+// truncate checkpoints everything and empties the WAL file; a busy database is left for the
+// next idle period.
+func (c *checkpointer) truncate(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	var busy, frames, copied int64
+	if err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &copied); err != nil {
+		if ctx.Err() == nil {
+			c.log.Debug("sqlite: idle WAL truncation failed; retried after the next write", "err", err)
+		}
+		return
+	}
+	if busy == 0 {
+		c.frames.Store(0)
+		c.truncates.Add(1)
+	}
 }
 
 // shutdown stops the goroutine (interrupting a checkpoint in progress) and closes the

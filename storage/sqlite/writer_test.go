@@ -386,3 +386,37 @@ func TestBrokenBatchAnswersEveryCall(t *testing.T) {
 		})
 	}
 }
+
+// After a burst of writes, an idle store empties its WAL file.
+func TestIdleStoreTruncatesWAL(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, Config{})
+	cp := s.st.Load().cp
+	cp.idleAfter.Store(int64(50 * time.Millisecond))
+	body := strings.Repeat("x", 3000)
+	for i := range 200 {
+		if err := s.AppendMessages(ctx, echogate.SessionKey(fmt.Sprintf("s%d", i%20)), "t", []echogate.Message{{Role: echogate.RoleUser, Content: body}}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); cp.truncates.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cp.truncates.Load() == 0 {
+		t.Fatal("no idle truncation within 10s of the last write")
+	}
+	fi, err := os.Stat(s.Path() + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != 0 {
+		t.Errorf("WAL file is %d bytes after the idle truncation, want 0", fi.Size())
+	}
+	// Writing again works and is read back.
+	if err := s.AppendMessages(ctx, "after", "t", []echogate.Message{{Role: echogate.RoleUser, Content: "again"}}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.History(ctx, "after", 10); err != nil || len(h) != 1 {
+		t.Errorf("History after truncation = %d messages, %v", len(h), err)
+	}
+}
