@@ -25,7 +25,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -94,14 +93,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Tr
 		if err != nil {
 			return nil, err
 		}
-		exp, err = otlptracehttp.New(ctx,
-			otlptracehttp.WithEndpointURL(endpoint),
-			otlptracehttp.WithHeaders(headers),
-			otlptracehttp.WithCompression(otlptracehttp.GzipCompression),
-			otlptracehttp.WithTimeout(cfg.ExportTimeout))
-		if err != nil {
-			return nil, fmt.Errorf("tracing: create OTLP exporter for %s: %w", endpoint, err)
-		}
+		exp = newExporter(endpoint, headers, cfg.ExportTimeout)
 	}
 	attrs := []attribute.KeyValue{semconv.ServiceName(cfg.ServiceName)}
 	if cfg.ServiceVersion != "" {
