@@ -108,7 +108,7 @@ func (p *Pipeline) usageCommand(ctx context.Context, log *slog.Logger, ev echoga
 		return "Usage tracking is not configured on this gateway."
 	}
 	userID := ev.Actor.QualifiedID(ev.Conversation.Platform)
-	report, err := p.d.Spend.Report(ctx, userID, ev.Conversation.Platform+":"+ev.Conversation.Channel)
+	report, err := p.d.Spend.Report(ctx, userID, ev.Conversation.Platform+":"+ev.Conversation.Channel, ev.SessionKey())
 	if err != nil {
 		log.Error("pipeline: /usage report", "err", err)
 		return "I couldn't read the usage ledger just now; try again in a moment."

@@ -157,9 +157,10 @@ type Deps struct {
 	Files *Files
 }
 
-// SpendReporter renders a user's spend and limits as Markdown (agent/cost's Tracker).
+// SpendReporter renders a user's spend and limits as Markdown (agent/cost's Tracker); session,
+// when not empty, adds the conversation's own spend and prompt-cache share.
 type SpendReporter interface {
-	Report(ctx context.Context, userID, channel string) (string, error)
+	Report(ctx context.Context, userID, channel string, session echogate.SessionKey) (string, error)
 }
 
 // ModelLister says which models exist (agent/router's Router).

@@ -9,10 +9,11 @@ import (
 )
 
 // Report renders the spend of userID (qualified, "slack:U123") today and this month, of channel
-// ("platform:channel", may be empty) today, and the limits that apply, as Markdown for the /usage
-// chat command. Gateway-wide limits are shown as a percentage used, not as amounts. It reads the
+// ("platform:channel", may be empty) today, of session (may be empty) so far, and the limits
+// that apply, as Markdown for the /usage chat command. Token counts carry the share of input
+// read from the provider's prompt cache. Gateway-wide limits are shown as a percentage used, not as amounts. It reads the
 // ledger directly (never the cache) and blocks on a handful of queries; it honours ctx.
-func (t *Tracker) Report(ctx context.Context, userID, channel string) (string, error) {
+func (t *Tracker) Report(ctx context.Context, userID, channel string, session echogate.SessionKey) (string, error) {
 	if userID == "" {
 		return "", fmt.Errorf("cost: usage report: no user id given")
 	}
@@ -43,6 +44,15 @@ func (t *Tracker) Report(ctx context.Context, userID, channel string) (string, e
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "- This month: %s (%s)\n", USD(thisMonth.CostUSD), tokens(thisMonth))
+	if session != "" {
+		conv, err := sum("this conversation", echogate.UsageFilter{Session: session})
+		if err != nil {
+			return "", err
+		}
+		if conv.InputTokens+conv.OutputTokens > 0 {
+			fmt.Fprintf(&b, "- This conversation: %s (%s)\n", USD(conv.CostUSD), tokens(conv))
+		}
+	}
 	if channel != "" && lim.PerChannelDayUSD > 0 {
 		ch, err := sum("channel today", echogate.UsageFilter{Channel: channel, Since: day, Until: nextDay})
 		if err != nil {

@@ -465,7 +465,7 @@ func TestReport(t *testing.T) {
 	now := at("2025-03-14T18:48:00Z")
 	l := &fakeLedger{recs: []echogate.UsageRecord{
 		{UserID: "slack:U1", Channel: "slack:C1", Usage: echogate.Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.0123}, At: now.Add(-time.Hour)},
-		{UserID: "slack:U1", Channel: "slack:C2", Usage: echogate.Usage{InputTokens: 20000, OutputTokens: 5000, CachedInputTokens: 17000, CostUSD: 1.5}, At: at("2025-03-02T10:00:00Z")},
+		{UserID: "slack:U1", Channel: "slack:C2", Session: "slack:C2:t1", Usage: echogate.Usage{InputTokens: 20000, OutputTokens: 5000, CachedInputTokens: 17000, CostUSD: 1.5}, At: at("2025-03-02T10:00:00Z")},
 		{UserID: "slack:U2", Channel: "slack:C1", Usage: echogate.Usage{CostUSD: 2}, At: now.Add(-time.Minute)},
 	}}
 	tr, err := New(Config{Limits: Limits{PerUserDayUSD: 5, PerChannelDayUSD: 10, PerTurnUSD: 0.5, PerDayUSD: 40, PerMonthUSD: 1000},
@@ -473,24 +473,25 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tr.Report(context.Background(), "slack:U1", "slack:C1")
+	got, err := tr.Report(context.Background(), "slack:U1", "slack:C1", "slack:C2:t1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "**Your usage**\n" +
 		"- Today: $0.0123 (1.5k tokens) of your $5.00 daily budget; resets at 00:00 UTC (in 5h12m)\n" +
 		"- This month: $1.51 (26k tokens, 80% of input cached)\n" +
+		"- This conversation: $1.50 (25k tokens, 85% of input cached)\n" +
 		"- This channel today: $2.01 of its $10.00 daily budget\n" +
 		"- Limits: $0.50 per turn\n" +
 		"\n**Gateway**: 5% of today's budget, <1% of this month's budget used"
 	if got != want {
 		t.Errorf("Report =\n%s\nwant\n%s", got, want)
 	}
-	if _, err := tr.Report(context.Background(), "", ""); err == nil {
+	if _, err := tr.Report(context.Background(), "", "", ""); err == nil {
 		t.Error("Report(no user) = nil error, want one")
 	}
 	l.err = errors.New("disk I/O error")
-	if _, err := tr.Report(context.Background(), "slack:U1", ""); err == nil || !strings.Contains(err.Error(), "usage report for slack:U1") {
+	if _, err := tr.Report(context.Background(), "slack:U1", "", ""); err == nil || !strings.Contains(err.Error(), "usage report for slack:U1") {
 		t.Errorf("Report with a ledger error = %v, want it wrapped with the user", err)
 	}
 }
