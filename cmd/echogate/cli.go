@@ -24,10 +24,12 @@ type command struct {
 
 // commands is every command of the binary, in help order.
 var commands = []command{
-	{name: "serve", synopsis: "serve", summary: "Run the gateway: every configured channel, the HTTP server (console, APIs, /metrics,\n/healthz, /readyz) and the background workers. Ctrl-C / SIGTERM drains running turns and exits 0."},
+	{name: "serve", synopsis: "serve", summary: "Run the gateway: every configured channel, the HTTP server (console, APIs, /metrics,\n/healthz, /readyz) and the background workers. Ctrl-C / SIGTERM drains running turns and exits 0.",
+		flags: func(fs *flag.FlagSet) { serveFlags(fs) }},
 	{name: "chat", synopsis: "chat [-m TEXT] [--session ID] [--user ID] [--approve]", summary: "Talk to the agent in the terminal through the full pipeline. With -m: one turn, the answer on\nstdout, exit 0; without a TTY an approval request is denied unless --approve.",
 		flags: func(fs *flag.FlagSet) { chatFlags(fs) }},
 	{name: "migrate", synopsis: "migrate", summary: "Apply storage migrations (serve does it at start too)."},
+	{name: "compact", synopsis: "compact", summary: "Apply storage retention now (storage.event_retention, storage.retention) and give the freed\nspace back to the file system (VACUUM); best run while the gateway is quiet."},
 	{name: "doctor", synopsis: "doctor", summary: "Check the configuration, database, model endpoint, Slack and Discord tokens, and every MCP\nserver; print each problem with its fix; exit 1 on a problem."},
 	{name: "knowledge", synopsis: "knowledge add|search|list|rm|reembed", summary: "Manage the knowledge base (knowledge.enabled: true).", subs: []command{
 		{name: "add", synopsis: "knowledge add PATH…", summary: "Ingest Markdown, text, HTML and PDF files and folders (unchanged files are skipped).", args: true},

@@ -45,7 +45,7 @@ func parseDuration(s string) (time.Duration, error) {
 		v, err = time.Duration(n)*24*time.Hour, derr
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration: write it like 30s, 5m, 24h or 7d", s)
+		return 0, fmt.Errorf("%q is not a duration: write it like 30s, 5m or 24h (or 7d for days)", s)
 	}
 	if v < 0 {
 		return 0, fmt.Errorf("%q is negative: durations must be positive", s)

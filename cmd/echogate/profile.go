@@ -19,13 +19,19 @@ type profiles struct {
 	mem string
 }
 
+// serveFlags defines serve's flags on fs.
+func serveFlags(fs *flag.FlagSet) (cpu, mem *string) {
+	cpu = fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof)")
+	mem = fs.String("memprofile", "", "write a heap profile to `FILE` at exit")
+	return cpu, mem
+}
+
 // parseServeFlags parses serve's flags and starts the CPU profile if asked. stop ends the
 // profiles; call it once, at exit.
 func parseServeFlags(args []string, stderr io.Writer) (*profiles, error) {
 	fs := flag.NewFlagSet("echogate serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cpu := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof)")
-	mem := fs.String("memprofile", "", "write a heap profile to `FILE` at exit")
+	cpu, mem := serveFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
