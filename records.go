@@ -34,6 +34,8 @@ const (
 	TurnPaused  TurnStatus = "paused"
 	TurnAborted TurnStatus = "aborted"
 	TurnFailed  TurnStatus = "error"
+	// TurnResumed is a paused turn whose pause was decided: the turn that resumed it carries on.
+	TurnResumed TurnStatus = "resumed"
 )
 
 // TurnRecord is one turn: one inbound event handled through the three stages.
@@ -53,9 +55,9 @@ type TurnRecord struct {
 	EndedAt      time.Time  `json:"ended_at,omitzero"`
 }
 
-// TurnEnd is what the ResponseStage writes when a turn ends, in one store call where the store
-// offers it (pipeline.TurnFinisher): the new transcript messages, the turn record's final
-// state and the completion of the event that started the turn.
+// TurnEnd is what the ResponseStage writes when a turn ends, in one store call
+// (pipeline.TurnLog's FinishTurn): the new transcript messages, the turn record's final state,
+// the last ledger entries and the completion of the event that started the turn.
 type TurnEnd struct {
 	Session  SessionKey
 	Messages []Message  // appended under Turn.ID; may be empty
@@ -65,6 +67,24 @@ type TurnEnd struct {
 	// Usage are ledger entries to append (the turn's last model calls); FinishTurn sets their
 	// IDs as RecordUsage returns them.
 	Usage []UsageRecord
+}
+
+// TurnResume is the durable decision on a paused turn: written together with the record of
+// the turn that resumes it, in place of the pause (pipeline.TurnLog's ResumeTurn), so a crash
+// during the resumed turn finds what it continues from and which of its effects happened.
+type TurnResume struct {
+	Turn      string      `json:"turn"` // the resuming turn
+	Session   SessionKey  `json:"session"`
+	Paused    PendingTurn `json:"paused"`    // the pause it replaces
+	EventKey  string      `json:"event_key"` // the event that decided
+	Decision  []byte      `json:"decision"`  // the decision as the agent reads it (JSON, opaque to stores)
+	DecidedBy string      `json:"decided_by"`
+	At        time.Time   `json:"at"`
+	// The approved call's write-ahead: when it began (zero: not yet) and its result once
+	// recorded (JSON, opaque to stores; nil: none). A call that began without a recorded
+	// result is never run again.
+	ToolStartedAt time.Time `json:"tool_started_at,omitzero"`
+	ToolResult    []byte    `json:"tool_result,omitempty"`
 }
 
 // UsageTrigger says what work caused a usage entry.

@@ -52,7 +52,7 @@ func (t *turn) startActivity(ctx context.Context) func() {
 		a.view.Show(a.snapshotLocked())
 		return a.end
 	}
-	if ty, ok := t.rep.(typer); ok {
+	if ty := t.caps.Typer; ty != nil {
 		return sync.OnceFunc(ty.StartTyping(ctx, ev.Conversation, ev.Message))
 	}
 	return func() {}

@@ -73,7 +73,7 @@ func (p *Pipeline) ownTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	if p.command(ctx, log, ev) {
 		return
 	}
-	p.runTurn(ctx, ctl, log, ev, nil, nil, []echogate.Message{userMessage(ev)}, withPauseHeld())
+	p.runTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, withPauseHeld())
 }
 
 // mayStop reports whether ev stops the turn ctl runs right away: only once a turn runs (runTurn

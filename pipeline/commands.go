@@ -159,8 +159,7 @@ func (p *Pipeline) newCommand(ctx context.Context, log *slog.Logger, ev echogate
 // terminal) see it as a turn without a model call, ending with done; the others get a notice,
 // private when the command came as an interaction.
 func (p *Pipeline) answerCommand(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string) {
-	rep := p.d.Repliers[ev.Conversation.Platform]
-	if obs, ok := rep.(turnObserver); ok && ev.Interaction == "" {
+	if obs := p.caps[ev.Conversation.Platform].Observer; obs != nil && ev.Interaction == "" {
 		turn := ids.New("c_")
 		now := p.cfg.Now()
 		base := echogate.TurnEvent{Session: ev.SessionKey(), Turn: turn, EventID: ev.ID, Time: now}

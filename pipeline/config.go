@@ -169,22 +169,10 @@ type ModelLister interface {
 	Known(model string) bool
 }
 
-// Replier is how the pipeline posts to a platform. Channel adapters satisfy it; the pipeline finds
-// optional capabilities (streaming, typing, reactions, turn observation) by type assertion.
+// Replier is how the pipeline posts to a platform. Channel adapters satisfy it; the optional
+// capabilities (streaming, editing, typing, turn observation) are found once, by CapsOf.
 type Replier interface {
 	Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error)
-}
-
-type streamer interface {
-	StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error)
-}
-
-type typer interface {
-	StartTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (stop func())
-}
-
-type turnObserver interface {
-	ObserveTurn(ev echogate.TurnEvent)
 }
 
 // SessionLocker is implemented by stores shared by several replicas (PostgreSQL): it keeps one
@@ -198,10 +186,6 @@ type SessionLocker interface {
 // event whose claim is older than staleBefore.
 type EventReclaimer interface {
 	ReclaimEvent(ctx context.Context, key string, staleBefore, now time.Time) (bool, error)
-}
-
-type editor interface {
-	Edit(ctx context.Context, ref echogate.MessageRef, text string) error
 }
 
 // ContextProvider adds one section to the system prompt of a turn (long-term memory snapshot,

@@ -29,9 +29,8 @@ func (p *Pipeline) showDecision(ctx context.Context, log *slog.Logger, ev echoga
 	if pend.Kind != echogate.PauseApproval || pend.Prompt.IsZero() {
 		return
 	}
-	rep := p.d.Repliers[ev.Conversation.Platform]
-	ed, ok := rep.(editor)
-	if !ok {
+	ed := p.caps[ev.Conversation.Platform].Editor
+	if ed == nil {
 		return
 	}
 	call := echogate.ToolCall{Name: pend.Tool}

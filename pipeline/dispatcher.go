@@ -1,8 +1,3 @@
-// Package pipeline turns inbound events into answered turns: a Dispatcher dedupes events and feeds
-// one bounded mailbox per session (one turn at a time per session, sessions fully concurrent), and
-// each turn passes the ContextStage, the InferenceStage (agent.Run) and the ResponseStage.
-//
-// The pipeline talks to platforms only through the Replier interface; it never imports channels.
 package pipeline
 
 import (
@@ -35,10 +30,10 @@ type Pipeline struct {
 	snaps     *snapshotCache // frozen standing context per session (prompt.go)
 	marks     *sessionMarks
 	pending   pendingIndex
-	// replicas: the store is shared by replicas (it is a SessionLocker); finisher: it ends a
-	// turn in one call (a TurnFinisher), else nil.
+	// replicas: the store is shared by replicas (it is a SessionLocker).
 	replicas bool
-	finisher TurnFinisher
+	caps     map[string]Caps // each platform's replier's capabilities, read once
+	stages   Stages
 
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -114,7 +109,11 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
 		snaps: newSnapshotCache(snapshotCacheBytes)}
 	_, p.replicas = d.Store.(SessionLocker)
-	p.finisher, _ = d.Store.(TurnFinisher)
+	p.caps = make(map[string]Caps, len(d.Repliers))
+	for platform, r := range d.Repliers {
+		p.caps[platform] = CapsOf(r)
+	}
+	p.stages = p.buildStages()
 	for _, a := range cfg.Approvers {
 		p.approvers[a] = true
 	}
@@ -365,117 +364,6 @@ func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (fu
 		wait = min(wait*2, time.Second)
 	}
 }
-
-// replay queues the events that were recorded but not finished: at start everything unfinished
-// (one process per store) or, with ReplayAfter, events abandoned longer than that. With a store
-// that can reclaim, each event is taken over by exactly one replica.
-func (p *Pipeline) replay(ctx context.Context, atStart bool) error {
-	now := p.cfg.Now()
-	stale := now.Add(-p.cfg.ReplayAfter)
-	if atStart && p.runAt.Before(stale) {
-		// Never an event this process received itself: those claimed since Run began are
-		// queued already (a Submit may race this query).
-		stale = p.runAt
-	}
-	evs, err := p.d.Store.UnfinishedEvents(ctx, stale, 10000)
-	if err != nil {
-		return err
-	}
-	rc, canReclaim := p.d.Store.(EventReclaimer)
-	for _, ce := range evs {
-		if canReclaim {
-			ok, err := rc.ReclaimEvent(ctx, ce.Key, stale.Add(time.Nanosecond), now)
-			if err != nil {
-				p.log.Warn("pipeline: reclaim unfinished event", "event", ce.Key, "err", err)
-				continue
-			}
-			if !ok {
-				continue // finished meanwhile, or another replica took it
-			}
-		}
-		var ev echogate.InboundEvent
-		if len(ce.Payload) == 0 || json.Unmarshal(ce.Payload, &ev) != nil {
-			_ = p.d.Store.CompleteEvent(ctx, ce.Key, p.cfg.Now())
-			continue
-		}
-		p.log.Info("replaying unfinished event", "event_id", ev.ID, "session", ev.SessionKey())
-		key := mailboxKey(ev)
-		sh := p.shardFor(key)
-		sh.mu.Lock()
-		mb := sh.boxes[key]
-		if mb == nil {
-			mb = &mailbox{key: key}
-			sh.boxes[key] = mb
-			p.d.Metrics.Mailbox(0, 1)
-		}
-		p.enqueueLocked(sh, mb, item{ev: ev, replay: true})
-		sh.mu.Unlock()
-	}
-	return nil
-}
-
-// janitor applies approval timeouts and, with several replicas, takes over abandoned events,
-// until ctx ends.
-func (p *Pipeline) janitor(ctx context.Context) {
-	if p.cfg.OnTimeout != OnTimeoutDeny && p.cfg.ReplayAfter <= 0 {
-		return
-	}
-	t := time.NewTicker(p.cfg.JanitorInterval)
-	defer t.Stop()
-	for {
-		if p.cfg.OnTimeout == OnTimeoutDeny {
-			p.expireApprovals(ctx)
-		}
-		if p.cfg.ReplayAfter > 0 {
-			if err := p.replay(ctx, false); err != nil && ctx.Err() == nil {
-				p.log.Warn("pipeline: replay abandoned events", "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// expireApprovals submits a timeout decision for every approval past its deadline. The decision
-// is an ordinary event of the session, so it is ordered with everything else and recorded once
-// even with several replicas.
-func (p *Pipeline) expireApprovals(ctx context.Context) {
-	pend, err := p.d.Store.ListPending(ctx, 500)
-	if err != nil {
-		if ctx.Err() == nil {
-			p.log.Warn("pipeline: list pending approvals", "err", err)
-		}
-		return
-	}
-	now := p.cfg.Now()
-	for _, pt := range pend {
-		if pt.Kind != echogate.PauseApproval || pt.ExpiresAt.IsZero() || now.Before(pt.ExpiresAt) {
-			continue
-		}
-		info, err := p.d.Store.GetSession(ctx, pt.Session)
-		if err != nil {
-			continue
-		}
-		ev := echogate.InboundEvent{
-			ID:           timeoutPrefix + pt.Turn,
-			Kind:         echogate.KindReaction,
-			Conversation: info.Conversation,
-			Session:      pt.Session,
-			Actor:        echogate.Actor{ID: "echogate", IsSelf: true},
-			Reaction:     echogate.ReactionDeny,
-			Target:       pt.Prompt,
-			ReceivedAt:   now,
-		}
-		if err := p.Submit(ctx, ev); err != nil && !errors.Is(err, ErrShuttingDown) {
-			p.log.Warn("pipeline: submit approval timeout", "session", pt.Session, "turn", pt.Turn, "err", err)
-		}
-	}
-}
-
-const timeoutPrefix = "approval-timeout:"
 
 // isStop reports whether ev asks to stop the running turn.
 func isStop(ev echogate.InboundEvent) bool {

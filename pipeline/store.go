@@ -16,7 +16,7 @@ import (
 type Store interface {
 	EventStore
 	SessionStore
-	TurnStore
+	TurnLog
 	UsageStore
 	PendingStore
 }
@@ -58,13 +58,42 @@ type SessionStore interface {
 	Grants(ctx context.Context, key echogate.SessionKey) ([]string, error)
 }
 
-// TurnStore records turns.
-type TurnStore interface {
+// TurnLog is the durable record of each turn's lifecycle, owned by storage: a turn begins
+// (CreateTurn, status running), its input is appended (SessionStore.AppendMessages), its usage
+// recorded (UsageStore.RecordUsage), a pause saved (PendingStore.SavePending), a decision
+// resumes it (ResumeTurn), the approved call's start and result are recorded (RecordToolRun),
+// and it ends (FinishTurn). Batching and group commit live inside the store; the pipeline has
+// this one path whatever the backend.
+//
+// Write-ahead: every transition that guards an effect is durable when its call returns, and
+// carries the key recovery looks for: the turn's id is the reply id its answer is posted
+// under (the record exists before the post), the resumed turn exists before the pause is
+// gone, the approved call's start before it runs.
+type TurnLog interface {
 	CreateTurn(ctx context.Context, t echogate.TurnRecord) error
 	// UpdateTurn overwrites the mutable fields (status, model, reason, error, tokens, cost, end).
 	UpdateTurn(ctx context.Context, t echogate.TurnRecord) error
 	GetTurn(ctx context.Context, id string) (echogate.TurnRecord, error)
 	ListTurns(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.TurnRecord, error) // newest first; empty key = all sessions
+	// ResumeTurn replaces the session's pause of turn r.Paused.Turn by the decision r and the
+	// record of the turn that resumes it (rec, status running), in one transaction; the paused
+	// turn's record becomes TurnResumed. When the session has no such pause (another replica
+	// decided first, the pause was cancelled) nothing is written and the error wraps
+	// echogate.ErrNotFound.
+	ResumeTurn(ctx context.Context, r echogate.TurnResume, rec echogate.TurnRecord) error
+	// GetResume returns the resume record written by the event eventKey, until its turn ends
+	// (FinishTurn removes it); else an error wrapping echogate.ErrNotFound.
+	GetResume(ctx context.Context, eventKey string) (echogate.TurnResume, error)
+	// RecordToolRun records the approved call of the resumed turn `turn`: begun (result nil)
+	// or its result. An unknown turn wraps echogate.ErrNotFound.
+	RecordToolRun(ctx context.Context, turn, callID string, result []byte, at time.Time) error
+	// FinishTurn writes a turn's end in one call: it appends end.Messages, updates end.Turn
+	// (as UpdateTurn), records end.Usage (setting their IDs), removes the turn's resume
+	// record, and completes end.EventKey, written only once the rest was (so a crash never
+	// leaves a completed event without its turn's end). The parts succeed or fail on their own: a
+	// turn record that cannot be written must not keep the transcript from being saved or the
+	// event from being completed. The error joins the parts' errors.
+	FinishTurn(ctx context.Context, end echogate.TurnEnd) error
 }
 
 // UsageStore is the cost ledger.
@@ -82,13 +111,4 @@ type PendingStore interface {
 	// echogate.ErrNotFound when there was none, so of two concurrent resumers exactly one wins.
 	DeletePending(ctx context.Context, key echogate.SessionKey) error
 	ListPending(ctx context.Context, limit int) ([]echogate.PendingTurn, error) // oldest first
-}
-
-// TurnFinisher is an optional Store capability: the ResponseStage's writes in one call (one
-// queue entry and one commit in SQLite's group commit) instead of three concurrent ones. Each
-// part succeeds or fails on its own, as separate calls would: a turn record that cannot be
-// written must not keep the transcript from being saved or the event from being completed (an
-// uncompleted event is answered again after a restart). The error joins the parts' errors.
-type TurnFinisher interface {
-	FinishTurn(ctx context.Context, end echogate.TurnEnd) error
 }

@@ -257,270 +257,31 @@ func (m *tracedModel) Generate(ctx context.Context, req agent.Request, onDelta f
 
 // --- outbound posts ---
 
-// tracedReplier records one `echogate.post <platform>` span per message posted. traceReplier
-// returns a value with exactly the capabilities (Streamer, Editor, Typer, TurnObserver, Reactor)
-// of the wrapped replier, because the pipeline finds them by type assertion.
+// tracedReplier records one `echogate.post <platform>` span per message posted. It states the
+// wrapped replier's capabilities through Caps (pipeline.CapsProvider), wrapping streams and
+// edits in spans and passing typing and turn observation through.
 type tracedReplier struct {
 	inner    pipeline.Replier
+	caps     pipeline.Caps // the wrapped replier's
 	platform string
 	turns    *turnTracer
 }
 
-// The capabilities the pipeline and channels look for, by the channels package's signatures.
-type (
-	replierStreamer interface {
-		StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error)
-	}
-	replierEditor interface {
-		Edit(ctx context.Context, ref echogate.MessageRef, text string) error
-	}
-	replierTyper interface {
-		StartTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (stop func())
-	}
-	replierObserver interface {
-		ObserveTurn(ev echogate.TurnEvent)
-	}
-	replierReactor interface {
-		React(ctx context.Context, ref echogate.MessageRef, emoji string) error
-		Unreact(ctx context.Context, ref echogate.MessageRef, emoji string) error
-	}
-)
-
-// traceReplier wraps r; the result has the same optional capabilities as r.
+// traceReplier wraps r; the result has the same capabilities as r.
 func traceReplier(r pipeline.Replier, platform string, turns *turnTracer) pipeline.Replier {
-	c := &tracedReplier{inner: r, platform: platform, turns: turns}
-	mask := 0
-	if _, ok := r.(replierStreamer); ok {
-		mask |= 1
-	}
-	if _, ok := r.(replierEditor); ok {
-		mask |= 2
-	}
-	if _, ok := r.(replierTyper); ok {
-		mask |= 4
-	}
-	if _, ok := r.(replierObserver); ok {
-		mask |= 8
-	}
-	if _, ok := r.(replierReactor); ok {
-		mask |= 16
-	}
-	return withCaps(c, mask)
+	return &tracedReplier{inner: r, caps: pipeline.CapsOf(r), platform: platform, turns: turns}
 }
 
-// withCaps returns c with the capabilities of mask: 1 Streamer, 2 Editor, 4 Typer, 8
-// TurnObserver, 16 Reactor. Every combination has its own type, because the pipeline finds
-// capabilities by type assertion.
-func withCaps(c *tracedReplier, mask int) pipeline.Replier {
-	switch mask {
-	case 0:
-		return struct{ sendCap }{sendCap{c}}
-	case 1:
-		return struct {
-			sendCap
-			streamCap
-		}{sendCap{c}, streamCap{c}}
-	case 2:
-		return struct {
-			sendCap
-			editCap
-		}{sendCap{c}, editCap{c}}
-	case 3:
-		return struct {
-			sendCap
-			streamCap
-			editCap
-		}{sendCap{c}, streamCap{c}, editCap{c}}
-	case 4:
-		return struct {
-			sendCap
-			typeCap
-		}{sendCap{c}, typeCap{c}}
-	case 5:
-		return struct {
-			sendCap
-			streamCap
-			typeCap
-		}{sendCap{c}, streamCap{c}, typeCap{c}}
-	case 6:
-		return struct {
-			sendCap
-			editCap
-			typeCap
-		}{sendCap{c}, editCap{c}, typeCap{c}}
-	case 7:
-		return struct {
-			sendCap
-			streamCap
-			editCap
-			typeCap
-		}{sendCap{c}, streamCap{c}, editCap{c}, typeCap{c}}
-	case 8:
-		return struct {
-			sendCap
-			observeCap
-		}{sendCap{c}, observeCap{c}}
-	case 9:
-		return struct {
-			sendCap
-			streamCap
-			observeCap
-		}{sendCap{c}, streamCap{c}, observeCap{c}}
-	case 10:
-		return struct {
-			sendCap
-			editCap
-			observeCap
-		}{sendCap{c}, editCap{c}, observeCap{c}}
-	case 11:
-		return struct {
-			sendCap
-			streamCap
-			editCap
-			observeCap
-		}{sendCap{c}, streamCap{c}, editCap{c}, observeCap{c}}
-	case 12:
-		return struct {
-			sendCap
-			typeCap
-			observeCap
-		}{sendCap{c}, typeCap{c}, observeCap{c}}
-	case 13:
-		return struct {
-			sendCap
-			streamCap
-			typeCap
-			observeCap
-		}{sendCap{c}, streamCap{c}, typeCap{c}, observeCap{c}}
-	case 14:
-		return struct {
-			sendCap
-			editCap
-			typeCap
-			observeCap
-		}{sendCap{c}, editCap{c}, typeCap{c}, observeCap{c}}
-	case 15:
-		return struct {
-			sendCap
-			streamCap
-			editCap
-			typeCap
-			observeCap
-		}{sendCap{c}, streamCap{c}, editCap{c}, typeCap{c}, observeCap{c}}
-	case 16:
-		return struct {
-			sendCap
-			reactCap
-		}{sendCap{c}, reactCap{c}}
-	case 17:
-		return struct {
-			sendCap
-			streamCap
-			reactCap
-		}{sendCap{c}, streamCap{c}, reactCap{c}}
-	case 18:
-		return struct {
-			sendCap
-			editCap
-			reactCap
-		}{sendCap{c}, editCap{c}, reactCap{c}}
-	case 19:
-		return struct {
-			sendCap
-			streamCap
-			editCap
-			reactCap
-		}{sendCap{c}, streamCap{c}, editCap{c}, reactCap{c}}
-	case 20:
-		return struct {
-			sendCap
-			typeCap
-			reactCap
-		}{sendCap{c}, typeCap{c}, reactCap{c}}
-	case 21:
-		return struct {
-			sendCap
-			streamCap
-			typeCap
-			reactCap
-		}{sendCap{c}, streamCap{c}, typeCap{c}, reactCap{c}}
-	case 22:
-		return struct {
-			sendCap
-			editCap
-			typeCap
-			reactCap
-		}{sendCap{c}, editCap{c}, typeCap{c}, reactCap{c}}
-	case 23:
-		return struct {
-			sendCap
-			streamCap
-			editCap
-			typeCap
-			reactCap
-		}{sendCap{c}, streamCap{c}, editCap{c}, typeCap{c}, reactCap{c}}
-	case 24:
-		return struct {
-			sendCap
-			observeCap
-			reactCap
-		}{sendCap{c}, observeCap{c}, reactCap{c}}
-	case 25:
-		return struct {
-			sendCap
-			streamCap
-			observeCap
-			reactCap
-		}{sendCap{c}, streamCap{c}, observeCap{c}, reactCap{c}}
-	case 26:
-		return struct {
-			sendCap
-			editCap
-			observeCap
-			reactCap
-		}{sendCap{c}, editCap{c}, observeCap{c}, reactCap{c}}
-	case 27:
-		return struct {
-			sendCap
-			streamCap
-			editCap
-			observeCap
-			reactCap
-		}{sendCap{c}, streamCap{c}, editCap{c}, observeCap{c}, reactCap{c}}
-	case 28:
-		return struct {
-			sendCap
-			typeCap
-			observeCap
-			reactCap
-		}{sendCap{c}, typeCap{c}, observeCap{c}, reactCap{c}}
-	case 29:
-		return struct {
-			sendCap
-			streamCap
-			typeCap
-			observeCap
-			reactCap
-		}{sendCap{c}, streamCap{c}, typeCap{c}, observeCap{c}, reactCap{c}}
-	case 30:
-		return struct {
-			sendCap
-			editCap
-			typeCap
-			observeCap
-			reactCap
-		}{sendCap{c}, editCap{c}, typeCap{c}, observeCap{c}, reactCap{c}}
-	case 31:
-		return struct {
-			sendCap
-			streamCap
-			editCap
-			typeCap
-			observeCap
-			reactCap
-		}{sendCap{c}, streamCap{c}, editCap{c}, typeCap{c}, observeCap{c}, reactCap{c}}
+// Caps implements pipeline.CapsProvider.
+func (c *tracedReplier) Caps() pipeline.Caps {
+	out := pipeline.Caps{Typer: c.caps.Typer, Observer: c.caps.Observer}
+	if c.caps.Streamer != nil {
+		out.Streamer = tracedStreamer{c}
 	}
-	return struct{ sendCap }{sendCap{c}} // unreachable: mask < 32
+	if c.caps.Editor != nil {
+		out.Editor = tracedEditor{c}
+	}
+	return out
 }
 
 var outboundKinds = [...]string{
@@ -551,14 +312,13 @@ func (c *tracedReplier) start(ctx context.Context, op string, out echogate.Outbo
 			attribute.String("messaging.destination.name", out.Conversation.Channel)))
 }
 
-type sendCap struct{ c *tracedReplier }
-
 // Unwrap returns the wrapped replier, for capabilities that need no span (the activity view).
-func (s sendCap) Unwrap() pipeline.Replier { return s.c.inner }
+func (c *tracedReplier) Unwrap() pipeline.Replier { return c.inner }
 
-func (s sendCap) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
-	ctx, span := s.c.start(ctx, "send", out)
-	ref, err := s.c.inner.Send(ctx, out)
+// Send implements pipeline.Replier.
+func (c *tracedReplier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	ctx, span := c.start(ctx, "send", out)
+	ref, err := c.inner.Send(ctx, out)
 	span.SetAttributes(attribute.Int("echogate.post.chars", len(out.Text)))
 	if ref.ID != "" {
 		span.SetAttributes(attribute.String("messaging.message.id", ref.ID))
@@ -567,12 +327,12 @@ func (s sendCap) Send(ctx context.Context, out echogate.Outbound) (echogate.Mess
 	return ref, err
 }
 
-type streamCap struct{ c *tracedReplier }
+type tracedStreamer struct{ c *tracedReplier }
 
 // StartStream starts the post span; it ends when the stream is finished (or fails to start).
-func (s streamCap) StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error) {
+func (s tracedStreamer) StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error) {
 	ctx, span := s.c.start(ctx, "stream", out)
-	st, err := s.c.inner.(replierStreamer).StartStream(ctx, out)
+	st, err := s.c.caps.Streamer.StartStream(ctx, out)
 	if err != nil {
 		tracing.End(span, err)
 		return nil, err
@@ -614,11 +374,11 @@ func (s *tracedStream) Finish(ctx context.Context, final string) ([]echogate.Mes
 	return refs, err
 }
 
-type editCap struct{ c *tracedReplier }
+type tracedEditor struct{ c *tracedReplier }
 
 // Edit records a span only inside a traced context (an edit carries no turn to attach to).
-func (e editCap) Edit(ctx context.Context, ref echogate.MessageRef, text string) error {
-	ed := e.c.inner.(replierEditor)
+func (e tracedEditor) Edit(ctx context.Context, ref echogate.MessageRef, text string) error {
+	ed := e.c.caps.Editor
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ed.Edit(ctx, ref, text)
 	}
@@ -632,24 +392,4 @@ func (e editCap) Edit(ctx context.Context, ref echogate.MessageRef, text string)
 	err := ed.Edit(ctx, ref, text)
 	tracing.End(span, err)
 	return err
-}
-
-type typeCap struct{ c *tracedReplier }
-
-func (t typeCap) StartTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (stop func()) {
-	return t.c.inner.(replierTyper).StartTyping(ctx, conv, on)
-}
-
-type observeCap struct{ c *tracedReplier }
-
-func (o observeCap) ObserveTurn(ev echogate.TurnEvent) { o.c.inner.(replierObserver).ObserveTurn(ev) }
-
-type reactCap struct{ c *tracedReplier }
-
-func (r reactCap) React(ctx context.Context, ref echogate.MessageRef, emoji string) error {
-	return r.c.inner.(replierReactor).React(ctx, ref, emoji)
-}
-
-func (r reactCap) Unreact(ctx context.Context, ref echogate.MessageRef, emoji string) error {
-	return r.c.inner.(replierReactor).Unreact(ctx, ref, emoji)
 }

@@ -26,6 +26,7 @@ type MemStore struct {
 	turns    map[string]echogate.TurnRecord
 	usage    []echogate.UsageRecord
 	pending  map[echogate.SessionKey]echogate.PendingTurn
+	resumes  map[string]echogate.TurnResume // by turn
 }
 
 type memEvent struct {
@@ -44,6 +45,7 @@ func NewMemStore() *MemStore {
 		grants:   map[echogate.SessionKey]map[string]bool{},
 		turns:    map[string]echogate.TurnRecord{},
 		pending:  map[echogate.SessionKey]echogate.PendingTurn{},
+		resumes:  map[string]echogate.TurnResume{},
 	}
 }
 
@@ -158,6 +160,11 @@ func (s *MemStore) DeleteSession(ctx context.Context, key echogate.SessionKey) e
 	delete(s.seq, key)
 	delete(s.grants, key)
 	delete(s.pending, key)
+	for id, r := range s.resumes {
+		if r.Session == key {
+			delete(s.resumes, id)
+		}
+	}
 	return nil
 }
 
@@ -389,7 +396,7 @@ func (s *MemStore) ListPending(ctx context.Context, limit int) ([]echogate.Pendi
 	return out, nil
 }
 
-// FinishTurn implements pipeline.TurnFinisher with the separate calls.
+// FinishTurn implements pipeline.TurnLog with the separate calls; the event is completed last.
 func (s *MemStore) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	var errs []error
 	if len(end.Messages) > 0 {
@@ -400,6 +407,10 @@ func (s *MemStore) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 		id, err := s.RecordUsage(ctx, r)
 		end.Usage[i].ID = id
 		errs = append(errs, err)
+	}
+	if err := s.lock(ctx); err == nil {
+		delete(s.resumes, end.Turn.ID)
+		s.mu.Unlock()
 	}
 	if end.EventKey != "" {
 		errs = append(errs, s.CompleteEvent(ctx, end.EventKey, end.At))

@@ -33,6 +33,7 @@ ON CONFLICT (key) DO UPDATE SET
 	qDeletePendingS = `DELETE FROM pending WHERE session = $1`
 	qDeleteGrants   = `DELETE FROM grants WHERE session = $1`
 	qDeleteSession  = `DELETE FROM sessions WHERE key = $1`
+	qDeleteResumesS = `DELETE FROM resumes WHERE session = $1`
 
 	// One statement, so one round trip and its own transaction: the upsert of the counter takes
 	// the row lock of the session's counter, so concurrent appends to one session queue on it
@@ -147,7 +148,7 @@ func (s *Store) DeleteSession(ctx context.Context, key echogate.SessionKey) erro
 	err = inTx(ctx, p, func(tx pgx.Tx) error {
 		// The counter row first: it serializes with a concurrent AppendMessages, which then
 		// either finishes before the delete or starts a fresh transcript after it.
-		for _, q := range [...]string{qDeleteSeq, qDeleteMessages, qDeletePendingS, qDeleteGrants, qDeleteSession} {
+		for _, q := range [...]string{qDeleteSeq, qDeleteMessages, qDeletePendingS, qDeleteResumesS, qDeleteGrants, qDeleteSession} {
 			tag, err := tx.Exec(ctx, q, string(key))
 			if err != nil {
 				return err

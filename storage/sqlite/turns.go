@@ -169,11 +169,14 @@ func isUniqueViolation(err error) bool {
 	return false
 }
 
-// FinishTurn writes the end of a turn in one write call per database (see
-// pipeline.TurnFinisher): it appends end.Messages, updates end.Turn (as UpdateTurn) and records
-// end.Usage (setting their IDs) in the main database, and completes end.EventKey in the event
-// log, at the same time. The parts succeed or fail independently, like separate calls; the
-// error joins theirs (an unknown turn to update or event to complete wraps ErrNotFound).
+// FinishTurn writes the end of a turn (see pipeline.TurnLog): it appends end.Messages,
+// updates end.Turn (as UpdateTurn), records end.Usage (setting their IDs) and removes the
+// turn's resume record in the main database, and then completes end.EventKey in the event
+// log. The two files commit separately, so the completion is written only after the main
+// part committed: a completed event always has its turn's end, and an event whose completion
+// was lost is found ended by the replay (which then only completes it). The parts succeed or
+// fail independently, like separate calls; the error joins theirs (an unknown turn to update
+// or event to complete wraps ErrNotFound).
 func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	t := end.Turn
 	switch {
@@ -192,18 +195,6 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	}
 	atUS := toMicros(s.stamp(end.At))
 	var msgErr, turnErr, eventErr, usageErr error
-	// The event's completion goes to the event log's writer, queued first, then the main
-	// part; both writers run at once, and this call waits for both.
-	var (
-		evReq     *writeReq
-		completed int64
-	)
-	if end.EventKey != "" {
-		evReq, eventErr = d.ev.wr.enqueue(ctx, false, func(tx *wtx) (err error) {
-			completed, err = tx.rowsAffected(qCompleteEvent, atUS, end.EventKey)
-			return err
-		})
-	}
 	err = d.write(ctx, func(tx *wtx) error {
 		// A failing statement rolls back only itself: the other parts still commit.
 		msgErr, turnErr, usageErr = nil, nil, nil
@@ -226,6 +217,9 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 		case n == 0:
 			turnErr = ErrNotFound
 		}
+		if _, err := tx.exec(qDeleteResume, t.ID); err != nil {
+			turnErr = errors.Join(turnErr, fmt.Errorf("remove resume record: %w", err))
+		}
 		return nil
 	})
 	if err != nil {
@@ -235,8 +229,12 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 			end.Usage[i].ID = 0
 		}
 	}
-	if evReq != nil {
-		eventErr = d.ev.wr.wait(ctx, evReq)
+	if end.EventKey != "" {
+		var completed int64
+		eventErr = d.ev.wr.do(ctx, false, func(tx *wtx) (err error) {
+			completed, err = tx.rowsAffected(qCompleteEvent, atUS, end.EventKey)
+			return err
+		})
 		if eventErr == nil && completed == 0 {
 			eventErr = ErrNotFound
 		}

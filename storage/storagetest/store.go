@@ -31,11 +31,15 @@ type Store interface {
 	GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error
 	Grants(ctx context.Context, key echogate.SessionKey) ([]string, error)
 
-	// TurnStore
+	// TurnLog
 	CreateTurn(ctx context.Context, t echogate.TurnRecord) error
 	UpdateTurn(ctx context.Context, t echogate.TurnRecord) error
 	GetTurn(ctx context.Context, id string) (echogate.TurnRecord, error)
 	ListTurns(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.TurnRecord, error)
+	ResumeTurn(ctx context.Context, r echogate.TurnResume, rec echogate.TurnRecord) error
+	GetResume(ctx context.Context, eventKey string) (echogate.TurnResume, error)
+	RecordToolRun(ctx context.Context, turn, callID string, result []byte, at time.Time) error
+	FinishTurn(ctx context.Context, end echogate.TurnEnd) error
 
 	// UsageStore
 	RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64, error)

@@ -1,0 +1,57 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/echogate/echogate"
+)
+
+// Streamer posts an answer as it is produced (a native stream, or a message edited in place).
+type Streamer interface {
+	StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error)
+}
+
+// Editor edits a posted message (the plan message).
+type Editor interface {
+	Edit(ctx context.Context, ref echogate.MessageRef, text string) error
+}
+
+// Typer shows that the bot is working until stop is called.
+type Typer interface {
+	StartTyping(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) (stop func())
+}
+
+// TurnObserver receives a turn's events (the web chat's event stream). It must not block.
+type TurnObserver interface {
+	ObserveTurn(ev echogate.TurnEvent)
+}
+
+// Caps are a Replier's optional capabilities; nil means the replier lacks it. The pipeline
+// reads them once per replier (CapsOf), not by type assertion at each use.
+type Caps struct {
+	Streamer Streamer
+	Editor   Editor
+	Typer    Typer
+	Observer TurnObserver
+}
+
+// CapsProvider is a Replier that states its capabilities itself: a decorator (tracing, …)
+// returns the wrapped replier's capabilities, wrapped as it likes, without a type for every
+// combination of them.
+type CapsProvider interface {
+	Caps() Caps
+}
+
+// CapsOf returns r's capabilities: r.Caps() when r is a CapsProvider, else those r has by its
+// method set.
+func CapsOf(r Replier) Caps {
+	if cp, ok := r.(CapsProvider); ok {
+		return cp.Caps()
+	}
+	var c Caps
+	c.Streamer, _ = r.(Streamer)
+	c.Editor, _ = r.(Editor)
+	c.Typer, _ = r.(Typer)
+	c.Observer, _ = r.(TurnObserver)
+	return c
+}

@@ -1,0 +1,31 @@
+// Package pipeline turns inbound events into answered turns. A Dispatcher dedupes events and
+// feeds one bounded mailbox per session (one turn at a time per session, sessions fully
+// concurrent); each turn is a Turn that passes three Stages in order: the ContextStage
+// (history, system prompt, context sections), the InferenceStage (agent.Run; the ApprovalGate
+// and tool execution live in its files) and the ResponseStage (post the outcome, write the
+// turn's end). Tracing wraps the stages as a decorator.
+//
+// A turn's lifecycle is a State (state.go): one Transition function decides which moves are
+// legal, and the turn events users see follow from the transitions. What recovery needs is
+// durable in the store's TurnLog before the effect it guards (store.go); recovery.go finishes,
+// at start, what a crash interrupted, from the last durable state.
+//
+// The pipeline talks to platforms only through the Replier interface and the Caps read from
+// it once; it never imports channels.
+//
+// # Concurrency
+//
+//   - Pipeline.Run owns every goroutine the pipeline starts: one worker per busy mailbox
+//     (counted, drained on shutdown within Config.DrainTimeout, then cancelled) and the
+//     janitor. Mailboxes live in a sharded map; there is no lock shared by all sessions.
+//   - A Turn is driven by its mailbox's worker goroutine. The agent loop calls the turn's
+//     Emit, Authorize, ExecuteTool and ReportUsage from tool goroutines too: the Lifecycle,
+//     the usage ledger, the grant cache and the responder guard themselves; everything else
+//     in a Turn is written only by the worker.
+//   - Background writes of a turn (its record, its question, usage entries) are goroutines
+//     bounded by stageTimeout, waited for before the turn's end is written (started,
+//     usage.inFlight).
+//   - A stop sets the turn's stopping flag and cancels its context; the ResponseStage runs on
+//     a fresh bounded context so a stopped turn is still answered and recorded.
+//   - Every queue has a bound: Config.MailboxSize events per session (ErrMailboxFull beyond).
+package pipeline

@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/echogate/echogate"
+)
+
+// handle processes one dequeued event. It never returns an error: failures are answered with the
+// fallback text and logged with the turn id.
+func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
+	ev := it.ev
+	log := p.log.With("session", ev.SessionKey(), "event_id", ev.ID, "channel", ev.Conversation.Platform)
+	done := &completion{p: p, key: ev.DedupeKey(), log: log}
+	ctx = withCompletion(ctx, done)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		defer cancel()
+		done.complete(cctx)
+	}()
+	if ev.Actor.IsBot && !ev.Actor.IsSelf {
+		return // adapters drop these; never answer a bot
+	}
+	var opts []turnOption
+	if it.replay {
+		rc := p.recoverEvent(ctx, ctl, log, ev)
+		if rc.handled {
+			return
+		}
+		if rc.inputSaved {
+			// The dead turn saved the user's message already: answer it without saving it again.
+			opts = append(opts, withInputSaved())
+		}
+	}
+	ctx, wait, opt := p.writeSession(ctx, log, ev)
+	defer wait()
+	if opt != nil {
+		opts = append(opts, opt)
+	}
+	p.route(ctx, ctl, log, ev, opts)
+}
+
+// writeSession writes the session record while the pause is looked up and the turn starts:
+// nothing reads it before the turn ends, and its write joins the turn's first commit (group
+// commit). A session active in the last minute has it already (see sessionMarks): then the
+// returned option lets the turn write it should its transcript show it gone. wait waits for
+// the write (also reachable from ctx, see waitSessionWrite).
+func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) (context.Context, func(), turnOption) {
+	key, now := ev.SessionKey(), p.cfg.Now()
+	info := echogate.SessionInfo{Key: key, Conversation: ev.Conversation, UserID: ev.Actor.QualifiedID(ev.Conversation.Platform),
+		Ephemeral: ev.Ephemeral, CreatedAt: now, UpdatedAt: now}
+	upserted := make(chan error, 1)
+	var opt turnOption
+	switch {
+	case ev.Actor.IsSelf:
+		upserted <- nil
+	case p.marks.fresh(key, now):
+		upserted <- nil
+		opt = withUnrecordedSession(info)
+	default:
+		// Not tied to the turn: a stop must not leave the session unrecorded.
+		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		go func() {
+			defer ucancel()
+			err := p.d.Store.UpsertSession(uctx, info)
+			if err == nil {
+				p.marks.mark(key, now)
+			}
+			upserted <- err
+		}()
+	}
+	wait := sync.OnceFunc(func() {
+		if err := <-upserted; err != nil {
+			log.Error("pipeline: upsert session", "err", err)
+		}
+	})
+	return context.WithValue(ctx, sessionWriteKey{}, wait), wait, opt
+}
+
+// route sends the event where it belongs: to the session's paused turn, to a command, or to a
+// new turn.
+func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, opts []turnOption) {
+	pend, err := p.getPending(ctx, ev.SessionKey())
+	switch {
+	case err == nil:
+		p.handlePaused(ctx, ctl, log, ev, pend)
+		return
+	case !errors.Is(err, echogate.ErrNotFound):
+		log.Error("pipeline: load pending turn", "err", err)
+		p.fail(ctx, log, ev, "", err)
+		return
+	}
+	switch {
+	case ev.Actor.IsSelf:
+		return // an internal event for a pause that no longer exists
+	case ev.Kind == echogate.KindReaction:
+		return // reactions only matter on approval prompts (stop is handled by Submit)
+	case p.command(ctx, log, ev):
+		return
+	case isStop(ev):
+		return // nothing is running
+	case strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0:
+		return
+	}
+	p.runTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, opts...)
+}
+
+type sessionWriteKey struct{}
+
+// waitSessionWrite waits until the session record of the event being handled is written.
+func waitSessionWrite(ctx context.Context) {
+	if f, ok := ctx.Value(sessionWriteKey{}).(func()); ok {
+		f()
+	}
+}

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/agent/router"
+)
+
+// InferenceStage runs the agent loop (agent.Run) on the input the ContextStage built: the
+// model ⇄ tools loop, with every call that is not safe passing the ApprovalGate
+// (inference_gate.go) and every call running through executeTool (inference_tools.go). It
+// sets t.res; a failed, stopped or paused loop is a result, not an error, so the
+// ResponseStage answers it.
+type InferenceStage struct{ p *Pipeline }
+
+// Process implements Stage. It blocks for the whole loop; ctx's cancellation (a stop, the
+// turn timeout) ends the model stream and the running tools.
+func (s InferenceStage) Process(ctx context.Context, t *Turn) error {
+	// A routing model reports the usage of failed attempts through the context, attributed
+	// to this turn.
+	t.res = agent.Run(router.WithUsageReporter(ctx, t.reportUsage), t.in, s.p.runtime(t))
+	return nil
+}
+
+// runtime builds the agent.Runtime of a turn.
+func (p *Pipeline) runtime(t *Turn) agent.Runtime {
+	rt := agent.Runtime{
+		Model: p.d.Model,
+		Params: agent.Params{
+			Model:           p.cfg.Model,
+			MaxIterations:   p.cfg.MaxIterations,
+			MaxTokens:       p.cfg.MaxTokens,
+			ToolConcurrency: p.cfg.ToolConcurrency,
+			Plan:            !p.cfg.NoPlan,
+			Hints: agent.Hints{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel,
+				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.ev.SessionKey())},
+		},
+		Tools:       t.toolSpecs(),
+		Authorize:   t.authorize,
+		ExecuteTool: t.executeTool,
+		IsStopping:  t.ctl.stopping.Load,
+		Emit:        t.emit,
+		ReportUsage: t.reportUsage,
+	}
+	if p.d.Budget != nil {
+		rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
+			// The check must see this turn's spend so far.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+			t.flushUsage(fctx)
+			cancel()
+			t.usage.inFlight.Wait()
+			return p.d.Budget.Check(ctx, cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel,
+				Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}, req)
+		}
+	}
+	if p.d.Compactor != nil {
+		rt.Compact = func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {
+			return p.d.Compactor.Compact(ctx, t.ev.SessionKey(), msgs, t.reportUsage)
+		}
+	}
+	return rt
+}
+
+// emit receives the agent loop's events (from tool goroutines too): the turn's state follows
+// them, and the responder carries them to the channel.
+func (t *Turn) emit(e agent.Event) {
+	switch e.Type {
+	case agent.EventLLMRequestStart:
+		t.enter(StateProcessing)
+	case agent.EventAnswerDelta:
+		t.enter(StateStreaming)
+	case agent.EventToolCall:
+		t.enter(StateToolExec)
+		t.writeInput()      // the tool may read it (see startTurn); issued now, awaited there
+		t.flushUsageAsync() // the turn goes on: its spend so far goes to the ledger now
+	case agent.EventToolRunStart:
+		t.enter(StateToolExec)
+	}
+	t.out.emit(e)
+}

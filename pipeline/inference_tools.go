@@ -1,0 +1,107 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/tools"
+)
+
+// toolSpecs is the catalogue this conversation may use.
+func (t *Turn) toolSpecs() []tools.Spec {
+	all := t.p.d.Tools.Specs()
+	if t.p.d.ToolFilter == nil {
+		return all
+	}
+	out := all[:0]
+	for _, s := range all {
+		if t.allowed(s.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (t *Turn) allowed(tool string) bool {
+	return t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID)
+}
+
+// executeTool runs one call with the per-tool timeout; panics become tool errors. The turn's
+// start writes are durable before any tool runs (a file tool reads the transcript; recovery
+// must find the turn).
+func (t *Turn) executeTool(ctx context.Context, call echogate.ToolCall) (tools.Result, error) {
+	if err := t.started(ctx); err != nil {
+		return tools.Result{}, err // the turn fails with it (see startTurn)
+	}
+	tool, ok := t.p.d.Tools.Get(call.Name)
+	if !ok || !t.allowed(call.Name) {
+		return tools.Errorf("tool %s is not available in this conversation", call.Name), nil
+	}
+	if t.approved != nil && t.decision.Approved && t.approved.Paused.CallID == call.ID {
+		return t.runApproved(ctx, tool, call)
+	}
+	return t.runTool(ctx, tool, call)
+}
+
+// runTool runs the call under its span and metrics.
+func (t *Turn) runTool(ctx context.Context, tool tools.Tool, call echogate.ToolCall) (res tools.Result, err error) {
+	start := time.Now()
+	ctx, endSpan := t.p.span(ctx, "execute_tool "+call.Name, map[string]string{
+		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.Name, "gen_ai.tool.call.id": call.ID})
+	defer func() {
+		var spanErr error
+		if err != nil {
+			spanErr = err
+		} else if res.IsError {
+			spanErr = errors.New(capText(res.Content, 200))
+		}
+		endSpan(spanErr, nil)
+		result := "ok"
+		switch {
+		case err != nil:
+			result = "failed"
+		case res.IsError:
+			result = "error"
+		}
+		t.p.d.Metrics.ToolCall(call.Name, result, time.Since(start))
+	}()
+	return t.callTool(ctx, tool, call)
+}
+
+// callTool is one call of the tool: the timeout, the caller, panics and failures turned into
+// results the model can work around. A Go error means the turn itself ended (or asks the user).
+func (t *Turn) callTool(ctx context.Context, tool tools.Tool, call echogate.ToolCall) (res tools.Result, err error) {
+	cctx, cancel := context.WithTimeout(ctx, t.p.cfg.ToolTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			t.log.Error("tool panicked", "tool", call.Name, "panic", r)
+			res, err = tools.Errorf("tool %s failed: internal error (panic)", call.Name), nil
+		}
+	}()
+	args := json.RawMessage(call.Arguments)
+	if len(strings.TrimSpace(call.Arguments)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	cctx = tools.WithCaller(cctx, tools.Caller{UserID: t.userID, Session: t.ev.SessionKey(), Channel: t.channel, Turn: t.id})
+	res, err = tool.Call(cctx, args)
+	if err == nil {
+		return res, nil
+	}
+	var ask *tools.AskUserError
+	switch {
+	case errors.As(err, &ask):
+		return res, err
+	case ctx.Err() != nil:
+		return res, err // the turn itself ended
+	case cctx.Err() != nil:
+		return tools.Errorf("tool %s timed out after %s", call.Name, t.p.cfg.ToolTimeout), nil
+	}
+	// A tool's own failure is something the model can work around; log it for operators.
+	t.log.Warn("tool failed", "tool", call.Name, "err", err)
+	return tools.Errorf("tool %s failed: %v", call.Name, err), nil
+}

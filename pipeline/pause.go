@@ -1,0 +1,86 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+// pause persists the paused state and posts the approval prompt or the question. The pause is
+// durable before the prompt is posted, so a decision can never arrive for a pause that is not
+// stored yet; it is saved again with the prompt's reference. A pause that cannot be saved
+// fails the turn.
+func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string, error) {
+	pz := res.Pause
+	out := p.pausePrompt(ctx, t, res)
+	t.out.savePlan(&res.State)
+	state, err := json.Marshal(res.State)
+	if err != nil {
+		t.enter(StateFailed)
+		return out.Text, fmt.Errorf("pipeline: encode paused state: %w", err)
+	}
+	pend := echogate.PendingTurn{Session: t.ev.SessionKey(), Turn: t.id, Kind: pz.Kind, CallID: pz.Call.ID, Tool: pz.Call.Name,
+		State: state, RequestedBy: t.userID, CreatedAt: p.cfg.Now()}
+	if pz.Kind == echogate.PauseApproval && p.cfg.OnTimeout == OnTimeoutDeny {
+		pend.ExpiresAt = p.cfg.Now().Add(p.cfg.ApprovalTimeout)
+	}
+	if err := p.savePending(ctx, pend); err != nil {
+		t.enter(StateFailed)
+		return out.Text, fmt.Errorf("pipeline: save paused turn: %w", err)
+	}
+	p.d.Metrics.ApprovalPending(1)
+	resting := StateWaitingApproval
+	if pz.Kind == echogate.PauseAsk {
+		resting = StateClarifying
+	}
+	changed := t.enter(resting)
+	ref, err := t.rep.Send(ctx, out)
+	if err != nil {
+		return out.Text, fmt.Errorf("pipeline: post approval prompt: %w", err)
+	}
+	pend.Prompt = ref
+	if err := p.savePending(ctx, pend); err != nil {
+		return out.Text, fmt.Errorf("pipeline: save prompt reference: %w", err)
+	}
+	switch {
+	case !changed:
+	case pz.Kind == echogate.PauseAsk:
+		t.out.event(echogate.TurnEvent{Type: echogate.TurnAsk, Text: pz.Question, CallID: pz.Call.ID, Tool: pz.Call.Name})
+	default:
+		t.out.event(echogate.TurnEvent{Type: echogate.TurnApprovalRequest, Text: out.Text, CallID: pz.Call.ID, Tool: pz.Call.Name,
+			Args: RedactArgs(pz.Call.Arguments, maxPromptArgs)})
+	}
+	t.log.Info("turn paused", "kind", pz.Kind, "tool", pz.Call.Name, "call", pz.Call.ID)
+	return out.Text, nil
+}
+
+// pausePrompt closes a streamed message with what was said so far (the prompt is its own
+// message, so reactions on it are unambiguous) and returns the prompt or question to post.
+func (p *Pipeline) pausePrompt(ctx context.Context, t *Turn, res agent.Result) echogate.Outbound {
+	pz := res.Pause
+	text, streaming := t.out.streamed()
+	var body string
+	if pz.Kind == echogate.PauseAsk {
+		body = "❓ " + pz.Question
+	} else {
+		body = approvalPrompt(pz.Call, t.userID)
+	}
+	if streaming {
+		if _, err := t.out.finish(ctx, echogate.OutReply, text); err != nil {
+			t.log.Warn("pipeline: finish streamed text before pause", "err", err)
+		}
+	} else if strings.TrimSpace(res.Answer) != "" {
+		body = res.Answer + "\n\n" + body
+	}
+	out := t.out.outbound(echogate.OutApprovalPrompt, body)
+	if pz.Kind == echogate.PauseAsk {
+		out.Kind = echogate.OutReply
+	} else {
+		out.Reactions = []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}
+	}
+	return out
+}

@@ -1,0 +1,231 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/tools"
+)
+
+// interruptedPrefix starts the error of a turn closed because its process died; the event's
+// replay answers it in a new turn.
+const interruptedPrefix = "interrupted:"
+
+// recovery is what a replayed event's recovery found.
+type recovery struct {
+	handled    bool // the event's outcome is recorded (or was finished now): nothing more to do
+	inputSaved bool // a dead turn saved the user's message: answer without saving it again
+}
+
+// recoverEvent finishes what a crash interrupted for a replayed event, from the turn log's last
+// durable state: a resumed turn (its decision is recorded) is run again from its resume
+// record; a turn of the event that ended (or paused) means only the event's completion was
+// lost; a turn left running is closed as interrupted, and the event answered again.
+func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent) recovery {
+	r, err := p.d.Store.GetResume(ctx, ev.DedupeKey())
+	switch {
+	case err == nil:
+		p.recoverResumed(ctx, ctl, log, ev, r)
+		return recovery{handled: true}
+	case !errors.Is(err, echogate.ErrNotFound):
+		log.Warn("pipeline: read the resume record of a replayed event", "err", err)
+	}
+	turns, err := p.d.Store.ListTurns(ctx, ev.SessionKey(), 50)
+	if err != nil {
+		log.Warn("pipeline: list turns of a replayed event", "err", err)
+		return recovery{}
+	}
+	dead := map[string]bool{}
+	for _, tr := range turns {
+		if tr.EventKey != ev.DedupeKey() {
+			continue
+		}
+		switch {
+		case tr.Status == echogate.TurnPaused:
+			// The pause is the event's own outcome, not a new message that supersedes it.
+			log.Info("replayed event had already paused its turn; waiting for the decision", "turn", tr.ID)
+			return recovery{handled: true}
+		case tr.Status == echogate.TurnRunning:
+			dead[tr.ID] = true
+			p.closeInterrupted(ctx, log, tr)
+		case !(tr.Status == echogate.TurnFailed && strings.HasPrefix(tr.Error, interruptedPrefix)):
+			log.Info("replayed event's turn had ended; completing the event", "turn", tr.ID, "status", tr.Status)
+			return recovery{handled: true}
+		}
+	}
+	if len(dead) == 0 {
+		return recovery{}
+	}
+	return recovery{inputSaved: p.savedInput(ctx, log, ev, dead)}
+}
+
+// closeInterrupted records a turn left running by a dead process as failed.
+func (p *Pipeline) closeInterrupted(ctx context.Context, log *slog.Logger, tr echogate.TurnRecord) {
+	tr.Status, tr.Error, tr.EndedAt = echogate.TurnFailed, interruptedPrefix+" the gateway stopped during the turn; the event was replayed", p.cfg.Now()
+	if err := p.d.Store.UpdateTurn(ctx, tr); err != nil {
+		log.Warn("pipeline: close interrupted turn", "turn", tr.ID, "err", err)
+		return
+	}
+	log.Warn("turn interrupted by a stop or crash; answering the event again", "turn", tr.ID)
+}
+
+// savedInput reports whether one of the dead turns wrote the user's message (see startTurn).
+func (p *Pipeline) savedInput(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, dead map[string]bool) bool {
+	hist, err := p.d.Store.History(ctx, ev.SessionKey(), 50)
+	if err != nil {
+		log.Warn("pipeline: read the transcript of a replayed event", "err", err)
+		return false
+	}
+	for _, m := range hist {
+		if dead[m.Turn] && m.Message.Role == echogate.RoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+// recoverResumed continues a resumed turn whose process died, under its own id, from its
+// resume record; a turn that ended already only lost its event's completion.
+func (p *Pipeline) recoverResumed(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, r echogate.TurnResume) {
+	if tr, err := p.d.Store.GetTurn(ctx, r.Turn); err == nil && tr.Status != echogate.TurnRunning {
+		return
+	}
+	if pend, err := p.d.Store.GetPending(ctx, r.Session); err == nil && pend.Turn == r.Turn {
+		return // it paused again: the new pause waits for its decision
+	}
+	st, err := decodePaused(r.Paused)
+	var rs agent.Resume
+	if err == nil {
+		err = json.Unmarshal(r.Decision, &rs)
+	}
+	if err != nil {
+		log.Error("pipeline: resume record unreadable; closing its turn", "turn", r.Turn, "err", err)
+		p.closeInterrupted(ctx, log, echogate.TurnRecord{ID: r.Turn, Session: r.Session, EventKey: r.EventKey})
+		return
+	}
+	log.Warn("resumed turn interrupted by a stop or crash; continuing it", "turn", r.Turn, "tool", r.Paused.Tool,
+		"tool_started", !r.ToolStartedAt.IsZero(), "tool_result", len(r.ToolResult) > 0)
+	d := p.decide(ev, r.Paused, log) // only its superseding message, if any: the decision is the recorded one
+	p.runTurn(ctx, ctl, log, ev, d.extra, withResume(r, st, &rs))
+}
+
+// runApproved runs the approved call of a resumed turn at most once across crashes: its start
+// is durable before it runs and its result after. A recovered turn finds the result and feeds
+// it back, or finds the call began without one and tells the model it may have run.
+func (t *Turn) runApproved(ctx context.Context, tool tools.Tool, call echogate.ToolCall) (tools.Result, error) {
+	r := t.approved
+	if len(r.ToolResult) > 0 {
+		var res tools.Result
+		if err := json.Unmarshal(r.ToolResult, &res); err == nil {
+			t.log.Info("approved call ran before a restart; using its recorded result", "tool", call.Name, "call", call.ID)
+			return res, nil
+		}
+	}
+	if !r.ToolStartedAt.IsZero() {
+		t.log.Warn("approved call began before a restart without a recorded result; not running it again", "tool", call.Name, "call", call.ID)
+		return tools.Errorf("tool %s was started before the gateway restarted and may or may not have completed; it was not run again", call.Name), nil
+	}
+	if err := t.p.d.Store.RecordToolRun(ctx, t.id, call.ID, nil, t.p.cfg.Now()); err != nil {
+		return tools.Result{}, fmt.Errorf("pipeline: record the start of approved call %s: %w", call.ID, err)
+	}
+	res, err := t.runTool(ctx, tool, call)
+	if err != nil {
+		return res, err
+	}
+	if b, jerr := json.Marshal(res); jerr == nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		defer cancel()
+		if werr := t.p.d.Store.RecordToolRun(wctx, t.id, call.ID, b, t.p.cfg.Now()); werr != nil {
+			t.log.Warn("pipeline: record the approved call's result", "tool", call.Name, "err", werr)
+		}
+	}
+	return res, nil
+}
+
+// notify posts a short notice into the event's conversation.
+func (p *Pipeline) notify(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string) {
+	rep := p.d.Repliers[ev.Conversation.Platform]
+	if rep == nil {
+		return
+	}
+	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text, Session: ev.SessionKey(),
+		Interaction: ev.Interaction}); err != nil {
+		log.Error("pipeline: post notice", "err", err)
+	}
+}
+
+// fail answers with the fallback text after an unrecoverable error before the turn ran.
+func (p *Pipeline) fail(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, turnID string, err error) {
+	p.d.Metrics.DegradedAnswer()
+	log.Error("turn failed", "turn", turnID, "err", err)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	text := p.cfg.FallbackText
+	if turnID != "" {
+		text += " (ref " + turnID + ")"
+	}
+	p.notify(cctx, log, ev, text)
+}
+
+// parallel runs fns concurrently and returns their errors joined. The stores batch concurrent
+// writes into one transaction (group commit), so independent writes cost one round trip.
+func parallel(fns ...func() error) error {
+	if len(fns) == 1 {
+		return fns[0]()
+	}
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = fn()
+		}()
+	}
+	errs[0] = fns[0]()
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// completion marks an event handled exactly once: in the turn's end (TurnLog.FinishTurn) when
+// a turn ran, else when handling ends.
+type completion struct {
+	p    *Pipeline
+	key  string
+	log  *slog.Logger
+	once sync.Once
+}
+
+// take marks the event as completed by the caller, which writes the completion itself (in a
+// FinishTurn call). It returns false when the completion was written or taken already.
+func (c *completion) take() bool {
+	taken := false
+	c.once.Do(func() { taken = true })
+	return taken
+}
+
+func (c *completion) complete(ctx context.Context) {
+	c.once.Do(func() {
+		if err := c.p.d.Store.CompleteEvent(ctx, c.key, c.p.cfg.Now()); err != nil {
+			c.log.Error("pipeline: complete event", "err", err)
+		}
+	})
+}
+
+type completionKey struct{}
+
+func withCompletion(ctx context.Context, c *completion) context.Context {
+	return context.WithValue(ctx, completionKey{}, c)
+}
+
+func completionFrom(ctx context.Context) *completion {
+	c, _ := ctx.Value(completionKey{}).(*completion)
+	return c
+}

@@ -1,0 +1,231 @@
+package pipeline
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+const (
+	maxPromptArgs   = 1500 // characters of tool arguments shown in an approval prompt
+	maxEventPayload = 4000 // characters of tool results carried in turn events
+)
+
+// responder carries a turn's output to its channel: streamed deltas, turn events for observing
+// channels, and the final message, posted exactly once.
+type responder struct {
+	p   *Pipeline
+	t   *Turn
+	str Streamer
+	obs TurnObserver
+
+	mu           sync.Mutex
+	stream       echogate.Stream
+	streamFailed bool
+	text         strings.Builder // what was streamed so far
+	needSep      bool
+	firstToken   bool
+	streamCtx    context.Context
+
+	// The plan message, edited in place (rate-limited); planMu is separate from mu so a plan
+	// edit never waits on a stream update.
+	planMu    sync.Mutex
+	planRef   echogate.MessageRef
+	planText  string // latest render
+	planShown string // what the channel shows
+	planAt    time.Time
+}
+
+func newResponder(p *Pipeline, t *Turn) *responder {
+	return &responder{p: p, t: t, streamCtx: context.Background(), str: t.caps.Streamer, obs: t.caps.Observer}
+}
+
+func (r *responder) outbound(kind echogate.OutboundKind, text string) echogate.Outbound {
+	ev := r.t.ev
+	return echogate.Outbound{Kind: kind, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text,
+		Session: ev.SessionKey(), Turn: r.t.id}
+}
+
+// event delivers a turn event to an observing channel. Safe for concurrent use.
+func (r *responder) event(e echogate.TurnEvent) {
+	if r.obs == nil {
+		return
+	}
+	e.Session, e.Turn, e.EventID = r.t.ev.SessionKey(), r.t.id, r.t.ev.ID
+	if e.Time.IsZero() {
+		e.Time = r.p.cfg.Now()
+	}
+	r.obs.ObserveTurn(e)
+}
+
+// emit receives the agent loop's events. The loop calls it from tool goroutines too.
+func (r *responder) emit(e agent.Event) {
+	r.t.act.observe(e)
+	switch e.Type {
+	case agent.EventLLMRequestStart:
+		r.mu.Lock()
+		if r.text.Len() > 0 {
+			r.needSep = true
+		}
+		r.mu.Unlock()
+	case agent.EventAnswerDelta:
+		r.delta(e.Text)
+	case agent.EventReasoningDelta:
+		r.event(echogate.TurnEvent{Type: echogate.TurnReasoning, Text: e.Text})
+	case agent.EventToolCall:
+		r.event(echogate.TurnEvent{Type: echogate.TurnToolCall, Tool: e.Call.Name, CallID: e.Call.ID, Args: RedactArgs(e.Call.Arguments, maxPromptArgs)})
+	case agent.EventToolRunEnd:
+		text, isErr := e.Result.Content, e.Result.IsError
+		if e.Err != nil {
+			text, isErr = e.Err.Error(), true
+		}
+		r.event(echogate.TurnEvent{Type: echogate.TurnToolResult, Tool: e.Call.Name, CallID: e.Call.ID, Text: capText(text, maxEventPayload), IsError: isErr})
+	case agent.EventPlan:
+		r.event(echogate.TurnEvent{Type: echogate.TurnPlan, Text: e.Text})
+		r.plan(e.Text)
+	case agent.EventCompressed:
+		r.t.log.Info("conversation compressed", "iteration", e.Iteration)
+	case agent.EventLLMRequestEnd:
+		if e.Err != nil {
+			r.t.log.Warn("model call failed", "model", e.Model, "err", e.Err)
+		}
+	}
+}
+
+// plan shows the plan: one message, posted at the first plan and edited in place at most once
+// per Config.PlanUpdateInterval; flushPlan brings it up to date at the end of the turn.
+func (r *responder) plan(text string) {
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	r.planText = text
+	now := r.p.cfg.Now()
+	if r.planRef.IsZero() {
+		ref, err := r.t.rep.Send(r.streamCtx, r.outbound(echogate.OutPlan, text))
+		if err != nil {
+			r.t.log.Warn("pipeline: post plan", "err", err)
+			return
+		}
+		r.planRef, r.planShown, r.planAt = ref, text, now
+		return
+	}
+	ed := r.t.caps.Editor
+	if ed == nil || now.Sub(r.planAt) < r.p.cfg.PlanUpdateInterval {
+		return
+	}
+	if err := ed.Edit(r.streamCtx, r.planRef, text); err != nil {
+		r.t.log.Warn("pipeline: update plan", "err", err)
+		return
+	}
+	r.planShown, r.planAt = text, now
+}
+
+func (r *responder) flushPlan(ctx context.Context) {
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	if r.planText == "" || r.planText == r.planShown {
+		return
+	}
+	if ed := r.t.caps.Editor; ed != nil && !r.planRef.IsZero() {
+		if err := ed.Edit(ctx, r.planRef, r.planText); err != nil {
+			r.t.log.Warn("pipeline: update plan", "err", err)
+			return
+		}
+	} else {
+		ref, err := r.t.rep.Send(ctx, r.outbound(echogate.OutPlan, r.planText))
+		if err != nil {
+			r.t.log.Warn("pipeline: post plan", "err", err)
+			return
+		}
+		r.planRef = ref
+	}
+	r.planShown, r.planAt = r.planText, r.p.cfg.Now()
+}
+
+// planNote encodes the plan message's reference for agent.State.Notes.
+const planNoteKey = "plan_ref"
+
+func (r *responder) restorePlan(st *agent.State) {
+	if st == nil || st.Plan == nil || st.Notes[planNoteKey] == "" {
+		return
+	}
+	parts := strings.SplitN(st.Notes[planNoteKey], "\x1f", 3)
+	if len(parts) != 3 {
+		return
+	}
+	r.planRef = echogate.MessageRef{Platform: parts[0], Channel: parts[1], ID: parts[2]}
+	r.planText = st.Plan.Render()
+	r.planShown = r.planText
+}
+
+func (r *responder) savePlan(st *agent.State) {
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	if r.planRef.IsZero() {
+		return
+	}
+	if st.Notes == nil {
+		st.Notes = map[string]string{}
+	}
+	st.Notes[planNoteKey] = r.planRef.Platform + "\x1f" + r.planRef.Channel + "\x1f" + r.planRef.ID
+}
+
+func (r *responder) delta(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.firstToken {
+		r.firstToken = true
+		r.p.d.Metrics.TimeToFirstToken(r.t.ev.Conversation.Platform, r.p.cfg.Now().Sub(r.t.start))
+	}
+	if r.needSep {
+		text = "\n\n" + text
+		r.needSep = false
+	}
+	r.text.WriteString(text)
+	r.event(echogate.TurnEvent{Type: echogate.TurnDelta, Text: text})
+	if r.str == nil || r.streamFailed {
+		return
+	}
+	if r.stream == nil {
+		s, err := r.str.StartStream(r.streamCtx, r.outbound(echogate.OutReply, ""))
+		if err != nil {
+			r.t.log.Warn("pipeline: start streaming; the answer will be posted at the end", "err", err)
+			r.streamFailed = true
+			return
+		}
+		r.stream = s
+	}
+	if err := r.stream.Append(r.streamCtx, text); err != nil {
+		r.t.log.Warn("pipeline: stream update failed", "err", err)
+	}
+}
+
+// finish posts the final text: it completes the open stream, or sends one message. It posts once.
+func (r *responder) finish(ctx context.Context, kind echogate.OutboundKind, text string) (echogate.MessageRef, error) {
+	r.mu.Lock()
+	s := r.stream
+	r.stream = nil
+	r.mu.Unlock()
+	if s != nil {
+		refs, err := s.Finish(ctx, text)
+		if err == nil || len(refs) > 0 {
+			var ref echogate.MessageRef
+			if len(refs) > 0 {
+				ref = refs[len(refs)-1]
+			}
+			return ref, err
+		}
+		r.t.log.Warn("pipeline: finishing the stream failed; posting the answer as a new message", "err", err)
+	}
+	return r.t.rep.Send(ctx, r.outbound(kind, text))
+}
+
+func (r *responder) streamed() (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.String(), r.stream != nil
+}
+

@@ -1,0 +1,185 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+)
+
+const (
+	// postBudget bounds posting the final message, retries included (adapters retry inside
+	// the context they are given): it stays below stageTimeout, so a platform that keeps
+	// failing leaves time to tell the user and to record the turn's end.
+	postBudget = stageTimeout / 2
+	// endTimeout bounds the write of the turn's end, on a context of its own: whatever the
+	// posting did, the turn never stays running.
+	endTimeout = 10 * time.Second
+)
+
+// ResponseStage posts the turn's outcome (the answer, the stopped or failed text, or the
+// approval prompt / question of a pause), then writes the turn's end in one TurnLog call:
+// the new transcript messages, the final record, the last usage and the event's completion.
+// Ephemeral sessions are removed and AfterTurn hooks run afterwards.
+type ResponseStage struct{ p *Pipeline }
+
+// Process implements Stage. It runs on a context of its own (the turn's may be cancelled by
+// a stop); the post is bounded by postBudget and the end's write by endTimeout.
+func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
+	p := s.p
+	res := t.res
+	// Unless a tool or the delay made it written already, the question is appended with the
+	// answer (see startTurn). A pause saves it first: the pause outlives this turn.
+	var input []echogate.Message
+	if res.Status != agent.StatusPaused {
+		input = t.foldInput()
+	}
+	// The turn's record is the write-ahead of the post (its id is the reply id): it must be
+	// durable before anything is posted. A record or question that could not be written
+	// fails the turn rather than keep an answer whose question is not in the transcript.
+	if err := t.started(ctx); err != nil {
+		res = agent.Result{Status: agent.StatusError, Err: err, Answer: res.Answer, Usage: res.Usage, Model: res.Model, RouteReason: res.RouteReason}
+		t.res = res
+	}
+	t.out.flushPlan(ctx)
+	pctx, cancel := context.WithTimeout(ctx, postBudget)
+	final, postErr := p.post(pctx, t, res)
+	cancel()
+	if postErr != nil {
+		p.undelivered(ctx, t, postErr)
+	}
+	if t.life.State() == StateResponse {
+		t.enter(StateDone)
+	}
+	p.endTurn(ctx, t, res, input)
+	p.afterFinish(ctx, t, final)
+	return postErr
+}
+
+// post posts the outcome of res and moves the turn to the state it ends in.
+func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string, error) {
+	var final string
+	var err error
+	switch res.Status {
+	case agent.StatusDone:
+		t.enter(StateResponse)
+		final = res.Answer
+		if strings.TrimSpace(final) == "" {
+			final = "_(the model returned an empty answer)_"
+		}
+		_, err = t.out.finish(ctx, echogate.OutReply, final)
+	case agent.StatusAborted:
+		t.enter(StateStopped)
+		if errors.Is(res.Err, agent.ErrBudget) {
+			final = joinText(res.Answer, "⚠️ "+budgetText(res.Err))
+			t.log.Info("turn stopped by budget", "err", res.Err)
+		} else {
+			final = joinText(res.Answer, "_(stopped)_")
+		}
+		_, err = t.out.finish(ctx, echogate.OutReply, final)
+	case agent.StatusPaused:
+		final, err = p.pause(ctx, t, res)
+	default:
+		p.d.Metrics.DegradedAnswer()
+		t.log.Error("turn failed", "err", res.Err)
+		final = joinText(res.Answer, p.cfg.FallbackText+" (ref "+t.id+")")
+		t.rec.Error = errText(res.Err)
+		if t.enter(StateFailed) {
+			t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final})
+		}
+		_, err = t.out.finish(ctx, echogate.OutNotice, final)
+	}
+	return final, err
+}
+
+// undelivered handles a final message the platform did not take within the post budget: the
+// turn fails (its answer is in the transcript all the same), and the user is told, where the
+// platform takes any message at all, with one short notice.
+func (p *Pipeline) undelivered(ctx context.Context, t *Turn, err error) {
+	t.log.Error("pipeline: post answer", "err", err)
+	if t.rec.Error == "" {
+		t.rec.Error = "post answer: " + err.Error()
+	}
+	switch st := t.life.State(); {
+	case st.Resting():
+		return // the pause is saved; a decision on any message of the session counts
+	case st == StateFailed:
+		return // the failure's own notice did not go through
+	case st == StateResponse && t.enter(StateFailed):
+		t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: "the answer could not be delivered"})
+	}
+	nctx, cancel := context.WithTimeout(ctx, stageTimeout-postBudget-endTimeout)
+	defer cancel()
+	p.notify(nctx, t.log, t.ev, "⚠️ I couldn't deliver my answer to this conversation (ref "+t.id+"). Please try again.")
+}
+
+// endTurn writes the turn's end: one TurnLog.FinishTurn on a bounded context of its own, with
+// the new transcript messages (input first), the record's final state, the last usage entries
+// and the event's completion. It waits for the usage writes issued during the turn.
+func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input []echogate.Message) {
+	rec := t.rec
+	rec.InputTokens, rec.OutputTokens, rec.CostUSD = t.usage.totals()
+	rec.Status, rec.EndedAt = statusOf(t.life.State()), p.cfg.Now()
+	if res.Model != "" {
+		rec.Model, rec.RouteReason = res.Model, res.RouteReason
+	}
+	t.rec = rec
+	msgs := res.Messages
+	if len(input) > 0 {
+		msgs = append(append(make([]echogate.Message, 0, len(input)+len(msgs)), input...), msgs...)
+	}
+	end := echogate.TurnEnd{Session: t.ev.SessionKey(), Messages: msgs, Turn: rec, At: p.cfg.Now(), Usage: t.usage.take()}
+	if c := completionFrom(ctx); c != nil && c.take() {
+		end.EventKey = c.key
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+	defer cancel()
+	if err := p.d.Store.FinishTurn(ectx, end); err != nil {
+		t.log.Error("pipeline: record the end of the turn", "usage_entries", len(end.Usage), "err", err)
+	}
+	for _, u := range end.Usage {
+		if u.ID != 0 {
+			t.observeUsage(u)
+		}
+	}
+	t.usage.inFlight.Wait() // usage writes issued during the turn land before "done"
+}
+
+// afterFinish removes an ephemeral session and announces the end of the turn.
+func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
+	key, status, rec, resumed := t.ev.SessionKey(), t.rec.Status, t.rec, t.resume != nil
+	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
+	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
+		waitSessionWrite(ctx) // never delete before the session's own upsert landed
+		if info, err := p.d.Store.GetSession(ctx, key); t.ev.Ephemeral || (err == nil && info.Ephemeral) {
+			if err := p.d.Store.DeleteSession(ctx, key); err != nil {
+				t.log.Warn("pipeline: remove ephemeral session", "err", err)
+			}
+			p.hist.drop(key)
+			p.marks.forget(key)
+		}
+	}
+	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})
+	p.d.Metrics.Turn(t.ev.Conversation.Platform, string(status), p.cfg.Now().Sub(t.start))
+	t.log.Info("turn finished", "status", status, "state", t.life.State(), "model", rec.Model, "input_tokens", rec.InputTokens,
+		"output_tokens", rec.OutputTokens, "cost_usd", rec.CostUSD, "ms", p.cfg.Now().Sub(t.start).Milliseconds(), "resumed", resumed)
+
+	if status == echogate.TurnDoneSt {
+		sum := TurnSummary{Turn: t.id, Session: key, UserID: t.userID, Channel: t.channel, Status: status}
+		for _, h := range p.d.AfterTurn {
+			h(ctx, sum)
+		}
+	}
+}
+
+// finishFailed ends a turn whose ContextStage failed: it is answered and recorded as failed by
+// the ResponseStage's own path.
+func (p *Pipeline) finishFailed(ctx context.Context, t *Turn, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	t.res = agent.Result{Status: agent.StatusError, Err: err}
+	_ = ResponseStage{p: p}.Process(ctx, t)
+}

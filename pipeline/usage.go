@@ -1,0 +1,101 @@
+package pipeline
+
+import (
+	"context"
+	"sync"
+
+	"github.com/echogate/echogate"
+)
+
+// usageLedger is a turn's spend: running totals for its record, and the ledger entries not
+// written yet. Usage enters only through Turn.reportUsage (the model, tools and compression
+// report it once each); the turn's last entries are written with its end (TurnLog.FinishTurn).
+type usageLedger struct {
+	mu       sync.Mutex
+	in, out  int64
+	cost     float64
+	buf      []echogate.UsageRecord // entries not written yet
+	inFlight sync.WaitGroup         // entries being written
+}
+
+// totals are the turn's tokens and cost so far.
+func (l *usageLedger) totals() (in, out int64, cost float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.in, l.out, l.cost
+}
+
+// take returns the buffered entries and empties the buffer.
+func (l *usageLedger) take() []echogate.UsageRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	buf := l.buf
+	l.buf = nil
+	return buf
+}
+
+// reportUsage is the single entry point of usage into the ledger. An entry is kept until the
+// model asks for a tool (the turn goes on: written then, see flushUsageAsync), the next model
+// call's budget check (flushUsage) or the turn's end, which records it in its last round trip.
+func (t *Turn) reportUsage(u echogate.Usage) {
+	if t.p.d.Pricer != nil && u.CostUSD == 0 {
+		u.CostUSD = t.p.d.Pricer.Price(u)
+	}
+	t.p.d.Metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
+	rec := echogate.UsageRecord{Turn: t.id, Session: t.ev.SessionKey(), UserID: t.userID,
+		Channel: t.channel, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()}
+	l := &t.usage
+	l.mu.Lock()
+	l.in += u.InputTokens
+	l.out += u.OutputTokens
+	l.cost += u.CostUSD
+	l.buf = append(l.buf, rec)
+	l.mu.Unlock()
+}
+
+// recordAsync writes one ledger entry in the background. It does not hold up the agent loop;
+// the turn's end waits for it, so a finished turn's usage is always in the ledger.
+func (t *Turn) recordAsync(rec echogate.UsageRecord) {
+	t.usage.inFlight.Add(1)
+	go func() {
+		defer t.usage.inFlight.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
+		defer cancel()
+		t.record(ctx, rec)
+	}()
+}
+
+// record writes one ledger entry and tells the usage observers.
+func (t *Turn) record(ctx context.Context, rec echogate.UsageRecord) {
+	id, err := t.p.d.Store.RecordUsage(ctx, rec)
+	if err != nil {
+		t.log.Error("pipeline: record usage in ledger", "model", rec.Usage.Model, "err", err)
+		return
+	}
+	rec.ID = id
+	t.observeUsage(rec)
+}
+
+// flushUsage records the buffered entries now: before a budget check, which must see this
+// turn's spend so far.
+func (t *Turn) flushUsage(ctx context.Context) {
+	for _, rec := range t.usage.take() {
+		t.record(ctx, rec)
+	}
+}
+
+// flushUsageAsync writes the buffered entries in the background: the model asked for a tool,
+// so the turn goes on and its spend so far must reach the ledger (and the budgets of the
+// user's other conversations) now, not when the turn ends.
+func (t *Turn) flushUsageAsync() {
+	for _, rec := range t.usage.take() {
+		t.recordAsync(rec)
+	}
+}
+
+// observeUsage tells the usage observers about a stored ledger entry.
+func (t *Turn) observeUsage(rec echogate.UsageRecord) {
+	for _, o := range t.p.d.UsageObservers {
+		o(rec)
+	}
+}

@@ -1,0 +1,156 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/echogate/echogate"
+)
+
+// FinishTurn writes the end of a turn (see pipeline.TurnLog) in one transaction and one
+// round trip: the transcript append, the turn record's update, the ledger entries (their IDs
+// set), the removal of the turn's resume record and the event's completion. When that
+// transaction fails, the parts are written one by one, the event's completion last, so each
+// succeeds or fails on its own; the error joins the parts' errors (an unknown turn to update
+// or event to complete wraps ErrNotFound).
+func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
+	t := end.Turn
+	switch {
+	case end.Session == "":
+		return fmt.Errorf("postgres: finish turn %q: %w: empty session key", t.ID, ErrInvalid)
+	case t.ID == "":
+		return fmt.Errorf("postgres: finish turn: %w: empty turn id", ErrInvalid)
+	}
+	p, err := s.pool(ctx, fmt.Sprintf("finish turn %q", t.ID))
+	if err != nil {
+		return err
+	}
+	var turnErr, eventErr error
+	err = inTx(ctx, p, func(tx pgx.Tx) error {
+		turnErr, eventErr = nil, nil
+		var err error
+		turnErr, eventErr, err = s.finishBatch(ctx, tx, end)
+		return err
+	})
+	if err == nil {
+		return errors.Join(turnErr, eventErr)
+	}
+	if ctx.Err() != nil {
+		return fail(ctx, err, "finish turn %q", t.ID)
+	}
+	return s.finishApart(ctx, end)
+}
+
+// finishBatch queues the parts of end in one batch on tx. err fails the transaction; turnErr
+// and eventErr report a turn or event that does not exist (the rest still commits).
+func (s *Store) finishBatch(ctx context.Context, tx pgx.Tx, end echogate.TurnEnd) (turnErr, eventErr, err error) {
+	t := end.Turn
+	b := &pgx.Batch{}
+	if len(end.Messages) > 0 {
+		roles, bodies, err := encodeRows(end.Messages)
+		if err != nil {
+			return nil, nil, err
+		}
+		b.Queue(qAppend, string(end.Session), int64(len(end.Messages)), t.ID, utc(s.stamp(end.At)), roles, bodies)
+	}
+	b.Queue(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CostUSD, optTime(t.EndedAt), t.ID)
+	b.Queue(qDeleteResume, t.ID)
+	for _, r := range end.Usage {
+		u := r.Usage
+		b.Queue(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, string(r.Trigger), string(u.Kind), u.Model,
+			u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, u.Failed, utc(s.stamp(r.At)))
+	}
+	if end.EventKey != "" {
+		b.Queue(qCompleteEvent, utc(s.stamp(end.At)), end.EventKey)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if len(end.Messages) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, err
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return nil, nil, err
+	}
+	if tag.RowsAffected() == 0 {
+		turnErr = fmt.Errorf("postgres: finish turn %q: record turn: %w", t.ID, ErrNotFound)
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, err
+	}
+	ids := make([]int64, len(end.Usage))
+	for i := range end.Usage {
+		if err := br.QueryRow().Scan(&ids[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	if end.EventKey != "" {
+		tag, err := br.Exec()
+		if err != nil {
+			return nil, nil, err
+		}
+		if tag.RowsAffected() == 0 {
+			eventErr = fmt.Errorf("postgres: finish turn %q: complete event %q: %w", t.ID, end.EventKey, ErrNotFound)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, err
+	}
+	for i := range end.Usage {
+		end.Usage[i].ID = ids[i]
+	}
+	return turnErr, eventErr, nil
+}
+
+// finishApart writes the parts of end one by one, the event's completion last.
+func (s *Store) finishApart(ctx context.Context, end echogate.TurnEnd) error {
+	t := end.Turn
+	var errs []error
+	if len(end.Messages) > 0 {
+		if err := s.AppendMessages(ctx, end.Session, t.ID, end.Messages, end.At); err != nil {
+			errs = append(errs, fmt.Errorf("postgres: finish turn %q: append %d messages: %w", t.ID, len(end.Messages), err))
+		}
+	}
+	if err := s.UpdateTurn(ctx, t); err != nil {
+		errs = append(errs, fmt.Errorf("postgres: finish turn %q: record turn: %w", t.ID, err))
+	}
+	if p, err := s.pool(ctx, "remove resume record"); err == nil {
+		if _, err := p.Exec(ctx, qDeleteResume, t.ID); err != nil {
+			errs = append(errs, fail(ctx, err, "finish turn %q: remove resume record", t.ID))
+		}
+	}
+	for i, r := range end.Usage {
+		id, err := s.RecordUsage(ctx, r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("postgres: finish turn %q: record usage entry %d: %w", t.ID, i, err))
+			continue
+		}
+		end.Usage[i].ID = id
+	}
+	if end.EventKey != "" {
+		if err := s.CompleteEvent(ctx, end.EventKey, end.At); err != nil {
+			errs = append(errs, fmt.Errorf("postgres: finish turn %q: %w", t.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// encodeRows is the roles and JSON bodies of msgs, as qAppend takes them.
+func encodeRows(msgs []echogate.Message) ([]string, []string, error) {
+	roles := make([]string, len(msgs))
+	bodies := make([]string, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode message %d: %w", i, err)
+		}
+		roles[i], bodies[i] = string(m.Role), string(b)
+	}
+	return roles, bodies, nil
+}
