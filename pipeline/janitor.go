@@ -120,4 +120,3 @@ func (p *Pipeline) expireApprovals(ctx context.Context) {
 
 // timeoutPrefix starts the id of the event an approval timeout submits.
 const timeoutPrefix = "approval-timeout:"
-

@@ -228,4 +228,3 @@ func (r *responder) streamed() (string, bool) {
 	defer r.mu.Unlock()
 	return r.text.String(), r.stream != nil
 }
-

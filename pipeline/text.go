@@ -82,4 +82,3 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
-
