@@ -42,12 +42,23 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 		log.Warn("pipeline: list turns of a replayed event", "err", err)
 		return recovery{}
 	}
+	pend, _ := p.getPending(ctx, ev.SessionKey())
 	dead := map[string]bool{}
 	for _, tr := range turns {
 		if tr.EventKey != ev.DedupeKey() {
 			continue
 		}
 		switch {
+		case tr.Status == echogate.TurnRunning && pend.Turn == tr.ID:
+			// It died after its pause was saved, before its end was written: the pause is
+			// durable, so the turn's outcome is that pause.
+			tr.Status, tr.EndedAt = echogate.TurnPaused, p.cfg.Now()
+			if err := p.d.Store.UpdateTurn(ctx, tr); err != nil {
+				log.Warn("pipeline: record the pause of an interrupted turn", "turn", tr.ID, "err", err)
+			}
+			log.Info("replayed event had already paused its turn; waiting for the decision", "turn", tr.ID,
+				"prompt_saved", !pend.Prompt.IsZero())
+			return recovery{handled: true}
 		case tr.Status == echogate.TurnPaused:
 			// The pause is the event's own outcome, not a new message that supersedes it.
 			log.Info("replayed event had already paused its turn; waiting for the decision", "turn", tr.ID)
