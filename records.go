@@ -87,6 +87,12 @@ type TurnResume struct {
 	ToolResult    []byte    `json:"tool_result,omitempty"`
 }
 
+// StopRequest is a stored stop of a session's running turn (pipeline.StopFlags).
+type StopRequest struct {
+	ID      int64      `json:"id"`
+	Session SessionKey `json:"session"`
+}
+
 // UsageTrigger says what work caused a usage entry.
 type UsageTrigger string
 

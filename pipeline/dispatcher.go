@@ -33,6 +33,7 @@ type Pipeline struct {
 	// replicas: the store is shared by replicas (it is a SessionLocker).
 	replicas bool
 	caps     map[string]Caps // each platform's replier's capabilities, read once
+	stops    StopFlags       // stored stops, with a store shared by replicas; else nil
 	stages   Stages
 
 	seed   maphash.Seed
@@ -109,6 +110,9 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
 		snaps: newSnapshotCache(snapshotCacheBytes)}
 	_, p.replicas = d.Store.(SessionLocker)
+	if sf, ok := d.Store.(StopFlags); ok && p.replicas {
+		p.stops = sf
+	}
 	p.caps = make(map[string]Caps, len(d.Repliers))
 	for platform, r := range d.Repliers {
 		p.caps[platform] = CapsOf(r)
@@ -162,6 +166,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer jwg.Done()
 		p.janitor(ctx)
 	}()
+	if p.stops != nil {
+		jwg.Go(func() { p.watchStops(ctx) })
+	}
 	<-ctx.Done()
 	jwg.Wait()
 	p.shutdown()
@@ -256,6 +263,11 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	var first bool
 	if err == nil {
 		first, err = p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
+	}
+	if err == nil && first && isStop(ev) {
+		// The turn may run on another replica, which polls the stored stops; the event still
+		// queues here, for a paused turn it cancels.
+		p.requestStop(ctx, ev)
 	}
 
 	sh.mu.Lock()

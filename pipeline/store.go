@@ -112,3 +112,14 @@ type PendingStore interface {
 	DeletePending(ctx context.Context, key echogate.SessionKey) error
 	ListPending(ctx context.Context, limit int) ([]echogate.PendingTurn, error) // oldest first
 }
+
+// StopFlags is implemented by stores shared by replicas (PostgreSQL): a stop for a session
+// whose turn may run on another replica is stored, and every replica polls for new ones
+// (stopPollInterval), so the replica running the turn stops it within a second.
+type StopFlags interface {
+	// RequestStop stores a stop of the session's running turn.
+	RequestStop(ctx context.Context, key echogate.SessionKey) error
+	// RecentStops lists the stops stored within the last window, by the store's clock,
+	// oldest first; a stop is seen by several polls and told apart by its ID.
+	RecentStops(ctx context.Context, window time.Duration) ([]echogate.StopRequest, error)
+}
