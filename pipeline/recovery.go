@@ -58,10 +58,14 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 			}
 			log.Info("replayed event had already paused its turn; waiting for the decision", "turn", tr.ID,
 				"prompt_saved", !pend.Prompt.IsZero())
+			p.repostPrompt(ctx, log, ev, pend)
 			return recovery{handled: true}
 		case tr.Status == echogate.TurnPaused:
 			// The pause is the event's own outcome, not a new message that supersedes it.
 			log.Info("replayed event had already paused its turn; waiting for the decision", "turn", tr.ID)
+			if pend.Turn == tr.ID {
+				p.repostPrompt(ctx, log, ev, pend)
+			}
 			return recovery{handled: true}
 		case tr.Status == echogate.TurnRunning:
 			dead[tr.ID] = true
@@ -75,6 +79,39 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 		return recovery{}
 	}
 	return recovery{inputSaved: p.savedInput(ctx, log, ev, dead)}
+}
+
+// repostPrompt posts the prompt of a pause whose prompt reference was never saved: the crash
+// came before or while it was posted, so the user may never have seen it. A second prompt is
+// the lesser harm (a decision on the newest one counts; replying approve / deny works too).
+func (p *Pipeline) repostPrompt(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) {
+	if !pend.Prompt.IsZero() {
+		return
+	}
+	st, err := decodePaused(pend)
+	rep := p.d.Repliers[ev.Conversation.Platform]
+	if err != nil || rep == nil {
+		return
+	}
+	out := echogate.Outbound{Kind: echogate.OutApprovalPrompt, Conversation: ev.Conversation, ReplyTo: ev.Message,
+		Session: ev.SessionKey(), Turn: pend.Turn, Text: approvalPrompt(st.Pending[0], pend.RequestedBy),
+		Reactions: []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}}
+	if pend.Kind == echogate.PauseAsk {
+		var q struct{ Question string }
+		_ = json.Unmarshal([]byte(st.Pending[0].Arguments), &q)
+		out = echogate.Outbound{Kind: echogate.OutReply, Conversation: ev.Conversation, ReplyTo: ev.Message,
+			Session: ev.SessionKey(), Turn: pend.Turn, Text: "❓ " + q.Question}
+	}
+	ref, err := rep.Send(ctx, out)
+	if err != nil {
+		log.Warn("pipeline: post the prompt of an interrupted pause again", "turn", pend.Turn, "err", err)
+		return
+	}
+	pend.Prompt = ref
+	if err := p.savePending(ctx, pend); err != nil {
+		log.Warn("pipeline: save the prompt reference of an interrupted pause", "turn", pend.Turn, "err", err)
+	}
+	log.Info("posted the prompt of an interrupted pause again", "turn", pend.Turn, "tool", pend.Tool)
 }
 
 // closeInterrupted records a turn left running by a dead process as failed.

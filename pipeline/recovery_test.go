@@ -243,8 +243,14 @@ func TestReplayOfTurnThatDiedWhilePausing(t *testing.T) {
 	if n := h.model.Calls(); n != 0 {
 		t.Errorf("model calls = %d, want 0: the replay superseded its own pause", n)
 	}
-	if _, err := store.GetPending(ctx, ev.SessionKey()); err != nil {
+	pend, err := store.GetPending(ctx, ev.SessionKey())
+	if err != nil {
 		t.Errorf("pause after the replay: %v, want it kept", err)
+	}
+	// Its prompt's reference was never saved: the user may not have seen it, so it is posted
+	// again and its reference saved.
+	if posts := h.rep.Posts(); len(posts) != 1 || posts[0].Out.Kind != echogate.OutApprovalPrompt || pend.Prompt != posts[0].Ref {
+		t.Errorf("posts = %+v, pause's prompt %+v; want the prompt posted again and its reference saved", posts, pend.Prompt)
 	}
 	if tr, _ := store.GetTurn(ctx, "t_pausing"); tr.Status != echogate.TurnPaused {
 		t.Errorf("turn record = %s, want paused", tr.Status)
