@@ -133,8 +133,22 @@ func (c *Channel) conversation(team, ch, ts, threadTS string, dm bool) echogate.
 	return conv
 }
 
-// handle turns one acknowledged event into at most one InboundEvent for the sink.
+// handle turns one event into at most one InboundEvent for the sink. A Socket Mode event is
+// acknowledged after the sink took it (the pipeline records it durably first) or when it is no
+// turn; one the sink refused stays unacknowledged, for Slack to redeliver.
 func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
+	refused := false
+	defer func() {
+		if j.ack == nil {
+			return
+		}
+		if !refused {
+			j.ack()
+		}
+		if j.eventID != "" {
+			c.handled(j.eventID, !refused)
+		}
+	}()
 	ev, ok := c.normalize(ctx, j)
 	if !ok {
 		return
@@ -152,6 +166,7 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 	}
 	if err := sink(ctx, ev); err != nil {
 		// Forget the ids so a redelivery can try again, and tell the user the post was not taken.
+		refused = true // not acknowledged: Slack redelivers
 		c.recent.Remove("m:" + ev.ID)
 		if j.eventID != "" {
 			c.recent.Remove("e:" + j.eventID)

@@ -69,6 +69,7 @@ type Channel struct {
 	lastThread *lru[string, string]
 	titled     *lru[string, struct{}] // agent threads already titled
 	reads      *threadReader          // conversations.replies budget for thread context
+	inflight   inflightAcks           // redeliveries waiting for their first copy
 
 	shards  [numShards]chan job
 	running atomic.Bool
@@ -96,6 +97,9 @@ type job struct {
 	retry     int
 	inner     any // *slackevents.AppMentionEvent, *slackevents.MessageEvent, *slackevents.ReactionAddedEvent
 	transport string
+	// ack acknowledges a Socket Mode envelope once the pipeline took the event durably (or it
+	// is not a turn); nil for the HTTP Events API, which answers when the event is queued.
+	ack func()
 }
 
 // New validates cfg and builds the channel. It does no I/O. log may be nil (logs are dropped).
@@ -263,8 +267,9 @@ func (c *Channel) worker(ctx context.Context, q <-chan job, sink channels.Sink) 
 	}
 }
 
-// enqueue queues an acknowledged-to-be event; false means the queue is full or Run is not
-// running, and the caller must not acknowledge (so Slack redelivers).
+// enqueue queues an event; false means the queue is full or Run is not running, and the event
+// must not be acknowledged (so Slack redelivers). A Socket Mode event (j.ack set) is
+// acknowledged by its worker once the pipeline has it (see handle), never before.
 func (c *Channel) enqueue(j job) bool {
 	if !c.running.Load() {
 		return false
@@ -272,10 +277,17 @@ func (c *Channel) enqueue(j job) bool {
 	if j.eventID != "" {
 		if _, dup := c.recent.Get("e:" + j.eventID); dup {
 			c.log.Debug("slack duplicate delivery dropped", "event_id", j.eventID, "retry", j.retry)
-			return true // acknowledged and dropped: it is already queued or handled
+			if j.ack != nil {
+				c.ackWith(j.eventID, j.ack) // now if handled already, else with the copy in flight
+			}
+			return true
 		}
 	}
 	q := c.shards[shardOf(channelOf(j.inner))]
+	tracked := j.eventID != "" && j.ack != nil
+	if tracked {
+		c.inflight.queued(j.eventID) // before the worker can see it
+	}
 	select {
 	case q <- j:
 		if j.eventID != "" {
@@ -283,8 +295,57 @@ func (c *Channel) enqueue(j job) bool {
 		}
 		return true
 	default:
+		if tracked {
+			c.handled(j.eventID, false)
+		}
 		c.log.Warn("slack event queue full; leaving the event unacknowledged for Slack to redeliver", "event_id", j.eventID)
 		return false
+	}
+}
+
+// inflightAcks holds the acknowledgements of redeliveries that arrived while their event's
+// first copy was still queued: they are sent when that copy is (see handle).
+type inflightAcks struct {
+	mu      sync.Mutex
+	pending map[string][]func() // event id → acks waiting; an entry exists while the copy is queued
+}
+
+// queued notes that the first copy of eventID is in flight.
+func (a *inflightAcks) queued(eventID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending == nil {
+		a.pending = map[string][]func(){}
+	}
+	if _, ok := a.pending[eventID]; !ok {
+		a.pending[eventID] = nil
+	}
+}
+
+// ackWith sends ack now when eventID's first copy was handled, else when it is.
+func (c *Channel) ackWith(eventID string, ack func()) {
+	c.inflight.mu.Lock()
+	waiting, inFlight := c.inflight.pending[eventID]
+	if inFlight {
+		c.inflight.pending[eventID] = append(waiting, ack)
+	}
+	c.inflight.mu.Unlock()
+	if !inFlight {
+		ack()
+	}
+}
+
+// handled ends eventID's first copy: the acknowledgements waiting for it are sent when it was
+// taken (ok), dropped otherwise (Slack redelivers).
+func (c *Channel) handled(eventID string, ok bool) {
+	c.inflight.mu.Lock()
+	waiting := c.inflight.pending[eventID]
+	delete(c.inflight.pending, eventID)
+	c.inflight.mu.Unlock()
+	for _, ack := range waiting {
+		if ok {
+			ack()
+		}
 	}
 }
 

@@ -104,9 +104,9 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 			return
 		}
 		j.retry = evt.Request.RetryAttempt
-		if c.enqueue(j) {
-			c.ack(ctx, evt.Request.EnvelopeID)
-		}
+		env := evt.Request.EnvelopeID
+		j.ack = func() { c.ack(ctx, env) }
+		c.enqueue(j) // acknowledged by the worker once the pipeline has the event durably
 	case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 		if evt.Request == nil {
 			return

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/channels/slack/slacktest"
+)
+
+var (
+	chaosSessions = flag.Int("chaos.sessions", 10, "TestChaos: concurrent Slack sessions")
+	chaosMessages = flag.Int("chaos.messages", 6, "TestChaos: messages per session (every third one runs an approved tool)")
+	chaosKills    = flag.Int("chaos.kills", 6, "TestChaos: SIGKILLs at least (targeted ones plus random ones)")
+)
+
+var chaosTag = regexp.MustCompile(`\[c\d+-m\d+\]`)
+
+// chaosRun drives the real binary over the Slack Socket Mode fake while killing it.
+type chaosRun struct {
+	t         *testing.T
+	srv       *slacktest.Server
+	vars      map[string]string
+	cfg       string
+	countFile string // one line per run of the approved tool: the message's tag
+
+	g     *e2eGateway // touched by the test goroutine only
+	kills int
+	kill  chan string // kill requests (reasons), served by the test goroutine
+
+	resumedCalls atomic.Int32 // model calls that carry an approved tool's result
+	approvals    atomic.Int32 // ✅ acknowledged
+	redelivered  atomic.Int32 // deliveries that needed more than one push
+}
+
+// requestKill asks the test goroutine for a SIGKILL; a kill already asked for absorbs it.
+func (c *chaosRun) requestKill(reason string) {
+	select {
+	case c.kill <- reason:
+	default:
+	}
+}
+
+// deliver pushes an event until the gateway acknowledges it, with Slack's redelivery: the same
+// event id and an increasing retry_attempt. It returns false when it gave up.
+func (c *chaosRun) deliver(inner map[string]any) bool {
+	evID := fmt.Sprintf("Ev%016x", rand.Uint64())
+	for attempt := 0; attempt < 200; attempt++ {
+		if attempt > 0 {
+			c.redelivered.Add(1)
+		}
+		env, err := c.srv.Push(inner, slacktest.Delivery{EventID: evID, RetryAttempt: attempt})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if err == nil {
+			err = c.srv.WaitFor(ctx, func() bool { return c.srv.Acks(env) > 0 })
+		} else {
+			err = c.srv.WaitFor(ctx, func() bool { return c.srv.OpenConnections() > 0 })
+			if err == nil {
+				err = fmt.Errorf("reconnected")
+			}
+		}
+		cancel()
+		if err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// answers are the final answers (not a stream left open by a kill) carrying tag.
+func (c *chaosRun) answers(ch, tag string) []slacktest.Message {
+	var out []slacktest.Message
+	for _, m := range c.srv.BotMessages(ch) {
+		if !m.Streaming && !m.Deleted && strings.Contains(m.Text, "answer "+tag) && strings.Contains(m.Text, "(end)") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// prompts are the approval prompts naming tag.
+func (c *chaosRun) prompts(ch, tag string) []slacktest.Message {
+	var out []slacktest.Message
+	for _, m := range c.srv.BotMessages(ch) {
+		if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, tag) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// session runs one DM conversation: each message waits for its answer before the next is
+// sent; a tool message is approved (✅) on every prompt it gets.
+func (c *chaosRun) session(i int, burst *sync.WaitGroup, errs chan<- error) {
+	ch, user := fmt.Sprintf("D%07d", 100+i), fmt.Sprintf("U%07d", 100+i)
+	for k := 0; k < *chaosMessages; k++ {
+		tag := fmt.Sprintf("[c%d-m%d]", i, k)
+		tool := k%3 == 1
+		text := "chaos " + tag
+		if tool {
+			text = "run it " + tag
+		}
+		ts := fmt.Sprintf("%d.%06d", 1700000000+i*1000+k, 100)
+		ok := c.deliver(slacktest.DM(ch, user, ts, text))
+		if k == 0 {
+			burst.Done()
+		}
+		if !ok {
+			errs <- fmt.Errorf("%s: never acknowledged", tag)
+			return
+		}
+		if err := c.await(ch, user, tag, tool); err != nil {
+			errs <- err
+			return
+		}
+	}
+}
+
+// await waits for tag's answer, approving each new prompt of a tool message on the way.
+func (c *chaosRun) await(ch, user, tag string, tool bool) error {
+	approved := map[string]bool{}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		var todo string
+		err := c.srv.WaitFor(ctx, func() bool {
+			if len(c.answers(ch, tag)) > 0 {
+				return true
+			}
+			for _, p := range c.prompts(ch, tag) {
+				if tool && !approved[p.TS] && len(p.Reactions) >= 3 { // the prompt's own reactions are on
+					todo = p.TS
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+		if err != nil {
+			break
+		}
+		if todo == "" {
+			return nil
+		}
+		approved[todo] = true
+		if !c.deliver(slacktest.Reaction(user, "white_check_mark", ch, todo, c.srv.BotUserID())) {
+			return fmt.Errorf("%s: ✅ never acknowledged", tag)
+		}
+		if n := c.approvals.Add(1); n <= 2 {
+			// Targeted: 0–20 ms after an acknowledged ✅ (a timed kill, not a wait).
+			after := time.Duration(rand.IntN(21)) * time.Millisecond
+			time.Sleep(after)
+			c.requestKill(fmt.Sprintf("%s after the acknowledged ✅ of %s", after, tag))
+		}
+	}
+	return fmt.Errorf("%s: no answer within 90s; bot messages: %q", tag, c.botTexts(ch))
+}
+
+func (c *chaosRun) botTexts(ch string) []string {
+	var out []string
+	for _, m := range c.srv.BotMessages(ch) {
+		out = append(out, oneLine(m.Text, 80))
+	}
+	return out
+}
+
+// restart kills the gateway with SIGKILL and starts it again on the same data dir.
+func (c *chaosRun) restart(reason string) {
+	c.t.Helper()
+	c.g.kill()
+	c.kills++
+	c.t.Logf("SIGKILL %d: %s", c.kills, reason)
+	c.g = startBinaryGateway(c.t, c.vars, c.cfg)
+	c.connected()
+}
+
+// connected waits until the gateway's Slack channel is connected (readyz).
+func (c *chaosRun) connected() {
+	c.t.Helper()
+	waitReadyz(c.t, c.g.base, 200, "slack", func(s string) bool { return s != "" && !strings.HasPrefix(s, "not ready") })
+}
+
+// TestChaos: ≥ 60 messages over ≥ 10 Slack sessions, a third of them running a tool after a
+// ✅, while the binary is killed with SIGKILL at random and targeted moments (right after a
+// burst of acknowledged events, 0–20 ms after a ✅, during the resumed model call). Nothing
+// acknowledged is lost, nothing is answered twice, every approved tool runs exactly once, and
+// no turn is left running or paused. `make chaos` runs a longer form.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs and kills the binary")
+	}
+	srv := slacktest.New(slacktest.Options{PingInterval: 500 * time.Millisecond})
+	t.Cleanup(srv.Close)
+	srv.SetNativeStreaming(true)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "record-run")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s\\n' \"$2\" >> \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &chaosRun{t: t, srv: srv, countFile: filepath.Join(dir, "runs.log"), kill: make(chan string, 1)}
+	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{APIKey: "sk-chaos"})
+	t.Cleanup(fake.Close)
+	fake.Respond(c.model(script))
+	c.vars = map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-chaos", "ECHOGATE_DATA_DIR": filepath.Join(dir, "data"),
+		"SLACK_BOT_TOKEN": srv.BotToken(), "SLACK_APP_TOKEN": srv.AppToken(), "SLACK_API_URL": srv.APIURL(), "ECHOGATE_LOG_LEVEL": "info"}
+	c.cfg = writeConfig(t, fmt.Sprintf("agent: {drain_timeout: 2s}\ntools:\n  run_command: {approval: ask, allowed: [%q], timeout: 10s}\n", script))
+	c.g = startBinaryGateway(t, c.vars, c.cfg)
+	c.connected()
+
+	var burst, drivers sync.WaitGroup
+	errs := make(chan error, *chaosSessions)
+	burst.Add(*chaosSessions)
+	for i := range *chaosSessions {
+		drivers.Go(func() { c.session(i, &burst, errs) })
+	}
+	allDone := make(chan struct{})
+	go func() { drivers.Wait(); close(allDone) }()
+	burstAcked := make(chan struct{})
+	go func() { burst.Wait(); close(burstAcked) }()
+
+	random := time.NewTimer(time.Duration(1500+rand.IntN(1500)) * time.Millisecond)
+	defer random.Stop()
+	for running := true; running; {
+		select {
+		case <-burstAcked:
+			burstAcked = nil
+			c.restart("right after a burst of acknowledged first messages")
+		case reason := <-c.kill:
+			c.restart(reason)
+		case <-random.C:
+			c.restart("at a random moment")
+			random.Reset(time.Duration(800+rand.IntN(2000)) * time.Millisecond)
+		case <-allDone:
+			running = false
+		}
+		if c.kills >= *chaosKills && random != nil {
+			random.Stop()
+		}
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	c.check()
+}
+
+// model answers plain messages with their tag and tool messages with run_command (record-run
+// appends the tag to the count file); the call after a tool result is the resumed one, and
+// the first ones of those are killed while they stream.
+func (c *chaosRun) model(script string) func(agenttest.ChatRequest) (agenttest.Answer, bool) {
+	return func(req agenttest.ChatRequest) (agenttest.Answer, bool) {
+		tag := chaosTag.FindString(req.LastUser())
+		slow := agenttest.Answer{FragmentSize: 6, ChunkDelay: 3 * time.Millisecond}
+		if req.Last().Role == "tool" {
+			if c.resumedCalls.Add(1) <= 2 {
+				c.requestKill("during the resumed model call of " + tag)
+				slow.ChunkDelay = 40 * time.Millisecond
+			}
+			slow.Text = "answer " + tag + " after the tool: " + oneLine(req.Last().Content, 60) + " (end)"
+			return slow, true
+		}
+		if strings.Contains(req.LastUser(), "run it") {
+			args, _ := json.Marshal(map[string]any{"command": script, "args": []string{c.countFile, tag}})
+			return agenttest.ToolAnswer(echogate.ToolCall{Name: "run_command", Arguments: string(args)}), true
+		}
+		slow.Text = "answer " + tag + " is here (end)"
+		return slow, true
+	}
+}
+
+// check: every message answered exactly once, every approved tool run exactly once, no turn
+// left running or paused, no approval left pending.
+func (c *chaosRun) check() {
+	t := c.t
+	runs := map[string]int{}
+	if b, err := os.ReadFile(c.countFile); err == nil {
+		for _, line := range strings.Fields(string(b)) {
+			runs[line]++
+		}
+	}
+	lost, twice, toolWrong, toolTurns := 0, 0, 0, 0
+	for i := range *chaosSessions {
+		ch := fmt.Sprintf("D%07d", 100+i)
+		for k := 0; k < *chaosMessages; k++ {
+			tag := fmt.Sprintf("[c%d-m%d]", i, k)
+			switch n := len(c.answers(ch, tag)); {
+			case n == 0:
+				lost++
+				t.Errorf("%s: not answered", tag)
+			case n > 1:
+				twice++
+				t.Errorf("%s: answered %d times: %q", tag, n, c.botTexts(ch))
+			}
+			if k%3 == 1 {
+				toolTurns++
+				if runs[tag] != 1 {
+					toolWrong++
+					t.Errorf("%s: the approved tool ran %d times, want once", tag, runs[tag])
+				}
+			}
+		}
+	}
+	var turns []echogate.TurnRecord
+	getJSON(t, c.g.base+"/api/turns?limit=10000", &turns)
+	stuck := 0
+	for _, tr := range turns {
+		if tr.Status == echogate.TurnRunning || tr.Status == echogate.TurnPaused {
+			stuck++
+			t.Errorf("turn %s of %s left %s", tr.ID, tr.Session, tr.Status)
+		}
+	}
+	if pend := pendingApprovals(t, c.g.base); len(pend) != 0 {
+		t.Errorf("approvals left pending: %v", pend)
+	}
+	msgs := *chaosSessions * *chaosMessages
+	t.Logf("chaos: %d messages in %d sessions (%d tool turns, %d approvals), %d SIGKILLs, %d redeliveries, %d turns recorded: "+
+		"%d lost, %d answered twice, %d tool runs not exactly once, %d turns left running/paused",
+		msgs, *chaosSessions, toolTurns, c.approvals.Load(), c.kills, c.redelivered.Load(), len(turns), lost, twice, toolWrong, stuck)
+	if c.kills < *chaosKills {
+		t.Errorf("%d SIGKILLs, want at least %d", c.kills, *chaosKills)
+	}
+}
