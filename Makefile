@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 PKGS     := ./...
 
-.PHONY: all build run test test-short bench fuzz lint fmt vet tidy docker clean
+.PHONY: all build run test test-short chaos bench fuzz lint fmt vet tidy docker clean
 
 all: build
 
@@ -34,6 +34,13 @@ endef
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
+
+## chaos: the SIGKILL chaos test at length (its short form runs in make test): 400 messages over
+## 20 Slack sessions, at least 25 kills; prints the counts
+chaos:
+	$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./cmd/echogate \
+		-chaos.sessions=$(or $(CHAOS_SESSIONS),20) -chaos.messages=$(or $(CHAOS_MESSAGES),20) -chaos.kills=$(or $(CHAOS_KILLS),25) \
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|chaos_test.go'
 
 ## bench: benchmarks and the load figures quoted in the notes (reports, never gates); bench/turns is
 ## the pipeline in-process, bench/realpath the serve binary through POST /api/chat and an HTTP model

@@ -26,6 +26,14 @@ type TurnObserver interface {
 	ObserveTurn(ev echogate.TurnEvent)
 }
 
+// ReplyFinder finds the end of the answer a turn posted, by the turn's id (the reply id its
+// final message carries): recovery asks before it answers an event again whose turn may have
+// posted just before a crash. found false means the conversation holds no such message. It
+// blocks on the platform's API.
+type ReplyFinder interface {
+	FindReply(ctx context.Context, conv echogate.ConversationRef, turn string) (ref echogate.MessageRef, text string, found bool, err error)
+}
+
 // Caps are a Replier's optional capabilities; nil means the replier lacks it. The pipeline
 // reads them once per replier (CapsOf), not by type assertion at each use.
 type Caps struct {
@@ -33,6 +41,7 @@ type Caps struct {
 	Editor   Editor
 	Typer    Typer
 	Observer TurnObserver
+	Finder   ReplyFinder
 }
 
 // CapsProvider is a Replier that states its capabilities itself: a decorator (tracing, …)
@@ -53,5 +62,6 @@ func CapsOf(r Replier) Caps {
 	c.Editor, _ = r.(Editor)
 	c.Typer, _ = r.(Typer)
 	c.Observer, _ = r.(TurnObserver)
+	c.Finder, _ = r.(ReplyFinder)
 	return c
 }

@@ -67,6 +67,8 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 				p.repostPrompt(ctx, log, ev, pend)
 			}
 			return recovery{handled: true}
+		case tr.Status == echogate.TurnRunning && p.posted(ctx, log, ev, tr):
+			return recovery{handled: true}
 		case tr.Status == echogate.TurnRunning:
 			dead[tr.ID] = true
 			p.closeInterrupted(ctx, log, tr)
@@ -112,6 +114,49 @@ func (p *Pipeline) repostPrompt(ctx context.Context, log *slog.Logger, ev echoga
 		log.Warn("pipeline: save the prompt reference of an interrupted pause", "turn", pend.Turn, "err", err)
 	}
 	log.Info("posted the prompt of an interrupted pause again", "turn", pend.Turn, "tool", pend.Tool)
+}
+
+// replyLookups bounds the attempts to ask the platform whether a dead turn posted its answer.
+const replyLookups = 3
+
+// posted reports whether the dead turn tr posted its answer before the crash (looked up on the
+// platform by the turn's id, with retries); then it records the turn's end from what the
+// platform shows (the question, when the dead turn had not saved it, and that answer), so the
+// event is not answered twice.
+func (p *Pipeline) posted(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, tr echogate.TurnRecord) bool {
+	finder := p.caps[ev.Conversation.Platform].Finder
+	if finder == nil {
+		return false
+	}
+	var (
+		text  string
+		found bool
+		err   error
+	)
+	for attempt := 0; attempt < replyLookups; attempt++ {
+		if _, text, found, err = finder.FindReply(ctx, ev.Conversation, tr.ID); err == nil {
+			break
+		}
+		log.Warn("pipeline: look up whether an interrupted turn posted its answer", "turn", tr.ID, "attempt", attempt+1, "err", err)
+	}
+	if err != nil || !found {
+		return false
+	}
+	var msgs []echogate.Message
+	if !p.savedInput(ctx, log, ev, map[string]bool{tr.ID: true}) {
+		msgs = append(msgs, userMessage(ev))
+	}
+	msgs = append(msgs, echogate.Message{Role: echogate.RoleAssistant, Content: text})
+	tr.Status, tr.EndedAt = echogate.TurnDoneSt, p.cfg.Now()
+	end := echogate.TurnEnd{Session: ev.SessionKey(), Turn: tr, Messages: msgs, At: p.cfg.Now()}
+	if c := completionFrom(ctx); c != nil && c.take() {
+		end.EventKey = c.key
+	}
+	if err := p.d.Store.FinishTurn(ctx, end); err != nil {
+		log.Warn("pipeline: record the end of a turn that had posted its answer", "turn", tr.ID, "err", err)
+	}
+	log.Info("interrupted turn had posted its answer; not answering again", "turn", tr.ID)
+	return true
 }
 
 // closeInterrupted records a turn left running by a dead process as failed.

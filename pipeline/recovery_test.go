@@ -256,3 +256,39 @@ func TestReplayOfTurnThatDiedWhilePausing(t *testing.T) {
 		t.Errorf("turn record = %s, want paused", tr.Status)
 	}
 }
+
+// A turn that posted its answer and died before its end was written: the replay finds the
+// answer on the platform by the turn's id and records it, instead of answering again.
+func TestReplayOfTurnThatPostedItsAnswer(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	ev := msg("s1", "ann", "hello?")
+	ev.ReceivedAt = time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	payload, _ := json.Marshal(ev)
+	ctx := context.Background()
+	store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
+	store.CreateTurn(ctx, echogate.TurnRecord{ID: "t_posted", Session: ev.SessionKey(), EventKey: ev.DedupeKey(),
+		Status: echogate.TurnRunning, StartedAt: ev.ReceivedAt})
+	rep := pipelinetest.NewReplier(echogate.PlatformWeb)
+	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: ev.Conversation, Turn: "t_posted", Text: "hi there"}); err != nil {
+		t.Fatal(err)
+	}
+	watch := &completionWatch{MemStore: store, key: ev.DedupeKey(), done: make(chan struct{})}
+	h := start(t, opts{store: store, deps: func(d *pipeline.Deps) {
+		d.Store = watch
+		d.Repliers = map[string]pipeline.Replier{echogate.PlatformWeb: rep}
+	}}, agenttest.Reply("answered twice"))
+	select {
+	case <-watch.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replayed event was not completed within 10s")
+	}
+	if n := h.model.Calls(); n != 0 || len(rep.Posts()) != 1 {
+		t.Errorf("model calls %d, posts %q; want none more: the posted answer was answered again", n, rep.Texts())
+	}
+	if tr, _ := store.GetTurn(ctx, "t_posted"); tr.Status != echogate.TurnDoneSt {
+		t.Errorf("turn record = %s, want done", tr.Status)
+	}
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hello?|assistant:hi there"; got != want {
+		t.Errorf("transcript = %s, want %s", got, want)
+	}
+}

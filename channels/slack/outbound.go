@@ -139,6 +139,7 @@ func (c *Channel) acquire(ctx context.Context, ch string, prio priority) error {
 type message struct {
 	text   string
 	blocks []slack.Block
+	turn   string // set on the last message of a turn's answer: its metadata names the turn (see FindReply)
 }
 
 // render converts Markdown to mrkdwn and splits it into messages within Slack's limits.
@@ -188,7 +189,7 @@ func (c *Channel) post(ctx context.Context, ch, thread string, m message, prio p
 		opts := []slack.MsgOption{
 			slack.MsgOptionText(m.text, false),
 			slack.MsgOptionDisableLinkUnfurl(),
-			slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "echogate_reply", EventPayload: map[string]any{"reply_id": replyID}}),
+			slack.MsgOptionMetadata(replyMetadata(replyID, m.turn)),
 		}
 		if thread != "" {
 			opts = append(opts, slack.MsgOptionTS(thread))
@@ -331,7 +332,7 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.M
 	if out.Kind == echogate.OutApprovalPrompt {
 		msgs = withButtons(msgs)
 	}
-	refs, err := c.postAll(ctx, ch, thread, msgs, out.Conversation)
+	refs, err := c.postAll(ctx, ch, thread, markFinal(msgs, out), out.Conversation)
 	if err != nil {
 		return firstRef(refs), err
 	}
@@ -389,6 +390,9 @@ func (c *Channel) update(ctx context.Context, ch, ts string, m message, prio pri
 	blocks := m.blocks
 	for {
 		opts := []slack.MsgOption{slack.MsgOptionText(m.text, false)}
+		if m.turn != "" {
+			opts = append(opts, slack.MsgOptionMetadata(replyMetadata("", m.turn)))
+		}
 		if len(blocks) > 0 {
 			opts = append(opts, slack.MsgOptionBlocks(blocks...))
 		} else {

@@ -34,7 +34,7 @@ func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (_ ech
 		return nil, err
 	}
 	s := &stream{
-		c: c, ctx: ctx, ch: ch, thread: thread, conv: out.Conversation,
+		c: c, ctx: ctx, ch: ch, thread: thread, conv: out.Conversation, out: out,
 		team:  out.Conversation.Workspace,
 		dirty: make(chan struct{}, 1), stop: make(chan struct{}), flusherDone: make(chan struct{}),
 	}
@@ -58,6 +58,7 @@ type stream struct {
 	ctx             context.Context
 	ch, thread      string
 	conv            echogate.ConversationRef
+	out             echogate.Outbound // what the stream answers (its turn names the final message)
 	team, recipient string
 	act             *threadActivity // the turn's task cards; nil without
 
@@ -379,6 +380,9 @@ func (s *stream) stopNative(ctx context.Context, text string) error {
 		if text != "" || len(tasks) > 0 {
 			opts = append(opts, streamText(text, tasks))
 		}
+		if turn := finalTurn(s.out); turn != "" {
+			opts = append(opts, slack.MsgOptionMetadata(replyMetadata("", turn)))
+		}
 		_, _, err := c.api.StopStreamContext(ctx, s.ch, s.ts, opts...)
 		return err
 	})
@@ -392,7 +396,7 @@ func (s *stream) stopNative(ctx context.Context, text string) error {
 // any further parts in the thread.
 func (s *stream) finishEdit(ctx context.Context, final string) ([]echogate.MessageRef, error) {
 	c := s.c
-	msgs := render(final)
+	msgs := markFinal(render(final), s.out)
 	if s.ts == "" {
 		return c.postAll(ctx, s.ch, s.thread, msgs, s.conv)
 	}

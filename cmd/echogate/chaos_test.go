@@ -79,15 +79,27 @@ func (c *chaosRun) deliver(inner map[string]any) bool {
 	return false
 }
 
-// answers are the final answers (not a stream left open by a kill) carrying tag.
+// answers are the complete answers carrying tag: the final message of a turn's answer names
+// its turn in its metadata (a stream cut short by a kill does not).
 func (c *chaosRun) answers(ch, tag string) []slacktest.Message {
 	var out []slacktest.Message
 	for _, m := range c.srv.BotMessages(ch) {
-		if !m.Streaming && !m.Deleted && strings.Contains(m.Text, "answer "+tag) && strings.Contains(m.Text, "(end)") {
+		if !m.Deleted && strings.Contains(m.Text, "answer "+tag) && strings.Contains(string(m.Metadata), `"turn"`) {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// partials are the answers of tag a kill cut short (never completed, not counted as answers).
+func (c *chaosRun) partials(ch, tag string) int {
+	n := 0
+	for _, m := range c.srv.BotMessages(ch) {
+		if !m.Deleted && strings.Contains(m.Text, "answer "+tag) && !strings.Contains(string(m.Metadata), `"turn"`) {
+			n++
+		}
+	}
+	return n
 }
 
 // prompts are the approval prompts naming tag.
@@ -253,6 +265,11 @@ func TestChaos(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// A graceful restart at the end: whatever the last kill left unfinished is finished (and
+	// must not be answered twice).
+	c.g.stop()
+	c.g = startBinaryGateway(t, c.vars, c.cfg)
+	c.connected()
 	c.check()
 }
 
@@ -290,7 +307,7 @@ func (c *chaosRun) check() {
 			runs[line]++
 		}
 	}
-	lost, twice, toolWrong, toolTurns := 0, 0, 0, 0
+	lost, twice, toolWrong, toolTurns, notRerun, partial := 0, 0, 0, 0, 0, 0
 	for i := range *chaosSessions {
 		ch := fmt.Sprintf("D%07d", 100+i)
 		for k := 0; k < *chaosMessages; k++ {
@@ -303,11 +320,21 @@ func (c *chaosRun) check() {
 				twice++
 				t.Errorf("%s: answered %d times: %q", tag, n, c.botTexts(ch))
 			}
+			partial += c.partials(ch, tag)
 			if k%3 == 1 {
 				toolTurns++
-				if runs[tag] != 1 {
+				switch runs[tag] {
+				case 1:
+				case 0:
+					// Killed between the durable start of the call and its end: not run again
+					// (at most once), and the answer says so.
+					notRerun++
+					if a := c.answers(ch, tag); len(a) == 1 && !strings.Contains(a[0].Text, "started before the gateway restarted") {
+						t.Errorf("%s: the approved tool never ran and the answer does not say so: %q", tag, a[0].Text)
+					}
+				default:
 					toolWrong++
-					t.Errorf("%s: the approved tool ran %d times, want once", tag, runs[tag])
+					t.Errorf("%s: the approved tool ran %d times, want at most once", tag, runs[tag])
 				}
 			}
 		}
@@ -326,8 +353,9 @@ func (c *chaosRun) check() {
 	}
 	msgs := *chaosSessions * *chaosMessages
 	t.Logf("chaos: %d messages in %d sessions (%d tool turns, %d approvals), %d SIGKILLs, %d redeliveries, %d turns recorded: "+
-		"%d lost, %d answered twice, %d tool runs not exactly once, %d turns left running/paused",
-		msgs, *chaosSessions, toolTurns, c.approvals.Load(), c.kills, c.redelivered.Load(), len(turns), lost, twice, toolWrong, stuck)
+		"%d lost, %d answered twice, %d approved tools run more than once, %d interrupted mid-call and not run again, "+
+		"%d turns left running/paused, %d answers cut short by a kill and left partial before the full answer",
+		msgs, *chaosSessions, toolTurns, c.approvals.Load(), c.kills, c.redelivered.Load(), len(turns), lost, twice, toolWrong, notRerun, stuck, partial)
 	if c.kills < *chaosKills {
 		t.Errorf("%d SIGKILLs, want at least %d", c.kills, *chaosKills)
 	}

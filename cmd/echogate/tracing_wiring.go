@@ -274,7 +274,7 @@ func traceReplier(r pipeline.Replier, platform string, turns *turnTracer) pipeli
 
 // Caps implements pipeline.CapsProvider.
 func (c *tracedReplier) Caps() pipeline.Caps {
-	out := pipeline.Caps{Typer: c.caps.Typer, Observer: c.caps.Observer}
+	out := pipeline.Caps{Typer: c.caps.Typer, Observer: c.caps.Observer, Finder: c.caps.Finder}
 	if c.caps.Streamer != nil {
 		out.Streamer = tracedStreamer{c}
 	}

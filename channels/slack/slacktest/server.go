@@ -516,6 +516,9 @@ func (s *Server) handle(method string, p map[string]string, token string) (int, 
 			return fail("message_not_found")
 		}
 		m.Text, m.Blocks = p["text"], p["blocks"]
+		if md := p["metadata"]; md != "" {
+			m.Metadata = json.RawMessage(md)
+		}
 		m.Updates++
 		return 200, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text}
 	case "chat.delete":
@@ -605,6 +608,9 @@ func (s *Server) streamLocked(method string, p map[string]string) (int, map[stri
 	m.Updates++
 	if method == "chat.stopStream" {
 		m.Streaming = false
+		if md := p["metadata"]; md != "" {
+			m.Metadata = json.RawMessage(md)
+		}
 		return 200, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "message": s.msgJSON(m, false)}
 	}
 	return 200, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS}
