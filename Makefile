@@ -38,9 +38,9 @@ test-short:
 ## chaos: the SIGKILL chaos test at length (its short form runs in make test): 400 messages over
 ## 20 Slack sessions, at least 25 kills; prints the counts
 chaos:
-	$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./cmd/echogate \
+	@$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./cmd/echogate \
 		-chaos.sessions=$(or $(CHAOS_SESSIONS),20) -chaos.messages=$(or $(CHAOS_MESSAGES),20) -chaos.kills=$(or $(CHAOS_KILLS),25) \
-		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|chaos_test.go'
+		> chaos.log 2>&1; status=$$?; grep -E '^(--- |PASS|FAIL|ok)|chaos_test.go' chaos.log; echo "(full log: chaos.log)"; exit $$status
 
 ## bench: benchmarks and the load figures quoted in the notes (reports, never gates); bench/turns is
 ## the pipeline in-process, bench/realpath the serve binary through POST /api/chat and an HTTP model

@@ -253,7 +253,7 @@ func TestChaos(t *testing.T) {
 			c.restart(reason)
 		case <-random.C:
 			c.restart("at a random moment")
-			random.Reset(time.Duration(800+rand.IntN(2000)) * time.Millisecond)
+			random.Reset(time.Duration(400+rand.IntN(1200)) * time.Millisecond)
 		case <-allDone:
 			running = false
 		}
