@@ -67,7 +67,7 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 				p.repostPrompt(ctx, log, ev, pend)
 			}
 			return recovery{handled: true}
-		case tr.Status == echogate.TurnRunning && p.posted(ctx, log, ev, tr):
+		case tr.Status == echogate.TurnRunning && p.posted(ctx, log, ev, tr, nil):
 			return recovery{handled: true}
 		case tr.Status == echogate.TurnRunning:
 			dead[tr.ID] = true
@@ -123,7 +123,7 @@ const replyLookups = 3
 // platform by the turn's id, with retries); then it records the turn's end from what the
 // platform shows (the question, when the dead turn had not saved it, and that answer), so the
 // event is not answered twice.
-func (p *Pipeline) posted(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, tr echogate.TurnRecord) bool {
+func (p *Pipeline) posted(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, tr echogate.TurnRecord, resumed *echogate.TurnResume) bool {
 	finder := p.caps[ev.Conversation.Platform].Finder
 	if finder == nil {
 		return false
@@ -143,7 +143,16 @@ func (p *Pipeline) posted(ctx context.Context, log *slog.Logger, ev echogate.Inb
 		return false
 	}
 	var msgs []echogate.Message
-	if !p.savedInput(ctx, log, ev, map[string]bool{tr.ID: true}) {
+	switch {
+	case resumed != nil:
+		// The approved call's recorded result, then the answer (sanitizeHistory answers a
+		// call without one).
+		var res tools.Result
+		if len(resumed.ToolResult) > 0 && json.Unmarshal(resumed.ToolResult, &res) == nil {
+			msgs = append(msgs, echogate.Message{Role: echogate.RoleTool, ToolCallID: resumed.Paused.CallID, Name: resumed.Paused.Tool,
+				Content: res.Content, IsError: res.IsError})
+		}
+	case !p.savedInput(ctx, log, ev, map[string]bool{tr.ID: true}):
 		msgs = append(msgs, userMessage(ev))
 	}
 	msgs = append(msgs, echogate.Message{Role: echogate.RoleAssistant, Content: text})
@@ -187,7 +196,11 @@ func (p *Pipeline) savedInput(ctx context.Context, log *slog.Logger, ev echogate
 // recoverResumed continues a resumed turn whose process died, under its own id, from its
 // resume record; a turn that ended already only lost its event's completion.
 func (p *Pipeline) recoverResumed(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, r echogate.TurnResume) {
-	if tr, err := p.d.Store.GetTurn(ctx, r.Turn); err == nil && tr.Status != echogate.TurnRunning {
+	tr, err := p.d.Store.GetTurn(ctx, r.Turn)
+	if err == nil && tr.Status != echogate.TurnRunning {
+		return
+	}
+	if err == nil && p.posted(ctx, log, ev, tr, &r) {
 		return
 	}
 	if pend, err := p.d.Store.GetPending(ctx, r.Session); err == nil && pend.Turn == r.Turn {

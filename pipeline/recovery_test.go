@@ -292,3 +292,36 @@ func TestReplayOfTurnThatPostedItsAnswer(t *testing.T) {
 		t.Errorf("transcript = %s, want %s", got, want)
 	}
 }
+
+// A resumed turn that posted its answer and died before its end was written is not run again.
+func TestRecoveryOfResumedTurnThatPostedItsAnswer(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	del := newTool("delete_file", tools.Sensitive, "deleted a")
+	ev := crashAfterDecision(t, store, del)
+	ctx := context.Background()
+	must(t, store.RecordToolRun(ctx, "t_resumed", "call_1", nil, time.Now()))
+	must(t, store.RecordToolRun(ctx, "t_resumed", "call_1", []byte(`{"Content":"deleted a"}`), time.Now()))
+	rep := pipelinetest.NewReplier(echogate.PlatformWeb)
+	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: ev.Conversation, Turn: "t_resumed", Text: "Done."}); err != nil {
+		t.Fatal(err)
+	}
+	runs := del.calls.Load()
+	watch := &completionWatch{MemStore: store, key: ev.DedupeKey(), done: make(chan struct{})}
+	h := start(t, opts{store: store, tools: []tools.Tool{del}, deps: func(d *pipeline.Deps) {
+		d.Store = watch
+		d.Repliers = map[string]pipeline.Replier{echogate.PlatformWeb: rep}
+	}}, agenttest.Reply("answered twice"))
+	select {
+	case <-watch.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the decision's event was not completed within 10s")
+	}
+	if n := h.model.Calls(); n != 0 || del.calls.Load() != runs || len(rep.Posts()) != 1 {
+		t.Errorf("model calls %d, tool runs +%d, posts %q; want nothing more", n, del.calls.Load()-runs, rep.Texts())
+	}
+	got := strings.Join(h.transcript("s1"), "|")
+	if !strings.HasSuffix(got, "tool:deleted a|assistant:Done.") {
+		t.Errorf("transcript = %s, want it to end with the recorded result and the posted answer", got)
+	}
+	checkSettled(t, store)
+}

@@ -201,6 +201,13 @@ func (s *Server) Fail(method string, f ...Failure) {
 	s.failures[method] = append(s.failures[method], f...)
 }
 
+// ClearFailures drops the injected answers still queued for method.
+func (s *Server) ClearFailures(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.failures, method)
+}
+
 // SetNativeStreaming switches chat.startStream/appendStream/stopStream on (default) or off
 // (they answer ok:false unknown_method).
 func (s *Server) SetNativeStreaming(on bool) {
