@@ -46,6 +46,7 @@ var (
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the largest throughput scenario's measurement window")
 	traceFile    = flag.String("trace", "", "write an execution trace of one second of the largest throughput scenario")
 	sessionsFlag = flag.String("sessions", "1,100,1000", "concurrent sessions of the throughput scenarios")
+	pgSessions   = flag.String("pg-sessions", "1,100", "concurrent sessions of the PostgreSQL throughput scenarios (DATABASE_URL set); each running turn holds a session-lock connection")
 )
 
 func main() {
@@ -69,6 +70,16 @@ func main() {
 		if err := throughput(s, *duration, *latency); err != nil {
 			fmt.Fprintln(os.Stderr, "throughput:", err)
 			os.Exit(1)
+		}
+	}
+	if pgURL = os.Getenv("DATABASE_URL"); pgURL != "" && !*memStore {
+		fmt.Printf("\nthroughput: model answers in %s, no tools, store on PostgreSQL (DATABASE_URL, a schema of its own; replicas mode: session locks, turn record and question written before the model call)\n", *latency)
+		fmt.Printf("%10s %12s %12s %10s %12s %12s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency")
+		for _, s := range splitInts(*pgSessions) {
+			if err := throughput(s, *duration, *latency); err != nil {
+				fmt.Fprintln(os.Stderr, "throughput (postgres):", err)
+				os.Exit(1)
+			}
 		}
 	}
 }
@@ -173,7 +184,8 @@ type rig struct {
 	p      *pipeline.Pipeline
 	rep    *replier
 	store  *sqlite.Store
-	mem    bool // the pipeline runs on the in-memory test store (store is idle)
+	mem    bool   // the pipeline runs on another store than SQLite (store is idle)
+	pg     *pgRig // that store, when it is PostgreSQL
 	ts     *timedStore
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -206,8 +218,15 @@ func newRig(m agent.Model, mailbox int, mem bool) (*rig, error) {
 		return nil, err
 	}
 	var store pipeline.Store = st
-	if mem {
+	var pg *pgRig
+	switch {
+	case mem:
 		store = pipelinetest.NewMemStore()
+	case pgURL != "":
+		if pg, err = newPGRig(ctx, max(mailbox, 64)); err != nil {
+			return nil, err
+		}
+		store = pg.st
 	}
 	var ts *timedStore
 	if *storeCalls {
@@ -220,7 +239,7 @@ func newRig(m agent.Model, mailbox int, mem bool) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{p: p, rep: rep, store: st, ts: ts, mem: mem, dir: dir, done: make(chan struct{})}
+	r := &rig{p: p, rep: rep, store: st, ts: ts, mem: mem || pg != nil, pg: pg, dir: dir, done: make(chan struct{})}
 	var rctx context.Context
 	rctx, r.cancel = context.WithCancel(ctx)
 	go func() { defer close(r.done); _ = p.Run(rctx) }()
@@ -232,6 +251,9 @@ func (r *rig) close() {
 	r.cancel()
 	<-r.done
 	r.store.Close()
+	if r.pg != nil {
+		r.pg.close()
+	}
 	os.RemoveAll(r.dir)
 }
 
