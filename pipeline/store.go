@@ -111,6 +111,10 @@ type PendingStore interface {
 	// echogate.ErrNotFound when there was none, so of two concurrent resumers exactly one wins.
 	DeletePending(ctx context.Context, key echogate.SessionKey) error
 	ListPending(ctx context.Context, limit int) ([]echogate.PendingTurn, error) // oldest first
+	// PendingByPrompt returns the paused turn whose prompt is the message ref, so a reaction on
+	// a prompt finds its session from the store (after a restart, on any replica) before the
+	// platform's API is asked; ErrNotFound when none.
+	PendingByPrompt(ctx context.Context, ref echogate.MessageRef) (echogate.PendingTurn, error)
 }
 
 // StopFlags is implemented by stores shared by replicas (PostgreSQL): a stop for a session

@@ -1,11 +1,14 @@
 package slack
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/echogate/echogate"
 )
 
 // Defaults applied by New for zero Config fields.
@@ -45,6 +48,10 @@ type Config struct {
 	// ReplyInThread answers a top-level channel mention in a thread under it (and makes that
 	// thread the session). nil means true.
 	ReplyInThread *bool
+	// SessionOf finds the conversation of a message the bot posted from the gateway's store
+	// (an approval prompt), so a reaction on it is not dropped after a restart when the
+	// platform's API fails. Asked after the channel's memory, before the API; nil: not asked.
+	SessionOf func(ctx context.Context, ref echogate.MessageRef) (echogate.ConversationRef, bool)
 	// StreamUpdateInterval is the minimum time between two visible updates of a streamed
 	// reply (native appends or chat.update edits); default 1s.
 	StreamUpdateInterval time.Duration

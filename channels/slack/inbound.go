@@ -338,6 +338,12 @@ func (c *Channel) conversationOf(ctx context.Context, team, ch, ts string) (echo
 	if conv, ok := c.sent.Get(msgKey(ch, ts)); ok {
 		return conv, true
 	}
+	if c.cfg.SessionOf != nil {
+		if conv, ok := c.cfg.SessionOf(ctx, echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: ch, ID: ts}); ok {
+			c.sent.Add(msgKey(ch, ts), conv)
+			return conv, true
+		}
+	}
 	conv := echogate.ConversationRef{Platform: echogate.PlatformSlack, Workspace: team, Channel: ch, DM: isDMChannel(ch)}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()

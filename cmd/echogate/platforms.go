@@ -1,9 +1,28 @@
 package main
 
 import (
+	"context"
+
+	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels/discord"
 	"github.com/echogate/echogate/channels/slack"
 )
+
+// promptSession finds the conversation of an approval prompt from the store: its pause names
+// the session, whose record holds the conversation.
+func promptSession(st store) func(ctx context.Context, ref echogate.MessageRef) (echogate.ConversationRef, bool) {
+	return func(ctx context.Context, ref echogate.MessageRef) (echogate.ConversationRef, bool) {
+		pend, err := st.PendingByPrompt(ctx, ref)
+		if err != nil {
+			return echogate.ConversationRef{}, false
+		}
+		info, err := st.GetSession(ctx, pend.Session)
+		if err != nil {
+			return echogate.ConversationRef{}, false
+		}
+		return info.Conversation, true
+	}
+}
 
 // addPlatformChannels adds Slack and Discord when their tokens are configured.
 func (g *gateway) addPlatformChannels() error {
@@ -11,6 +30,7 @@ func (g *gateway) addPlatformChannels() error {
 	if cfg.Slack.BotToken != "" {
 		scfg := slackConfig(cfg.Slack)
 		scfg.OnPanic = func(path string) { g.metrics.AdapterPanic("slack", path) }
+		scfg.SessionOf = promptSession(g.store)
 		ch, err := slack.New(scfg, g.log)
 		if err != nil {
 			return err

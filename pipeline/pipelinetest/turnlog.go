@@ -72,3 +72,17 @@ func (s *MemStore) RecordToolRun(ctx context.Context, turn, callID string, resul
 	s.resumes[turn] = r
 	return nil
 }
+
+// PendingByPrompt implements pipeline.PendingStore.
+func (s *MemStore) PendingByPrompt(ctx context.Context, ref echogate.MessageRef) (echogate.PendingTurn, error) {
+	if err := s.lock(ctx); err != nil {
+		return echogate.PendingTurn{}, err
+	}
+	defer s.mu.Unlock()
+	for _, p := range s.pending {
+		if p.Prompt == ref && ref.ID != "" {
+			return p, nil
+		}
+	}
+	return echogate.PendingTurn{}, notFound("pending of prompt", ref.ID)
+}

@@ -1082,6 +1082,17 @@ func (r *runner) pending(t *testing.T, s Store, u uniq) {
 	must(t, "GetPending", err)
 	checkPending(t, "GetPending after replace", got, repl)
 
+	if byPrompt, err := s.PendingByPrompt(ctx, want.Prompt); err == nil {
+		t.Errorf("PendingByPrompt(replaced prompt) = %+v, want ErrNotFound", byPrompt)
+	}
+	repl.Prompt = echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: "C1", ID: "1700000000.000300"}
+	must(t, "SavePending(with prompt)", s.SavePending(ctx, repl))
+	got, err = s.PendingByPrompt(ctx, repl.Prompt)
+	must(t, "PendingByPrompt", err)
+	checkPending(t, "PendingByPrompt", got, repl)
+	_, err = s.PendingByPrompt(ctx, echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: "C2", ID: repl.Prompt.ID})
+	checkNotFound(t, "PendingByPrompt(same id, other channel)", err)
+
 	must(t, "DeletePending", s.DeletePending(ctx, key))
 	_, err = s.GetPending(ctx, key)
 	checkNotFound(t, "GetPending after delete", err)

@@ -51,4 +51,5 @@ type Store interface {
 	GetPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error)
 	DeletePending(ctx context.Context, key echogate.SessionKey) error
 	ListPending(ctx context.Context, limit int) ([]echogate.PendingTurn, error)
+	PendingByPrompt(ctx context.Context, ref echogate.MessageRef) (echogate.PendingTurn, error)
 }
