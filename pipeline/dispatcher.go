@@ -235,13 +235,7 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	if isStop(ev) && running && p.mayStop(mb.cur, ev) {
 		mb.cur.stop()
 		sh.mu.Unlock()
-		p.log.Info("turn stop requested", "session", key, "event_id", ev.ID, "channel", platform)
-		// Record it so a redelivery does not stop a later turn.
-		if _, err := p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), nil, ev.ReceivedAt); err != nil {
-			p.log.Warn("pipeline: record stop event", "event_id", ev.ID, "err", err)
-		} else {
-			_ = p.d.Store.CompleteEvent(ctx, ev.DedupeKey(), p.cfg.Now())
-		}
+		p.stopped(ctx, ev)
 		p.answerStop(ctx, ev)
 		return nil
 	}
@@ -294,6 +288,17 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	p.enqueueLocked(sh, mb, item{ev: ev})
 	sh.mu.Unlock()
 	return nil
+}
+
+// stopped records a stop that stopped this process's running turn, so a redelivery of it does
+// not stop a later turn.
+func (p *Pipeline) stopped(ctx context.Context, ev echogate.InboundEvent) {
+	p.log.Info("turn stop requested", "session", ev.SessionKey(), "event_id", ev.ID, "channel", ev.Conversation.Platform)
+	if _, err := p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), nil, ev.ReceivedAt); err != nil {
+		p.log.Warn("pipeline: record stop event", "event_id", ev.ID, "err", err)
+		return
+	}
+	_ = p.d.Store.CompleteEvent(ctx, ev.DedupeKey(), p.cfg.Now())
 }
 
 // enqueueLocked appends to the mailbox and starts its worker if none runs. sh.mu must be held.

@@ -124,12 +124,14 @@ func (l *Lifecycle) Enter(to State) (bool, error) {
 	return true, nil
 }
 
-// turnEventOf is the turn event a transition announces, if any: the start, the end and the
-// pause are seen by users because the turn entered that state. (Deltas, tool calls and
+// turnEventOf is the turn event a transition announces, if any: the start (of a new turn, or
+// of a resumed one leaving its pause), the failure and the pause are seen by users because the
+// turn entered that state. (Deltas, tool calls and
 // results carry data of the state the turn is in and are sent within it.)
 func turnEventOf(from, to State) (echogate.TurnEventType, bool) {
 	switch {
-	case from == StateIdle && to == StateProcessing:
+	case from == StateIdle && to == StateProcessing, from.Resting() && !to.Resting() && !to.Terminal():
+		// A new turn starts, or a resumed one leaves its pause.
 		return echogate.TurnStarted, true
 	case to == StateFailed:
 		return echogate.TurnError, true

@@ -95,6 +95,10 @@ func TestTurnEventOf(t *testing.T) {
 	}{
 		{StateIdle, StateProcessing, echogate.TurnStarted, true},
 		{StateToolExec, StateProcessing, "", false},
+		{StateWaitingApproval, StateToolExec, echogate.TurnStarted, true},   // approved
+		{StateWaitingApproval, StateProcessing, echogate.TurnStarted, true}, // denied
+		{StateClarifying, StateProcessing, echogate.TurnStarted, true},      // answered
+		{StateWaitingApproval, StateStopped, "", false},
 		{StateProcessing, StateWaitingApproval, echogate.TurnApprovalRequest, true},
 		{StateToolExec, StateClarifying, echogate.TurnAsk, true},
 		{StateResponse, StateFailed, echogate.TurnError, true},
