@@ -33,7 +33,10 @@ type Pipeline struct {
 	// replicas: the store is shared by replicas (it is a SessionLocker).
 	replicas bool
 	caps     map[string]Caps // each platform's replier's capabilities, read once
-	stops    StopFlags       // stored stops, with a store shared by replicas; else nil
+	// The store's capabilities for replicas, read once (nil when it lacks them).
+	locker    SessionLocker
+	reclaimer EventReclaimer
+	stops     StopFlags // only with a SessionLocker
 	stages   Stages
 
 	seed   maphash.Seed
@@ -109,7 +112,8 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
 		snaps: newSnapshotCache(snapshotCacheBytes)}
-	_, p.replicas = d.Store.(SessionLocker)
+	p.locker, p.replicas = d.Store.(SessionLocker)
+	p.reclaimer, _ = d.Store.(EventReclaimer)
 	if sf, ok := d.Store.(StopFlags); ok && p.replicas {
 		p.stops = sf
 	}
@@ -358,8 +362,8 @@ func (p *Pipeline) work(sh *shard, mb *mailbox) {
 // lockSession takes the session's cross-replica lock when the store offers one, waiting with
 // backoff while another replica runs the session (bounded by ctx, the turn timeout).
 func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (func(), error) {
-	lk, ok := p.d.Store.(SessionLocker)
-	if !ok {
+	lk := p.locker
+	if lk == nil {
 		return func() {}, nil
 	}
 	wait := 20 * time.Millisecond
