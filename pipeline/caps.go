@@ -26,12 +26,13 @@ type TurnObserver interface {
 	ObserveTurn(ev echogate.TurnEvent)
 }
 
-// ReplyFinder finds the end of the answer a turn posted, by the turn's id (the reply id its
-// final message carries): recovery asks before it answers an event again whose turn may have
-// posted just before a crash. found false means the conversation holds no such message. It
-// blocks on the platform's API.
+// ReplyFinder finds a message a turn posted, by the turn's id (the reply id its last message of
+// that kind carries): the end of its answer (OutReply) or its approval prompt
+// (OutApprovalPrompt). Recovery asks before it posts again what a turn may have posted just
+// before a crash. found false means the conversation holds no such message. It blocks on the
+// platform's API.
 type ReplyFinder interface {
-	FindReply(ctx context.Context, conv echogate.ConversationRef, turn string) (ref echogate.MessageRef, text string, found bool, err error)
+	FindReply(ctx context.Context, conv echogate.ConversationRef, turn string, kind echogate.OutboundKind) (ref echogate.MessageRef, text string, found bool, err error)
 }
 
 // Caps are a Replier's optional capabilities; nil means the replier lacks it. The pipeline

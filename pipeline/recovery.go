@@ -83,18 +83,45 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 	return recovery{inputSaved: p.savedInput(ctx, log, ev, dead)}
 }
 
-// repostPrompt posts the prompt of a pause whose prompt reference was never saved: the crash
-// came before or while it was posted, so the user may never have seen it. A second prompt is
-// the lesser harm (a decision on the newest one counts; replying approve / deny works too).
+// repostPrompt handles a pause whose prompt reference was never saved (the crash came before
+// or while the prompt was posted). With a replier that can look (ReplyFinder), a prompt that
+// landed gets its reference saved, and one that did not is posted again, so the user is never
+// left with a pause nobody was shown. Without one the prompt is left as it is, and a decision
+// on any message of the session (or a reply) counts.
 func (p *Pipeline) repostPrompt(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) {
-	if !pend.Prompt.IsZero() {
-		return
-	}
-	st, err := decodePaused(pend)
+	finder := p.caps[ev.Conversation.Platform].Finder
 	rep := p.d.Repliers[ev.Conversation.Platform]
-	if err != nil || rep == nil {
+	if !pend.Prompt.IsZero() || finder == nil || rep == nil {
 		return
 	}
+	kind := echogate.OutApprovalPrompt
+	if pend.Kind == echogate.PauseAsk {
+		kind = echogate.OutReply
+	}
+	ref, _, found, err := finder.FindReply(ctx, ev.Conversation, pend.Turn, kind)
+	if err != nil {
+		log.Warn("pipeline: look up the prompt of an interrupted pause", "turn", pend.Turn, "err", err)
+		return
+	}
+	if !found {
+		st, err := decodePaused(pend)
+		if err != nil {
+			return
+		}
+		if ref, err = rep.Send(ctx, p.promptOf(ev, pend, st)); err != nil {
+			log.Warn("pipeline: post the prompt of an interrupted pause again", "turn", pend.Turn, "err", err)
+			return
+		}
+		log.Info("posted the prompt of an interrupted pause again", "turn", pend.Turn, "tool", pend.Tool)
+	}
+	pend.Prompt = ref
+	if err := p.savePending(ctx, pend); err != nil {
+		log.Warn("pipeline: save the prompt reference of an interrupted pause", "turn", pend.Turn, "err", err)
+	}
+}
+
+// promptOf is the prompt (or question) of a pause, as pause posts it.
+func (p *Pipeline) promptOf(ev echogate.InboundEvent, pend echogate.PendingTurn, st *agent.State) echogate.Outbound {
 	out := echogate.Outbound{Kind: echogate.OutApprovalPrompt, Conversation: ev.Conversation, ReplyTo: ev.Message,
 		Session: ev.SessionKey(), Turn: pend.Turn, Text: approvalPrompt(st.Pending[0], pend.RequestedBy),
 		Reactions: []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}}
@@ -104,16 +131,7 @@ func (p *Pipeline) repostPrompt(ctx context.Context, log *slog.Logger, ev echoga
 		out = echogate.Outbound{Kind: echogate.OutReply, Conversation: ev.Conversation, ReplyTo: ev.Message,
 			Session: ev.SessionKey(), Turn: pend.Turn, Text: "❓ " + q.Question}
 	}
-	ref, err := rep.Send(ctx, out)
-	if err != nil {
-		log.Warn("pipeline: post the prompt of an interrupted pause again", "turn", pend.Turn, "err", err)
-		return
-	}
-	pend.Prompt = ref
-	if err := p.savePending(ctx, pend); err != nil {
-		log.Warn("pipeline: save the prompt reference of an interrupted pause", "turn", pend.Turn, "err", err)
-	}
-	log.Info("posted the prompt of an interrupted pause again", "turn", pend.Turn, "tool", pend.Tool)
+	return out
 }
 
 // replyLookups bounds the attempts to ask the platform whether a dead turn posted its answer.
@@ -134,7 +152,7 @@ func (p *Pipeline) posted(ctx context.Context, log *slog.Logger, ev echogate.Inb
 		err   error
 	)
 	for attempt := 0; attempt < replyLookups; attempt++ {
-		if _, text, found, err = finder.FindReply(ctx, ev.Conversation, tr.ID); err == nil {
+		if _, text, found, err = finder.FindReply(ctx, ev.Conversation, tr.ID, echogate.OutReply); err == nil {
 			break
 		}
 		log.Warn("pipeline: look up whether an interrupted turn posted its answer", "turn", tr.ID, "attempt", attempt+1, "err", err)

@@ -247,8 +247,8 @@ func TestReplayOfTurnThatDiedWhilePausing(t *testing.T) {
 	if err != nil {
 		t.Errorf("pause after the replay: %v, want it kept", err)
 	}
-	// Its prompt's reference was never saved: the user may not have seen it, so it is posted
-	// again and its reference saved.
+	// Its prompt's reference was never saved and the platform shows no prompt of the turn:
+	// it is posted again and its reference saved.
 	if posts := h.rep.Posts(); len(posts) != 1 || posts[0].Out.Kind != echogate.OutApprovalPrompt || pend.Prompt != posts[0].Ref {
 		t.Errorf("posts = %+v, pause's prompt %+v; want the prompt posted again and its reference saved", posts, pend.Prompt)
 	}
@@ -324,4 +324,36 @@ func TestRecoveryOfResumedTurnThatPostedItsAnswer(t *testing.T) {
 		t.Errorf("transcript = %s, want it to end with the recorded result and the posted answer", got)
 	}
 	checkSettled(t, store)
+}
+
+// A pause whose prompt was posted but whose reference was not saved: recovery finds the prompt
+// on the platform and saves its reference, without posting a second one.
+func TestReplayFindsThePromptOfAnInterruptedPause(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	ev := msg("s1", "ann", "delete a")
+	ev.ReceivedAt = time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	payload, _ := json.Marshal(ev)
+	ctx := context.Background()
+	store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
+	store.CreateTurn(ctx, echogate.TurnRecord{ID: "t_pausing", Session: ev.SessionKey(), EventKey: ev.DedupeKey(),
+		Status: echogate.TurnRunning, StartedAt: ev.ReceivedAt})
+	store.SavePending(ctx, echogate.PendingTurn{Session: ev.SessionKey(), Turn: "t_pausing", Kind: echogate.PauseApproval,
+		CallID: "call_1", Tool: "delete_file", State: []byte(`{"pending":[{"id":"call_1","name":"delete_file"}]}`),
+		RequestedBy: "web:ann", CreatedAt: ev.ReceivedAt})
+	rep := pipelinetest.NewReplier(echogate.PlatformWeb)
+	prompt, _ := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutApprovalPrompt, Conversation: ev.Conversation, Turn: "t_pausing", Text: "🔐 Approval needed"})
+	watch := &completionWatch{MemStore: store, key: ev.DedupeKey(), done: make(chan struct{})}
+	start(t, opts{store: store, deps: func(d *pipeline.Deps) {
+		d.Store = watch
+		d.Repliers = map[string]pipeline.Replier{echogate.PlatformWeb: rep}
+	}})
+	select {
+	case <-watch.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replayed event was not completed within 10s")
+	}
+	pend, _ := store.GetPending(ctx, ev.SessionKey())
+	if len(rep.Posts()) != 1 || pend.Prompt != prompt {
+		t.Errorf("posts %q, pause's prompt %+v; want no second prompt and the reference %+v saved", rep.Texts(), pend.Prompt, prompt)
+	}
 }

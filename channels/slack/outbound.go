@@ -139,7 +139,7 @@ func (c *Channel) acquire(ctx context.Context, ch string, prio priority) error {
 type message struct {
 	text   string
 	blocks []slack.Block
-	turn   string // set on the last message of a turn's answer: its metadata names the turn (see FindReply)
+	turn   string // on the last message of a turn's answer or prompt: "turn/kind" for its metadata (see FindReply)
 }
 
 // render converts Markdown to mrkdwn and splits it into messages within Slack's limits.

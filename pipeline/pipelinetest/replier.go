@@ -144,15 +144,15 @@ func (r *Replier) Edit(ctx context.Context, ref echogate.MessageRef, text string
 	return fmt.Errorf("edit: no message %s", ref.ID)
 }
 
-// FindReply implements pipeline.ReplyFinder: the last answer (OutReply) posted for turn.
-func (r *Replier) FindReply(ctx context.Context, conv echogate.ConversationRef, turn string) (echogate.MessageRef, string, bool, error) {
+// FindReply implements pipeline.ReplyFinder: the last message of kind posted for turn.
+func (r *Replier) FindReply(ctx context.Context, conv echogate.ConversationRef, turn string, kind echogate.OutboundKind) (echogate.MessageRef, string, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return echogate.MessageRef{}, "", false, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.posts) - 1; i >= 0; i-- {
-		if p := r.posts[i]; p.Out.Turn == turn && p.Out.Kind == echogate.OutReply && p.Out.Conversation.Channel == conv.Channel {
+		if p := r.posts[i]; p.Out.Turn == turn && p.Out.Kind == kind && p.Out.Conversation.Channel == conv.Channel {
 			return p.Ref, p.Text, true, nil
 		}
 	}
