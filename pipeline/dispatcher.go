@@ -37,7 +37,7 @@ type Pipeline struct {
 	locker    SessionLocker
 	reclaimer EventReclaimer
 	stops     StopFlags // only with a SessionLocker
-	stages   Stages
+	stages    Stages
 
 	seed   maphash.Seed
 	shards [shardCount]shard
