@@ -152,7 +152,9 @@ func (c *chaosRun) await(ch, user, tag string, tool bool) error {
 				return true
 			}
 			for _, p := range c.prompts(ch, tag) {
-				if tool && !approved[p.TS] && len(p.Reactions) >= 3 { // the prompt's own reactions are on
+				// A user may react before the bot's own reactions are on (or after a kill left
+				// them half added): the prompt's message is what counts.
+				if tool && !approved[p.TS] {
 					todo = p.TS
 					return true
 				}
