@@ -30,12 +30,20 @@ func crashAfterDecision(t *testing.T, store *pipelinetest.MemStore, del tools.To
 	prompt := promptOf(t, h)
 	h.stop()
 
-	ctx := context.Background()
-	pend, err := store.GetPending(ctx, "web:s1")
+	pend, err := store.GetPending(context.Background(), "web:s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := reaction("s1", "ann", echogate.ReactionApprove, prompt.Ref)
+	pend.Prompt = prompt.Ref
+	return crashAfterDecisionOn(t, store, pend)
+}
+
+// crashAfterDecisionOn records the ✅ on pend's prompt as a crash right after it leaves it:
+// the decision event claimed and unfinished, the resuming turn t_resumed running.
+func crashAfterDecisionOn(t *testing.T, store *pipelinetest.MemStore, pend echogate.PendingTurn) echogate.InboundEvent {
+	t.Helper()
+	ctx := context.Background()
+	ev := reaction("s1", "ann", echogate.ReactionApprove, pend.Prompt)
 	ev.ReceivedAt = time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
 	payload, _ := json.Marshal(ev)
 	if _, err := store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt); err != nil {
@@ -357,3 +365,45 @@ func TestReplayFindsThePromptOfAnInterruptedPause(t *testing.T) {
 		t.Errorf("posts %q, pause's prompt %+v; want no second prompt and the reference %+v saved", rep.Texts(), pend.Prompt, prompt)
 	}
 }
+
+// A crash after the pause was saved but before its turn's end, then a decision, then another
+// crash: at the restart both the paused turn's event and the decision are replayed. The first
+// finds its turn resumed (not running) and is not answered again; the second finishes the
+// resumed turn: one answer, the tool run once.
+func TestReplayAfterTwoCrashesAroundAPause(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	del := newTool("delete_file", tools.Sensitive, "deleted a")
+	ctx := context.Background()
+	// The pausing event unfinished, its turn still running, its pause saved.
+	first := msg("s1", "ann", "delete a")
+	first.ReceivedAt = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	payload, _ := json.Marshal(first)
+	must(t, firstErr(store.ClaimEvent(ctx, first.DedupeKey(), payload, first.ReceivedAt)))
+	must(t, store.CreateTurn(ctx, echogate.TurnRecord{ID: "t_paused", Session: first.SessionKey(), EventKey: first.DedupeKey(),
+		Status: echogate.TurnRunning, StartedAt: first.ReceivedAt}))
+	call := echogate.ToolCall{ID: "call_1", Name: "delete_file", Arguments: `{"path":"a"}`}
+	state, _ := json.Marshal(agent.State{Messages: []echogate.Message{{Role: echogate.RoleUser, Content: "delete a"},
+		{Role: echogate.RoleAssistant, ToolCalls: []echogate.ToolCall{call}}}, Pending: []echogate.ToolCall{call},
+		Iteration: 1, PauseKind: echogate.PauseApproval})
+	pend := echogate.PendingTurn{Session: first.SessionKey(), Turn: "t_paused", Kind: echogate.PauseApproval, CallID: call.ID,
+		Tool: call.Name, State: state, RequestedBy: "web:ann", CreatedAt: first.ReceivedAt,
+		Prompt: echogate.MessageRef{Platform: echogate.PlatformWeb, Channel: "s1", ID: "prompt"}}
+	must(t, store.SavePending(ctx, pend))
+	// Then the ✅, and a crash right after it.
+	crashAfterDecisionOn(t, store, pend)
+	before := del.calls.Load()
+	h := start(t, opts{store: store, tools: []tools.Tool{del}}, agenttest.Reply("Done."), agenttest.Reply("answered twice"))
+	if d := h.waitDone(); d.Status != "done" || d.Turn != "t_resumed" {
+		t.Fatalf("first finished turn after the restart = %+v, want t_resumed done", d)
+	}
+	h.stop()
+	if n := del.calls.Load() - before; n != 1 {
+		t.Errorf("tool ran %d times after the restart, want 1", n)
+	}
+	if n := h.model.Calls(); n != 1 {
+		t.Errorf("model calls after the restart = %d, want 1 (the resumed call; the pausing event not answered again)", n)
+	}
+	checkSettled(t, store)
+}
+
+func firstErr(_ bool, err error) error { return err }

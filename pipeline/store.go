@@ -77,7 +77,8 @@ type TurnLog interface {
 	ListTurns(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.TurnRecord, error) // newest first; empty key = all sessions
 	// ResumeTurn replaces the session's pause of turn r.Paused.Turn by the decision r and the
 	// record of the turn that resumes it (rec, status running), in one transaction; the paused
-	// turn's record becomes TurnResumed. When the session has no such pause (another replica
+	// turn's record becomes TurnResumed (also when it still shows running: a crash came after
+	// its pause was saved, before its end was written). When the session has no such pause (another replica
 	// decided first, the pause was cancelled) nothing is written and the error wraps
 	// echogate.ErrNotFound.
 	ResumeTurn(ctx context.Context, r echogate.TurnResume, rec echogate.TurnRecord) error

@@ -26,7 +26,7 @@ func (s *MemStore) ResumeTurn(ctx context.Context, r echogate.TurnResume, rec ec
 		return fmt.Errorf("memstore: turn %s exists", rec.ID)
 	}
 	delete(s.pending, r.Session)
-	if old, ok := s.turns[r.Paused.Turn]; ok {
+	if old, ok := s.turns[r.Paused.Turn]; ok && (old.Status == echogate.TurnPaused || old.Status == echogate.TurnRunning) {
 		old.Status = echogate.TurnResumed
 		s.turns[old.ID] = old
 	}

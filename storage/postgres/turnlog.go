@@ -14,7 +14,7 @@ import (
 
 const (
 	qResumeDeletePending = `DELETE FROM pending WHERE session = $1 AND turn = $2`
-	qResumeMarkPaused    = `UPDATE turns SET status = $1 WHERE id = $2 AND status = $3`
+	qResumeMarkPaused    = `UPDATE turns SET status = $1 WHERE id = $2 AND status IN ($3, $4)`
 	qInsertResume        = `INSERT INTO resumes (turn, session, event_key, record, created_at) VALUES ($1, $2, $3, $4, $5)`
 	qGetResume           = `SELECT record, tool_started_at, tool_result FROM resumes WHERE event_key = $1 ORDER BY created_at DESC LIMIT 1`
 	qToolStarted         = `UPDATE resumes SET tool_started_at = $1 WHERE turn = $2`
@@ -52,7 +52,8 @@ func (s *Store) ResumeTurn(ctx context.Context, r echogate.TurnResume, rec echog
 		if tag.RowsAffected() == 0 {
 			return errNoPause
 		}
-		if _, err := tx.Exec(ctx, qResumeMarkPaused, string(echogate.TurnResumed), r.Paused.Turn, string(echogate.TurnPaused)); err != nil {
+		// Running too: a crash may have come after the pause was saved, before its turn's end.
+		if _, err := tx.Exec(ctx, qResumeMarkPaused, string(echogate.TurnResumed), r.Paused.Turn, string(echogate.TurnPaused), string(echogate.TurnRunning)); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, qInsertResume, r.Turn, string(r.Session), r.EventKey, body, utc(s.stamp(r.At))); err != nil {

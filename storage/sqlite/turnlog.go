@@ -13,7 +13,7 @@ import (
 
 const (
 	qResumeDeletePending = `DELETE FROM pending WHERE session = ? AND turn = ?`
-	qResumeMarkPaused    = `UPDATE turns SET status = ? WHERE id = ? AND status = ?`
+	qResumeMarkPaused    = `UPDATE turns SET status = ? WHERE id = ? AND status IN (?, ?)`
 	qInsertResume        = `INSERT INTO resumes (turn, session, event_key, record, created_at) VALUES (?, ?, ?, ?, ?)`
 	qGetResume           = `SELECT record, tool_started_at, tool_result FROM resumes WHERE event_key = ? ORDER BY created_at DESC LIMIT 1`
 	qToolStarted         = `UPDATE resumes SET tool_started_at = ? WHERE turn = ?`
@@ -49,7 +49,8 @@ func (s *Store) ResumeTurn(ctx context.Context, r echogate.TurnResume, rec echog
 		if n == 0 {
 			return ErrNotFound
 		}
-		if _, err := tx.exec(qResumeMarkPaused, string(echogate.TurnResumed), r.Paused.Turn, string(echogate.TurnPaused)); err != nil {
+		// Running too: a crash may have come after the pause was saved, before its turn's end.
+		if _, err := tx.exec(qResumeMarkPaused, string(echogate.TurnResumed), r.Paused.Turn, string(echogate.TurnPaused), string(echogate.TurnRunning)); err != nil {
 			return err
 		}
 		if _, err := tx.exec(qInsertResume, r.Turn, string(r.Session), r.EventKey, body, at); err != nil {

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"FinishTurn", r.finishTurn},
 		{"ResumeTurn", r.resumeTurn},
 		{"ResumeTurnRace", r.resumeTurnRace},
+		{"ResumeTurnOfRunningRecord", r.resumeTurnOfRunningRecord},
 		{"RecordToolRun", r.recordToolRun},
 		{"ResumeFollowsSession", r.resumeFollowsSession},
 		{"MessageRoundTrip", r.messageRoundTrip},

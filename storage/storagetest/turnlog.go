@@ -79,6 +79,23 @@ func (r *runner) resumeTurn(t *testing.T, s Store, u uniq) {
 	}
 }
 
+// resumeTurnOfRunningRecord: a pause whose turn's end was never written (the record still
+// running) is resumed the same, and its record no longer shows running.
+func (r *runner) resumeTurnOfRunningRecord(t *testing.T, s Store, u uniq) {
+	ctx := t.Context()
+	key := u.session("running")
+	pend := r.pausedTurn(t, s, u, key)
+	tr, err := s.GetTurn(ctx, pend.Turn)
+	must(t, "GetTurn", err)
+	tr.Status, tr.EndedAt = echogate.TurnRunning, time.Time{}
+	must(t, "UpdateTurn(running)", s.UpdateTurn(ctx, tr))
+	res, rec := resumeOf(u, pend, u.key("resumed"), r.at(2*time.Second))
+	must(t, "ResumeTurn", s.ResumeTurn(ctx, res, rec))
+	if got, err := s.GetTurn(ctx, pend.Turn); err != nil || got.Status != echogate.TurnResumed {
+		t.Errorf("GetTurn(paused, was running) after ResumeTurn = %s, %v; want %s", got.Status, err, echogate.TurnResumed)
+	}
+}
+
 // resumeTurnRace: of concurrent decisions on one pause exactly one resumes it.
 func (r *runner) resumeTurnRace(t *testing.T, s Store, u uniq) {
 	ctx := t.Context()
@@ -151,6 +168,7 @@ func RunTurnLog(t *testing.T, open func(t *testing.T) Store) {
 	r := &runner{run: randomHex(t, 6), open: open, base: randomBase(t)}
 	for name, fn := range map[string]func(t *testing.T, s Store, u uniq){
 		"FinishTurn": r.finishTurn, "ResumeTurn": r.resumeTurn, "ResumeTurnRace": r.resumeTurnRace,
+		"ResumeTurnOfRunningRecord": r.resumeTurnOfRunningRecord,
 		"RecordToolRun": r.recordToolRun, "ResumeFollowsSession": r.resumeFollowsSession,
 	} {
 		t.Run(name, func(t *testing.T) { fn(t, r.open(t), uniq{prefix: "st-" + r.run + "-" + name + "-"}) })
