@@ -159,6 +159,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		if err := p.pending.load(ctx, p.d.Store); err != nil {
 			p.log.Warn("pipeline: every event will read its session's paused turn", "err", err)
 		}
+		p.reconcile(ctx)
 	}
 	close(p.started)
 	if err := p.replay(ctx, true); err != nil {

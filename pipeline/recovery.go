@@ -18,6 +18,51 @@ import (
 // replay answers it in a new turn.
 const interruptedPrefix = "interrupted:"
 
+// reconcileTurns bounds how many of the newest turns reconcile looks at.
+const reconcileTurns = 1000
+
+// reconcile reopens the events of turns left running whose event was completed anyway: the
+// store's event log and transcript commit apart (SQLite), and a crash between the two commits
+// kept the completion and lost the turn's end. The replay then recovers them like any other
+// (the answer looked up, else answered again). Only for a store no other process writes: at
+// start, every running turn is dead.
+func (p *Pipeline) reconcile(ctx context.Context) {
+	turns, err := p.d.Store.ListTurns(ctx, "", reconcileTurns)
+	if err != nil {
+		p.log.Warn("pipeline: list turns to reconcile", "err", err)
+		return
+	}
+	var running []echogate.TurnRecord
+	for _, tr := range turns {
+		if tr.Status == echogate.TurnRunning && tr.EventKey != "" {
+			running = append(running, tr)
+		}
+	}
+	if len(running) == 0 {
+		return
+	}
+	evs, err := p.d.Store.UnfinishedEvents(ctx, p.runAt, 0)
+	if err != nil {
+		p.log.Warn("pipeline: list unfinished events to reconcile", "err", err)
+		return
+	}
+	unfinished := make(map[string]bool, len(evs))
+	for _, e := range evs {
+		unfinished[e.Key] = true
+	}
+	for _, tr := range running {
+		if unfinished[tr.EventKey] {
+			continue
+		}
+		if err := p.d.Store.ReopenEvent(ctx, tr.EventKey); err != nil {
+			p.log.Warn("pipeline: reopen the event of a turn whose end was lost", "turn", tr.ID, "event", tr.EventKey, "err", err)
+			continue
+		}
+		unfinished[tr.EventKey] = true
+		p.log.Warn("turn's end was lost while its event was completed; recovering it", "turn", tr.ID, "session", tr.Session)
+	}
+}
+
 // recovery is what a replayed event's recovery found.
 type recovery struct {
 	handled    bool // the event's outcome is recorded (or was finished now): nothing more to do

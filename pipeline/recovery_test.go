@@ -407,3 +407,26 @@ func TestReplayAfterTwoCrashesAroundAPause(t *testing.T) {
 }
 
 func firstErr(_ bool, err error) error { return err }
+
+// SQLite's two files commit apart: a crash can keep an event's completion and lose its turn's
+// end. At start the pipeline reopens such an event, and the replay answers it.
+func TestReconcileReopensACompletedEventWhoseTurnRuns(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	ev := msg("s1", "ann", "hello?")
+	ev.ReceivedAt = time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	payload, _ := json.Marshal(ev)
+	ctx := context.Background()
+	must(t, firstErr(store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)))
+	must(t, store.CompleteEvent(ctx, ev.DedupeKey(), ev.ReceivedAt))
+	must(t, store.CreateTurn(ctx, echogate.TurnRecord{ID: "t_lost", Session: ev.SessionKey(), EventKey: ev.DedupeKey(),
+		Status: echogate.TurnRunning, StartedAt: ev.ReceivedAt}))
+	h := start(t, opts{store: store}, agenttest.Reply("here"))
+	if d := h.waitDone(); d.Text != "here" {
+		t.Fatalf("answer after the restart = %+v, want the event answered", d)
+	}
+	h.stop()
+	if tr, _ := store.GetTurn(ctx, "t_lost"); tr.Status != echogate.TurnFailed {
+		t.Errorf("lost turn = %s, want closed as failed (interrupted)", tr.Status)
+	}
+	checkSettled(t, store)
+}

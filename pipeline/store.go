@@ -31,6 +31,9 @@ type EventStore interface {
 	// UnfinishedEvents lists claimed, not completed events claimed before `before`, oldest first
 	// (replayed after a restart so that nothing is lost).
 	UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error)
+	// ReopenEvent marks a completed event unfinished again: recovery found it completed while
+	// its turn's end was lost (a store whose event log and transcript commit apart).
+	ReopenEvent(ctx context.Context, key string) error
 }
 
 // SessionStore keeps sessions and their transcripts.
@@ -90,8 +93,10 @@ type TurnLog interface {
 	RecordToolRun(ctx context.Context, turn, callID string, result []byte, at time.Time) error
 	// FinishTurn writes a turn's end in one call: it appends end.Messages, updates end.Turn
 	// (as UpdateTurn), records end.Usage (setting their IDs), removes the turn's resume
-	// record, and completes end.EventKey, written only once the rest was (so a crash never
-	// leaves a completed event without its turn's end). The parts succeed or fail on their own: a
+	// record, and completes end.EventKey. A store that cannot commit them atomically (SQLite's
+	// two files) may leave either without the other after a crash: the pipeline reconciles a
+	// completed event whose turn still runs at start (ReopenEvent), and a replayed event whose
+	// turn ended is only completed. The parts succeed or fail on their own: a
 	// turn record that cannot be written must not keep the transcript from being saved or the
 	// event from being completed. The error joins the parts' errors.
 	FinishTurn(ctx context.Context, end echogate.TurnEnd) error

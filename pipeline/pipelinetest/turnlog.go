@@ -86,3 +86,17 @@ func (s *MemStore) PendingByPrompt(ctx context.Context, ref echogate.MessageRef)
 	}
 	return echogate.PendingTurn{}, notFound("pending of prompt", ref.ID)
 }
+
+// ReopenEvent implements pipeline.EventStore.
+func (s *MemStore) ReopenEvent(ctx context.Context, key string) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	e, ok := s.events[key]
+	if !ok {
+		return notFound("event", key)
+	}
+	e.completed = false
+	return nil
+}

@@ -59,6 +59,23 @@ func (s *Store) CompleteEvent(ctx context.Context, key string, at time.Time) err
 	return nil
 }
 
+// ReopenEvent marks a completed event unfinished again, so the next replay recovers it (see
+// pipeline.EventStore). An unknown key wraps ErrNotFound.
+func (s *Store) ReopenEvent(ctx context.Context, key string) error {
+	p, err := s.pool(ctx, fmt.Sprintf("reopen event %q", key))
+	if err != nil {
+		return err
+	}
+	tag, err := p.Exec(ctx, `UPDATE events SET completed_at = NULL WHERE key = $1`, key)
+	if err != nil {
+		return fail(ctx, err, "reopen event %q", key)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: reopen event %q: %w", key, ErrNotFound)
+	}
+	return nil
+}
+
 // UnfinishedEvents lists events claimed strictly before `before` and not completed, oldest
 // first (ties by key), at most limit of them (limit <= 0: all).
 func (s *Store) UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error) {

@@ -66,6 +66,27 @@ func (s *Store) CompleteEvent(ctx context.Context, key string, at time.Time) err
 	return nil
 }
 
+// ReopenEvent marks a completed event unfinished again, so the next replay recovers it (see
+// pipeline.EventStore). An unknown key wraps ErrNotFound.
+func (s *Store) ReopenEvent(ctx context.Context, key string) error {
+	d, err := s.evConns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: reopen event %q: %w", key, err)
+	}
+	var n int64
+	err = d.write(ctx, func(tx *wtx) (err error) {
+		n, err = tx.rowsAffected(`UPDATE events SET completed_at = NULL WHERE key = ?`, key)
+		return err
+	})
+	if err != nil {
+		return fail(ctx, err, "reopen event %q", key)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: reopen event %q: %w", key, ErrNotFound)
+	}
+	return nil
+}
+
 // UnfinishedEvents lists events claimed strictly before `before` and not completed, oldest
 // first (ties by key), at most limit of them (limit <= 0: all).
 func (s *Store) UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error) {

@@ -171,12 +171,13 @@ func isUniqueViolation(err error) bool {
 
 // FinishTurn writes the end of a turn (see pipeline.TurnLog): it appends end.Messages,
 // updates end.Turn (as UpdateTurn), records end.Usage (setting their IDs) and removes the
-// turn's resume record in the main database, and then completes end.EventKey in the event
-// log. The two files commit separately, so the completion is written only after the main
-// part committed: a completed event always has its turn's end, and an event whose completion
-// was lost is found ended by the replay (which then only completes it). The parts succeed or
-// fail independently, like separate calls; the error joins theirs (an unknown turn to update
-// or event to complete wraps ErrNotFound).
+// turn's resume record in the main database, and completes end.EventKey in the event log, at
+// the same time (the two writers commit in parallel; this call waits for both). The two files
+// do not commit atomically: a crash between the commits can leave the event completed while
+// the turn still shows running, which the pipeline reconciles at start (ReopenEvent), or the
+// turn ended while its event is unfinished, which the replay only completes. The parts succeed
+// or fail independently, like separate calls; the error joins theirs (an unknown turn to
+// update or event to complete wraps ErrNotFound).
 func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	t := end.Turn
 	switch {
@@ -195,6 +196,18 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	}
 	atUS := toMicros(s.stamp(end.At))
 	var msgErr, turnErr, eventErr, usageErr error
+	// The event's completion goes to the event log's writer, queued first, then the main
+	// part; both writers run at once, and this call waits for both.
+	var (
+		evReq     *writeReq
+		completed int64
+	)
+	if end.EventKey != "" {
+		evReq, eventErr = d.ev.wr.enqueue(ctx, false, func(tx *wtx) (err error) {
+			completed, err = tx.rowsAffected(qCompleteEvent, atUS, end.EventKey)
+			return err
+		})
+	}
 	err = d.write(ctx, func(tx *wtx) error {
 		// A failing statement rolls back only itself: the other parts still commit.
 		msgErr, turnErr, usageErr = nil, nil, nil
@@ -229,12 +242,8 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 			end.Usage[i].ID = 0
 		}
 	}
-	if end.EventKey != "" {
-		var completed int64
-		eventErr = d.ev.wr.do(ctx, false, func(tx *wtx) (err error) {
-			completed, err = tx.rowsAffected(qCompleteEvent, atUS, end.EventKey)
-			return err
-		})
+	if evReq != nil {
+		eventErr = d.ev.wr.wait(ctx, evReq)
 		if eventErr == nil && completed == 0 {
 			eventErr = ErrNotFound
 		}

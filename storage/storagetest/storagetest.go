@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"ResumeTurn", r.resumeTurn},
 		{"ResumeTurnRace", r.resumeTurnRace},
 		{"ResumeTurnOfRunningRecord", r.resumeTurnOfRunningRecord},
+		{"ReopenEvent", r.reopenEvent},
 		{"RecordToolRun", r.recordToolRun},
 		{"ResumeFollowsSession", r.resumeFollowsSession},
 		{"MessageRoundTrip", r.messageRoundTrip},

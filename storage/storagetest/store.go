@@ -19,6 +19,7 @@ type Store interface {
 	ClaimEvent(ctx context.Context, key string, payload []byte, at time.Time) (bool, error)
 	CompleteEvent(ctx context.Context, key string, at time.Time) error
 	UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error)
+	ReopenEvent(ctx context.Context, key string) error
 
 	// SessionStore
 	UpsertSession(ctx context.Context, s echogate.SessionInfo) error

@@ -96,6 +96,30 @@ func (r *runner) resumeTurnOfRunningRecord(t *testing.T, s Store, u uniq) {
 	}
 }
 
+// reopenEvent: a completed event can be made unfinished again (recovery of a turn whose end was
+// lost while its event's completion landed).
+func (r *runner) reopenEvent(t *testing.T, s Store, u uniq) {
+	ctx := t.Context()
+	key := u.key("ev")
+	if _, err := s.ClaimEvent(ctx, key, []byte(`{"id":"x"}`), r.at(0)); err != nil {
+		t.Fatal(err)
+	}
+	must(t, "CompleteEvent", s.CompleteEvent(ctx, key, r.at(time.Second)))
+	must(t, "ReopenEvent", s.ReopenEvent(ctx, key))
+	evs, err := s.UnfinishedEvents(ctx, r.at(time.Hour), 0)
+	must(t, "UnfinishedEvents", err)
+	found := false
+	for _, e := range evs {
+		if e.Key == key {
+			found = string(e.Payload) == `{"id":"x"}`
+		}
+	}
+	if !found {
+		t.Errorf("UnfinishedEvents after ReopenEvent lacks %q with its payload", key)
+	}
+	checkNotFound(t, "ReopenEvent(unknown)", s.ReopenEvent(ctx, u.key("nope")))
+}
+
 // resumeTurnRace: of concurrent decisions on one pause exactly one resumes it.
 func (r *runner) resumeTurnRace(t *testing.T, s Store, u uniq) {
 	ctx := t.Context()
@@ -168,8 +192,8 @@ func RunTurnLog(t *testing.T, open func(t *testing.T) Store) {
 	r := &runner{run: randomHex(t, 6), open: open, base: randomBase(t)}
 	for name, fn := range map[string]func(t *testing.T, s Store, u uniq){
 		"FinishTurn": r.finishTurn, "ResumeTurn": r.resumeTurn, "ResumeTurnRace": r.resumeTurnRace,
-		"ResumeTurnOfRunningRecord": r.resumeTurnOfRunningRecord,
-		"RecordToolRun":             r.recordToolRun, "ResumeFollowsSession": r.resumeFollowsSession,
+		"ResumeTurnOfRunningRecord": r.resumeTurnOfRunningRecord, "ReopenEvent": r.reopenEvent,
+		"RecordToolRun": r.recordToolRun, "ResumeFollowsSession": r.resumeFollowsSession,
 	} {
 		t.Run(name, func(t *testing.T) { fn(t, r.open(t), uniq{prefix: "st-" + r.run + "-" + name + "-"}) })
 	}
