@@ -40,16 +40,20 @@ type chaosRun struct {
 	kills int
 	kill  chan string // kill requests (reasons), served by the test goroutine
 
-	resumedCalls atomic.Int32 // model calls that carry an approved tool's result
+	resumedKills atomic.Int32 // kills asked for during a resumed model call
+	approvalKill atomic.Int32 // kills asked for 0–20 ms after a ✅
 	approvals    atomic.Int32 // ✅ acknowledged
 	redelivered  atomic.Int32 // deliveries that needed more than one push
 }
 
-// requestKill asks the test goroutine for a SIGKILL; a kill already asked for absorbs it.
-func (c *chaosRun) requestKill(reason string) {
+// requestKill asks the test goroutine for a SIGKILL; false when a kill already asked for
+// absorbs it.
+func (c *chaosRun) requestKill(reason string) bool {
 	select {
 	case c.kill <- reason:
+		return true
 	default:
+		return false
 	}
 }
 
@@ -172,11 +176,14 @@ func (c *chaosRun) await(ch, user, tag string, tool bool) error {
 		if !c.deliver(slacktest.Reaction(user, "white_check_mark", ch, todo, c.srv.BotUserID())) {
 			return fmt.Errorf("%s: ✅ never acknowledged", tag)
 		}
-		if n := c.approvals.Add(1); n <= 2 {
+		c.approvals.Add(1)
+		if c.approvalKill.Load() < 2 {
 			// Targeted: 0–20 ms after an acknowledged ✅ (a timed kill, not a wait).
 			after := time.Duration(rand.IntN(21)) * time.Millisecond
 			time.Sleep(after)
-			c.requestKill(fmt.Sprintf("%s after the acknowledged ✅ of %s", after, tag))
+			if c.requestKill(fmt.Sprintf("%s after the acknowledged ✅ of %s", after, tag)) {
+				c.approvalKill.Add(1)
+			}
 		}
 	}
 	return fmt.Errorf("%s: no answer within 90s; bot messages: %q", tag, c.botTexts(ch))
@@ -283,8 +290,8 @@ func (c *chaosRun) model(script string) func(agenttest.ChatRequest) (agenttest.A
 		tag := chaosTag.FindString(req.LastUser())
 		slow := agenttest.Answer{FragmentSize: 6, ChunkDelay: 3 * time.Millisecond}
 		if req.Last().Role == "tool" {
-			if c.resumedCalls.Add(1) <= 2 {
-				c.requestKill("during the resumed model call of " + tag)
+			if c.resumedKills.Load() < 2 && c.requestKill("during the resumed model call of "+tag) {
+				c.resumedKills.Add(1)
 				slow.ChunkDelay = 40 * time.Millisecond
 			}
 			slow.Text = "answer " + tag + " after the tool: " + oneLine(req.Last().Content, 60) + " (end)"
@@ -360,5 +367,8 @@ func (c *chaosRun) check() {
 		msgs, *chaosSessions, toolTurns, c.approvals.Load(), c.kills, c.redelivered.Load(), len(turns), lost, twice, toolWrong, notRerun, stuck, partial)
 	if c.kills < *chaosKills {
 		t.Errorf("%d SIGKILLs, want at least %d", c.kills, *chaosKills)
+	}
+	if c.approvalKill.Load() < 1 || c.resumedKills.Load() < 1 {
+		t.Errorf("targeted kills: %d after a ✅, %d during a resumed model call; want at least one of each", c.approvalKill.Load(), c.resumedKills.Load())
 	}
 }
