@@ -1,4 +1,4 @@
--- 0004_turn_log: the turn log's resume records (pipeline.TurnLog).
+-- 0005_turn_log: the turn log's resume records (pipeline.TurnLog).
 --
 -- A decision on a paused turn replaces the pending row by a resume row and the resuming
 -- turn's record, in one transaction; the row lives until that turn ends (FinishTurn), so a
