@@ -91,6 +91,7 @@ type TurnResume struct {
 type StopRequest struct {
 	ID      int64      `json:"id"`
 	Session SessionKey `json:"session"`
+	Actor   string     `json:"actor"` // qualified id of who sent it ("slack:U123")
 }
 
 // UsageTrigger says what work caused a usage entry.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -21,7 +22,7 @@ func (p *Pipeline) requestStop(ctx context.Context, ev echogate.InboundEvent) {
 	if p.stops == nil {
 		return
 	}
-	if err := p.stops.RequestStop(ctx, ev.SessionKey()); err != nil {
+	if err := p.stops.RequestStop(ctx, ev.SessionKey(), ev.Actor.QualifiedID(ev.Conversation.Platform)); err != nil {
 		p.log.Warn("pipeline: store stop request for the other replicas", "session", ev.SessionKey(), "event_id", ev.ID, "err", err)
 	}
 }
@@ -47,7 +48,7 @@ func (p *Pipeline) watchStops(ctx context.Context) {
 					continue
 				}
 				seen[s.ID] = now
-				if primed && p.stopLocal(s.Session) {
+				if primed && p.stopLocal(s) {
 					p.log.Info("turn stop requested on another replica", "session", s.Session)
 				}
 			}
@@ -66,13 +67,17 @@ func (p *Pipeline) watchStops(ctx context.Context) {
 	}
 }
 
-// stopLocal stops key's turn when it runs in this process.
-func (p *Pipeline) stopLocal(key echogate.SessionKey) bool {
-	sh := p.shardFor(key)
+// stopLocal stops the turn of s's session when it runs in this process and s's sender may
+// stop it (mayStop, as for a stop received here).
+func (p *Pipeline) stopLocal(s echogate.StopRequest) bool {
+	platform, id, _ := strings.Cut(s.Actor, ":")
+	ev := echogate.InboundEvent{Kind: echogate.KindMessage, Text: "stop", Session: s.Session,
+		Conversation: echogate.ConversationRef{Platform: platform}, Actor: echogate.Actor{ID: id}}
+	sh := p.shardFor(s.Session)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	mb := sh.boxes[key]
-	if mb == nil || mb.cur == nil {
+	mb := sh.boxes[s.Session]
+	if mb == nil || mb.cur == nil || !p.mayStop(mb.cur, ev) {
 		return false
 	}
 	mb.cur.stop()

@@ -127,8 +127,9 @@ type PendingStore interface {
 // whose turn may run on another replica is stored, and every replica polls for new ones
 // (stopPollInterval), so the replica running the turn stops it within a second.
 type StopFlags interface {
-	// RequestStop stores a stop of the session's running turn.
-	RequestStop(ctx context.Context, key echogate.SessionKey) error
+	// RequestStop stores a stop of the session's running turn sent by actor (a qualified id);
+	// the replica running the turn applies the same rule as to a stop it receives itself.
+	RequestStop(ctx context.Context, key echogate.SessionKey, actor string) error
 	// RecentStops lists the stops stored within the last window, by the store's clock,
 	// oldest first; a stop is seen by several polls and told apart by its ID.
 	RecentStops(ctx context.Context, window time.Duration) ([]echogate.StopRequest, error)

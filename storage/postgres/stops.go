@@ -11,14 +11,14 @@ import (
 )
 
 const (
-	qRequestStop = `INSERT INTO stops (session) VALUES ($1)`
+	qRequestStop = `INSERT INTO stops (session, actor) VALUES ($1, $2)`
 	qPruneStops  = `DELETE FROM stops WHERE requested_at < now() - interval '5 minutes'`
-	qRecentStops = `SELECT id, session FROM stops WHERE requested_at > now() - make_interval(secs => $1) ORDER BY id`
+	qRecentStops = `SELECT id, session, actor FROM stops WHERE requested_at > now() - make_interval(secs => $1) ORDER BY id`
 )
 
-// RequestStop stores a stop of the session's running turn, wherever it runs (see
-// pipeline.StopFlags), and removes stops older than five minutes.
-func (s *Store) RequestStop(ctx context.Context, key echogate.SessionKey) error {
+// RequestStop stores a stop of the session's running turn sent by actor (a qualified id),
+// wherever the turn runs (see pipeline.StopFlags), and removes stops older than five minutes.
+func (s *Store) RequestStop(ctx context.Context, key echogate.SessionKey, actor string) error {
 	if key == "" {
 		return fmt.Errorf("postgres: request stop: %w: empty session key", ErrInvalid)
 	}
@@ -27,7 +27,7 @@ func (s *Store) RequestStop(ctx context.Context, key echogate.SessionKey) error 
 		return err
 	}
 	err = inTx(ctx, p, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, qRequestStop, string(key)); err != nil {
+		if _, err := tx.Exec(ctx, qRequestStop, string(key), actor); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, qPruneStops)
@@ -53,7 +53,7 @@ func (s *Store) RecentStops(ctx context.Context, window time.Duration) ([]echoga
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (echogate.StopRequest, error) {
 		var sr echogate.StopRequest
 		var key string
-		err := r.Scan(&sr.ID, &key)
+		err := r.Scan(&sr.ID, &key, &sr.Actor)
 		sr.Session = echogate.SessionKey(key)
 		return sr, err
 	})

@@ -18,12 +18,14 @@ CREATE TABLE resumes (
 CREATE INDEX resumes_by_event ON resumes (event_key);
 CREATE INDEX resumes_by_session ON resumes (session);
 
--- Stop flags: a stop for a session whose turn runs on another replica. Every replica polls the
--- rows of the last seconds (by the database's clock) and stops its running turn of that
--- session; RequestStop removes rows older than a few minutes.
+-- Stop flags: a stop for a session whose turn runs on another replica, with who sent it (the
+-- replica running the turn applies the same rule as for a local stop). Every replica polls the
+-- rows of the last seconds (by the database's clock); RequestStop removes rows older than a
+-- few minutes.
 CREATE TABLE stops (
     id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     session      text        NOT NULL,
+    actor        text        NOT NULL DEFAULT '',
     requested_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX stops_by_time ON stops (requested_at);
