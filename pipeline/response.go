@@ -87,10 +87,11 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 		t.log.Error("turn failed", "err", res.Err)
 		final = joinText(res.Answer, p.cfg.FallbackText+" (ref "+t.id+")")
 		t.rec.Error = errText(res.Err)
+		_, err = t.out.finish(ctx, echogate.OutNotice, final)
+		// The error event comes right before done, after the fallback text was posted.
 		if t.enter(StateFailed) {
 			t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final})
 		}
-		_, err = t.out.finish(ctx, echogate.OutNotice, final)
 	}
 	return final, err
 }
@@ -108,12 +109,14 @@ func (p *Pipeline) undelivered(ctx context.Context, t *Turn, err error) {
 		return // the pause is saved; a decision on any message of the session counts
 	case st == StateFailed:
 		return // the failure's own notice did not go through
-	case st == StateResponse && t.enter(StateFailed):
-		t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: "the answer could not be delivered"})
 	}
+	failed := t.life.State() == StateResponse && t.enter(StateFailed)
 	nctx, cancel := context.WithTimeout(ctx, stageTimeout-postBudget-endTimeout)
 	defer cancel()
 	p.notify(nctx, t.log, t.ev, "⚠️ I couldn't deliver my answer to this conversation (ref "+t.id+"). Please try again.")
+	if failed { // the error event comes right before done
+		t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: "the answer could not be delivered"})
+	}
 }
 
 // endTurn writes the turn's end: one TurnLog.FinishTurn on a bounded context of its own, with
