@@ -95,6 +95,9 @@ const (
 	defaultWriteTimeout    = 30 * time.Second
 	defaultUser            = "web-user"
 
+	// startWait bounds how long a request waits for Run to start (see submit).
+	startWait = 5 * time.Second
+
 	maxSessionIDLen = 128
 	maxUserIDLen    = 128
 	maxPrompts      = 32
@@ -270,9 +273,30 @@ func (c *Channel) Ready() (bool, string) {
 	return false, "not started"
 }
 
-// submit hands ev to the sink. It fails with ErrNotRunning outside Run. It blocks only as long as
-// the sink does (the sink returns quickly by contract).
+// waitingForRun, when set (by tests), is called as a request starts waiting for Run.
+var waitingForRun func()
+
+// submit hands ev to the sink. A request that arrives while the HTTP server already listens but
+// Run has not started yet (the first milliseconds of serve) waits for Run, up to startWait or
+// ctx's end; after Run returned, or when it does not start in time, submit fails with
+// ErrNotRunning. Otherwise it blocks only as long as the sink does (the sink returns quickly by
+// contract).
 func (c *Channel) submit(ctx context.Context, ev echogate.InboundEvent) error {
+	c.mu.Lock()
+	state := c.state
+	c.mu.Unlock()
+	if state == stateNew {
+		if waitingForRun != nil {
+			waitingForRun()
+		}
+		t := time.NewTimer(startWait)
+		select {
+		case <-c.started:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	c.mu.Lock()
 	sink, state := c.sink, c.state
 	c.mu.Unlock()
