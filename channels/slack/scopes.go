@@ -20,10 +20,10 @@ var MethodScopes = map[string]string{
 	"conversations.replies":                 "channels:history", // groups:history / im:history in private channels and DMs
 	"conversations.history":                 "channels:history",
 	"users.info":                            "users:read",
-	"assistant.threads.setStatus":           "assistant:write",
+	"assistant.threads.setStatus":           "chat:write", // since 2026-03 also in channels; assistant:write is being retired for it
 	"assistant.threads.setSuggestedPrompts": "assistant:write",
 	"assistant.threads.setTitle":            "assistant:write",
-	"agents.sessions.setStatus":             "assistant:write", // scope not in the offline reference; refused → off
+	"agents.sessions.setStatus":             "chat:write", // thread-based agent sessions; the app must be declared an agent (which adds assistant:write)
 	"files (url_private download)":          "files:read",
 }
 
