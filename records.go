@@ -40,10 +40,13 @@ const (
 
 // TurnRecord is one turn: one inbound event handled through the three stages.
 type TurnRecord struct {
-	ID           string     `json:"id"`
-	Session      SessionKey `json:"session"`
-	EventKey     string     `json:"event_key"` // InboundEvent.DedupeKey of the event that started it
-	UserID       string     `json:"user_id"`
+	ID       string     `json:"id"`
+	Session  SessionKey `json:"session"`
+	EventKey string     `json:"event_key"` // InboundEvent.DedupeKey of the event that started it
+	UserID   string     `json:"user_id"`
+	// Agent names the agent profile (agents:) that served the turn; "default" for the top-level
+	// agent. Set when the turn is created and never changed.
+	Agent        string     `json:"agent,omitempty"`
 	Status       TurnStatus `json:"status"`
 	Model        string     `json:"model,omitempty"`
 	RouteReason  string     `json:"route_reason,omitempty"`
@@ -110,6 +113,7 @@ type UsageRecord struct {
 	Session SessionKey   `json:"session,omitempty"`
 	UserID  string       `json:"user_id,omitempty"` // qualified
 	Channel string       `json:"channel,omitempty"` // platform:channel
+	Agent   string       `json:"agent,omitempty"`   // the turn's agent profile; "" for background work
 	Trigger UsageTrigger `json:"trigger"`
 	Usage   Usage        `json:"usage"`
 	At      time.Time    `json:"at"`
@@ -121,6 +125,7 @@ type UsageFilter struct {
 	Session SessionKey
 	UserID  string
 	Channel string
+	Agent   string
 	Since   time.Time // inclusive
 	Until   time.Time // exclusive; zero means no upper bound
 }

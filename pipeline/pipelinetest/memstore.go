@@ -310,6 +310,7 @@ func (s *MemStore) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int
 func match(r echogate.UsageRecord, f echogate.UsageFilter) bool {
 	return (f.Turn == "" || r.Turn == f.Turn) && (f.Session == "" || r.Session == f.Session) &&
 		(f.UserID == "" || r.UserID == f.UserID) && (f.Channel == "" || r.Channel == f.Channel) &&
+		(f.Agent == "" || r.Agent == f.Agent) &&
 		(f.Since.IsZero() || !r.At.Before(f.Since)) && (f.Until.IsZero() || r.At.Before(f.Until))
 }
 

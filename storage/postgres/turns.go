@@ -11,8 +11,8 @@ import (
 )
 
 const (
-	turnCols    = `id, session, event_key, user_id, status, model, route_reason, error, input_tokens, output_tokens, cost_usd, started_at, ended_at`
-	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	turnCols    = `id, session, event_key, user_id, agent, status, model, route_reason, error, input_tokens, output_tokens, cost_usd, started_at, ended_at`
+	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	qUpdateTurn = `UPDATE turns SET status = $1, model = $2, route_reason = $3, error = $4,
 input_tokens = $5, output_tokens = $6, cost_usd = $7, ended_at = $8 WHERE id = $9`
 	qGetTurn          = `SELECT ` + turnCols + ` FROM turns WHERE id = $1`
@@ -33,7 +33,7 @@ func (s *Store) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.Exec(ctx, qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, string(t.Status), t.Model,
+	_, err = p.Exec(ctx, qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
 		t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CostUSD, utc(s.stamp(t.StartedAt)), optTime(t.EndedAt))
 	if err != nil {
 		if isUniqueViolation(err) {
@@ -73,7 +73,7 @@ func scanTurn(row pgx.Row) (echogate.TurnRecord, error) {
 		status  string
 		ended   *time.Time
 	)
-	err := row.Scan(&t.ID, &session, &t.EventKey, &t.UserID, &status, &t.Model, &t.RouteReason, &t.Error,
+	err := row.Scan(&t.ID, &session, &t.EventKey, &t.UserID, &t.Agent, &status, &t.Model, &t.RouteReason, &t.Error,
 		&t.InputTokens, &t.OutputTokens, &t.CostUSD, &t.StartedAt, &ended)
 	if err != nil {
 		return t, err

@@ -12,10 +12,10 @@ import (
 )
 
 const (
-	usageCols    = `id, turn, session, user_id, channel, trigger, kind, model, input_tokens, output_tokens, cached_input_tokens, cost_usd, failed, at`
-	qRecordUsage = `INSERT INTO usage (turn, session, user_id, channel, trigger, kind, model,
+	usageCols    = `id, turn, session, user_id, channel, agent, trigger, kind, model, input_tokens, output_tokens, cached_input_tokens, cost_usd, failed, at`
+	qRecordUsage = `INSERT INTO usage (turn, session, user_id, channel, agent, trigger, kind, model,
 input_tokens, output_tokens, cached_input_tokens, cost_usd, failed, at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`
 )
 
 // RecordUsage appends one entry to the ledger and returns its id (increasing, never reused).
@@ -27,7 +27,7 @@ func (s *Store) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64,
 	}
 	u := r.Usage
 	var id int64
-	err = p.QueryRow(ctx, qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, string(r.Trigger),
+	err = p.QueryRow(ctx, qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, r.Agent, string(r.Trigger),
 		string(u.Kind), u.Model, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, u.Failed,
 		utc(s.stamp(r.At))).Scan(&id)
 	if err != nil {
@@ -60,6 +60,9 @@ func usageWhere(f echogate.UsageFilter) (string, []any) {
 	if f.Channel != "" {
 		add("channel", "=", f.Channel)
 	}
+	if f.Agent != "" {
+		add("agent", "=", f.Agent)
+	}
 	if !f.Since.IsZero() {
 		add("at", ">=", utc(f.Since))
 	}
@@ -74,8 +77,8 @@ func usageWhere(f echogate.UsageFilter) (string, []any) {
 
 // describeFilter renders a filter for error messages.
 func describeFilter(f echogate.UsageFilter) string {
-	return fmt.Sprintf("{turn=%q session=%q user=%q channel=%q since=%s until=%s}",
-		f.Turn, f.Session, f.UserID, f.Channel, f.Since.Format(time.RFC3339Nano), f.Until.Format(time.RFC3339Nano))
+	return fmt.Sprintf("{turn=%q session=%q user=%q channel=%q agent=%q since=%s until=%s}",
+		f.Turn, f.Session, f.UserID, f.Channel, f.Agent, f.Since.Format(time.RFC3339Nano), f.Until.Format(time.RFC3339Nano))
 }
 
 // SumUsage sums input, output and cached tokens and cost over the ledger entries matching f
@@ -117,7 +120,7 @@ func (s *Store) ListUsage(ctx context.Context, f echogate.UsageFilter, limit int
 			r                      echogate.UsageRecord
 			session, trigger, kind string
 		)
-		err := row.Scan(&r.ID, &r.Turn, &session, &r.UserID, &r.Channel, &trigger, &kind, &r.Usage.Model,
+		err := row.Scan(&r.ID, &r.Turn, &session, &r.UserID, &r.Channel, &r.Agent, &trigger, &kind, &r.Usage.Model,
 			&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CachedInputTokens, &r.Usage.CostUSD, &r.Usage.Failed, &r.At)
 		r.Session = echogate.SessionKey(session)
 		r.Trigger = echogate.UsageTrigger(trigger)

@@ -12,8 +12,8 @@ import (
 )
 
 const (
-	turnCols    = `id, session, event_key, user_id, status, model, route_reason, error, input_tokens, output_tokens, cost_usd, started_at, ended_at`
-	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	turnCols    = `id, session, event_key, user_id, agent, status, model, route_reason, error, input_tokens, output_tokens, cost_usd, started_at, ended_at`
+	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qUpdateTurn = `UPDATE turns SET status = ?, model = ?, route_reason = ?, error = ?,
 input_tokens = ?, output_tokens = ?, cost_usd = ?, ended_at = ? WHERE id = ?`
 	qGetTurn          = `SELECT ` + turnCols + ` FROM turns WHERE id = ?`
@@ -35,7 +35,7 @@ func (s *Store) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
 		return fmt.Errorf("sqlite: create turn %q: %w", t.ID, err)
 	}
 	err = d.write(ctx, func(tx *wtx) error {
-		_, err := tx.exec(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, string(t.Status), t.Model,
+		_, err := tx.exec(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
 			t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CostUSD, toMicros(s.stamp(t.StartedAt)), optMicros(t.EndedAt))
 		return err
 	})
@@ -82,7 +82,7 @@ func scanTurn(row interface{ Scan(...any) error }) (echogate.TurnRecord, error) 
 		started int64
 		ended   sql.NullInt64
 	)
-	err := row.Scan(&t.ID, &session, &t.EventKey, &t.UserID, &status, &t.Model, &t.RouteReason, &t.Error,
+	err := row.Scan(&t.ID, &session, &t.EventKey, &t.UserID, &t.Agent, &status, &t.Model, &t.RouteReason, &t.Error,
 		&t.InputTokens, &t.OutputTokens, &t.CostUSD, &started, &ended)
 	if err != nil {
 		return t, err

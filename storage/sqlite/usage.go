@@ -9,10 +9,10 @@ import (
 )
 
 const (
-	usageCols    = `id, turn, session, user_id, channel, trigger, kind, model, input_tokens, output_tokens, cached_input_tokens, cost_usd, failed, at`
-	qRecordUsage = `INSERT INTO usage (turn, session, user_id, channel, trigger, kind, model,
+	usageCols    = `id, turn, session, user_id, channel, agent, trigger, kind, model, input_tokens, output_tokens, cached_input_tokens, cost_usd, failed, at`
+	qRecordUsage = `INSERT INTO usage (turn, session, user_id, channel, agent, trigger, kind, model,
 input_tokens, output_tokens, cached_input_tokens, cost_usd, failed, at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // RecordUsage appends one entry to the ledger and returns its id (increasing, never reused).
@@ -36,7 +36,7 @@ func (s *Store) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64,
 // insertUsage appends r to the ledger in tx and returns its id.
 func (s *Store) insertUsage(tx *wtx, r echogate.UsageRecord) (int64, error) {
 	u := r.Usage
-	res, err := tx.exec(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, string(r.Trigger),
+	res, err := tx.exec(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, r.Agent, string(r.Trigger),
 		string(u.Kind), u.Model, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, boolInt(u.Failed),
 		toMicros(s.stamp(r.At)))
 	if err != nil {
@@ -69,6 +69,9 @@ func usageWhere(f echogate.UsageFilter) (string, []any) {
 	if f.Channel != "" {
 		add("channel = ?", f.Channel)
 	}
+	if f.Agent != "" {
+		add("agent = ?", f.Agent)
+	}
 	if !f.Since.IsZero() {
 		add("at >= ?", toMicros(f.Since))
 	}
@@ -83,8 +86,8 @@ func usageWhere(f echogate.UsageFilter) (string, []any) {
 
 // describe renders a filter for error messages.
 func describeFilter(f echogate.UsageFilter) string {
-	return fmt.Sprintf("{turn=%q session=%q user=%q channel=%q since=%s until=%s}",
-		f.Turn, f.Session, f.UserID, f.Channel, f.Since.Format("2006-01-02T15:04:05.000Z07:00"), f.Until.Format("2006-01-02T15:04:05.000Z07:00"))
+	return fmt.Sprintf("{turn=%q session=%q user=%q channel=%q agent=%q since=%s until=%s}",
+		f.Turn, f.Session, f.UserID, f.Channel, f.Agent, f.Since.Format("2006-01-02T15:04:05.000Z07:00"), f.Until.Format("2006-01-02T15:04:05.000Z07:00"))
 }
 
 // SumUsage sums input, output and cached tokens and cost over the ledger entries matching f
@@ -132,7 +135,7 @@ func (s *Store) ListUsage(ctx context.Context, f echogate.UsageFilter, limit int
 			session, trigger, kind string
 			failed, at             int64
 		)
-		err := rows.Scan(&r.ID, &r.Turn, &session, &r.UserID, &r.Channel, &trigger, &kind, &r.Usage.Model,
+		err := rows.Scan(&r.ID, &r.Turn, &session, &r.UserID, &r.Channel, &r.Agent, &trigger, &kind, &r.Usage.Model,
 			&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CachedInputTokens, &r.Usage.CostUSD, &failed, &at)
 		if err != nil {
 			return nil, fail(ctx, err, "list usage %s", describeFilter(f))

@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"ListTurns", r.listTurns},
 		{"UsageRecordList", r.usageRecordList},
 		{"UsageSumFilters", r.usageSumFilters},
+		{"Agents", r.agents},
 		{"Pending", r.pending},
 		{"ListPending", r.listPending},
 		{"NotFound", r.notFound},
