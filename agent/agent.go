@@ -50,6 +50,9 @@ type Hints struct {
 	Channel     string // platform:channel
 	Attachments int
 	Override    string // an explicit model asked for (the /model command, channel or user config)
+	// Route names a route to take whatever the rules say (an agent profile's `model:` naming a
+	// route); an unknown name is ignored.
+	Route string
 }
 
 // Delta is one streamed fragment.

@@ -8,6 +8,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/internal/access"
 	"github.com/echogate/echogate/internal/metrics"
 	"github.com/echogate/echogate/tools"
 )
@@ -60,6 +61,12 @@ type Config struct {
 	// JanitorInterval is how often expired approvals (and, with ReplayAfter, abandoned events)
 	// are looked for; default 30s.
 	JanitorInterval time.Duration
+	// Agents are the per-place profiles (profile.go); the zero value serves everything with
+	// one profile made of the settings above. SetAgents replaces them while running.
+	Agents Agents
+	// Access says who may use the gateway (access.go); nil lets everyone in. SetAccess
+	// replaces it while running.
+	Access *access.Rules
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }

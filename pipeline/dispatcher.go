@@ -51,6 +51,9 @@ type Pipeline struct {
 
 	overrideMu sync.Mutex
 	overrides  map[echogate.SessionKey]string // /model choices, bounded by maxOverrides
+
+	agents atomic.Pointer[agentSet] // the agent profiles (profile.go)
+	gate   gate                     // the access rules (access.go)
 }
 
 const (
@@ -139,6 +142,9 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	}
 	for i := range p.shards {
 		p.shards[i].boxes = make(map[echogate.SessionKey]*mailbox)
+	}
+	if err := p.initAgentsAccess(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -231,6 +237,9 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	}
 	platform := ev.Conversation.Platform
 	p.d.Metrics.Event(platform, ev.Kind.String())
+	if p.refused(ctx, ev) {
+		return nil // access rules (access.go): nothing recorded, nothing queued
+	}
 	key := mailboxKey(ev)
 	sh := p.shardFor(key)
 

@@ -354,7 +354,7 @@ func (p *Pipeline) prepareAttachments(ctx context.Context, t *turn, msgs []echog
 	}
 	model := p.modelOverride(t.ev.SessionKey())
 	if model == "" {
-		model = p.cfg.Model
+		model = t.prof.Model
 	}
 	var out []echogate.Message
 	for i, m := range msgs {

@@ -30,7 +30,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 	rt := agent.Runtime{
 		Model: p.d.Model,
 		Params: agent.Params{
-			Model:           p.cfg.Model,
+			Model:           t.prof.Model,
 			MaxIterations:   p.cfg.MaxIterations,
 			MaxTokens:       p.cfg.MaxTokens,
 			ToolConcurrency: p.cfg.ToolConcurrency,
@@ -45,15 +45,24 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 		Emit:        t.emit,
 		ReportUsage: t.reportUsage,
 	}
-	if p.d.Budget != nil {
+	t.prof.hints(&rt.Params.Hints)
+	if p.d.Budget != nil || t.prof.Budget != nil {
 		rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
 			// The check must see this turn's spend so far.
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 			t.flushUsage(fctx)
 			cancel()
 			t.usage.inFlight.Wait()
-			return p.d.Budget.Check(ctx, cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel,
-				Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}, req)
+			scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}
+			if p.d.Budget != nil {
+				if err := p.d.Budget.Check(ctx, scope, req); err != nil {
+					return err
+				}
+			}
+			if t.prof.Budget != nil {
+				return t.prof.Budget.Check(ctx, scope, req) // the agent's own limits, on top
+			}
+			return nil
 		}
 	}
 	if p.d.Compactor != nil {

@@ -14,9 +14,6 @@ import (
 // toolSpecs is the catalogue this conversation may use.
 func (t *Turn) toolSpecs() []tools.Spec {
 	all := t.p.d.Tools.Specs()
-	if t.p.d.ToolFilter == nil {
-		return all
-	}
 	out := all[:0]
 	for _, s := range all {
 		if t.allowed(s.Name) {
@@ -27,7 +24,7 @@ func (t *Turn) toolSpecs() []tools.Spec {
 }
 
 func (t *Turn) allowed(tool string) bool {
-	return t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID)
+	return t.prof.allowsTool(tool) && (t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID))
 }
 
 // executeTool runs one call with the per-tool timeout; panics become tool errors. The turn's

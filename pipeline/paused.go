@@ -115,7 +115,7 @@ func (p *Pipeline) dropUnreadable(ctx context.Context, ctl *turnCtl, log *slog.L
 // approver or the gateway decides, stops or supersedes; a stranger's new message is their own
 // turn, anything else of theirs is ignored. It reports whether ev may act on the pause.
 func (p *Pipeline) authorized(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) bool {
-	switch pausedAuthority(ev, pend.RequestedBy, p.approvers) {
+	switch pausedAuthority(ev, pend.RequestedBy, p.profileFor(ev).approvers) { // the gateway's and the agent's approvers
 	case rightIgnore:
 		what := "approval message ignored"
 		if ev.Kind == echogate.KindReaction {

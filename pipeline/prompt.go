@@ -26,14 +26,14 @@ import (
 func (p *Pipeline) prompt(ctx context.Context, t *turn, query string) (system, note string) {
 	q := echogate.ContextQuery{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
 	var sys, per strings.Builder
-	sys.WriteString(p.cfg.SystemPrompt)
+	sys.WriteString(t.prof.SystemPrompt) // the agent's (profile.go)
 	fmt.Fprintf(&sys, "\n\nConversation on %s.", t.ev.Conversation.Platform)
 	sys.WriteString(p.standingContext(ctx, t, q))
 
 	now := p.cfg.Now().UTC()
 	fmt.Fprintf(&per, "Current time: %s (UTC).", now.Format("Monday, 2 January 2006, 15:04"))
 	for _, cp := range p.d.Context {
-		if _, standing := cp.(VersionedContext); standing {
+		if _, standing := cp.(VersionedContext); standing || !t.prof.wantsContext(cp) {
 			continue
 		}
 		writeSection(ctx, t, &per, cp, q)
@@ -48,7 +48,7 @@ func (p *Pipeline) standingContext(ctx context.Context, t *turn, q echogate.Cont
 	var version uint64
 	var standing []ContextProvider
 	for _, cp := range p.d.Context {
-		if v, ok := cp.(VersionedContext); ok {
+		if v, ok := cp.(VersionedContext); ok && t.prof.wantsContext(cp) {
 			standing = append(standing, cp)
 			version = version*1_000_003 + v.ContextVersion(q) + 1
 		}

@@ -28,6 +28,7 @@ type Turn struct {
 	log     *slog.Logger
 	userID  string
 	channel string
+	prof    *profile // the agent serving the turn, fixed for its whole run (profile.go)
 	start   time.Time
 	rep     Replier
 	caps    Caps
@@ -91,12 +92,13 @@ func withResume(r echogate.TurnResume, st *agent.State, rs *agent.Resume) turnOp
 // newTurn is the turn of ev; ok is false when no replier serves its platform.
 func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) (*Turn, bool) {
 	t := &Turn{p: p, id: ids.New("t_"), ev: ev, start: p.cfg.Now(), ctl: ctl, msgs: msgs,
-		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel}
+		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel,
+		prof: p.profileFor(ev)}
 	for _, o := range opts {
 		o(t)
 	}
 	ctl.setOwner(t.userID)
-	t.log = log.With("turn", t.id)
+	t.log = log.With("turn", t.id, "agent", t.prof.Name)
 	t.rep = p.d.Repliers[ev.Conversation.Platform]
 	if t.rep == nil {
 		t.log.Error("pipeline: no replier for platform; dropping event", "platform", ev.Conversation.Platform)
@@ -113,7 +115,7 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev echogate.InboundEv
 	t.out = newResponder(p, t)
 	t.out.restorePlan(t.resume)
 	t.rec = echogate.TurnRecord{ID: t.id, Session: ev.SessionKey(), EventKey: ev.DedupeKey(), UserID: t.userID,
-		Status: echogate.TurnRunning, Model: p.cfg.Model, StartedAt: t.start}
+		Agent: t.prof.Name, Status: echogate.TurnRunning, Model: t.prof.Model, StartedAt: t.start}
 	return t, true
 }
 

@@ -42,8 +42,9 @@ func (t *Turn) reportUsage(u echogate.Usage) {
 		u.CostUSD = t.p.d.Pricer.Price(u)
 	}
 	t.p.d.Metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
+	t.p.d.Metrics.AgentUsage(t.prof.Name, u.InputTokens, u.OutputTokens, u.CostUSD)
 	rec := echogate.UsageRecord{Turn: t.id, Session: t.ev.SessionKey(), UserID: t.userID,
-		Channel: t.channel, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()}
+		Channel: t.channel, Agent: t.prof.Name, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()}
 	l := &t.usage
 	l.mu.Lock()
 	l.in += u.InputTokens

@@ -73,6 +73,10 @@ type Config struct {
 	// replicas shows up within CacheTTL. 0 (the default) queries the ledger on every check; use
 	// it when Observe is not wired.
 	CacheTTL time.Duration
+	// Agent, when set, makes the limits an agent profile's own (agents[].budgets): every window
+	// sums only the ledger entries of that agent, and the texts name it. The gateway-wide limits
+	// are a Tracker without an Agent.
+	Agent string
 	// FailOpen lets calls through (logging an error) when the ledger cannot be read. By default a
 	// ledger error fails the check, and with it the turn: spend is never unbounded.
 	FailOpen bool
@@ -193,6 +197,7 @@ func (t *Tracker) windows(l Limits, s Scope, now time.Time) []window {
 	var w []window
 	add := func(kind LimitKind, limit float64, ok bool, f echogate.UsageFilter, resets time.Time) {
 		if limit > 0 && ok {
+			f.Agent = t.cfg.Agent
 			w = append(w, window{kind, limit, f, resets})
 		}
 	}
@@ -268,6 +273,9 @@ func (t *Tracker) limitError(w window, s Scope, spent, est float64, now time.Tim
 	le := &LimitError{Limit: w.kind, LimitUSD: w.limit, SpentUSD: spent, EstimateUSD: est, ResetsAt: w.resets,
 		Deferred: background(s.Trigger), Trigger: trigger}
 	var b strings.Builder
+	if t.cfg.Agent != "" {
+		fmt.Fprintf(&b, "the %s agent's limit: ", t.cfg.Agent)
+	}
 	fmt.Fprintf(&b, "%s of %s ", limitName(w.kind), USD(w.limit))
 	if spent >= w.limit-1e-9 {
 		fmt.Fprintf(&b, "is used up (%s spent)", USD(spent))
@@ -420,6 +428,7 @@ func matches(f echogate.UsageFilter, rec echogate.UsageRecord) bool {
 		f.Session != "" && f.Session != rec.Session,
 		f.UserID != "" && f.UserID != rec.UserID,
 		f.Channel != "" && f.Channel != rec.Channel,
+		f.Agent != "" && f.Agent != rec.Agent,
 		!f.Since.IsZero() && rec.At.Before(f.Since),
 		!f.Until.IsZero() && !rec.At.Before(f.Until):
 		return false

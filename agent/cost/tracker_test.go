@@ -48,7 +48,8 @@ func (l *fakeLedger) SumUsage(ctx context.Context, f echogate.UsageFilter) (echo
 	var u echogate.Usage
 	for _, r := range l.recs {
 		if f.Turn != "" && r.Turn != f.Turn || f.Session != "" && r.Session != f.Session ||
-			f.UserID != "" && r.UserID != f.UserID || f.Channel != "" && r.Channel != f.Channel {
+			f.UserID != "" && r.UserID != f.UserID || f.Channel != "" && r.Channel != f.Channel ||
+			f.Agent != "" && r.Agent != f.Agent {
 			continue
 		}
 		if !f.Since.IsZero() && r.At.Before(f.Since) || !f.Until.IsZero() && !r.At.Before(f.Until) {

@@ -260,6 +260,15 @@ type Choice struct {
 	Reason string   // e.g. "route code: fenced code block"
 }
 
+// Routes returns the names of the configured routes.
+func (r *Router) Routes() []string {
+	out := make([]string, 0, len(r.cfg.Routes))
+	for _, rt := range r.cfg.Routes {
+		out = append(out, rt.Name)
+	}
+	return out
+}
+
 // Choose applies the overrides and the rules to req. It does no I/O.
 func (r *Router) Choose(req agent.Request) (Choice, error) {
 	rc, err := r.byRules(req)
@@ -291,6 +300,9 @@ func (r *Router) Choose(req agent.Request) (Choice, error) {
 }
 
 func (r *Router) byRules(req agent.Request) (Choice, error) {
+	if rt := r.routes[req.Hints.Route]; rt != nil {
+		return routeChoice(rt, "route "+rt.Name+": named by the agent profile"), nil
+	}
 	last := lastUser(req.Messages)
 	for i := range r.cfg.Routes {
 		rt := &r.cfg.Routes[i]

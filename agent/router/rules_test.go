@@ -81,6 +81,8 @@ func TestChoose(t *testing.T) {
 			"override gpt-9 ignored: unknown model"},
 		"user override":    {withHints(userReq("hi"), agent.Hints{UserID: "slack:UBOSS", Channel: "slack:CDEV"}), "override", "strong,light", "(user slack:UBOSS)"},
 		"channel override": {withHints(userReq("hi"), agent.Hints{UserID: "slack:U1", Channel: "slack:CDEV"}), "override", "tooly,light,strong", "(channel slack:CDEV)"},
+		"agent's route":    {withHints(userReq("```\nx\n```"), agent.Hints{Route: "tools"}), "tools", "tooly,light", "route tools: named by the agent profile"},
+		"unknown route":    {withHints(userReq("hi"), agent.Hints{Route: "nope"}), "light", "light,strong", "route light: default"},
 	} {
 		got, err := r.Choose(tt.req)
 		if err != nil {

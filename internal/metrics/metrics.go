@@ -37,6 +37,7 @@ type Metrics struct {
 	EmbeddingSkipped prometheus.Counter     // retrieval ran keyword-only (embedding breaker open)
 	HistoryReads     *prometheus.CounterVec // source: cache (only newer entries read) | store (whole window read)
 	AdapterPanics    *prometheus.CounterVec // channel, path: panics recovered in a platform adapter
+	agentCollectors
 
 	historyCached, historyLoaded prometheus.Counter
 }
@@ -74,6 +75,7 @@ func New() *Metrics {
 		m.ApprovalsPending, m.ApprovalWait, m.Approvals, m.PlatformLimited, m.Reconnects, m.Degraded, m.EmbeddingSkipped,
 		m.HistoryReads, m.AdapterPanics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registerAgents(r)
 	return m
 }
 

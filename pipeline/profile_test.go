@@ -1,0 +1,217 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/internal/access"
+	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/pipeline/pipelinetest"
+	"github.com/echogate/echogate/tools"
+)
+
+func toolNames(req agent.Request) []string {
+	var out []string
+	for _, s := range req.Tools {
+		out = append(out, s.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func slackMsg(channel, user, text string) echogate.InboundEvent {
+	return echogate.InboundEvent{ID: fmt.Sprintf("sev%d", evSeq.Add(1)), Kind: echogate.KindMention, Text: text,
+		Conversation: echogate.ConversationRef{Platform: echogate.PlatformSlack, Workspace: "T1", Channel: channel},
+		Actor:        echogate.Actor{ID: user}}
+}
+
+func withSlack(rep *pipelinetest.Replier) func(*pipeline.Deps) {
+	return func(d *pipeline.Deps) { d.Repliers[echogate.PlatformSlack] = rep }
+}
+
+// The agent whose match fits the place serves the turn: its prompt, model and tools reach the
+// model, and the turn record names it; other places get the top-level agent.
+func TestAgentByPlace(t *testing.T) {
+	slack := pipelinetest.NewReplier(echogate.PlatformSlack)
+	cfg := pipeline.Config{SystemPrompt: "You are the general helper.", Model: "gpt-4o-mini", Agents: pipeline.Agents{
+		List: []pipeline.Profile{
+			{Name: "oncall", Match: []string{"slack:COPS"}, SystemPrompt: "You are the on-call helper.", Model: "gpt-4o",
+				Tools: []string{"pager__*", "current_time"}},
+		},
+	}}
+	h := start(t, opts{cfg: cfg, deps: withSlack(slack), tools: []tools.Tool{newTool("current_time", tools.Safe, "noon"),
+		newTool("pager__page", tools.Safe, "paged"), newTool("http_fetch", tools.Safe, "page")}},
+		agenttest.Reply("ops answer"), agenttest.Reply("web answer"))
+
+	h.submit(slackMsg("COPS", "U1", "is prod down?"))
+	<-slack.Done
+	h.submit(msg("w1", "ann", "hello"))
+	h.waitDone()
+
+	reqs := h.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model requests = %d, want 2", len(reqs))
+	}
+	for i, tt := range []struct {
+		prompt, model string
+		tools         []string
+	}{
+		{"You are the on-call helper.", "gpt-4o", []string{"current_time", "pager__page", "plan"}},
+		{"You are the general helper.", "gpt-4o-mini", []string{"current_time", "http_fetch", "pager__page", "plan"}},
+	} {
+		r := reqs[i]
+		if !strings.HasPrefix(r.Messages[0].Content, tt.prompt) || r.Model != tt.model || !slices.Equal(toolNames(r), tt.tools) {
+			t.Errorf("request %d = prompt %q, model %s, tools %v; want prompt %q, model %s, tools %v", i,
+				oneLine(r.Messages[0].Content), r.Model, toolNames(r), tt.prompt, tt.model, tt.tools)
+		}
+	}
+	if reqs[0].Hints.Override != "gpt-4o" || reqs[1].Hints.Override != "" {
+		t.Errorf("hints overrides = %q, %q; want the oncall agent's model pinned, none for the default agent", reqs[0].Hints.Override, reqs[1].Hints.Override)
+	}
+	turns, err := h.store.ListTurns(context.Background(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := map[echogate.SessionKey]string{}
+	for _, tr := range turns {
+		agents[tr.Session] = tr.Agent
+	}
+	if agents["slack:COPS"] != "oncall" || agents["web:w1"] != pipeline.DefaultAgent {
+		t.Errorf("turn agents = %v, want slack:COPS → oncall, web:w1 → default", agents)
+	}
+	usage, err := h.store.ListUsage(context.Background(), echogate.UsageFilter{Agent: "oncall"}, 0)
+	if err != nil || len(usage) != 1 || usage[0].Session != "slack:COPS" {
+		t.Errorf("ledger entries of agent oncall = %+v, %v; want the one of slack:COPS", usage, err)
+	}
+}
+
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// A call of a tool outside the agent's allow-list is refused even if the model asks for it.
+func TestAgentToolCallOutsideAllowList(t *testing.T) {
+	fetch := newTool("http_fetch", tools.Safe, "secret page")
+	cfg := pipeline.Config{Agents: pipeline.Agents{List: []pipeline.Profile{{Name: "web", Match: []string{"web"}, Tools: []string{"current_time"}}}}}
+	h := start(t, opts{cfg: cfg, tools: []tools.Tool{fetch, newTool("current_time", tools.Safe, "noon")}},
+		agenttest.CallTool("http_fetch", `{"url":"https://example.com"}`), agenttest.Reply("done"))
+	h.submit(msg("w", "ann", "fetch it"))
+	h.waitDone()
+	if n := fetch.calls.Load(); n != 0 {
+		t.Errorf("http_fetch ran %d times, want 0 (not in the agent's tools)", n)
+	}
+	reqs := h.model.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if got := last[len(last)-1]; got.Role != echogate.RoleTool || !got.IsError || !strings.Contains(got.Content, "http_fetch") {
+		t.Errorf("tool result = %+v, want the call of http_fetch refused", got)
+	}
+}
+
+// The agent's own budget stops its turns before the model is called; another agent's turns
+// go on.
+func TestAgentBudget(t *testing.T) {
+	slack := pipelinetest.NewReplier(echogate.PlatformSlack)
+	spent := errors.New("spent")
+	cfg := pipeline.Config{Agents: pipeline.Agents{List: []pipeline.Profile{
+		{Name: "docs", Match: []string{"slack:CDOCS"}, Budget: budgetFn(func(ctx context.Context, s cost.Scope, req agent.Request) error {
+			return fmt.Errorf("the docs agent's limit is used up: %w (%w)", agent.ErrBudget, spent)
+		})},
+	}}}
+	h := start(t, opts{cfg: cfg, deps: withSlack(slack)}, agenttest.Reply("ops answer"))
+	h.submit(slackMsg("CDOCS", "U1", "where is the handbook?"))
+	<-slack.Done
+	h.submit(slackMsg("COPS", "U1", "is prod down?"))
+	<-slack.Done
+	if n := h.model.Calls(); n != 1 {
+		t.Fatalf("model calls = %d, want 1 (only the ops question)", n)
+	}
+	texts := strings.Join(slack.Texts(), " | ")
+	if !strings.Contains(texts, "docs agent's limit") || !strings.Contains(texts, "ops answer") {
+		t.Errorf("posts = %q, want the docs budget notice and the ops answer", texts)
+	}
+}
+
+// A stranger is refused before anything is recorded: no model call, no transcript, no turn;
+// the refusal text is sent once per hour; a channel outside access.channels stays silent.
+func TestAccessRefusal(t *testing.T) {
+	slack := pipelinetest.NewReplier(echogate.PlatformSlack)
+	rules := access.Rules{DMs: true, Users: []string{"slack:UOK"}, Channels: []string{"slack:COPS"}, Refusal: "Sorry, I only work for the ops team."}
+	h := start(t, opts{cfg: pipeline.Config{Access: &rules}, deps: withSlack(slack)}, agenttest.Reply("ok"))
+
+	h.submit(slackMsg("COPS", "USTRANGER", "hi"))
+	h.submit(slackMsg("COPS", "USTRANGER", "hi again"))
+	h.submit(slackMsg("CRANDOM", "UOK", "hi from random"))
+	if got := slack.Texts(); !slices.Equal(got, []string{rules.Refusal}) {
+		t.Errorf("posts = %q, want the refusal text once", got)
+	}
+	h.advance(61 * 60e9)
+	h.submit(slackMsg("COPS", "USTRANGER", "an hour later"))
+	if got := slack.Texts(); len(got) != 2 {
+		t.Errorf("posts after an hour = %q, want the refusal a second time", got)
+	}
+	h.submit(slackMsg("COPS", "UOK", "is prod down?"))
+	<-slack.Done
+	if n := h.model.Calls(); n != 1 {
+		t.Errorf("model calls = %d, want 1 (the allowed user's)", n)
+	}
+	turns, _ := h.store.ListTurns(context.Background(), "", 0)
+	if len(turns) != 1 || turns[0].UserID != "slack:UOK" {
+		t.Errorf("turns = %+v, want only the allowed user's", turns)
+	}
+	ref := h.p.Refusals()
+	if len(ref) != 4 || ref[0].Reason != "user" || ref[1].Reason != "channel" || ref[1].Place != "slack:CRANDOM" ||
+		!ref[0].Replied || ref[1].Replied || ref[2].Replied || !ref[3].Replied {
+		t.Errorf("refusals = %+v, want 4, newest first (user, channel, user, user), the newest and the oldest replied", ref)
+	}
+}
+
+// A running turn finishes under the profile it started with; the next turn uses the new one;
+// an invalid set is refused and the old one stays.
+func TestSetAgentsWhileRunning(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{})
+	slow := &funcTool{spec: tools.Spec{Name: "slow", Safety: tools.Safe}, fn: func(ctx context.Context, _ json.RawMessage) (tools.Result, error) {
+		close(started)
+		<-release
+		return tools.Result{Content: "slow result"}, nil
+	}}
+	old := pipeline.Agents{List: []pipeline.Profile{{Name: "a", Match: []string{"web"}, SystemPrompt: "OLD PROMPT"}}}
+	h := start(t, opts{cfg: pipeline.Config{Agents: old}, tools: []tools.Tool{slow}},
+		agenttest.CallTool("slow", `{}`), agenttest.Reply("first"), agenttest.Reply("second"))
+	h.submit(msg("w", "ann", "go slow"))
+	<-started
+
+	if err := h.p.SetAgents(pipeline.Agents{List: []pipeline.Profile{{Name: "x"}, {Name: "x"}}}); err == nil {
+		t.Error("SetAgents(two agents named x) = nil, want an error")
+	}
+	if err := h.p.SetAgents(pipeline.Agents{List: []pipeline.Profile{{Name: "b", Match: []string{"web"}, SystemPrompt: "NEW PROMPT"}}}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	h.waitDone()
+	h.submit(msg("w", "ann", "again"))
+	h.waitDone()
+	reqs := h.model.Requests()
+	var prompts []string
+	for _, r := range reqs {
+		prompts = append(prompts, oneLine(r.Messages[0].Content))
+	}
+	if !slices.Equal(prompts, []string{"OLD PROMPT", "OLD PROMPT", "NEW PROMPT"}) {
+		t.Errorf("system prompts = %q, want the running turn's two calls under the old agent, then the new one", prompts)
+	}
+	if got := h.p.Agents().List[0].Name; got != "b" {
+		t.Errorf("Agents after the refused and the good reload = %s, want b", got)
+	}
+}
+
