@@ -214,4 +214,3 @@ func TestSetAgentsWhileRunning(t *testing.T) {
 		t.Errorf("Agents after the refused and the good reload = %s, want b", got)
 	}
 }
-
