@@ -148,6 +148,9 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		JanitorInterval: time.Duration(cfg.Approval.CheckInterval),
 		ToolPolicy:      policy,
 	}
+	if err := c.wireAgents(&pcfg); err != nil {
+		return err
+	}
 	if c.backend == "postgres" {
 		// Several replicas may share the database: take over only events whose replica is gone.
 		pcfg.ReplayAfter = max(time.Duration(cfg.Agent.TurnTimeout), 5*time.Minute) + max(time.Duration(cfg.Agent.DrainTimeout), 30*time.Second) + time.Minute

@@ -75,6 +75,11 @@ type Config struct {
 	Tracing    TracingConf         `yaml:"tracing"`
 	Files      FilesConf           `yaml:"files"`   // chat attachments (files_wiring.go)
 	Storage    StorageConf         `yaml:"storage"` // durability and retention (storage_wiring.go)
+	// Access and Agents: who may use the gateway, and a profile per place (agents_config.go).
+	Access AccessConf         `yaml:"access"`
+	Agents []AgentProfileConf `yaml:"agents"`
+	// source is where the configuration was read from, for a reload (reload.go).
+	source configSource
 }
 
 type HTTPConfig struct {
@@ -332,6 +337,7 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 	applyProviderEnv(cfg, getenv)
 	cfg.dropUnsetProviders()
 	cfg.Tracing.getenv = getenv
+	cfg.source = configSource{path: path, getenv: getenv}
 	cfg.applyDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -681,7 +687,7 @@ func (c *Config) validate() error {
 	if err := c.Storage.validate(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateAgentsAccess()
 }
 
 func isLoopbackAddr(addr string) bool {

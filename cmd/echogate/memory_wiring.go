@@ -222,10 +222,10 @@ func (k *memkb) contextProviders() []pipeline.ContextProvider {
 	}
 	if k.mem != nil {
 		// Versioned: the pipeline freezes the snapshot per session until memory changes.
-		out = append(out, versioned{budgeted{p: k.mem, budget: orInt(k.cfg.Memory.BudgetTokens, defaultMemoryBudget)}, k.mem})
+		out = append(out, versioned{budgeted{p: k.mem, budget: orInt(k.cfg.Memory.BudgetTokens, defaultMemoryBudget), kind: "memory"}, k.mem})
 	}
 	if k.kb != nil {
-		out = append(out, budgeted{p: k.kb, budget: orInt(k.cfg.Knowledge.BudgetTokens, defaultKnowledgeBudget)})
+		out = append(out, budgeted{p: k.kb, budget: orInt(k.cfg.Knowledge.BudgetTokens, defaultKnowledgeBudget), kind: "knowledge"})
 	}
 	return out
 }
@@ -240,7 +240,10 @@ func orInt(v, def int) int {
 type budgeted struct {
 	p      pipeline.ContextProvider
 	budget int
+	kind   string // memory | knowledge: an agent profile may switch it off (pipeline.ContextKind)
 }
+
+func (b budgeted) ContextKind() string { return b.kind }
 
 func (b budgeted) ContextSection(ctx context.Context, q echogate.ContextQuery) (string, string, error) {
 	q.Budget = b.budget

@@ -20,6 +20,8 @@ type modelStack struct {
 	router  *router.Router // nil without providers
 	tracker *cost.Tracker  // budgets; nil when the store cannot serve as a ledger
 	prices  cost.Table
+	// modelFor names the model the router will use for a request (pricing budget estimates).
+	modelFor func(agent.Request) string
 }
 
 // newModelStack builds the providers (one client each), maps every configured model to the
@@ -54,7 +56,7 @@ func newModelStack(cfg *Config, log *slog.Logger, m *metrics.Metrics, ledger cos
 		}
 		// Models named by the default or a route but listed by no provider are served by the
 		// first provider.
-		need := []string{cfg.Models.Default}
+		need := append([]string{cfg.Models.Default}, cfg.agentModels()...)
 		for _, r := range cfg.Models.Routes {
 			need = append(need, r.Model)
 			need = append(need, r.Fallback...)
@@ -100,6 +102,7 @@ func newModelStack(cfg *Config, log *slog.Logger, m *metrics.Metrics, ledger cos
 			return req.Model
 		}
 	}
+	ms.modelFor = tcfg.ModelFor
 	tr, err := cost.New(tcfg, ledger, log)
 	if err != nil {
 		return nil, fmt.Errorf("budgets: %w", err)

@@ -31,6 +31,7 @@ func (g *gateway) addPlatformChannels() error {
 		scfg := slackConfig(cfg.Slack)
 		scfg.OnPanic = func(path string) { g.metrics.AdapterPanic("slack", path) }
 		scfg.SessionOf = promptSession(g.store)
+		cfg.addAgentMentions(&scfg) // agents' require_mention (agents_config.go)
 		ch, err := slack.New(scfg, g.log)
 		if err != nil {
 			return err

@@ -97,6 +97,14 @@ func (g *gateway) serve(ctx context.Context) error {
 
 	stopBackground := g.startBackground(ctx)
 	defer stopBackground()
+	rctx, stopReload := context.WithCancel(ctx)
+	var rwg sync.WaitGroup
+	rwg.Add(1)
+	go func() {
+		defer rwg.Done()
+		g.watchReload(rctx) // SIGHUP: reload access and agents (reload.go)
+	}()
+	defer func() { stopReload(); rwg.Wait() }()
 	// The replay of unfinished turns and the first new ones are offered the MCP tools.
 	g.waitMCP(ctx)
 	pctx, stopPipeline := context.WithCancel(context.WithoutCancel(ctx))

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"slices"
+	"sort"
+	"syscall"
+
+	"github.com/echogate/echogate/pipeline"
+)
+
+// configSource is where a configuration was read from, so serve can read it again.
+type configSource struct {
+	path   string // "" when no file was read
+	getenv func(string) string
+}
+
+// agentCatalog returns what cfg's agents are checked against: this core's tools and models.
+func (c *core) agentCatalog(cfg *Config) agentCatalog {
+	cat := agentCatalog{ledger: c.store, prices: c.models.prices}
+	for _, s := range c.tools.Specs() {
+		cat.tools = append(cat.tools, s.Name)
+	}
+	sort.Strings(cat.tools)
+	for _, s := range cfg.MCP.Servers {
+		cat.mcpServers = append(cat.mcpServers, s.Name)
+	}
+	for _, r := range cfg.Models.Routes {
+		cat.routes = append(cat.routes, r.Name)
+	}
+	known := cfg.configModels()
+	if rt := c.models.router; rt != nil {
+		// The running router's models are fixed at start: a model new to it needs a restart.
+		cat.routes = slices.DeleteFunc(cat.routes, func(n string) bool { return !slices.Contains(rt.Routes(), n) })
+		cat.knownModel = func(m string) bool { return (known == nil || known(m)) && rt.Known(m) }
+		cat.modelFor = c.models.modelFor
+	} else if known != nil {
+		cat.knownModel = known
+	}
+	return cat
+}
+
+// wireAgents sets the pipeline configuration's agents and access rules from cfg.
+func (c *core) wireAgents(pcfg *pipeline.Config) error {
+	agents, err := c.cfg.buildAgents(c.agentCatalog(c.cfg))
+	if err != nil {
+		return err
+	}
+	rules := c.cfg.accessRules()
+	pcfg.Agents, pcfg.Access = agents, &rules
+	return nil
+}
+
+// errNoConfigFile: there is nothing to reload.
+var errNoConfigFile = errors.New("no configuration file was read at start (--config, ECHOGATE_CONFIG or ./echogate.yaml): nothing to reload")
+
+// reload reads the configuration file again and applies its `access:` and `agents:`
+// atomically: the next event is checked against the new rules and served by the new
+// profiles, running turns finish under the profile they started with. A file that does not
+// load or validate is refused with the error and the running configuration stays. Other
+// sections take effect at the next start.
+func (c *core) reload() error {
+	src := c.cfg.source
+	if src.path == "" {
+		return errNoConfigFile
+	}
+	cfg, err := loadConfig(src.path, src.getenv)
+	if err != nil {
+		return err
+	}
+	agents, err := cfg.buildAgents(c.agentCatalog(cfg))
+	if err != nil {
+		return err
+	}
+	if err := c.pipeline.SetAgents(agents); err != nil {
+		return err
+	}
+	c.pipeline.SetAccess(cfg.accessRules())
+	c.log.Info("configuration reloaded: access and agents applied (other settings take effect at the next start)",
+		"file", src.path, "agents", len(agents.List))
+	return nil
+}
+
+// watchReload reloads on SIGHUP until ctx ends.
+func (c *core) watchReload(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := c.reload(); err != nil {
+				c.log.Error("configuration reload refused; the running configuration stays", "file", c.cfg.source.path, "err", err)
+			}
+		}
+	}
+}
