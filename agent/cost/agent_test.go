@@ -30,8 +30,15 @@ func TestAgentLimits(t *testing.T) {
 	}
 	l.add(spent("oncall", 0.25))
 	err = tr.Check(context.Background(), scope, agent.Request{})
-	if !errors.Is(err, agent.ErrBudget) || !strings.HasPrefix(err.Error(), "the oncall agent's limit: your daily budget of $0.50 is used up") {
+	if !errors.Is(err, agent.ErrBudget) || !strings.HasPrefix(err.Error(), "your daily budget with the oncall agent of $0.50 is used up") {
 		t.Errorf("Check with $0.55 of the agent's $0.50 spent = %v, want the oncall agent's daily budget used up", err)
+	}
+	day, err := New(Config{Agent: "docs", Limits: Limits{PerDayUSD: 1}, Now: func() time.Time { return now }}, l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := day.Check(context.Background(), scope, agent.Request{}); err == nil || !strings.HasPrefix(err.Error(), "the docs agent's daily budget of $1.00 is used up ($5.00 spent)") {
+		t.Errorf("Check of the docs agent's $1 day with $5 spent = %v, want the docs agent's daily budget used up", err)
 	}
 }
 

@@ -273,10 +273,7 @@ func (t *Tracker) limitError(w window, s Scope, spent, est float64, now time.Tim
 	le := &LimitError{Limit: w.kind, LimitUSD: w.limit, SpentUSD: spent, EstimateUSD: est, ResetsAt: w.resets,
 		Deferred: background(s.Trigger), Trigger: trigger}
 	var b strings.Builder
-	if t.cfg.Agent != "" {
-		fmt.Fprintf(&b, "the %s agent's limit: ", t.cfg.Agent)
-	}
-	fmt.Fprintf(&b, "%s of %s ", limitName(w.kind), USD(w.limit))
+	fmt.Fprintf(&b, "%s of %s ", t.limitName(w.kind), USD(w.limit))
 	if spent >= w.limit-1e-9 {
 		fmt.Fprintf(&b, "is used up (%s spent)", USD(spent))
 	} else {
@@ -293,6 +290,20 @@ func (t *Tracker) limitError(w window, s Scope, spent, est float64, now time.Tim
 	}
 	le.text = b.String()
 	return le
+}
+
+// limitName names a limit for people, saying whose it is when it is an agent's own.
+func (t *Tracker) limitName(k LimitKind) string {
+	a := t.cfg.Agent
+	switch {
+	case a == "":
+		return limitName(k)
+	case k == LimitPerDay:
+		return "the " + a + " agent's daily budget"
+	case k == LimitPerMonth:
+		return "the " + a + " agent's monthly budget"
+	}
+	return limitName(k) + " with the " + a + " agent"
 }
 
 func limitName(k LimitKind) string {

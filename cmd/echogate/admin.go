@@ -25,7 +25,9 @@ import (
 //	GET  /api/info                      version, model, store, channels, whether auth is on
 //	GET  /api/sessions                  ?limit= → sessions, newest first
 //	GET  /api/sessions/transcript       ?session=&limit= → the transcript, oldest first
-//	GET  /api/turns                     ?session=&limit= → turns, newest first (all sessions without session)
+//	GET  /api/turns                     ?session=&agent=&limit= → turns, newest first (all sessions without session)
+//	GET  /api/agents                    → the agent profiles, in match order, the default last
+//	GET  /api/refusals                  → the latest events the access rules refused, newest first
 //	GET  /api/turns/detail              ?id= → {turn, usage, messages}: one turn with its ledger entries and transcript
 //	GET  /api/approvals                 ?limit= → paused turns waiting for an approval or an answer
 //	POST /api/approvals/decide          {"session","call_id","decision","user"} → 202: decide an approval of any session
@@ -53,10 +55,9 @@ func (g *gateway) adminAPI() http.Handler {
 		h, err := g.store.History(r.Context(), echogate.SessionKey(key), limitParam(r, 200))
 		writeJSON(w, nonNil(h), wrapErr("transcript of "+key, err))
 	})
-	mux.HandleFunc("GET /api/turns", func(w http.ResponseWriter, r *http.Request) {
-		ts, err := g.store.ListTurns(r.Context(), echogate.SessionKey(r.URL.Query().Get("session")), limitParam(r, 100))
-		writeJSON(w, nonNil(ts), wrapErr("list turns", err))
-	})
+	mux.HandleFunc("GET /api/turns", g.handleTurns) // agents_api.go
+	mux.HandleFunc("GET /api/agents", g.handleAgents)
+	mux.HandleFunc("GET /api/refusals", g.handleRefusals)
 	mux.HandleFunc("GET /api/turns/detail", g.handleTurnDetail)
 	mux.HandleFunc("GET /api/approvals", g.handleApprovals)
 	mux.HandleFunc("POST /api/approvals/decide", g.handleDecide)

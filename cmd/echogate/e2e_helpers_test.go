@@ -148,9 +148,11 @@ func containsAll(s string, parts ...string) bool {
 type e2eGateway struct {
 	base string
 	logs *logBuffer
-	// kill ends the process with SIGKILL (binary only); stop ends it gracefully.
-	kill func()
-	stop func()
+	// kill ends the process with SIGKILL (binary only); stop ends it gracefully; signal sends
+	// the process a signal (binary only).
+	kill   func()
+	stop   func()
+	signal func(os.Signal)
 }
 
 // freeAddr returns a loopback address nothing listens on right now.
@@ -222,6 +224,7 @@ func startGateway(t *testing.T, vars map[string]string, yaml string) *e2eGateway
 		})
 	}
 	g.kill = func() { t.Fatal("kill needs the binary gateway (startBinaryGateway)") }
+	g.signal = func(os.Signal) { t.Fatal("signal needs the binary gateway (startBinaryGateway)") }
 	t.Cleanup(func() {
 		g.stop()
 		if t.Failed() {
@@ -288,6 +291,7 @@ func startBinaryGateway(t *testing.T, vars map[string]string, cfgPath string) *e
 		})
 	}
 	g.kill = func() { end(syscall.SIGKILL) }
+	g.signal = func(sig os.Signal) { _ = cmd.Process.Signal(sig) }
 	g.stop = func() { end(syscall.SIGTERM) }
 	t.Cleanup(func() {
 		g.stop()

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/pipeline"
+)
+
+// turnsScanLimit bounds the turns read to answer /api/turns?agent=…: the newest this many
+// turns are filtered by agent.
+const turnsScanLimit = 5000
+
+// handleTurns lists turns, newest first: of one session (?session=), of one agent (?agent=),
+// at most ?limit= (default 100).
+func (g *gateway) handleTurns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := limitParam(r, 100)
+	agentName := q.Get("agent")
+	scan := limit
+	if agentName != "" {
+		scan = max(limit, turnsScanLimit)
+	}
+	ts, err := g.store.ListTurns(r.Context(), echogate.SessionKey(q.Get("session")), scan)
+	if agentName != "" {
+		kept := ts[:0]
+		for _, t := range ts {
+			if t.Agent == agentName && len(kept) < limit {
+				kept = append(kept, t)
+			}
+		}
+		ts = kept
+	}
+	writeJSON(w, nonNil(ts), wrapErr("list turns", err))
+}
+
+// agentInfo is one agent profile as the console shows it.
+type agentInfo struct {
+	Name      string   `json:"name"`
+	Match     []string `json:"match"` // empty for the default agent: every other place
+	Model     string   `json:"model,omitempty"`
+	Route     string   `json:"route,omitempty"`
+	Tools     []string `json:"tools"` // nil: every tool
+	Knowledge *bool    `json:"knowledge,omitempty"`
+	Memory    *bool    `json:"memory,omitempty"`
+	Budgets   bool     `json:"budgets"`
+	Approvers []string `json:"approvers,omitempty"`
+}
+
+func infoOf(p pipeline.Profile) agentInfo {
+	return agentInfo{Name: p.Name, Match: p.Match, Model: p.Model, Route: p.Route, Tools: p.Tools,
+		Knowledge: p.Knowledge, Memory: p.Memory, Budgets: p.Budget != nil, Approvers: p.Approvers}
+}
+
+// handleAgents lists the agents in match order, the default last.
+func (g *gateway) handleAgents(w http.ResponseWriter, r *http.Request) {
+	a := g.pipeline.Agents()
+	out := make([]agentInfo, 0, len(a.List)+1)
+	for _, p := range a.List {
+		out = append(out, infoOf(p))
+	}
+	out = append(out, infoOf(a.Default))
+	writeJSON(w, out, nil)
+}
+
+// handleRefusals lists the latest refused events, newest first.
+func (g *gateway) handleRefusals(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, nonNil(g.pipeline.Refusals()), nil)
+}
