@@ -211,7 +211,9 @@ func TestE2EAgentsDiscordDM(t *testing.T) {
 	bob := discordtest.User{ID: p.stranger, Username: "bob"}
 
 	srv.SendDM(ann, "hello dm agent tag-dm")
-	p.waitFor(t, "the DM answer", func() bool { return hasContent(srv.BotMessages(srv.DMChannel(ann.ID)), echoText+"hello dm agent tag-dm") })
+	p.waitFor(t, "the DM answer", func() bool {
+		return hasContent(srv.BotMessages(srv.DMChannel(ann.ID)), echoText+"hello dm agent tag-dm")
+	})
 	reqs := requestsFor(fake, "tag-dm")
 	if len(reqs) != 1 || !strings.HasPrefix(systemOf(reqs[0]), dmPrompt) || reqs[0].Model != "gpt-4o" {
 		t.Fatalf("model requests for the DM = %+v, want one with the dm agent's prompt and model gpt-4o", reqs)
