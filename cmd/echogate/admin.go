@@ -26,6 +26,7 @@ import (
 //	GET  /api/sessions                  ?limit= → sessions, newest first
 //	GET  /api/sessions/transcript       ?session=&limit= → the transcript, oldest first
 //	GET  /api/turns                     ?session=&agent=&limit= → turns, newest first (all sessions without session)
+//	                                    (/api/usage and /api/usage/series take ?agent= too; /api/usage sums by_agent)
 //	GET  /api/agents                    → the agent profiles, in match order, the default last
 //	GET  /api/refusals                  → the latest events the access rules refused, newest first
 //	GET  /api/turns/detail              ?id= → {turn, usage, messages}: one turn with its ledger entries and transcript
@@ -306,7 +307,7 @@ func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
 
 func (g *gateway) handleUsage(w http.ResponseWriter, r *http.Request) {
 	f := echogate.UsageFilter{Session: echogate.SessionKey(r.URL.Query().Get("session")), UserID: r.URL.Query().Get("user"),
-		Turn: r.URL.Query().Get("turn")}
+		Turn: r.URL.Query().Get("turn"), Agent: r.URL.Query().Get("agent")}
 	if s := r.URL.Query().Get("since"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
@@ -320,8 +321,13 @@ func (g *gateway) handleUsage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, nil, wrapErr("sum usage", err))
 		return
 	}
+	byAgent, err := g.usageByAgent(r.Context(), f) // agents_api.go
+	if err != nil {
+		writeJSON(w, nil, wrapErr("sum usage by agent", err))
+		return
+	}
 	recs, err := g.store.ListUsage(r.Context(), f, limitParam(r, 500))
-	writeJSON(w, map[string]any{"total": sum, "records": nonNil(recs)}, wrapErr("list usage", err))
+	writeJSON(w, map[string]any{"total": sum, "by_agent": byAgent, "records": nonNil(recs)}, wrapErr("list usage", err))
 }
 
 // maxSeriesDays bounds GET /api/usage/series: one ledger sum per day.
@@ -398,7 +404,7 @@ func (g *gateway) handleUsageSeries(w http.ResponseWriter, r *http.Request) {
 		}
 		days = n
 	}
-	f := echogate.UsageFilter{Session: echogate.SessionKey(q.Get("session")), UserID: q.Get("user"), Channel: q.Get("channel")}
+	f := echogate.UsageFilter{Session: echogate.SessionKey(q.Get("session")), UserID: q.Get("user"), Channel: q.Get("channel"), Agent: q.Get("agent")}
 	s, err := seriesOf(r.Context(), g.store, f, days, time.Now())
 	writeJSON(w, s, wrapErr("usage series", err))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/echogate/echogate"
@@ -66,4 +67,28 @@ func (g *gateway) handleAgents(w http.ResponseWriter, r *http.Request) {
 // handleRefusals lists the latest refused events, newest first.
 func (g *gateway) handleRefusals(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, nonNil(g.pipeline.Refusals()), nil)
+}
+
+// usageByAgent sums the entries f selects per agent profile (one ledger sum per agent), for
+// the agents configured now; entries of agents no longer configured count only in the total.
+func (g *gateway) usageByAgent(ctx context.Context, f echogate.UsageFilter) (map[string]echogate.Usage, error) {
+	a := g.pipeline.Agents()
+	names := []string{a.Default.Name}
+	for _, p := range a.List {
+		names = append(names, p.Name)
+	}
+	out := make(map[string]echogate.Usage, len(names))
+	for _, n := range names {
+		if f.Agent != "" && f.Agent != n {
+			continue
+		}
+		af := f
+		af.Agent = n
+		u, err := g.store.SumUsage(ctx, af)
+		if err != nil {
+			return nil, err
+		}
+		out[n] = u
+	}
+	return out, nil
 }

@@ -198,7 +198,7 @@ func (c *Config) buildAgents(cat agentCatalog) (pipeline.Agents, error) {
 		default:
 			return pipeline.Agents{}, &ConfigError{Key: key + ".model", Msg: fmt.Sprintf("%q is neither a model a provider serves nor a route name: add it to a provider's models (a model new to the gateway needs a restart) or name one of the routes %v", a.Model, cat.routes)}
 		}
-		if l := a.limits(); l != (cost.Limits{}) {
+		if l := a.limits(); l != (cost.Limits{}) && cat.ledger != nil { // no ledger: doctor, checking only
 			tr, err := cost.New(cost.Config{Agent: a.Name, Limits: l, Prices: cat.prices, ModelFor: cat.modelFor}, cat.ledger, nil)
 			if err != nil {
 				return pipeline.Agents{}, &ConfigError{Key: key + ".budgets", Msg: err.Error()}

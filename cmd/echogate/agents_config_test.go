@@ -112,3 +112,30 @@ type nopLedger struct{}
 func (nopLedger) SumUsage(context.Context, echogate.UsageFilter) (echogate.Usage, error) {
 	return echogate.Usage{}, nil
 }
+
+// doctor lists which agent serves which place, and names an agent's bad tool pattern.
+func TestDoctorListsAgents(t *testing.T) {
+	vars := map[string]string{"ECHOGATE_DATA_DIR": t.TempDir()}
+	e, stdout, _ := testEnv(vars, "--config", writeConfig(t, agentsYAML), "doctor")
+	code := run(context.Background(), e)
+	out := stdout.String()
+	for _, want := range []string{
+		"ok  agent oncall       oncall serves slack:C0OPS (model gpt-4o; tools current_time)",
+		"ok  agent support      support serves slack:C0SUP (tools http_fetch; own budgets)",
+		"ok  agent dm           dm serves discord:dm (model gpt-4o)",
+		"ok  agent default      default serves every other place (model gpt-4o-mini)",
+		"ok  access             users slack:U0REQUEST, discord:500000000000000001; channels slack:C0OPS",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 0 {
+		t.Errorf("doctor = exit %d, want 0:\n%s", code, out)
+	}
+	bad := strings.Replace(agentsYAML, "tools: [current_time]", "tools: [pagr__*]", 1)
+	e, stdout, _ = testEnv(vars, "--config", writeConfig(t, bad), "doctor")
+	if code := run(context.Background(), e); code == 0 || !strings.Contains(stdout.String(), `!!  agents             config: agents.oncall.tools: "pagr__*" matches no tool`) {
+		t.Errorf("doctor with a bad tool pattern = exit %d:\n%s\nwant a problem naming agents.oncall.tools", code, stdout.String())
+	}
+}

@@ -161,6 +161,7 @@ func TestE2EAgentsAndAccessSlack(t *testing.T) {
 	// next support turn is stopped before the model call; #ops goes on.
 	p.open(t, sup, p.requester, "expensive question tag-sup1")
 	sup.waitMsg(t, "an expensive answer")
+	g.logs.waitLine(t, "turn finished", "agent=support", "cost_usd=1") // its usage is in the ledger
 	p.open(t, sup, p.requester, "and another tag-sup2")
 	sup.waitMsg(t, "the support agent's daily budget of $0.50 is used up")
 	p.open(t, ops, p.requester, "still there? tag-ops2")
@@ -183,6 +184,13 @@ func TestE2EAgentsAndAccessSlack(t *testing.T) {
 	getJSON(t, g.base+"/api/turns?agent=oncall", &onlyOps)
 	if len(onlyOps) != 2 || onlyOps[0].Agent != "oncall" {
 		t.Errorf("/api/turns?agent=oncall = %d turns, want the 2 of oncall", len(onlyOps))
+	}
+	var usage struct {
+		ByAgent map[string]echogate.Usage `json:"by_agent"`
+	}
+	getJSON(t, g.base+"/api/usage", &usage)
+	if u := usage.ByAgent; u["support"].CostUSD < 1 || u["oncall"].InputTokens == 0 || u["support"].CostUSD > 1.01 {
+		t.Errorf("/api/usage by_agent = %+v, want support's $1 turn and oncall's tokens apart", u)
 	}
 	var listed []map[string]any
 	getJSON(t, g.base+"/api/refusals", &listed)
