@@ -5,7 +5,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const SVG = "http://www.w3.org/2000/svg";
-  const PANELS = ["chat", "turns", "approvals", "spend", "breakers", "memory", "knowledge"];
+  const PANELS = ["chat", "turns", "approvals", "spend", "access", "breakers", "memory", "knowledge"];
   const POLL_MS = 3000;        // refresh of the visible live panel
   const BADGE_MS = 5000;       // refresh of the approvals badge when its panel is hidden
 
@@ -103,10 +103,10 @@
     if (name === "chat") $("text").focus();
   }
   const loaders = {
-    turns: loadTurns, approvals: loadApprovals, spend: loadSpend, breakers: loadBreakers,
+    turns: loadTurns, approvals: loadApprovals, spend: loadSpend, access: loadAccess, breakers: loadBreakers,
     memory: () => loadFeature("memory"), knowledge: () => loadFeature("knowledge"),
   };
-  const live = { turns: () => $("turns-live").checked, approvals: () => true, breakers: () => true };
+  const live = { turns: () => $("turns-live").checked, approvals: () => true, access: () => true, breakers: () => true };
 
   // schedule loads the active panel now (when asked) and then polls it while it is live and the
   // page is visible. The approvals badge refreshes on its own, slower timer.
@@ -155,7 +155,9 @@
   // ---- turns --------------------------------------------------------------------------------
   async function loadTurns() {
     const session = $("turns-session").value.trim();
-    const r = await api("api/turns?limit=100" + (session ? "&session=" + encodeURIComponent(session) : ""));
+    const agent = $("turns-agent").value;
+    const r = await api("api/turns?limit=100" + (session ? "&session=" + encodeURIComponent(session) : "") +
+      (agent ? "&agent=" + encodeURIComponent(agent) : ""));
     if (!r.ok) { $("turns-updated").textContent = r.error; return; }
     const turns = r.data || [];
     const body = $("turns-table").tBodies[0];
@@ -167,7 +169,7 @@
       started.title = when(t.started_at);
       const sess = td(t.session, "mono clip");
       sess.title = t.session;
-      tr.append(started, sess, td(t.user_id, "clip"));
+      tr.append(started, sess, td(t.user_id, "clip"), td(t.agent || "", "mono"));
       const st = td("");
       st.append(pill(t.status));
       tr.append(st, td(t.model || "", "mono"),
@@ -503,6 +505,42 @@
     $("model-breakers-empty").hidden = models.length > 0;
   }
 
+  // ---- agents and access --------------------------------------------------------------------
+  async function loadAgentOptions() {
+    const r = await api("api/agents");
+    if (!r.ok) return;
+    const sel = $("turns-agent"), cur = sel.value;
+    sel.replaceChildren(el("option", "", "all agents"), ...(r.data || []).map((a) => el("option", "", a.name)));
+    sel.options[0].value = "";
+    sel.value = cur;
+    return r.data || [];
+  }
+  async function loadAccess() {
+    const agents = await loadAgentOptions();
+    if (agents) {
+      const flag = (v) => (v === undefined || v === null ? "as configured" : v ? "on" : "off");
+      $("agents-table").tBodies[0].replaceChildren(...agents.map((a) => {
+        const tr = el("tr");
+        tr.append(td(a.name, "mono"), td(a.match && a.match.length ? a.match.join(", ") : "every other place", "wrap"),
+          td(a.route ? "route " + a.route : a.model || "default", "mono"), td(a.tools ? a.tools.join(", ") || "none" : "all", "wrap"),
+          td(flag(a.memory)), td(flag(a.knowledge)), td(a.budgets ? "yes" : "no"), td((a.approvers || []).join(", "), "wrap"));
+        return tr;
+      }));
+    }
+    const r = await api("api/refusals");
+    if (!r.ok) { $("access-updated").textContent = r.error; return; }
+    const list = r.data || [];
+    $("refusals-table").tBodies[0].replaceChildren(...list.map((x) => {
+      const tr = el("tr");
+      const at = td(ago(x.at));
+      at.title = when(x.at);
+      tr.append(at, td(x.place, "mono"), td(x.user_id, "mono"), td(x.reason), td(x.replied ? "yes" : "no"));
+      return tr;
+    }));
+    $("refusals-empty").hidden = list.length > 0;
+    stamp("access-updated");
+  }
+
   // ---- memory and knowledge -----------------------------------------------------------------
   async function loadFeature(name) {
     const box = $(name + "-body");
@@ -551,12 +589,14 @@
   document.addEventListener("visibilitychange", () => { if (!document.hidden) schedule(true); });
   $("turns-filter").addEventListener("submit", (e) => { e.preventDefault(); selectedTurn = ""; loadTurns(); });
   $("turns-live").addEventListener("change", () => schedule(false));
+  $("turns-agent").addEventListener("change", () => { selectedTurn = ""; loadTurns(); });
   $("approvals-refresh").addEventListener("click", loadApprovals);
   $("spend-refresh").addEventListener("click", loadSpend);
   $("spend-days").addEventListener("change", loadSpend);
   $("breakers-refresh").addEventListener("click", loadBreakers);
   for (const b of document.querySelectorAll("[data-refresh]")) b.addEventListener("click", () => loadFeature(b.dataset.refresh));
   loadInfo();
+  loadAgentOptions();
   show(location.hash.slice(1) || "chat");
   badgeTick();
 })();
