@@ -31,6 +31,9 @@ type Profile struct {
 	// tools) off for the agent when false; nil keeps the gateway's setting.
 	Knowledge *bool
 	Memory    *bool
+	// MemoryScope "user" keeps the memory snapshot to the user's own memories (no channel-shared
+	// ones); "" or "channel" leaves the memory provider's setting.
+	MemoryScope string
 	// Budget holds the agent's own limits, checked after the gateway's; nil means none.
 	Budget Budget
 	// Approvers may decide the approvals of the agent's turns, besides Config.Approvers.
@@ -65,6 +68,9 @@ func (a Agents) Validate() error {
 		}
 		if p.Model != "" && p.Route != "" {
 			return fmt.Errorf("agents[%d] (%s): set a model or a route, not both", i, p.Name)
+		}
+		if p.MemoryScope != "" && p.MemoryScope != "user" && p.MemoryScope != "channel" {
+			return fmt.Errorf("agents[%d] (%s): memory_scope %q: use user or channel", i, p.Name, p.MemoryScope)
 		}
 	}
 	return nil
@@ -198,6 +204,15 @@ func (pr *profile) allowsTool(name string) bool {
 // "memory" or "knowledge". Providers without it always run.
 type ContextKind interface {
 	ContextKind() string
+}
+
+// contextQuery is the query a context provider gets for the agent: with MemoryScope "user",
+// the memory provider is not told the channel, so it adds no channel-shared memories.
+func (pr *profile) contextQuery(cp ContextProvider, q echogate.ContextQuery) echogate.ContextQuery {
+	if k, ok := cp.(ContextKind); ok && k.ContextKind() == "memory" && pr.MemoryScope == "user" {
+		q.Channel = ""
+	}
+	return q
 }
 
 // wantsContext reports whether the agent uses the context provider's section.

@@ -214,3 +214,91 @@ func TestSetAgentsWhileRunning(t *testing.T) {
 		t.Errorf("Agents after the refused and the good reload = %s, want b", got)
 	}
 }
+
+// kindProvider is a context provider of one kind that records the channel it was asked about.
+type kindProvider struct {
+	kind     string
+	channels chan string
+}
+
+func (k kindProvider) ContextKind() string { return k.kind }
+func (k kindProvider) ContextSection(ctx context.Context, q echogate.ContextQuery) (string, string, error) {
+	k.channels <- q.Channel
+	return k.kind + " section", "SECTION-" + k.kind, nil
+}
+
+// An agent switches memory and knowledge off (sections and tools), or keeps memory to the
+// user's own.
+func TestAgentContextSwitches(t *testing.T) {
+	off, scoped := false, true
+	slack := pipelinetest.NewReplier(echogate.PlatformSlack)
+	mem, kb := kindProvider{"memory", make(chan string, 8)}, kindProvider{"knowledge", make(chan string, 8)}
+	cfg := pipeline.Config{Agents: pipeline.Agents{List: []pipeline.Profile{
+		{Name: "bare", Match: []string{"slack:CBARE"}, Memory: &off, Knowledge: &off},
+		{Name: "own", Match: []string{"slack:COWN"}, Memory: &scoped, MemoryScope: "user"},
+	}}}
+	h := start(t, opts{cfg: cfg, tools: []tools.Tool{newTool("remember", tools.Safe, ""), newTool("knowledge_search", tools.Safe, ""), newTool("current_time", tools.Safe, "")},
+		deps: func(d *pipeline.Deps) {
+			withSlack(slack)(d)
+			d.Context = []pipeline.ContextProvider{mem, kb}
+		}}, agenttest.Reply("a"), agenttest.Reply("b"), agenttest.Reply("c"))
+	for _, ch := range []string{"CBARE", "COWN", "CALL"} {
+		h.submit(slackMsg(ch, "U1", "hi "+ch))
+		<-slack.Done
+	}
+	reqs := h.model.Requests()
+	bare, own, all := reqs[0], reqs[1], reqs[2]
+	if s := bare.Messages[0].Content; strings.Contains(s, "SECTION-") || slices.Contains(toolNames(bare), "remember") || slices.Contains(toolNames(bare), "knowledge_search") {
+		t.Errorf("bare agent: system %q, tools %v; want no memory or knowledge section or tool", s, toolNames(bare))
+	}
+	if s := all.Messages[0].Content; !strings.Contains(s, "SECTION-memory") || !strings.Contains(s, "SECTION-knowledge") || !slices.Contains(toolNames(all), "remember") {
+		t.Errorf("default agent: system %q, tools %v; want both sections and the tools", s, toolNames(all))
+	}
+	if !strings.Contains(own.Messages[0].Content, "SECTION-memory") {
+		t.Errorf("own agent: system %q, want the memory section", own.Messages[0].Content)
+	}
+	close(mem.channels)
+	var asked []string
+	for c := range mem.channels {
+		asked = append(asked, c)
+	}
+	if !slices.Equal(asked, []string{"", "slack:CALL"}) {
+		t.Errorf("memory provider asked about channels %q, want \"\" for the user-scoped agent, slack:CALL for the default", asked)
+	}
+}
+
+func TestAgentsServing(t *testing.T) {
+	a := pipeline.Agents{Default: pipeline.Profile{Name: "default"}, List: []pipeline.Profile{
+		{Name: "ops", Match: []string{"slack:C1", "discord:guild:111"}},
+		{Name: "dms", Match: []string{"slack:dm", "discord:dm"}},
+		{Name: "slack", Match: []string{"slack:*"}},
+		{Name: "web", Match: []string{"web"}},
+	}}
+	for _, tt := range []struct {
+		c    echogate.ConversationRef
+		want string
+	}{
+		{echogate.ConversationRef{Platform: "slack", Workspace: "T", Channel: "C1", Thread: "1.1"}, "ops"},
+		{echogate.ConversationRef{Platform: "discord", Workspace: "111", Channel: "9"}, "ops"},
+		{echogate.ConversationRef{Platform: "discord", Workspace: "222", Channel: "9"}, "default"},
+		{echogate.ConversationRef{Platform: "slack", Workspace: "T", Channel: "D1", DM: true}, "dms"},
+		{echogate.ConversationRef{Platform: "discord", Channel: "77", DM: true}, "dms"},
+		{echogate.ConversationRef{Platform: "slack", Workspace: "T", Channel: "C2"}, "slack"},
+		{echogate.ConversationRef{Platform: "web", Channel: "s", DM: true}, "web"},
+		{echogate.ConversationRef{Platform: "console", Channel: "c", DM: true}, "default"},
+	} {
+		if got := a.Serving(tt.c); got != tt.want {
+			t.Errorf("Serving(%+v) = %s, want %s", tt.c, got, tt.want)
+		}
+	}
+	for name, bad := range map[string]pipeline.Agents{
+		"duplicate":       {List: []pipeline.Profile{{Name: "a", Match: []string{"web"}}, {Name: "a", Match: []string{"web"}}}},
+		"no match":        {List: []pipeline.Profile{{Name: "a"}}},
+		"model and route": {List: []pipeline.Profile{{Name: "a", Match: []string{"web"}, Model: "m", Route: "r"}}},
+		"bad glob":        {List: []pipeline.Profile{{Name: "a", Match: []string{"slack:["}}}},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%s: Validate = nil, want an error", name)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func (p *Pipeline) prompt(ctx context.Context, t *turn, query string) (system, n
 		if _, standing := cp.(VersionedContext); standing || !t.prof.wantsContext(cp) {
 			continue
 		}
-		writeSection(ctx, t, &per, cp, q)
+		writeSection(ctx, t, &per, cp, t.prof.contextQuery(cp, q))
 	}
 	return sys.String(), per.String()
 }
@@ -50,8 +50,11 @@ func (p *Pipeline) standingContext(ctx context.Context, t *turn, q echogate.Cont
 	for _, cp := range p.d.Context {
 		if v, ok := cp.(VersionedContext); ok && t.prof.wantsContext(cp) {
 			standing = append(standing, cp)
-			version = version*1_000_003 + v.ContextVersion(q) + 1
+			version = version*1_000_003 + v.ContextVersion(t.prof.contextQuery(cp, q)) + 1
 		}
+	}
+	if t.prof.MemoryScope == "user" {
+		version ^= 1 << 63 // the agent's scope is part of what the frozen text says
 	}
 	if len(standing) == 0 {
 		return ""
@@ -62,7 +65,7 @@ func (p *Pipeline) standingContext(ctx context.Context, t *turn, q echogate.Cont
 	}
 	var b strings.Builder
 	for _, cp := range standing {
-		writeSection(ctx, t, &b, cp, q)
+		writeSection(ctx, t, &b, cp, t.prof.contextQuery(cp, q))
 	}
 	p.snaps.put(q.Session, b.String(), version, now)
 	return b.String()

@@ -32,6 +32,7 @@ type AgentProfileConf struct {
 	RequireMention *bool         `yaml:"require_mention"`
 	Knowledge      *bool         `yaml:"knowledge"`
 	Memory         *bool         `yaml:"memory"`
+	MemoryScope    string        `yaml:"memory_scope"` // user | channel (needs memory.channel_memories)
 	Budgets        BudgetsConfig `yaml:"budgets"`
 	Approvers      []string      `yaml:"approvers"`
 }
@@ -101,6 +102,15 @@ func (c *Config) validateAgentsAccess() error {
 			if !ok || id == "" || (plat != "slack" && plat != "discord" && plat != "web" && plat != "console") {
 				return bad(key+".approvers", "%q: write approvers as slack:U123, discord:123456 (platform:user id)", ap)
 			}
+		}
+		switch a.MemoryScope {
+		case "", "user":
+		case "channel":
+			if !c.Memory.ChannelMemories {
+				return bad(key+".memory_scope", "channel needs memory.channel_memories: true (the channel's shared memories are off)")
+			}
+		default:
+			return bad(key+".memory_scope", "%q: use user (the user's own memories) or channel (also the channel's shared ones)", a.MemoryScope)
 		}
 		if err := a.limits().Validate(); err != nil {
 			return bad(key+".budgets", "%v", err)
@@ -179,7 +189,7 @@ func (c *Config) buildAgents(cat agentCatalog) (pipeline.Agents, error) {
 	for _, a := range c.Agents {
 		key := "agents." + a.Name
 		p := pipeline.Profile{Name: a.Name, Match: a.Match, SystemPrompt: a.SystemPrompt, Tools: a.Tools,
-			Knowledge: a.Knowledge, Memory: a.Memory, Approvers: a.Approvers}
+			Knowledge: a.Knowledge, Memory: a.Memory, MemoryScope: a.MemoryScope, Approvers: a.Approvers}
 		if a.Tools != nil && len(a.Tools) == 0 {
 			p.Tools = []string{} // `tools: []`: no tools at all
 		}
