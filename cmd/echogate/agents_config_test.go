@@ -139,3 +139,16 @@ func TestDoctorListsAgents(t *testing.T) {
 		t.Errorf("doctor with a bad tool pattern = exit %d:\n%s\nwant a problem naming agents.oncall.tools", code, stdout.String())
 	}
 }
+
+// The terminal's agent (place console) is checked against every tool, read_file included, and
+// only its tools reach the model (the demo model names what it got).
+func TestChatWithConsoleAgent(t *testing.T) {
+	yaml := "agents:\n  - {name: term, match: [console], system_prompt: \"You are the terminal helper.\", tools: [read_file]}\n"
+	e, stdout, stderr := testEnv(map[string]string{"ECHOGATE_DATA_DIR": t.TempDir()}, "--config", writeConfig(t, yaml), "chat", "-m", "hi")
+	if code := run(context.Background(), e); code != 0 {
+		t.Fatalf("chat = exit %d: %s", code, stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "2 tools: read_file, plan.") {
+		t.Errorf("chat output = %q, want the demo model to report only read_file (and plan)", out)
+	}
+}

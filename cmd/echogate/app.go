@@ -148,9 +148,6 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		JanitorInterval: time.Duration(cfg.Approval.CheckInterval),
 		ToolPolicy:      policy,
 	}
-	if err := c.wireAgents(&pcfg); err != nil {
-		return err
-	}
 	if c.backend == "postgres" {
 		// Several replicas may share the database: take over only events whose replica is gone.
 		pcfg.ReplayAfter = max(time.Duration(cfg.Agent.TurnTimeout), 5*time.Minute) + max(time.Duration(cfg.Agent.DrainTimeout), 30*time.Second) + time.Minute
@@ -185,6 +182,10 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		return err
 	}
 	if err := c.wireTracing(&deps); err != nil {
+		return err
+	}
+	// After every tool is registered (read_file comes with wireFiles): agents are checked against them.
+	if err := c.wireAgents(&pcfg); err != nil {
 		return err
 	}
 	p, err := pipeline.New(pcfg, deps)
