@@ -28,7 +28,7 @@ type AgentProfileConf struct {
 	Match          []string      `yaml:"match"`
 	SystemPrompt   string        `yaml:"system_prompt"`
 	Model          string        `yaml:"model"` // a model, or the name of a models.routes entry
-	Tools          []string      `yaml:"tools"` // allow-list globs; unset = every tool
+	Tools          []string      `yaml:"tools"` // allow-list globs; unset = every tool, [] = none
 	RequireMention *bool         `yaml:"require_mention"`
 	Knowledge      *bool         `yaml:"knowledge"`
 	Memory         *bool         `yaml:"memory"`
@@ -185,14 +185,11 @@ func (c *Config) configModels() func(string) bool {
 // buildAgents resolves `agents:` against the gateway: a tool pattern must match a tool (or an
 // MCP server's tools), a model must be served, a route must exist. Errors name the key.
 func (c *Config) buildAgents(cat agentCatalog) (pipeline.Agents, error) {
-	out := pipeline.Agents{Default: pipeline.Profile{Name: pipeline.DefaultAgent, Approvers: nil}}
+	out := pipeline.Agents{Default: pipeline.Profile{Name: pipeline.DefaultAgent}} // the top-level agent: Config's own settings
 	for _, a := range c.Agents {
 		key := "agents." + a.Name
 		p := pipeline.Profile{Name: a.Name, Match: a.Match, SystemPrompt: a.SystemPrompt, Tools: a.Tools,
 			Knowledge: a.Knowledge, Memory: a.Memory, MemoryScope: a.MemoryScope, Approvers: a.Approvers}
-		if a.Tools != nil && len(a.Tools) == 0 {
-			p.Tools = []string{} // `tools: []`: no tools at all
-		}
 		for _, tp := range a.Tools {
 			if !toolPatternMatches(tp, cat) {
 				return pipeline.Agents{}, &ConfigError{Key: key + ".tools", Msg: fmt.Sprintf("%q matches no tool: the tools are %s (MCP tools are <server>__<tool> of mcp.servers)",

@@ -44,6 +44,13 @@ func TestAgentsAccessConfigErrors(t *testing.T) {
 	if r := cfg.accessRules(); r.DMs || r.Refusal != "no" || !slices.Equal(r.Users, []string{"slack:U1", "discord:*"}) {
 		t.Errorf("accessRules = %+v, want DMs off, the refusal text and both users", r)
 	}
+	cfg, err = loadYAML(t, "agents: [{name: none, match: [web], tools: []}, {name: all, match: [web]}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agents[0].Tools == nil || len(cfg.Agents[0].Tools) != 0 || cfg.Agents[1].Tools != nil {
+		t.Errorf("tools: [] = %#v, unset = %#v; want an empty list (no tools) and nil (every tool)", cfg.Agents[0].Tools, cfg.Agents[1].Tools)
+	}
 	cfg, err = loadYAML(t, "agent: {max_iterations: 4}")
 	if err != nil {
 		t.Fatal(err)
