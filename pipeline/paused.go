@@ -33,7 +33,8 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 		p.dropUnreadable(ctx, ctl, log, ev, pend, err)
 		return
 	}
-	if !p.authorized(ctx, ctl, log, ev, pend) {
+	prof := p.profileOfTurn(ctx, pend.Turn, ev) // the paused turn's agent: its approvers decide, it resumes under it
+	if !p.authorized(ctx, ctl, log, ev, pend, prof) {
 		return
 	}
 	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(ev) && p.command(ctx, log, ev) {
@@ -48,7 +49,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 		return
 	}
 	actor := ev.Actor.QualifiedID(ev.Conversation.Platform)
-	r, err := p.resumeDurably(ctx, ev, pend, d, actor)
+	r, err := p.resumeDurably(ctx, ev, pend, d, actor, prof)
 	if err != nil {
 		log.Error("pipeline: record the decision on a paused turn", "turn", pend.Turn, "err", err)
 		return
@@ -65,13 +66,13 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	if d.notice != "" {
 		p.notify(ctx, log, ev, d.notice)
 	}
-	p.runTurn(ctx, ctl, log, ev, d.extra, withResume(r, st, &d.resume))
+	p.runTurn(ctx, ctl, log, ev, d.extra, withResume(r, st, &d.resume), withProfile(prof))
 }
 
 // resumeDurably writes the decision and the resumed turn's record in place of the pause, in one
 // TurnLog call (write-ahead: a crash from here on finds the resumed turn and finishes it). Of
 // two replicas deciding at once, only the one whose call removed the pause gets nil.
-func (p *Pipeline) resumeDurably(ctx context.Context, ev echogate.InboundEvent, pend echogate.PendingTurn, d decision, actor string) (echogate.TurnResume, error) {
+func (p *Pipeline) resumeDurably(ctx context.Context, ev echogate.InboundEvent, pend echogate.PendingTurn, d decision, actor string, prof *profile) (echogate.TurnResume, error) {
 	rs, err := json.Marshal(d.resume)
 	if err != nil {
 		return echogate.TurnResume{}, fmt.Errorf("pipeline: encode decision: %w", err)
@@ -80,7 +81,7 @@ func (p *Pipeline) resumeDurably(ctx context.Context, ev echogate.InboundEvent, 
 	r := echogate.TurnResume{Turn: ids.New("t_"), Session: ev.SessionKey(), Paused: pend, EventKey: ev.DedupeKey(),
 		Decision: rs, DecidedBy: actor, At: now}
 	rec := echogate.TurnRecord{ID: r.Turn, Session: r.Session, EventKey: r.EventKey, UserID: pend.RequestedBy,
-		Status: echogate.TurnRunning, Model: p.cfg.Model, StartedAt: now}
+		Agent: prof.Name, Status: echogate.TurnRunning, Model: prof.Model, StartedAt: now}
 	if err := p.d.Store.ResumeTurn(ctx, r, rec); err != nil {
 		return r, err
 	}
@@ -114,8 +115,8 @@ func (p *Pipeline) dropUnreadable(ctx context.Context, ctl *turnCtl, log *slog.L
 // authorized routes ev through the pause's authority (authority.go): only the requester, an
 // approver or the gateway decides, stops or supersedes; a stranger's new message is their own
 // turn, anything else of theirs is ignored. It reports whether ev may act on the pause.
-func (p *Pipeline) authorized(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) bool {
-	switch pausedAuthority(ev, pend.RequestedBy, p.profileFor(ev).approvers) { // the gateway's and the agent's approvers
+func (p *Pipeline) authorized(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn, prof *profile) bool {
+	switch pausedAuthority(ev, pend.RequestedBy, prof.approvers) { // the gateway's and the agent's approvers
 	case rightIgnore:
 		what := "approval message ignored"
 		if ev.Kind == echogate.KindReaction {

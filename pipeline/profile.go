@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -176,6 +177,30 @@ func (p *Pipeline) profileFor(ev echogate.InboundEvent) *profile {
 	}
 	return set.def
 }
+
+// profileOfTurn returns the profile that served a turn (a paused one, resuming): the agent
+// of the same name in the current set, else the one serving the place now (the agent was
+// renamed or removed by a reload, or the record cannot be read).
+func (p *Pipeline) profileOfTurn(ctx context.Context, turnID string, ev echogate.InboundEvent) *profile {
+	if set := p.agents.Load(); len(set.list) == 0 {
+		return set.def // one agent: nothing to look up
+	}
+	if rec, err := p.d.Store.GetTurn(ctx, turnID); err == nil && rec.Agent != "" {
+		set := p.agents.Load()
+		if set.def.Name == rec.Agent {
+			return set.def
+		}
+		for _, pr := range set.list {
+			if pr.Name == rec.Agent {
+				return pr
+			}
+		}
+	}
+	return p.profileFor(ev)
+}
+
+// withProfile makes the turn run under pr (a resumed turn keeps its agent).
+func withProfile(pr *profile) turnOption { return func(t *turn) { t.prof = pr } }
 
 // Names of the built-in tools that belong to long-term memory and the knowledge base, hidden
 // from an agent that switches them off (SPEC: the names are stable).

@@ -302,3 +302,35 @@ func TestAgentsServing(t *testing.T) {
 		}
 	}
 }
+
+// An agent's approvers decide its turns' approvals; a paused turn resumes under its own agent
+// even when a reload gave its place to another one.
+func TestAgentApproversAndResume(t *testing.T) {
+	del := newTool("delete_file", tools.Sensitive, "deleted")
+	ops := pipeline.Profile{Name: "ops", Match: []string{"web"}, Approvers: []string{"web:lead"}}
+	h := start(t, opts{cfg: pipeline.Config{Agents: pipeline.Agents{List: []pipeline.Profile{ops}}}, tools: []tools.Tool{del}},
+		agenttest.CallTool("delete_file", `{"path":"a"}`), agenttest.Reply("gone"))
+	h.submit(msg("s1", "ann", "delete a"))
+	if d := h.waitDone(); d.Status != "paused" {
+		t.Fatalf("status = %s, want paused", d.Status)
+	}
+	p := promptOf(t, h)
+	ops.Match = []string{"slack:C1"}
+	if err := h.p.SetAgents(pipeline.Agents{List: []pipeline.Profile{ops, {Name: "other", Match: []string{"web"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	h.submit(reaction("s1", "bob", echogate.ReactionApprove, p.Ref)) // not an approver: ignored
+	h.submit(reaction("s1", "lead", echogate.ReactionApprove, p.Ref))
+	if d := h.waitDone(); d.Status != "done" {
+		t.Fatalf("after the ops approver's ✅: %+v", d)
+	}
+	if n := del.calls.Load(); n != 1 {
+		t.Errorf("tool ran %d times, want 1", n)
+	}
+	turns, _ := h.store.ListTurns(context.Background(), "web:s1", 0)
+	for _, tr := range turns {
+		if tr.Agent != "ops" {
+			t.Errorf("turn %s (%s) agent = %s, want ops (the resumed turn keeps its agent)", tr.ID, tr.Status, tr.Agent)
+		}
+	}
+}
