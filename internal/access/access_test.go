@@ -112,3 +112,30 @@ func TestCheck(t *testing.T) {
 		t.Error("Personal: only user and dm refusals are personal")
 	}
 }
+
+// BenchmarkCheck is the cost the access rules add to every Submit.
+func BenchmarkCheck(b *testing.B) {
+	r := access.Rules{DMs: true, Users: []string{"slack:U1", "slack:U2", "discord:4567", "slack:U3*"},
+		Channels: []string{"slack:C1", "slack:C2", "discord:guild:111"}}
+	ev := echogate.InboundEvent{Kind: echogate.KindMention, Actor: echogate.Actor{ID: "U3X"},
+		Conversation: echogate.ConversationRef{Platform: "slack", Workspace: "T1", Channel: "C2", Thread: "1.2"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.Check(ev) != access.Allowed {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// BenchmarkCheckOpen is the cost without access: lists (the default).
+func BenchmarkCheckOpen(b *testing.B) {
+	r := access.Rules{DMs: true}
+	ev := echogate.InboundEvent{Kind: echogate.KindMention, Actor: echogate.Actor{ID: "U3X"},
+		Conversation: echogate.ConversationRef{Platform: "slack", Workspace: "T1", Channel: "C2"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.Check(ev) != access.Allowed {
+			b.Fatal("refused")
+		}
+	}
+}
