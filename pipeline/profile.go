@@ -50,13 +50,17 @@ type Agents struct {
 
 // Validate reports duplicate names and malformed patterns, naming them.
 func (a Agents) Validate() error {
-	seen := map[string]bool{a.Default.Name: true}
+	def := a.Default.Name
+	if def == "" {
+		def = DefaultAgent
+	}
+	seen := map[string]bool{def: true}
 	for i, p := range a.List {
 		if p.Name == "" {
 			return fmt.Errorf("agents[%d]: give the agent a name", i)
 		}
 		if seen[p.Name] {
-			return fmt.Errorf("agents[%d]: the name %q is used twice: agent names must be unique (%q is the top-level agent)", i, p.Name, DefaultAgent)
+			return fmt.Errorf("agents[%d]: the name %q is used twice: agent names must be unique (%q is the top-level agent)", i, p.Name, def)
 		}
 		seen[p.Name] = true
 		if len(p.Match) == 0 {

@@ -296,6 +296,7 @@ func TestAgentsServing(t *testing.T) {
 		"no match":        {List: []pipeline.Profile{{Name: "a"}}},
 		"model and route": {List: []pipeline.Profile{{Name: "a", Match: []string{"web"}, Model: "m", Route: "r"}}},
 		"bad glob":        {List: []pipeline.Profile{{Name: "a", Match: []string{"slack:["}}}},
+		"named default":   {List: []pipeline.Profile{{Name: "default", Match: []string{"web"}}}},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%s: Validate = nil, want an error", name)
