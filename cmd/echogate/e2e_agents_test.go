@@ -264,7 +264,7 @@ func hasContent(ms []discordtest.Message, text string) bool {
 }
 
 // SIGHUP reloads access and agents; a bad file is refused and the old configuration keeps
-// serving; a good one is applied to the next turn.
+// serving; a good one is applied to the next turn; an edited file is reloaded on its own.
 func TestE2EReloadOnSIGHUP(t *testing.T) {
 	fake, vars := newAgentsModel(t)
 	p, srv := newSlackPlatform(t)
@@ -299,7 +299,7 @@ func TestE2EReloadOnSIGHUP(t *testing.T) {
 	// A bad file: an agent's tool pattern that matches no tool.
 	write(strings.Replace(agentsYAML, "tools: [current_time]", "tools: [pagr__*]", 1))
 	g.signal(syscall.SIGHUP)
-	g.logs.waitLine(t, "configuration reload refused", `agents.oncall.tools: \"pagr__*\" matches no tool`)
+	g.logs.waitLine(t, "configuration reload refused", "trigger=SIGHUP", `agents.oncall.tools: \"pagr__*\" matches no tool`)
 	if r := ask("tag-after-bad"); !strings.HasPrefix(systemOf(r), opsPrompt) || !slices.Equal(offeredTools(r), []string{"current_time", "plan"}) {
 		t.Errorf("after the refused reload: system %q, tools %v; want the old oncall agent", firstLine(systemOf(r)), offeredTools(r))
 	}
@@ -307,8 +307,17 @@ func TestE2EReloadOnSIGHUP(t *testing.T) {
 	// A good file: a new prompt for #ops, applied to the next turn.
 	write(strings.Replace(agentsYAML, opsPrompt, "You are the NEW on-call helper.", 1))
 	g.signal(syscall.SIGHUP)
-	g.logs.waitLine(t, "configuration reloaded")
+	g.logs.waitLine(t, "configuration reloaded", "trigger=SIGHUP")
 	if r := ask("tag-after-good"); !strings.HasPrefix(systemOf(r), "You are the NEW on-call helper.") {
 		t.Errorf("after the reload: system %q, want the new prompt", firstLine(systemOf(r)))
+	}
+
+	// An edited file is reloaded without a signal (this edit also drops the dm agent, which
+	// tells its reload apart from one of the file written before the SIGHUP above).
+	edited := strings.Replace(agentsYAML, opsPrompt, "You are the EDITED on-call helper.", 1)
+	write(edited[:strings.Index(edited, "  - name: dm")])
+	g.logs.waitLine(t, "configuration reloaded", `trigger="file changed"`, "agents=2")
+	if r := ask("tag-after-edit"); !strings.HasPrefix(systemOf(r), "You are the EDITED on-call helper.") {
+		t.Errorf("after the file changed: system %q, want the edited prompt", firstLine(systemOf(r)))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/echogate/echogate/pipeline"
 )
@@ -57,12 +58,12 @@ func (c *core) wireAgents(pcfg *pipeline.Config) error {
 // errNoConfigFile: there is nothing to reload.
 var errNoConfigFile = errors.New("no configuration file was read at start (--config, ECHOGATE_CONFIG or ./echogate.yaml): nothing to reload")
 
-// reload reads the configuration file again and applies its `access:` and `agents:`
+// reload reads the configuration file again (SIGHUP, or the file changed) and applies its `access:` and `agents:`
 // atomically: the next event is checked against the new rules and served by the new
 // profiles, running turns finish under the profile they started with. A file that does not
 // load or validate is refused with the error and the running configuration stays. Other
 // sections take effect at the next start.
-func (c *core) reload() error {
+func (c *core) reload(trigger string) error {
 	src := c.cfg.source
 	if src.path == "" {
 		return errNoConfigFile
@@ -80,22 +81,52 @@ func (c *core) reload() error {
 	}
 	c.pipeline.SetAccess(cfg.accessRules())
 	c.log.Info("configuration reloaded: access and agents applied (other settings take effect at the next start)",
-		"file", src.path, "agents", len(agents.List))
+		"file", src.path, "trigger", trigger, "agents", len(agents.List))
 	return nil
 }
 
-// watchReload reloads on SIGHUP until ctx ends.
+// reloadPoll is how often serve looks at the configuration file's modification time and size:
+// an edited file is reloaded like a SIGHUP.
+const reloadPoll = 2 * time.Second
+
+// fileStamp identifies one version of the configuration file.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{fi.ModTime(), fi.Size()}
+}
+
+// watchReload reloads on SIGHUP, and when the configuration file changes, until ctx ends.
 func (c *core) watchReload(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	path := c.cfg.source.path
+	last := stampOf(path)
+	tick := time.NewTicker(reloadPoll)
+	defer tick.Stop()
+	try := func(why string) {
+		last = stampOf(path)
+		if err := c.reload(why); err != nil {
+			c.log.Error("configuration reload refused; the running configuration stays", "file", path, "trigger", why, "err", err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if err := c.reload(); err != nil {
-				c.log.Error("configuration reload refused; the running configuration stays", "file", c.cfg.source.path, "err", err)
+			try("SIGHUP")
+		case <-tick.C:
+			if path != "" && stampOf(path) != last {
+				try("file changed")
 			}
 		}
 	}
