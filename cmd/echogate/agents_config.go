@@ -240,6 +240,23 @@ func toolPatternMatches(pat string, cat agentCatalog) bool {
 	return false
 }
 
+// unmappedMentions lists the agents' places whose require_mention cannot be applied (all but
+// Slack channels named by id), as "agent: place" for a start-up warning.
+func (c *Config) unmappedMentions() []string {
+	var out []string
+	for _, a := range c.Agents {
+		if a.RequireMention == nil {
+			continue
+		}
+		for _, m := range a.Match {
+			if id, ok := strings.CutPrefix(m, "slack:"); !ok || strings.ContainsAny(id, "*?[:") || id == access.DM {
+				out = append(out, a.Name+": "+m)
+			}
+		}
+	}
+	return out
+}
+
 // slackChannels maps the agents' require_mention onto the Slack channels they name by id
 // (slack:C…, first agent first), where the Slack adapter decides what reaches the gateway.
 // Globs, slack:dm and slack:team:… keep slack.require_mention. Read at start only.

@@ -159,3 +159,21 @@ func TestChatWithConsoleAgent(t *testing.T) {
 		t.Errorf("chat output = %q, want the demo model to report only read_file (and plan)", out)
 	}
 }
+
+// require_mention reaches the Slack adapter for channels named by id; other places are listed
+// for the start-up warning.
+func TestAgentRequireMention(t *testing.T) {
+	off, on := false, true
+	cfg := &Config{Agents: []AgentProfileConf{
+		{Name: "a", Match: []string{"slack:C1", "slack:dm", "discord:9"}, RequireMention: &off},
+		{Name: "b", Match: []string{"slack:C1", "slack:C2"}, RequireMention: &on},
+		{Name: "c", Match: []string{"slack:C3"}},
+	}}
+	got := cfg.slackChannels()
+	if len(got) != 2 || *got["C1"].RequireMention != false || *got["C2"].RequireMention != true {
+		t.Errorf("slackChannels = %+v, want C1 off (first agent wins), C2 on", got)
+	}
+	if um := cfg.unmappedMentions(); !slices.Equal(um, []string{"a: slack:dm", "a: discord:9"}) {
+		t.Errorf("unmappedMentions = %q, want a's slack:dm and discord:9", um)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +53,10 @@ func (c *core) wireAgents(pcfg *pipeline.Config) error {
 	}
 	rules := c.cfg.accessRules()
 	pcfg.Agents, pcfg.Access = agents, &rules
+	if um := c.cfg.unmappedMentions(); len(um) > 0 {
+		c.log.Warn("agents: require_mention applies only to Slack channels named by id (slack:C…); these places keep slack.require_mention / discord.require_mention",
+			"places", strings.Join(um, ", "))
+	}
 	return nil
 }
 
