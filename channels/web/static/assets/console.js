@@ -377,6 +377,14 @@
     renderStats(s.data, budgets, Number(days));
     drawChart(chart, s.data.days || [], Number(budgets.per_day_usd || 0));
     renderBudgets(budgets, s.data);
+    const since = new Date(s.data.from + "T00:00:00Z").toISOString().replace(/\.\d+Z$/, "Z");
+    const u = await api("api/usage?limit=1&since=" + encodeURIComponent(since));
+    const by = (u.ok && u.data.by_agent) || {};
+    $("agent-spend").tBodies[0].replaceChildren(...Object.keys(by).sort().map((name) => {
+      const tr = el("tr");
+      tr.append(td(name, "mono"), td(usd(by[name].cost_usd), "num"), td(num(by[name].input_tokens) + " / " + num(by[name].output_tokens), "num"));
+      return tr;
+    }));
   }
 
   function stat(label, value, sub, ratio) {
