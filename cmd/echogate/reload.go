@@ -27,7 +27,7 @@ func (c *core) agentCatalog(cfg *Config) agentCatalog {
 		cat.tools = append(cat.tools, s.Name)
 	}
 	sort.Strings(cat.tools)
-	for _, s := range cfg.MCP.Servers {
+	for _, s := range c.cfg.MCP.Servers { // the running ones: servers are connected at start only
 		cat.mcpServers = append(cat.mcpServers, s.Name)
 	}
 	for _, r := range cfg.Models.Routes {
