@@ -139,3 +139,18 @@ func BenchmarkCheckOpen(b *testing.B) {
 		}
 	}
 }
+
+// FuzzGlob: any pattern against any platform-supplied name neither panics nor disagrees with
+// itself on a literal pattern.
+func FuzzGlob(f *testing.F) {
+	for _, s := range [][2]string{{"slack:*", "slack:C1"}, {"pager__*", "pager__page"}, {"[", "["}, {"a?c", "abc"}, {"*\\", "x"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		got := access.Glob(pattern, name)
+		if pattern == name && !got {
+			t.Errorf("Glob(%q, itself) = false", pattern)
+		}
+		_ = access.Places(echogate.ConversationRef{Platform: "slack", Channel: name, Workspace: pattern})
+	})
+}
