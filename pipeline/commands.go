@@ -118,12 +118,15 @@ func (p *Pipeline) usageCommand(ctx context.Context, log *slog.Logger, ev echoga
 
 func (p *Pipeline) modelCommand(ev echogate.InboundEvent, arg string) string {
 	if p.d.Models == nil {
-		return fmt.Sprintf("This gateway uses %s; choosing a model per conversation is not configured.", p.cfg.Model)
+		return fmt.Sprintf("This gateway uses %s; choosing a model per conversation is not configured.", p.profileFor(ev).Model)
 	}
 	key := ev.SessionKey()
 	switch {
 	case arg == "":
 		cur := p.modelOverride(key)
+		if pr := p.profileFor(ev); cur == "" && pr.pinned {
+			cur = pr.Model + " (the " + pr.Name + " agent's)"
+		}
 		if cur == "" {
 			cur = "automatic (routing rules)"
 		}
