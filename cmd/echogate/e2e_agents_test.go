@@ -213,13 +213,6 @@ func TestE2EAgentsAndAccessSlack(t *testing.T) {
 	}
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
 // A Discord DM is served by the dm agent; a stranger's DM is refused with no model call.
 func TestE2EAgentsDiscordDM(t *testing.T) {
 	fake, vars := newAgentsModel(t)

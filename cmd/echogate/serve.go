@@ -116,6 +116,12 @@ func (g *gateway) serve(ctx context.Context) error {
 		_ = g.pipeline.Run(pctx)
 	}()
 
+	// Channels deliver only once the pipeline accepts events: a Submit before Run is refused,
+	// and a platform that does not redeliver (Discord, Socket Mode) would lose the event.
+	select {
+	case <-g.pipeline.Started():
+	case <-ctx.Done():
+	}
 	chctx, stopChannels := context.WithCancel(ctx)
 	defer stopChannels()
 	var cwg sync.WaitGroup
