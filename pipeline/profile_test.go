@@ -222,6 +222,23 @@ type kindProvider struct {
 }
 
 func (k kindProvider) ContextKind() string { return k.kind }
+
+// versionedKind is a standing provider (like the memory snapshot): its section is frozen in the
+// system prompt per session.
+type versionedKind struct{ kindProvider }
+
+func (versionedKind) ContextVersion(echogate.ContextQuery) uint64 { return 1 }
+
+// systemText joins a request's system messages (the system prompt and the turn's note).
+func systemText(r agent.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		if m.Role == echogate.RoleSystem {
+			b.WriteString(m.Content + "\n")
+		}
+	}
+	return b.String()
+}
 func (k kindProvider) ContextSection(ctx context.Context, q echogate.ContextQuery) (string, string, error) {
 	k.channels <- q.Channel
 	return k.kind + " section", "SECTION-" + k.kind, nil
@@ -240,7 +257,7 @@ func TestAgentContextSwitches(t *testing.T) {
 	h := start(t, opts{cfg: cfg, tools: []tools.Tool{newTool("remember", tools.Safe, ""), newTool("knowledge_search", tools.Safe, ""), newTool("current_time", tools.Safe, "")},
 		deps: func(d *pipeline.Deps) {
 			withSlack(slack)(d)
-			d.Context = []pipeline.ContextProvider{mem, kb}
+			d.Context = []pipeline.ContextProvider{versionedKind{mem}, kb}
 		}}, agenttest.Reply("a"), agenttest.Reply("b"), agenttest.Reply("c"))
 	for _, ch := range []string{"CBARE", "COWN", "CALL"} {
 		h.submit(slackMsg(ch, "U1", "hi "+ch))
@@ -248,10 +265,10 @@ func TestAgentContextSwitches(t *testing.T) {
 	}
 	reqs := h.model.Requests()
 	bare, own, all := reqs[0], reqs[1], reqs[2]
-	if s := bare.Messages[0].Content; strings.Contains(s, "SECTION-") || slices.Contains(toolNames(bare), "remember") || slices.Contains(toolNames(bare), "knowledge_search") {
+	if s := systemText(bare); strings.Contains(s, "SECTION-") || slices.Contains(toolNames(bare), "remember") || slices.Contains(toolNames(bare), "knowledge_search") {
 		t.Errorf("bare agent: system %q, tools %v; want no memory or knowledge section or tool", s, toolNames(bare))
 	}
-	if s := all.Messages[0].Content; !strings.Contains(s, "SECTION-memory") || !strings.Contains(s, "SECTION-knowledge") || !slices.Contains(toolNames(all), "remember") {
+	if s := systemText(all); !strings.Contains(all.Messages[0].Content, "SECTION-memory") || !strings.Contains(s, "SECTION-knowledge") || !slices.Contains(toolNames(all), "remember") {
 		t.Errorf("default agent: system %q, tools %v; want both sections and the tools", s, toolNames(all))
 	}
 	if !strings.Contains(own.Messages[0].Content, "SECTION-memory") {
