@@ -1,4 +1,4 @@
--- 0005_agents: the agent profile (agents:) that served each turn and each ledger entry, so the
+-- 0006_agents: the agent profile (agents:) that served each turn and each ledger entry, so the
 -- console, /api/turns and /api/usage break down by agent and per-agent budgets sum their spend.
 -- Rows written before this migration belong to no agent ('').
 ALTER TABLE turns ADD COLUMN agent TEXT NOT NULL DEFAULT '';
