@@ -61,7 +61,7 @@ func (s *Store) finishBatch(ctx context.Context, tx pgx.Tx, end echogate.TurnEnd
 	b.Queue(qDeleteResume, t.ID)
 	for _, r := range end.Usage {
 		u := r.Usage
-		b.Queue(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, string(r.Trigger), string(u.Kind), u.Model,
+		b.Queue(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, r.Agent, string(r.Trigger), string(u.Kind), u.Model,
 			u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, u.Failed, utc(s.stamp(r.At)))
 	}
 	if end.EventKey != "" {

@@ -59,7 +59,7 @@ func (s *Store) ResumeTurn(ctx context.Context, r echogate.TurnResume, rec echog
 		if _, err := tx.Exec(ctx, qInsertResume, r.Turn, string(r.Session), r.EventKey, body, utc(s.stamp(r.At))); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, qCreateTurn, rec.ID, string(rec.Session), rec.EventKey, rec.UserID, string(rec.Status), rec.Model,
+		_, err = tx.Exec(ctx, qCreateTurn, rec.ID, string(rec.Session), rec.EventKey, rec.UserID, rec.Agent, string(rec.Status), rec.Model,
 			rec.RouteReason, rec.Error, rec.InputTokens, rec.OutputTokens, rec.CostUSD, utc(s.stamp(rec.StartedAt)), optTime(rec.EndedAt))
 		return err
 	})

@@ -56,7 +56,7 @@ func (s *Store) ResumeTurn(ctx context.Context, r echogate.TurnResume, rec echog
 		if _, err := tx.exec(qInsertResume, r.Turn, string(r.Session), r.EventKey, body, at); err != nil {
 			return err
 		}
-		_, err = tx.exec(qCreateTurn, rec.ID, string(rec.Session), rec.EventKey, rec.UserID, string(rec.Status), rec.Model,
+		_, err = tx.exec(qCreateTurn, rec.ID, string(rec.Session), rec.EventKey, rec.UserID, rec.Agent, string(rec.Status), rec.Model,
 			rec.RouteReason, rec.Error, rec.InputTokens, rec.OutputTokens, rec.CostUSD, toMicros(s.stamp(rec.StartedAt)), optMicros(rec.EndedAt))
 		return err
 	})
