@@ -167,6 +167,7 @@ func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
 	}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})
 	p.d.Metrics.Turn(t.ev.Conversation.Platform, string(status), p.cfg.Now().Sub(t.start))
+	p.d.Metrics.AgentTurn(t.prof.Name, string(status))
 	t.log.Info("turn finished", "status", status, "state", t.life.State(), "model", rec.Model, "input_tokens", rec.InputTokens,
 		"output_tokens", rec.OutputTokens, "cost_usd", rec.CostUSD, "ms", p.cfg.Now().Sub(t.start).Milliseconds(), "resumed", resumed)
 
