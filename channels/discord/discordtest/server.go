@@ -59,6 +59,10 @@ type Options struct {
 	// AppFlags are the application flags of GET /applications/@me; nil means
 	// GATEWAY_MESSAGE_CONTENT (1<<18) is set, as after enabling the intent in the portal.
 	AppFlags *int64
+	// NonceWindow is how long a create with enforce_nonce returns the message first created with
+	// the same nonce in the channel, instead of creating another (Discord: "the past few
+	// minutes"). 0 means 5 minutes. ExpireNonces ends every window at once.
+	NonceWindow time.Duration
 }
 
 // User is a Discord user as the fake knows it.
@@ -137,9 +141,9 @@ type Server struct {
 	calls      []Call
 	messages   map[string]*Message
 	order      []string
-	nonces     map[string]string // channel + "\x00" + nonce → message id
-	dmChannels map[string]string // user id → DM channel id
-	guildOf    map[string]string // channel id → guild id ("" for DMs)
+	nonces     map[string]nonceUse // channel + "\x00" + nonce → its first message
+	dmChannels map[string]string   // user id → DM channel id
+	guildOf    map[string]string   // channel id → guild id ("" for DMs)
 	limits     []rateLimit
 	windows    map[string][]time.Time
 	violations int
@@ -191,7 +195,7 @@ func NewServer(opts Options) *Server {
 		changed:    make(chan struct{}),
 		nextID:     1_200_000_000_000_000_000,
 		messages:   map[string]*Message{},
-		nonces:     map[string]string{},
+		nonces:     map[string]nonceUse{},
 		dmChannels: map[string]string{},
 		guildOf:    map[string]string{},
 		windows:    map[string][]time.Time{},
@@ -602,8 +606,8 @@ func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []b
 	}
 	s.mu.Lock()
 	if req.EnforceNonce && nonce != "" {
-		if id, ok := s.nonces[channelID+"\x00"+nonce]; ok {
-			out := s.wireLocked(s.messages[id], true)
+		if use, ok := s.nonces[channelID+"\x00"+nonce]; ok && time.Since(use.at) < s.nonceWindow() {
+			out := s.wireLocked(s.messages[use.id], true)
 			s.mu.Unlock()
 			writeJSON(w, 200, out)
 			return 200
@@ -619,7 +623,7 @@ func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []b
 	s.messages[m.ID] = m
 	s.order = append(s.order, m.ID)
 	if nonce != "" {
-		s.nonces[channelID+"\x00"+nonce] = m.ID
+		s.nonces[channelID+"\x00"+nonce] = nonceUse{id: m.ID, at: m.CreatedAt}
 	}
 	out := s.wireLocked(m, true)
 	s.mu.Unlock()
@@ -641,6 +645,7 @@ func (s *Server) messageOp(w http.ResponseWriter, method, channelID, messageID s
 	switch method {
 	case http.MethodGet:
 		out := s.wireLocked(m, true)
+		out.Nonce = "" // Discord shows a nonce only to the create and in MESSAGE_CREATE
 		s.mu.Unlock()
 		writeJSON(w, 200, out)
 		return 200
@@ -813,4 +818,25 @@ func sortedKeys(m map[string]*gwSession) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// nonceUse is the message a nonce first created and when.
+type nonceUse struct {
+	id string
+	at time.Time
+}
+
+func (s *Server) nonceWindow() time.Duration {
+	if s.opts.NonceWindow > 0 {
+		return s.opts.NonceWindow
+	}
+	return 5 * time.Minute
+}
+
+// ExpireNonces ends the nonce window of every message created so far: a create repeating one of
+// their nonces creates a new message, as on Discord minutes later.
+func (s *Server) ExpireNonces() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.nonces)
 }
