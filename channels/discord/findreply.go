@@ -21,8 +21,8 @@ import (
 //   - each part of a turn's answer or approval prompt is created with a nonce derived from the
 //     turn, its kind and the part's index, with enforce_nonce: a create repeated within Discord's
 //     nonce window (a few minutes) returns the message already posted instead of a second one;
-//   - the last part carries an invisible marker (zero-width characters spelling the same hash)
-//     at its end, so FindReply can recognise it in the channel's history after that window
+//   - the last part carries an invisible marker at its end (a space, so a URL before it stays
+//     intact, then zero-width characters spelling the same hash), so FindReply can recognise it in the channel's history after that window
 //     (Discord returns a message's nonce only in the create response and the gateway event,
 //     not when listing messages).
 
@@ -36,7 +36,7 @@ var markerDigits = [4]rune{'\u200b', '\u200c', '\u200d', '\u2060'}
 const markerBytes = 8
 
 // markerLen is the marker's length in characters (textLen counts it so).
-const markerLen = 1 + 4*markerBytes
+const markerLen = 2 + 4*markerBytes
 
 // Lookup bounds: FindReply reads at most replyPages pages of replyPage messages, newest first.
 const (
@@ -73,6 +73,7 @@ func partNonce(key string, i int) string {
 // marker is the invisible end of the last message of the post known by key.
 func marker(key string) string {
 	var b strings.Builder
+	b.WriteByte(' ')
 	b.WriteRune(markerLead)
 	for _, x := range turnHash(key)[:markerBytes] {
 		for shift := 6; shift >= 0; shift -= 2 {
@@ -82,11 +83,15 @@ func marker(key string) string {
 	return b.String()
 }
 
+// VisibleText is the content of a message the bot posted without the invisible marker that ends
+// a turn's answer or approval prompt (see FindReply): the text as the model wrote it.
+func VisibleText(content string) string { return stripMarker(content) }
+
 // stripMarker removes a marker from the end of content.
 func stripMarker(content string) string {
 	r := []rune(content)
-	if len(r) >= markerLen && r[len(r)-markerLen] == markerLead {
-		return string(r[:len(r)-markerLen])
+	if n := len(r) - markerLen; n >= 0 && r[n] == ' ' && r[n+1] == markerLead {
+		return string(r[:n])
 	}
 	return content
 }

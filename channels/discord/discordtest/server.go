@@ -16,6 +16,7 @@
 package discordtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -141,6 +142,8 @@ type Server struct {
 	calls      []Call
 	messages   map[string]*Message
 	order      []string
+	stallMatch func(string) bool   // StallWhen
+	stallCh    chan struct{}       // closed by ReleaseStalls
 	nonces     map[string]nonceUse // channel + "\x00" + nonce → its first message
 	dmChannels map[string]string   // user id → DM channel id
 	guildOf    map[string]string   // channel id → guild id ("" for DMs)
@@ -218,6 +221,7 @@ func NewServer(opts Options) *Server {
 
 // Close stops the server and closes gateway connections.
 func (s *Server) Close() {
+	s.ReleaseStalls()
 	s.mu.Lock()
 	s.closed = true
 	conn := s.conn
@@ -450,9 +454,9 @@ func (s *Server) handleREST(w http.ResponseWriter, r *http.Request, path string,
 		w.WriteHeader(http.StatusNoContent)
 		return http.StatusNoContent
 	case len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages" && r.Method == http.MethodPost:
-		return s.createMessage(w, parts[1], body)
+		return s.createMessage(r.Context(), w, parts[1], body)
 	case len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
-		return s.messageOp(w, r.Method, parts[1], parts[3], body)
+		return s.messageOp(r.Context(), w, r.Method, parts[1], parts[3], body)
 	case len(parts) == 7 && parts[0] == "channels" && parts[2] == "messages" && parts[4] == "reactions" && parts[6] == "@me":
 		return s.reactionOp(w, r.Method, parts[1], parts[3], parts[5])
 	default:
@@ -578,7 +582,7 @@ func (s *Server) wireLocked(m *Message, withRef bool) wireMessage {
 	return w
 }
 
-func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []byte) int {
+func (s *Server) createMessage(ctx context.Context, w http.ResponseWriter, channelID string, body []byte) int {
 	var req struct {
 		Content          string `json:"content"`
 		Nonce            any    `json:"nonce"`
@@ -626,15 +630,19 @@ func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []b
 		s.nonces[channelID+"\x00"+nonce] = nonceUse{id: m.ID, at: m.CreatedAt}
 	}
 	out := s.wireLocked(m, true)
+	stall := s.stallLocked(req.Content)
 	s.mu.Unlock()
 	if !s.opts.NoEcho {
 		s.Dispatch("MESSAGE_CREATE", out)
+	}
+	if !waitStall(ctx, stall) { // the message exists; its response waits
+		return 0
 	}
 	writeJSON(w, 200, out)
 	return 200
 }
 
-func (s *Server) messageOp(w http.ResponseWriter, method, channelID, messageID string, body []byte) int {
+func (s *Server) messageOp(ctx context.Context, w http.ResponseWriter, method, channelID, messageID string, body []byte) int {
 	s.mu.Lock()
 	m, ok := s.messages[messageID]
 	if !ok || m.ChannelID != channelID || m.Deleted {
@@ -680,7 +688,11 @@ func (s *Server) messageOp(w http.ResponseWriter, method, channelID, messageID s
 		}
 		m.EditedAt = append(m.EditedAt, time.Now())
 		out := s.wireLocked(m, true)
+		stall := s.stallLocked(m.Content)
 		s.mu.Unlock()
+		if !waitStall(ctx, stall) { // the edit is applied; its response waits
+			return 0
+		}
 		writeJSON(w, 200, out)
 		return 200
 	case http.MethodDelete:
@@ -839,4 +851,48 @@ func (s *Server) ExpireNonces() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.nonces)
+}
+
+// StallWhen makes every later message create or edit whose resulting content match accepts
+// hang once applied: the message exists (or shows the edit) but the response waits until
+// ReleaseStalls, Close or the client going away, as when a process dies between Discord taking
+// a post and its answer arriving.
+func (s *Server) StallWhen(match func(content string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stallMatch = match
+	if s.stallCh == nil {
+		s.stallCh = make(chan struct{})
+	}
+}
+
+// ReleaseStalls answers the stalled requests and stops stalling.
+func (s *Server) ReleaseStalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stallCh != nil {
+		close(s.stallCh)
+		s.stallCh, s.stallMatch = nil, nil
+	}
+}
+
+func (s *Server) stallLocked(content string) chan struct{} {
+	if s.stallMatch != nil && s.stallMatch(content) {
+		return s.stallCh
+	}
+	return nil
+}
+
+// waitStall holds a response while stall (from stallLocked) is open; false when the client went
+// away (nothing is to be written).
+func waitStall(ctx context.Context, stall chan struct{}) bool {
+	if stall == nil {
+		return true
+	}
+	select {
+	case <-stall:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
