@@ -49,6 +49,9 @@ func TestWithMarker(t *testing.T) {
 	if marker("t_1/reply") == marker("t_2/reply") || marker("t_1/reply") == marker("t_1/approval_prompt") {
 		t.Error("markers of different turns or kinds are equal")
 	}
+	if m := marker("t_1/reply"); !strings.HasPrefix(m, " ") || strings.TrimSpace(m) == "" {
+		t.Errorf("marker %q must start with a space (a URL before it stays whole) and hold the hash", m)
+	}
 	if n := textLen(marker("t_1/reply")); n != markerLen {
 		t.Errorf("textLen(marker) = %d, want markerLen %d", n, markerLen)
 	}
