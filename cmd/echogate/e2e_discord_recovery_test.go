@@ -30,7 +30,9 @@ func TestE2EDiscordPostedAnswerIsFoundAtRecovery(t *testing.T) {
 	const tag = "[posted-then-killed]"
 	c := p.newConv(t, tag)
 	// Hold the response to the answer's final post or edit (the one carrying the marker).
-	srv.StallWhen(func(content string) bool { return strings.Contains(content, tag) && discord.VisibleText(content) != content })
+	srv.StallWhen(func(content string) bool {
+		return strings.Contains(content, tag) && discord.VisibleText(content) != content
+	})
 	p.open(t, c, p.requester, "hello "+tag)
 	p.waitFor(t, "the marked answer", func() bool {
 		for _, m := range srv.BotMessages(c.ch) {
