@@ -212,10 +212,13 @@ func NewServer(opts Options) *Server {
 	mux.HandleFunc("GET /gateway/", s.serveGateway)
 	mux.HandleFunc("/api/{version}/", s.serveREST)
 	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.serveAttachment)
-	s.http = httptest.NewServer(mux)
-	s.URL = s.http.URL
+	// The URLs are set before the server serves: a client in another process (the binary under
+	// test) gives the race detector no happens-before edge to writes made after Start.
+	s.http = httptest.NewUnstartedServer(mux)
+	s.URL = "http://" + s.http.Listener.Addr().String()
 	s.APIURL = s.URL + "/api/v9/"
 	s.GatewayURL = "ws" + strings.TrimPrefix(s.URL, "http") + "/gateway"
+	s.http.Start()
 	return s
 }
 
