@@ -1,11 +1,14 @@
 package discord
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/echogate/echogate"
 )
 
 // Defaults applied by New for zero Config fields.
@@ -119,6 +122,10 @@ type Config struct {
 	// OnPanic, when set, is told of every panic recovered in a send, stream, edit or background
 	// path (path names it); cmd counts them in echogate_adapter_panics_total.
 	OnPanic func(path string)
+	// SessionOf finds the conversation of a message the bot posted from the gateway's store (an
+	// approval prompt), so a reaction on it is not dropped after a restart when the payload
+	// lacks message_author_id and GET message fails. Asked before the API; nil: not asked.
+	SessionOf func(ctx context.Context, ref echogate.MessageRef) (echogate.ConversationRef, bool)
 	// Clock is the time source for timers, throttling and backoff; default the system clock.
 	Clock Clock
 	// Jitter returns a random duration in [0, max); default math/rand/v2. Tests make it

@@ -234,36 +234,7 @@ func (c *Channel) onRawEvent(_ *discordgo.Session, e *discordgo.Event) {
 	case r.UserID == botID:
 		// our own reaction; nothing to look up
 	default:
-		// No author in the payload and not a message this process posted: look it up, off the
-		// gateway reader and bounded.
-		ctx := c.context()
-		select {
-		case c.fetchSem <- struct{}{}:
-		default:
-			c.log.Warn("discord: too many reaction look-ups; reaction dropped", "event_id", r.MessageID)
-			return
-		}
-		started := c.spawn(func() {
-			defer func() { <-c.fetchSem }()
-			var msg *discordgo.Message
-			err := c.call(ctx, "get message", true, func(opts ...discordgo.RequestOption) error {
-				var err error
-				msg, err = c.sess.ChannelMessage(r.ChannelID, r.MessageID, opts...)
-				return err
-			})
-			if err != nil {
-				c.log.Warn("discord: look up reacted message", "err", err, "channel_id", r.ChannelID, "event_id", r.MessageID)
-				return
-			}
-			own := msg.Author != nil && msg.Author.ID == botID
-			if own {
-				c.posted.add(msg.ID)
-			}
-			c.deliverReaction(r, botID, own)
-		})
-		if !started {
-			<-c.fetchSem
-		}
+		c.lookUpReaction(r, botID) // whose message is it? (reaction.go)
 	}
 }
 

@@ -94,11 +94,13 @@ func newNonce() string {
 // post creates one message. priority callers wait for the channel budget; others give up (ok ==
 // false, no error) when no token is spare.
 func (c *Channel) post(ctx context.Context, channelID, content string, reply *messageReference, priority bool) (ref echogate.MessageRef, ok bool, err error) {
-	return c.postWith(ctx, channelID, content, reply, priority, nil)
+	return c.postWith(ctx, channelID, content, reply, priority, nil, "")
 }
 
-// postWith is post with message components (the approval buttons).
-func (c *Channel) postWith(ctx context.Context, channelID, content string, reply *messageReference, priority bool, components []any) (ref echogate.MessageRef, ok bool, err error) {
+// postWith is post with message components (the approval buttons) and a nonce ("" for a random
+// one). When Discord returns an earlier message for the nonce (a post repeated within its nonce
+// window, e.g. by a turn recovered after a crash) whose content differs, it is edited to content.
+func (c *Channel) postWith(ctx context.Context, channelID, content string, reply *messageReference, priority bool, components []any, nonce string) (ref echogate.MessageRef, ok bool, err error) {
 	if priority {
 		if err := c.budget.wait(ctx, channelID); err != nil {
 			return ref, false, err
@@ -106,7 +108,10 @@ func (c *Channel) postWith(ctx context.Context, channelID, content string, reply
 	} else if !c.budget.tryTake(channelID) {
 		return ref, false, nil
 	}
-	body := createMessage{Content: content, Nonce: newNonce(), EnforceNonce: true, MessageReference: reply, AllowedMentions: noMentions, Components: components}
+	if nonce == "" {
+		nonce = newNonce()
+	}
+	body := createMessage{Content: content, Nonce: nonce, EnforceNonce: true, MessageReference: reply, AllowedMentions: noMentions, Components: components}
 	endpoint := discordgo.EndpointChannelMessages(channelID)
 	var raw []byte
 	err = c.call(ctx, "post to "+channelID, priority, func(opts ...discordgo.RequestOption) error {
@@ -120,6 +125,7 @@ func (c *Channel) postWith(ctx context.Context, channelID, content string, reply
 	var m struct {
 		ID        string `json:"id"`
 		ChannelID string `json:"channel_id"`
+		Content   string `json:"content"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil || m.ID == "" {
 		return ref, false, fmt.Errorf("decode created message: %v (body %.200q)", err, raw)
@@ -128,7 +134,13 @@ func (c *Channel) postWith(ctx context.Context, channelID, content string, reply
 		m.ChannelID = channelID
 	}
 	c.posted.add(m.ID)
-	return echogate.MessageRef{Platform: echogate.PlatformDiscord, Channel: m.ChannelID, ID: m.ID}, true, nil
+	ref = echogate.MessageRef{Platform: echogate.PlatformDiscord, Channel: m.ChannelID, ID: m.ID}
+	if m.Content != content && components == nil { // an edit would drop a prompt's buttons
+		if _, err := c.edit(ctx, ref, content, true); err != nil {
+			return ref, false, fmt.Errorf("correct the message posted earlier for nonce %s: %w", nonce, err)
+		}
+	}
+	return ref, true, nil
 }
 
 // edit replaces a message's content. priority as for post.
@@ -183,7 +195,8 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.M
 	if ch == "" {
 		return echogate.MessageRef{}, fmt.Errorf("discord: send: %w: Outbound.Conversation.Channel is empty", ErrNoChannel)
 	}
-	chunks := splitMessage(out.Text, MaxMessageLength)
+	key := turnKey(out.Turn, out.Kind)
+	chunks := withMarker(out.Text, key)
 	if len(chunks) == 0 {
 		return echogate.MessageRef{}, fmt.Errorf("discord: send to %s: %w", ch, ErrEmptyMessage)
 	}
@@ -194,7 +207,11 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.M
 		if out.Kind == echogate.OutApprovalPrompt && i == len(chunks)-1 {
 			components = approvalComponents
 		}
-		ref, _, err := c.postWith(ctx, ch, chunk, reply, true, components)
+		nonce := ""
+		if key != "" {
+			nonce = partNonce(key, i)
+		}
+		ref, _, err := c.postWith(ctx, ch, chunk, reply, true, components, nonce)
 		if err != nil {
 			return last, fmt.Errorf("discord: post to %s (part %d of %d): %w", ch, i+1, len(chunks), err)
 		}

@@ -27,6 +27,7 @@ func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (_ ech
 		ctx:     context.WithoutCancel(ctx),
 		session: string(out.Session),
 		turn:    out.Turn,
+		key:     turnKey(out.Turn, out.Kind),
 		wake:    make(chan struct{}),
 		act:     c.activityOf(out.Conversation.Channel),
 	}
@@ -49,6 +50,7 @@ type stream struct {
 	ctx     context.Context // for background flushes: the StartStream context's values, no cancel
 	session string
 	turn    string
+	key     string         // the turn's post key (nonces, marker); "" outside a turn
 	wake    chan struct{}  // closed by Finish
 	act     *activityState // the turn's activity, shown under intermediate text; nil without
 
@@ -200,6 +202,9 @@ func (s *stream) Finish(ctx context.Context, final string) (_ []echogate.Message
 func (s *stream) sync(ctx context.Context, text string, final bool) (complete bool, err error) {
 	c := s.c
 	chunks := splitMessage(text, MaxMessageLength)
+	if final {
+		chunks = withMarker(text, s.key) // the last part marked, for FindReply
+	}
 	complete = true
 	for i, chunk := range chunks {
 		if i < len(s.posted) {
@@ -238,7 +243,11 @@ func (s *stream) sync(ctx context.Context, text string, final bool) (complete bo
 			reply = s.reply
 		}
 		at := c.clock.Now()
-		ref, ok, err := c.post(ctx, s.channel, chunk, reply, final)
+		nonce := ""
+		if s.key != "" {
+			nonce = partNonce(s.key, i)
+		}
+		ref, ok, err := c.postWith(ctx, s.channel, chunk, reply, final, nil, nonce)
 		if err != nil {
 			if final {
 				return false, fmt.Errorf("post part %d: %w", i+1, err)

@@ -111,10 +111,13 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 		if evt.Request == nil {
 			return
 		}
-		// Acknowledged at once, whatever follows: Slack wants it within 3 s and does not
-		// redeliver interactions. The answer goes to the response_url (commands) or is the
-		// prompt's edit (buttons).
-		c.ack(ctx, evt.Request.EnvelopeID)
+		// Acknowledged by the worker once the sink took the event (the pipeline records a
+		// decision before it returns), as Events API envelopes are: Slack does not redeliver
+		// interactions, so an acknowledged press or command the process then lost would be
+		// gone without a word. One not taken (queue full, or refused by the sink) stays
+		// unacknowledged, and Slack shows the user that it failed. Taking an event is quick (a queue and a durable write), well within the 3 s
+		// Slack allows; a later ack is logged.
+		env := evt.Request.EnvelopeID
 		var j job
 		var ok bool
 		switch d := evt.Data.(type) {
@@ -123,9 +126,29 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 		case slack.SlashCommand:
 			j, ok = c.commandJob(d, "socket")
 		}
-		if ok && !c.enqueue(j) {
-			c.log.Warn("slack interaction dropped: event queue full", "envelope_id", evt.Request.EnvelopeID)
+		if !ok {
+			c.ack(ctx, env) // not the gateway's: nothing to take
+			return
 		}
+		j.ack = c.interactionAck(ctx, env, c.cfg.Clock.Now())
+		if !c.enqueue(j) {
+			c.log.Warn("slack interaction not taken: event queue full; left unacknowledged (Slack tells the user)", "envelope_id", env)
+		}
+	}
+}
+
+// interactionAckWindow is how soon Slack wants an interactive envelope acknowledged.
+const interactionAckWindow = 3 * time.Second
+
+// interactionAck acknowledges an interactive envelope received at since, logging when that is
+// later than Slack's window (Slack has then shown the user an error, though the event was
+// taken).
+func (c *Channel) interactionAck(ctx context.Context, env string, since time.Time) func() {
+	return func() {
+		if d := c.cfg.Clock.Now().Sub(since); d > interactionAckWindow {
+			c.log.Warn("slack interaction acknowledged after Slack's 3 s window", "envelope_id", env, "after", d)
+		}
+		c.ack(ctx, env)
 	}
 }
 

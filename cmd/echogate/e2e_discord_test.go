@@ -7,6 +7,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/echogate/echogate/channels/discord"
 	"github.com/echogate/echogate/channels/discord/discordtest"
 )
 
@@ -41,7 +42,7 @@ func TestE2EDiscordDM(t *testing.T) {
 	answer := echoText + "hello from a DM"
 	p.waitFor(t, "the DM answer", func() bool {
 		for _, m := range srv.BotMessages(dm) {
-			if m.Content == answer {
+			if discord.VisibleText(m.Content) == answer {
 				return true
 			}
 		}
@@ -61,7 +62,7 @@ func TestE2EDiscordDM(t *testing.T) {
 	p.reconnected(t, 2)
 	p.waitFor(t, "the answer after the resume", func() bool {
 		for _, m := range srv.BotMessages(dm) {
-			if m.Content == echoText+"are you back" {
+			if discord.VisibleText(m.Content) == echoText+"are you back" {
 				return true
 			}
 		}

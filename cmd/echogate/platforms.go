@@ -52,6 +52,7 @@ func (g *gateway) addPlatformChannels() error {
 			ThreadHistory:  cfg.Discord.ThreadHistory,
 			CommandGuilds:  cfg.Discord.CommandGuilds,
 			OnPanic:        func(path string) { g.metrics.AdapterPanic("discord", path) },
+			SessionOf:      promptSession(g.store),
 		}, g.log)
 		if err != nil {
 			return err

@@ -146,7 +146,9 @@ func (s *Server) listMessages(w http.ResponseWriter, channelID string, q map[str
 		if m.ChannelID != channelID || m.Deleted || (before != "" && !idLess(m.ID, before)) {
 			continue
 		}
-		out = append(out, s.visibleLocked(s.wireLocked(m, true), false))
+		wm := s.wireLocked(m, true)
+		wm.Nonce = "" // Discord shows a nonce only to the create and in MESSAGE_CREATE
+		out = append(out, s.visibleLocked(wm, false))
 	}
 	s.mu.Unlock()
 	writeJSON(w, 200, out)

@@ -16,6 +16,7 @@
 package discordtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,6 +60,10 @@ type Options struct {
 	// AppFlags are the application flags of GET /applications/@me; nil means
 	// GATEWAY_MESSAGE_CONTENT (1<<18) is set, as after enabling the intent in the portal.
 	AppFlags *int64
+	// NonceWindow is how long a create with enforce_nonce returns the message first created with
+	// the same nonce in the channel, instead of creating another (Discord: "the past few
+	// minutes"). 0 means 5 minutes. ExpireNonces ends every window at once.
+	NonceWindow time.Duration
 }
 
 // User is a Discord user as the fake knows it.
@@ -137,9 +142,11 @@ type Server struct {
 	calls      []Call
 	messages   map[string]*Message
 	order      []string
-	nonces     map[string]string // channel + "\x00" + nonce → message id
-	dmChannels map[string]string // user id → DM channel id
-	guildOf    map[string]string // channel id → guild id ("" for DMs)
+	stallMatch func(string) bool   // StallWhen
+	stallCh    chan struct{}       // closed by ReleaseStalls
+	nonces     map[string]nonceUse // channel + "\x00" + nonce → its first message
+	dmChannels map[string]string   // user id → DM channel id
+	guildOf    map[string]string   // channel id → guild id ("" for DMs)
 	limits     []rateLimit
 	windows    map[string][]time.Time
 	violations int
@@ -191,7 +198,7 @@ func NewServer(opts Options) *Server {
 		changed:    make(chan struct{}),
 		nextID:     1_200_000_000_000_000_000,
 		messages:   map[string]*Message{},
-		nonces:     map[string]string{},
+		nonces:     map[string]nonceUse{},
 		dmChannels: map[string]string{},
 		guildOf:    map[string]string{},
 		windows:    map[string][]time.Time{},
@@ -205,15 +212,19 @@ func NewServer(opts Options) *Server {
 	mux.HandleFunc("GET /gateway/", s.serveGateway)
 	mux.HandleFunc("/api/{version}/", s.serveREST)
 	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.serveAttachment)
-	s.http = httptest.NewServer(mux)
-	s.URL = s.http.URL
+	// The URLs are set before the server serves: a client in another process (the binary under
+	// test) gives the race detector no happens-before edge to writes made after Start.
+	s.http = httptest.NewUnstartedServer(mux)
+	s.URL = "http://" + s.http.Listener.Addr().String()
 	s.APIURL = s.URL + "/api/v9/"
 	s.GatewayURL = "ws" + strings.TrimPrefix(s.URL, "http") + "/gateway"
+	s.http.Start()
 	return s
 }
 
 // Close stops the server and closes gateway connections.
 func (s *Server) Close() {
+	s.ReleaseStalls()
 	s.mu.Lock()
 	s.closed = true
 	conn := s.conn
@@ -446,9 +457,9 @@ func (s *Server) handleREST(w http.ResponseWriter, r *http.Request, path string,
 		w.WriteHeader(http.StatusNoContent)
 		return http.StatusNoContent
 	case len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages" && r.Method == http.MethodPost:
-		return s.createMessage(w, parts[1], body)
+		return s.createMessage(r.Context(), w, parts[1], body)
 	case len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
-		return s.messageOp(w, r.Method, parts[1], parts[3], body)
+		return s.messageOp(r.Context(), w, r.Method, parts[1], parts[3], body)
 	case len(parts) == 7 && parts[0] == "channels" && parts[2] == "messages" && parts[4] == "reactions" && parts[6] == "@me":
 		return s.reactionOp(w, r.Method, parts[1], parts[3], parts[5])
 	default:
@@ -574,7 +585,7 @@ func (s *Server) wireLocked(m *Message, withRef bool) wireMessage {
 	return w
 }
 
-func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []byte) int {
+func (s *Server) createMessage(ctx context.Context, w http.ResponseWriter, channelID string, body []byte) int {
 	var req struct {
 		Content          string `json:"content"`
 		Nonce            any    `json:"nonce"`
@@ -602,8 +613,8 @@ func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []b
 	}
 	s.mu.Lock()
 	if req.EnforceNonce && nonce != "" {
-		if id, ok := s.nonces[channelID+"\x00"+nonce]; ok {
-			out := s.wireLocked(s.messages[id], true)
+		if use, ok := s.nonces[channelID+"\x00"+nonce]; ok && time.Since(use.at) < s.nonceWindow() {
+			out := s.wireLocked(s.messages[use.id], true)
 			s.mu.Unlock()
 			writeJSON(w, 200, out)
 			return 200
@@ -619,18 +630,22 @@ func (s *Server) createMessage(w http.ResponseWriter, channelID string, body []b
 	s.messages[m.ID] = m
 	s.order = append(s.order, m.ID)
 	if nonce != "" {
-		s.nonces[channelID+"\x00"+nonce] = m.ID
+		s.nonces[channelID+"\x00"+nonce] = nonceUse{id: m.ID, at: m.CreatedAt}
 	}
 	out := s.wireLocked(m, true)
+	stall := s.stallLocked(req.Content)
 	s.mu.Unlock()
 	if !s.opts.NoEcho {
 		s.Dispatch("MESSAGE_CREATE", out)
+	}
+	if !waitStall(ctx, stall) { // the message exists; its response waits
+		return 0
 	}
 	writeJSON(w, 200, out)
 	return 200
 }
 
-func (s *Server) messageOp(w http.ResponseWriter, method, channelID, messageID string, body []byte) int {
+func (s *Server) messageOp(ctx context.Context, w http.ResponseWriter, method, channelID, messageID string, body []byte) int {
 	s.mu.Lock()
 	m, ok := s.messages[messageID]
 	if !ok || m.ChannelID != channelID || m.Deleted {
@@ -641,6 +656,7 @@ func (s *Server) messageOp(w http.ResponseWriter, method, channelID, messageID s
 	switch method {
 	case http.MethodGet:
 		out := s.wireLocked(m, true)
+		out.Nonce = "" // Discord shows a nonce only to the create and in MESSAGE_CREATE
 		s.mu.Unlock()
 		writeJSON(w, 200, out)
 		return 200
@@ -675,7 +691,11 @@ func (s *Server) messageOp(w http.ResponseWriter, method, channelID, messageID s
 		}
 		m.EditedAt = append(m.EditedAt, time.Now())
 		out := s.wireLocked(m, true)
+		stall := s.stallLocked(m.Content)
 		s.mu.Unlock()
+		if !waitStall(ctx, stall) { // the edit is applied; its response waits
+			return 0
+		}
 		writeJSON(w, 200, out)
 		return 200
 	case http.MethodDelete:
@@ -813,4 +833,69 @@ func sortedKeys(m map[string]*gwSession) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// nonceUse is the message a nonce first created and when.
+type nonceUse struct {
+	id string
+	at time.Time
+}
+
+func (s *Server) nonceWindow() time.Duration {
+	if s.opts.NonceWindow > 0 {
+		return s.opts.NonceWindow
+	}
+	return 5 * time.Minute
+}
+
+// ExpireNonces ends the nonce window of every message created so far: a create repeating one of
+// their nonces creates a new message, as on Discord minutes later.
+func (s *Server) ExpireNonces() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.nonces)
+}
+
+// StallWhen makes every later message create or edit whose resulting content match accepts
+// hang once applied: the message exists (or shows the edit) but the response waits until
+// ReleaseStalls, Close or the client going away, as when a process dies between Discord taking
+// a post and its answer arriving.
+func (s *Server) StallWhen(match func(content string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stallMatch = match
+	if s.stallCh == nil {
+		s.stallCh = make(chan struct{})
+	}
+}
+
+// ReleaseStalls answers the stalled requests and stops stalling.
+func (s *Server) ReleaseStalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stallCh != nil {
+		close(s.stallCh)
+		s.stallCh, s.stallMatch = nil, nil
+	}
+}
+
+func (s *Server) stallLocked(content string) chan struct{} {
+	if s.stallMatch != nil && s.stallMatch(content) {
+		return s.stallCh
+	}
+	return nil
+}
+
+// waitStall holds a response while stall (from stallLocked) is open; false when the client went
+// away (nothing is to be written).
+func waitStall(ctx context.Context, stall chan struct{}) bool {
+	if stall == nil {
+		return true
+	}
+	select {
+	case <-stall:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
