@@ -24,6 +24,7 @@ var MethodScopes = map[string]string{
 	"assistant.threads.setSuggestedPrompts": "assistant:write",
 	"assistant.threads.setTitle":            "assistant:write",
 	"agents.sessions.setStatus":             "chat:write", // thread-based agent sessions; the app must be declared an agent (which adds assistant:write)
+	"views.publish":                         "",           // the Home tab (apphome.go)
 	"files (url_private download)":          "files:read",
 }
 
