@@ -31,6 +31,7 @@ func (g *gateway) addPlatformChannels() error {
 		scfg := slackConfig(cfg.Slack)
 		scfg.OnPanic = func(path string) { g.metrics.AdapterPanic("slack", path) }
 		scfg.SessionOf = promptSession(g.store)
+		scfg.NameResolved = func(user, name string) { g.names.Set(echogate.PlatformSlack+":"+user, name) }
 		ch, err := slack.New(scfg, g.log)
 		if err != nil {
 			return err
