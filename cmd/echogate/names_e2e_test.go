@@ -1,7 +1,9 @@
 package main
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +54,18 @@ func TestE2ESlackNamesNextToIDs(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("GET /api/names without ids = %d, want 400", resp.StatusCode)
+	}
+	// The console asks for the names of the ids it shows (no browser here: the script is
+	// checked to call the endpoint and to render "name (id)").
+	resp, err = http.Get(g.base + "/assets/console.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`api("api/names?ids="`, `n + " (" + id + ")"`, `who(t.user_id)`, `who(p.requested_by)`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("console.js lacks %s", want)
+		}
 	}
 }
