@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,26 @@ func TestActorNameResolvedInBackground(t *testing.T) {
 	}
 	if n := len(e.srv.CallsTo("users.info")); n != 1 {
 		t.Errorf("users.info calls = %d, want 1", n)
+	}
+
+	// A user users.info does not know is asked about once, not at every event.
+	for i, ts := range []string{"1700001000.000300", "1700001000.000400", "1700001000.000500"} {
+		e.push(slacktest.DM("D6", "U6", ts, "hello"), slacktest.Delivery{})
+		e.rec.waitEvents(3 + i)
+		if i == 0 { // the lookup failed and is remembered (else the next event would queue it again)
+			// Internal state with nothing to wait on: yield until the worker is done with U6.
+			for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+				_, missed := e.ch.nameMiss.Get("U6")
+				if _, queued := e.ch.pending.Load("U6"); missed && !queued {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("U6's failed lookup was not remembered")
+				}
+			}
+		}
+	}
+	if n := len(e.srv.CallsTo("users.info")); n != 2 {
+		t.Errorf("users.info calls = %d, want 2 (one for U5, one for the unknown U6)", n)
 	}
 }

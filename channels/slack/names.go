@@ -1,10 +1,18 @@
 package slack
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // nameQueue bounds the users waiting for a background users.info; past it a miss is not
 // queued (the next event of that user queues it again).
 const nameQueue = 64
+
+// nameRetry is how long a user whose name users.info did not give (unknown user, missing
+// users:read, Slack down) is not asked about again, so a failing lookup costs one call per
+// user per nameRetry, not one per event.
+const nameRetry = 10 * time.Minute
 
 // cachedName returns user's display name when the channel knows it. On a miss it queues the
 // user for a background users.info (nameWorker) and returns "": the event path never waits on
@@ -15,6 +23,9 @@ func (c *Channel) cachedName(user string) string {
 	}
 	if n, ok := c.names.Get(user); ok {
 		return n
+	}
+	if until, ok := c.nameMiss.Get(user); ok && c.cfg.Clock.Now().Before(until) {
+		return ""
 	}
 	if _, queued := c.pending.LoadOrStore(user, struct{}{}); queued {
 		return ""
@@ -37,6 +48,9 @@ func (c *Channel) nameWorker(ctx context.Context) {
 			return
 		case user := <-c.nameq:
 			c.userName(ctx, user)
+			if _, ok := c.names.Get(user); !ok {
+				c.nameMiss.Add(user, c.cfg.Clock.Now().Add(nameRetry))
+			}
 			c.pending.Delete(user)
 		}
 	}

@@ -67,13 +67,14 @@ type Channel struct {
 	// lastThread: "C:user" → the thread of the user's last post to the bot in that channel,
 	// where their slash commands act.
 	lastThread *lru[string, string]
-	titled     *lru[string, struct{}] // agent threads already titled
-	welcomed   *lru[string, struct{}] // users welcomed on the messages tab (apphome.go)
-	homed      *lru[string, struct{}] // users whose home view is published (apphome.go)
-	nameq      chan string            // users whose display name to resolve (names.go)
-	pending    sync.Map               // users in nameq, each queued once at a time
-	reads      *threadReader          // conversations.replies budget for thread context
-	inflight   inflightAcks           // redeliveries waiting for their first copy
+	titled     *lru[string, struct{}]  // agent threads already titled
+	welcomed   *lru[string, struct{}]  // users welcomed on the messages tab (apphome.go)
+	homed      *lru[string, struct{}]  // users whose home view is published (apphome.go)
+	nameq      chan string             // users whose display name to resolve (names.go)
+	pending    sync.Map                // users in nameq, each queued once at a time
+	nameMiss   *lru[string, time.Time] // users users.info did not name → when to ask again
+	reads      *threadReader           // conversations.replies budget for thread context
+	inflight   inflightAcks            // redeliveries waiting for their first copy
 
 	shards  [numShards]chan job
 	running atomic.Bool
@@ -131,6 +132,7 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 		welcomed:    newLRU[string, struct{}](maxHomeUsers),
 		homed:       newLRU[string, struct{}](maxHomeUsers),
 		nameq:       make(chan string, nameQueue),
+		nameMiss:    newLRU[string, time.Time](4096),
 		reads:       newThreadReader(cfg.ThreadReadsPerMinute),
 		readyDetail: "not started",
 	}
