@@ -51,6 +51,9 @@ func mapMessage(m *discordgo.Message, botID string, requireMention bool, now tim
 		return ev, "empty message"
 	}
 	name := m.Author.GlobalName
+	if m.Member != nil && m.Member.Nick != "" {
+		name = m.Member.Nick // the name the server shows
+	}
 	if name == "" {
 		name = m.Author.Username
 	}

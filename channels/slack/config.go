@@ -83,6 +83,10 @@ type Config struct {
 	// assistant thread (assistant.threads.setSuggestedPrompts); none by default. Slack shows
 	// at most four.
 	SuggestedPrompts []SuggestedPrompt
+	// NameResolved, when set, is told each display name the channel learns from users.info
+	// (user id, name), so a directory outside the adapter can show names next to ids. It is
+	// called from the channel's goroutines and must return quickly.
+	NameResolved func(user, name string)
 	// HTTPClient makes the Web API calls; default a new http.Client.
 	HTTPClient *http.Client
 	// Clock is the time source; default the system clock.

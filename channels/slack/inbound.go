@@ -119,6 +119,8 @@ func channelOf(inner any) string {
 		return e.AssistantThread.ChannelID
 	case *slackevents.AgentSessionStoppedEvent:
 		return e.Channel
+	case *slackevents.AppHomeOpenedEvent:
+		return e.Channel
 	}
 	return ""
 }
@@ -163,6 +165,9 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 			ev.ThreadContext = tc
 			ev.Actor.Name = c.userName(ctx, ev.Actor.ID)
 		}
+	}
+	if ev.Actor.Name == "" {
+		ev.Actor.Name = c.cachedName(ev.Actor.ID)
 	}
 	if err := sink(ctx, ev); err != nil {
 		// Forget the ids so a redelivery can try again, and tell the user the post was not taken.
@@ -209,6 +214,9 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 		return echogate.InboundEvent{}, false
 	case *slackevents.AgentSessionStoppedEvent:
 		return c.normalizeAgentStop(team, e, j.eventID)
+	case *slackevents.AppHomeOpenedEvent:
+		c.appHomeOpened(ctx, e)
+		return echogate.InboundEvent{}, false
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil || e.Channel == "" || e.TimeStamp == "" {
 			return echogate.InboundEvent{}, false

@@ -24,6 +24,7 @@ var MethodScopes = map[string]string{
 	"assistant.threads.setSuggestedPrompts": "assistant:write",
 	"assistant.threads.setTitle":            "assistant:write",
 	"agents.sessions.setStatus":             "chat:write", // thread-based agent sessions; the app must be declared an agent (which adds assistant:write)
+	"views.publish":                         "",           // the Home tab (apphome.go)
 	"files (url_private download)":          "files:read",
 }
 
@@ -48,7 +49,7 @@ var ScopeFeature = map[string]string{
 	"im:history":        "direct messages",
 	"reactions:read":    "approving (✅ 🔁 ❌) and stopping (🛑) with reactions",
 	"reactions:write":   "the approval reactions and the 👀 progress reaction",
-	"users:read":        "display names in thread context",
+	"users:read":        "display names in thread context and the console",
 	"files:read":        "reading attached files",
 	"assistant:write":   "thread status, suggested prompts (agent messaging experience)",
 	"commands":          "the /echogate slash command",

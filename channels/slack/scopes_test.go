@@ -28,6 +28,7 @@ var sdkMethods = map[string]string{
 	"SetAssistantThreadsSuggestedPromptsContext": "assistant.threads.setSuggestedPrompts",
 	"SetAssistantThreadsTitleContext":            "assistant.threads.setTitle",
 	"SetAgentSessionStatusContext":               "agents.sessions.setStatus",
+	"PublishViewContext":                         "views.publish",
 }
 
 // The manifest requests exactly the scopes of the Web API methods the code calls, of the events

@@ -67,9 +67,14 @@ type Channel struct {
 	// lastThread: "C:user" → the thread of the user's last post to the bot in that channel,
 	// where their slash commands act.
 	lastThread *lru[string, string]
-	titled     *lru[string, struct{}] // agent threads already titled
-	reads      *threadReader          // conversations.replies budget for thread context
-	inflight   inflightAcks           // redeliveries waiting for their first copy
+	titled     *lru[string, struct{}]  // agent threads already titled
+	welcomed   *lru[string, struct{}]  // users welcomed on the messages tab (apphome.go)
+	homed      *lru[string, struct{}]  // users whose home view is published (apphome.go)
+	nameq      chan string             // users whose display name to resolve (names.go)
+	pending    sync.Map                // users in nameq, each queued once at a time
+	nameMiss   *lru[string, time.Time] // users users.info did not name → when to ask again
+	reads      *threadReader           // conversations.replies budget for thread context
+	inflight   inflightAcks            // redeliveries waiting for their first copy
 
 	shards  [numShards]chan job
 	running atomic.Bool
@@ -124,6 +129,10 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 		names:       newLRU[string, string](4096),
 		lastThread:  newLRU[string, string](4096),
 		titled:      newLRU[string, struct{}](4096),
+		welcomed:    newLRU[string, struct{}](maxHomeUsers),
+		homed:       newLRU[string, struct{}](maxHomeUsers),
+		nameq:       make(chan string, nameQueue),
+		nameMiss:    newLRU[string, time.Time](4096),
 		reads:       newThreadReader(cfg.ThreadReadsPerMinute),
 		readyDetail: "not started",
 	}
@@ -201,6 +210,7 @@ func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
 		q := c.shards[i]
 		wg.Go(func() { c.worker(wctx, q, sink) })
 	}
+	wg.Go(func() { c.nameWorker(wctx) })
 	var err error
 	if c.sock != nil {
 		err = c.runSocket(ctx)

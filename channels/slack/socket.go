@@ -171,6 +171,7 @@ func jobFrom(ea slackevents.EventsAPIEvent, transport string) (job, bool) {
 	switch ea.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent, *slackevents.MessageEvent, *slackevents.ReactionAddedEvent, *slackevents.AssistantThreadStartedEvent,
 		*slackevents.AgentSessionStoppedEvent:
+	case *slackevents.AppHomeOpenedEvent: // answered in apphome.go
 	default:
 		return job{}, false
 	}

@@ -126,6 +126,9 @@ func (c *Channel) userName(ctx context.Context, user string) string {
 		name = user
 	}
 	c.names.Add(user, name)
+	if c.cfg.NameResolved != nil && name != user {
+		c.cfg.NameResolved(user, name)
+	}
 	return name
 }
 

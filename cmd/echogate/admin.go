@@ -38,6 +38,7 @@ import (
 //	GET  /api/breakers                  {tools, models}: circuit breaker states
 //	GET  /api/memory                    ?user=slack:U1&limit= → current long-term memories (404 when memory is off)
 //	GET  /api/knowledge                 ?limit= → knowledge base documents (404 when knowledge is off)
+//	GET  /api/names                     ?ids=slack:U1,discord:42 → {names: {id: display name}} of the ids seen
 //
 // Errors are JSON {"error": "…"} naming what was wrong and how to fix it.
 func (g *gateway) adminAPI() http.Handler {
@@ -72,6 +73,7 @@ func (g *gateway) adminAPI() http.Handler {
 	})
 	mux.HandleFunc("GET /api/memory", g.handleMemory)
 	mux.HandleFunc("GET /api/knowledge", g.handleKnowledge)
+	mux.HandleFunc("GET /api/names", g.handleNames)
 	g.memkbAPI(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown API path "+r.URL.Path+": see GET /api/info and the README's endpoint list")

@@ -173,7 +173,8 @@ type SlackConfig struct {
 	// (default 20, -1 off); ThreadReadsPerMinute bounds conversations.replies for it (default 1).
 	ThreadHistory        int     `yaml:"thread_history"`
 	ThreadReadsPerMinute float64 `yaml:"thread_reads_per_minute"`
-	// SuggestedPrompts are offered when a user starts an assistant thread (at most 4).
+	// SuggestedPrompts are offered when a user starts an assistant thread, in the welcome of
+	// the App Home Messages tab and on its Home tab (at most 4).
 	SuggestedPrompts []SuggestedPromptConfig `yaml:"suggested_prompts"`
 	// Channels overrides settings per Slack channel id: {C0123: {require_mention: false}}.
 	Channels map[string]SlackChannelConf `yaml:"channels"`

@@ -32,6 +32,7 @@ func (g *gateway) addPlatformChannels() error {
 		scfg.OnPanic = func(path string) { g.metrics.AdapterPanic("slack", path) }
 		scfg.SessionOf = promptSession(g.store)
 		cfg.addAgentMentions(&scfg) // agents' require_mention (agents_config.go)
+		scfg.NameResolved = func(user, name string) { g.names.Set(echogate.PlatformSlack+":"+user, name) }
 		ch, err := slack.New(scfg, g.log)
 		if err != nil {
 			return err

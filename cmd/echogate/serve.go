@@ -17,6 +17,7 @@ import (
 
 	"github.com/echogate/echogate/channels"
 	"github.com/echogate/echogate/channels/web"
+	"github.com/echogate/echogate/internal/names"
 	"github.com/echogate/echogate/pipeline"
 )
 
@@ -26,6 +27,7 @@ type gateway struct {
 	web      *web.Channel
 	channels []channels.Channel
 	extra    map[string]http.Handler // platform HTTP endpoints (/slack/events)
+	names    *names.Directory        // display names seen on inbound events (names_wiring.go)
 }
 
 func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
@@ -57,7 +59,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 	if err != nil {
 		return nil, err
 	}
-	g := &gateway{core: c, extra: map[string]http.Handler{}}
+	g := &gateway{core: c, extra: map[string]http.Handler{}, names: names.New(0)}
 	c.addMemTrim()
 	g.web, err = web.New(web.Config{Authenticated: consoleAuthenticated(cfg.HTTP.AuthToken)}, log)
 	if err != nil {
@@ -130,7 +132,7 @@ func (g *gateway) serve(ctx context.Context) error {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			if err := ch.Run(chctx, g.pipeline.Submit); err != nil && chctx.Err() == nil {
+			if err := ch.Run(chctx, g.observeNames(g.pipeline.Submit)); err != nil && chctx.Err() == nil {
 				errc <- fmt.Errorf("channel %s: %w", ch.Name(), err)
 			}
 		}()

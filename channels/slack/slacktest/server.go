@@ -114,9 +114,10 @@ type Server struct {
 	lastMicro int64
 	changed   chan struct{}
 
-	users     map[string]User  // users.info (interactive.go)
-	responses []Response       // posts to response_urls
-	files     map[string]*File // hosted files by id (files.go)
+	users     map[string]User   // users.info (interactive.go)
+	homeViews map[string]string // user → the home view last published (apphome.go)
+	responses []Response        // posts to response_urls
+	files     map[string]*File  // hosted files by id (files.go)
 	fileSeq   int
 	downloads map[string]int // file id → authorized downloads
 
@@ -571,6 +572,8 @@ func (s *Server) handle(method string, p map[string]string, token string) (int, 
 		return 200, map[string]any{"ok": true}
 	case "users.info":
 		return s.userInfoLocked(p)
+	case "views.publish":
+		return s.publishLocked(p)
 	case "conversations.replies":
 		return s.repliesLocked(p)
 	case "conversations.history":

@@ -91,6 +91,32 @@
     return api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
   }
 
+  // ---- display names ------------------------------------------------------------------------
+  // The gateway learns people's names from their messages (Slack users.info, Discord authors);
+  // GET api/names?ids=… returns those it knows. Known names are kept; an unknown id is asked
+  // again after NAME_RETRY_MS (its name may be learned meanwhile).
+  const NAME_RETRY_MS = 30000;
+  const names = new Map();   // qualified id -> display name
+  const askedAt = new Map(); // qualified id -> when it was last asked without an answer
+  async function learnNames(ids) {
+    const now = Date.now();
+    const want = [...new Set(ids.filter((id) => id && id.includes(":") && !names.has(id) &&
+      !(now - (askedAt.get(id) || -Infinity) < NAME_RETRY_MS)))].slice(0, 500);
+    if (!want.length) return;
+    const r = await api("api/names?ids=" + encodeURIComponent(want.join(",")));
+    if (!r.ok) return;
+    const got = (r.data && r.data.names) || {};
+    for (const id of want) {
+      if (got[id]) { names.set(id, got[id]); askedAt.delete(id); } else askedAt.set(id, now);
+    }
+  }
+  // who renders a qualified id for people: "ann (slack:U123)", or the id when no name is known.
+  function who(id) {
+    id = String(id || "");
+    const n = names.get(id);
+    return n ? n + " (" + id + ")" : id;
+  }
+
   // ---- tabs ---------------------------------------------------------------------------------
   function show(name) {
     if (!PANELS.includes(name)) name = "chat";
@@ -160,6 +186,7 @@
       (agent ? "&agent=" + encodeURIComponent(agent) : ""));
     if (!r.ok) { $("turns-updated").textContent = r.error; return; }
     const turns = r.data || [];
+    await learnNames(turns.map((t) => t.user_id));
     const body = $("turns-table").tBodies[0];
     const rows = turns.map((t) => {
       const tr = el("tr", "clickable" + (t.id === selectedTurn ? " selected" : ""));
@@ -169,7 +196,9 @@
       started.title = when(t.started_at);
       const sess = td(t.session, "mono clip");
       sess.title = t.session;
-      tr.append(started, sess, td(t.user_id, "clip"), td(t.agent || "", "mono"));
+      const user = td(who(t.user_id), "clip");
+      user.title = t.user_id || "";
+      tr.append(started, sess, user, td(t.agent || "", "mono"));
       const st = td("");
       st.append(pill(t.status));
       tr.append(st, td(t.model || "", "mono"),
@@ -199,12 +228,14 @@
     if (id !== selectedTurn) return;
     if (!r.ok) { box.replaceChildren(el("p", "empty", r.error)); return; }
     const { turn: t, usage, messages } = r.data;
+    await learnNames([t.user_id]);
+    if (id !== selectedTurn) return;
     const h = el("h2", "", "Turn ");
     h.append(el("span", "mono", t.id), pill(t.status));
     const kv = el("dl", "kv");
     const row = (k, v, cls) => { if (v === "" || v === undefined || v === null) return; kv.append(el("dt", "", k), el("dd", cls, v)); };
     row("Session", t.session, "mono");
-    row("User", t.user_id);
+    row("User", who(t.user_id));
     row("Model", t.model, "mono");
     row("Routing", t.route_reason);
     row("Started", when(t.started_at));
@@ -278,6 +309,7 @@
     const list = $("approvals-list");
     if (!r.ok) { $("approvals-updated").textContent = r.error; return; }
     const items = r.data || [];
+    await learnNames(items.map((p) => p.requested_by));
     setBadge(countApprovals(items));
     const seen = new Set(items.map((p) => p.call_id));
     for (const k of decided.keys()) if (!seen.has(k)) decided.delete(k);
@@ -302,7 +334,7 @@
     const kv = el("dl", "kv");
     const row = (k, v, cls) => { if (v) kv.append(el("dt", "", k), el("dd", cls, v)); };
     row("Session", p.session, "mono");
-    row("Requested by", p.requested_by);
+    row("Requested by", who(p.requested_by));
     row("Asked", ago(p.created_at) + " · " + when(p.created_at));
     row("Expires", when(p.expires_at));
     row("Turn", p.turn, "mono");
@@ -566,7 +598,11 @@
     if (items && !Array.isArray(items)) items = items.items || items.records || items.documents || items.memories || [];
     const memkb = window.echogateMemKB;
     if (memkb && name === "knowledge") { memkb.renderKnowledge(box, items || []); return; }
-    if (memkb && name === "memory") { memkb.renderMemory(box, items || []); return; }
+    if (memkb && name === "memory") {
+      await learnNames((items || []).map((m) => String(m.owner || "").replace(/^user:/, "")));
+      memkb.renderMemory(box, items || []);
+      return;
+    }
     if (!items || !items.length) { box.replaceChildren(el("p", "empty", "Nothing stored yet.")); return; }
     const keys = [];
     for (const it of items.slice(0, 50)) for (const k of Object.keys(it || {})) if (!keys.includes(k) && keys.length < 8) keys.push(k);
@@ -590,7 +626,7 @@
   // The chat tab tells the console when a turn asked for approval or ended.
   window.echogateConsole = { refreshBadge };
   // memkb.js (the Knowledge and Memory tabs) uses the same helpers.
-  window.echogateHelpers = { el, td, clip, num, ago, api, post, reload: loadFeature };
+  window.echogateHelpers = { el, td, clip, num, ago, api, post, who, reload: loadFeature };
 
   // ---- wiring -------------------------------------------------------------------------------
   window.addEventListener("hashchange", () => show(location.hash.slice(1)));

@@ -6,6 +6,7 @@
   const h = window.echogateHelpers;
   if (!h) return;
   const { el, td, clip, num, ago, api, post } = h;
+  const who = h.who || ((id) => id);
 
   function size(n) {
     n = Number(n || 0);
@@ -132,7 +133,7 @@
     if (!mems.length) { box.replaceChildren(el("p", "empty", "No memories yet.")); return; }
     const rows = mems.map((m) => {
       const tr = el("tr");
-      tr.append(td(m.text, "wrap"), td(m.kind), td(String(m.owner || "").replace(/^user:/, "")),
+      tr.append(td(m.text, "wrap"), td(m.kind), td(who(String(m.owner || "").replace(/^user:/, ""))),
         td(m.pinned ? "pinned" : ""), td(ago(m.updated_at)));
       const act = td("");
       act.append(button("Edit", async () => {

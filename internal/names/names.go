@@ -1,0 +1,85 @@
+// Package names keeps the display names the gateway has seen, by qualified platform id
+// ("slack:U123" → "ann"), so the console can show "ann (slack:U123)" instead of a bare id.
+// It holds only what inbound events and adapters told it since the process started, within a
+// bound; nothing is stored.
+package names
+
+import (
+	"container/list"
+	"strings"
+	"sync"
+)
+
+// DefaultMax bounds a Directory made with New(0).
+const DefaultMax = 10000
+
+// Directory is a bounded, concurrency-safe map of qualified id → display name; the least
+// recently set or read entry goes first when it is full. The zero value is not usable: call New.
+type Directory struct {
+	mu  sync.Mutex
+	max int
+	ll  *list.List
+	m   map[string]*list.Element
+}
+
+type entry struct{ id, name string }
+
+// New returns a Directory holding at most max names (DefaultMax when max <= 0).
+func New(max int) *Directory {
+	if max <= 0 {
+		max = DefaultMax
+	}
+	return &Directory{max: max, ll: list.New(), m: map[string]*list.Element{}}
+}
+
+// Set records name for id. An empty id or name, or a name equal to the bare id part
+// ("slack:U1" named "U1"), says nothing and is ignored.
+func (d *Directory) Set(id, name string) {
+	name = strings.TrimSpace(name)
+	if id == "" || name == "" || name == id || strings.HasSuffix(id, ":"+name) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.m[id]; ok {
+		e.Value.(*entry).name = name
+		d.ll.MoveToFront(e)
+		return
+	}
+	d.m[id] = d.ll.PushFront(&entry{id, name})
+	if d.ll.Len() > d.max {
+		last := d.ll.Back()
+		d.ll.Remove(last)
+		delete(d.m, last.Value.(*entry).id)
+	}
+}
+
+// Get returns the name of id, if known.
+func (d *Directory) Get(id string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.m[id]
+	if !ok {
+		return "", false
+	}
+	d.ll.MoveToFront(e)
+	return e.Value.(*entry).name, true
+}
+
+// Lookup returns the known names of ids (unknown ids are left out).
+func (d *Directory) Lookup(ids []string) map[string]string {
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		if n, ok := d.Get(id); ok {
+			out[id] = n
+		}
+	}
+	return out
+}
+
+// Len reports how many names the directory holds.
+func (d *Directory) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ll.Len()
+}
