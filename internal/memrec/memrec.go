@@ -45,6 +45,9 @@ type Memory struct {
 	Importance float64   `json:"importance"` // 0..1
 	Pinned     bool      `json:"pinned"`     // always in the snapshot
 	Embedding  []float32 `json:"-"`          // nil when it could not be computed (then text search only)
+	// EmbedModel names the embedder that made Embedding ("provider:model@dims", like
+	// Document.EmbedModel); empty when there is no vector or it predates the record.
+	EmbedModel string    `json:"embed_model,omitempty"`
 	Session    string    `json:"session,omitempty"`
 	SourceTurn string    `json:"source_turn,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -83,7 +86,10 @@ type ScoredMemory struct {
 type MemoryQuery struct {
 	Owners []string  // required: whose memories
 	Vector []float32 // vector search
-	Text   string    // text search
+	// EmbedModel, when set, restricts vector search to memories whose EmbedModel equals it:
+	// another embedder's vectors are not comparable with the query's (text search ignores it).
+	EmbedModel string
+	Text       string // text search
 	Now    time.Time // memories expired at Now are left out
 	Limit  int       // hits; <= 0 means 10
 }
@@ -107,8 +113,8 @@ type ConsolidationJob struct {
 // ConsolidationResult is applied atomically with the cursor advance by CompleteConsolidation.
 type ConsolidationResult struct {
 	Insert []Memory // new memories
-	// Update rewrites Text, Kind, Importance, Embedding, UpdatedAt, ExpiresAt, SourceTurn of
-	// existing memories (near-duplicates merged).
+	// Update rewrites Text, Kind, Importance, UpdatedAt, ExpiresAt, SourceTurn of existing
+	// memories (near-duplicates merged), and Embedding with EmbedModel when Embedding is set.
 	Update []Memory
 	// Supersede marks memories replaced: Old gets SupersededBy = New and SupersededAt = At.
 	Supersede []Supersession

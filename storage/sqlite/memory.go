@@ -17,7 +17,7 @@ import (
 // was taken over by another worker (this worker ran past its lease): nothing was written.
 var ErrLeaseLost = memrec.ErrLeaseLost
 
-const memoryCols = `id, owner, text, kind, importance, pinned, embedding, session, source_turn, created_at, updated_at, expires_at, superseded_by, superseded_at`
+const memoryCols = `id, owner, text, kind, importance, pinned, embedding, session, source_turn, created_at, updated_at, expires_at, superseded_by, superseded_at, embed_model`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -30,7 +30,7 @@ func scanMemory(r rowScanner, extra ...any) (memrec.Memory, error) {
 		expires, supAt   sql.NullInt64
 	)
 	dest := append([]any{&m.ID, &m.Owner, &m.Text, &m.Kind, &m.Importance, &pinned, &emb, &m.Session, &m.SourceTurn,
-		&created, &updated, &expires, &m.SupersededBy, &supAt}, extra...)
+		&created, &updated, &expires, &m.SupersededBy, &supAt, &m.EmbedModel}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return m, err
 	}
@@ -53,11 +53,12 @@ func validMemory(m memrec.Memory) error {
 	return nil
 }
 
-const qPutMemory = `INSERT INTO memories (` + memoryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+const qPutMemory = `INSERT INTO memories (` + memoryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, text = excluded.text, kind = excluded.kind,
  importance = excluded.importance, pinned = excluded.pinned, embedding = excluded.embedding,
  session = excluded.session, source_turn = excluded.source_turn, updated_at = excluded.updated_at,
- expires_at = excluded.expires_at, superseded_by = excluded.superseded_by, superseded_at = excluded.superseded_at`
+ expires_at = excluded.expires_at, superseded_by = excluded.superseded_by, superseded_at = excluded.superseded_at,
+ embed_model = excluded.embed_model`
 
 func (s *Store) putMemory(tx *wtx, m memrec.Memory) error {
 	if err := validMemory(m); err != nil {
@@ -74,8 +75,16 @@ func (s *Store) putMemory(tx *wtx, m memrec.Memory) error {
 		updated = created
 	}
 	_, err := tx.exec(qPutMemory, m.ID, m.Owner, m.Text, m.Kind, m.Importance, boolInt(m.Pinned), vecBlob(m.Embedding),
-		m.Session, m.SourceTurn, toMicros(created), toMicros(updated), optMicros(m.ExpiresAt), m.SupersededBy, optMicros(m.SupersededAt))
+		m.Session, m.SourceTurn, toMicros(created), toMicros(updated), optMicros(m.ExpiresAt), m.SupersededBy, optMicros(m.SupersededAt), vecModel(m))
 	return err
+}
+
+// vecModel is the embed_model stored with m: its EmbedModel when it has a vector, else empty.
+func vecModel(m memrec.Memory) string {
+	if len(m.Embedding) == 0 {
+		return ""
+	}
+	return m.EmbedModel
 }
 
 // PutMemory inserts m, or replaces the memory with m's id (its CreatedAt is kept). A zero
@@ -207,7 +216,8 @@ func searchLimit(n int) int {
 }
 
 // SearchMemoriesVector returns the owners' current memories nearest to q.Vector by cosine
-// distance, best first (Score = cosine similarity). Memories without a vector are not found.
+// distance, best first (Score = cosine similarity). Memories without a vector are not found, nor,
+// when q.EmbedModel is set, those whose vector another embedder made.
 func (s *Store) SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error) {
 	d, err := s.conns(ctx)
 	if err != nil {
@@ -222,6 +232,10 @@ func (s *Store) SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) 
 	where, args, err := memoryQueryArgs(q, s.stamp(q.Now))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: search memories: %w", err)
+	}
+	if q.EmbedModel != "" {
+		where += " AND m.embed_model = ?"
+		args = append(args, q.EmbedModel)
 	}
 	query := "SELECT " + prefixed("m.", memoryCols) + ", v.dist FROM (SELECT m.rowid, vec_distance_cosine(m.embedding, ?) AS dist FROM memories m WHERE " + where +
 		" AND m.embedding IS NOT NULL ORDER BY dist LIMIT ?) v JOIN memories m ON m.rowid = v.rowid ORDER BY v.dist"
@@ -444,8 +458,9 @@ func (s *Store) CompleteConsolidation(ctx context.Context, j memrec.Consolidatio
 					return err
 				}
 			}
-			n, err := tx.rowsAffected(`UPDATE memories SET text = ?, kind = ?, importance = ?, embedding = coalesce(?, embedding), updated_at = ?, expires_at = ?, source_turn = ? WHERE id = ?`,
-				m.Text, m.Kind, m.Importance, vecBlob(m.Embedding), toMicros(s.stamp(m.UpdatedAt)), optMicros(m.ExpiresAt), m.SourceTurn, m.ID)
+			n, err := tx.rowsAffected(`UPDATE memories SET text = ?, kind = ?, importance = ?, embedding = coalesce(?, embedding),
+ embed_model = CASE WHEN ? THEN ? ELSE embed_model END, updated_at = ?, expires_at = ?, source_turn = ? WHERE id = ?`,
+				m.Text, m.Kind, m.Importance, vecBlob(m.Embedding), boolInt(len(m.Embedding) > 0), m.EmbedModel, toMicros(s.stamp(m.UpdatedAt)), optMicros(m.ExpiresAt), m.SourceTurn, m.ID)
 			if err != nil {
 				return err
 			}
