@@ -89,9 +89,9 @@ type MemoryQuery struct {
 	// EmbedModel, when set, restricts vector search to memories whose EmbedModel equals it:
 	// another embedder's vectors are not comparable with the query's (text search ignores it).
 	EmbedModel string
-	Text       string // text search
-	Now    time.Time // memories expired at Now are left out
-	Limit  int       // hits; <= 0 means 10
+	Text       string    // text search
+	Now        time.Time // memories expired at Now are left out
+	Limit      int       // hits; <= 0 means 10
 }
 
 // ConsolidationJob is a session's pending consolidation, as claimed by one worker.
