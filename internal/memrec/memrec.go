@@ -71,7 +71,10 @@ type MemoryFilter struct {
 	Current bool
 	Now     time.Time
 	Pinned  bool // only pinned memories
-	Limit   int  // <= 0: no limit
+	// StaleFor, when set, selects only memories whose vector is missing or was made by another
+	// embedder than StaleFor (the ones vector search with that embedder does not compare).
+	StaleFor string
+	Limit    int // <= 0: no limit
 }
 
 // ScoredMemory is a search hit: Rank starts at 1; Score is the backend's similarity (cosine

@@ -116,6 +116,35 @@ func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memr
 	if err != nil {
 		return nil, err
 	}
+	where, args := s.memoryFilterWhere(f)
+	q := "SELECT " + memoryCols + " FROM memories" + where + fmt.Sprintf(" ORDER BY updated_at DESC, id DESC LIMIT $%d", len(args)+1)
+	rows, err := p.Query(ctx, q, append(args, sqlLimit(f.Limit))...)
+	if err != nil {
+		return nil, fail(ctx, err, "list memories")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memrec.Memory, error) { return scanMemory(r) })
+	if err != nil {
+		return nil, fail(ctx, err, "list memories")
+	}
+	return out, nil
+}
+
+// CountMemories counts the memories matching f (f.Limit is ignored).
+func (s *Store) CountMemories(ctx context.Context, f memrec.MemoryFilter) (int, error) {
+	p, err := s.pool(ctx, "count memories")
+	if err != nil {
+		return 0, err
+	}
+	where, args := s.memoryFilterWhere(f)
+	var n int
+	if err := p.QueryRow(ctx, "SELECT count(*) FROM memories"+where, args...).Scan(&n); err != nil {
+		return 0, fail(ctx, err, "count memories")
+	}
+	return n, nil
+}
+
+// memoryFilterWhere is the WHERE clause of f (empty when f matches everything) and its arguments.
+func (s *Store) memoryFilterWhere(f memrec.MemoryFilter) (string, []any) {
 	var (
 		conds []string
 		args  []any
@@ -133,20 +162,13 @@ func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memr
 	if f.Pinned {
 		conds = append(conds, "pinned")
 	}
-	q := "SELECT " + memoryCols + " FROM memories"
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
+	if f.StaleFor != "" {
+		conds = append(conds, "(embedding IS NULL OR embed_model <> "+arg(f.StaleFor)+")")
 	}
-	q += " ORDER BY updated_at DESC, id DESC LIMIT " + arg(sqlLimit(f.Limit))
-	rows, err := p.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fail(ctx, err, "list memories")
+	if len(conds) == 0 {
+		return "", nil
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memrec.Memory, error) { return scanMemory(r) })
-	if err != nil {
-		return nil, fail(ctx, err, "list memories")
-	}
-	return out, nil
+	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
 // DeleteMemory removes one memory for good. Unknown ids wrap ErrNotFound.

@@ -121,12 +121,8 @@ func (s *Store) GetMemory(ctx context.Context, id string) (memrec.Memory, error)
 	return m, nil
 }
 
-// ListMemories lists memories matching f, most recently updated first.
-func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memrec.Memory, error) {
-	d, err := s.conns(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list memories: %w", err)
-	}
+// memoryFilterWhere is the WHERE clause of f (empty when f matches everything) and its arguments.
+func (s *Store) memoryFilterWhere(f memrec.MemoryFilter) (string, []any) {
 	var (
 		conds []string
 		args  []any
@@ -144,13 +140,44 @@ func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memr
 	if f.Pinned {
 		conds = append(conds, "pinned = 1")
 	}
-	q := "SELECT " + memoryCols + " FROM memories"
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
+	if f.StaleFor != "" {
+		conds = append(conds, "(embedding IS NULL OR embed_model <> ?)")
+		args = append(args, f.StaleFor)
 	}
-	q += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// ListMemories lists memories matching f, most recently updated first.
+func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memrec.Memory, error) {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list memories: %w", err)
+	}
+	where, args := s.memoryFilterWhere(f)
+	q := "SELECT " + memoryCols + " FROM memories" + where + " ORDER BY updated_at DESC, id DESC LIMIT ?"
 	args = append(args, sqlLimit(f.Limit))
 	return s.queryMemories(ctx, d, "list memories", q, args)
+}
+
+// CountMemories counts the memories matching f (f.Limit is ignored).
+func (s *Store) CountMemories(ctx context.Context, f memrec.MemoryFilter) (int, error) {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: count memories: %w", err)
+	}
+	where, args := s.memoryFilterWhere(f)
+	st, err := d.read(ctx, "SELECT count(*) FROM memories"+where)
+	if err != nil {
+		return 0, fail(ctx, err, "count memories")
+	}
+	var n int
+	if err := st.QueryRowContext(ctx, args...).Scan(&n); err != nil {
+		return 0, fail(ctx, err, "count memories")
+	}
+	return n, nil
 }
 
 func (s *Store) queryMemories(ctx context.Context, d *dbs, op, q string, args []any) ([]memrec.Memory, error) {

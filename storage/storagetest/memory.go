@@ -21,6 +21,7 @@ type MemoryStore interface {
 	PutMemory(ctx context.Context, m memrec.Memory) error
 	GetMemory(ctx context.Context, id string) (memrec.Memory, error)
 	ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memrec.Memory, error)
+	CountMemories(ctx context.Context, f memrec.MemoryFilter) (int, error)
 	DeleteMemory(ctx context.Context, id string) error
 	SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
 	SearchMemoriesText(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)

@@ -9,7 +9,7 @@ import (
 )
 
 // memEmbedModel pins the embedder record of memories: it round-trips, a memory without a vector
-// records none, vector search with MemoryQuery.EmbedModel compares only that embedder's vectors
+// records none, MemoryFilter.StaleFor selects the others (ListMemories, CountMemories), vector search with MemoryQuery.EmbedModel compares only that embedder's vectors
 // (text search finds them all), and a consolidation update with a vector records its embedder
 // while one without keeps the old record.
 func memEmbedModel(t *testing.T, s MemoryStore, p string, base time.Time) {
@@ -34,6 +34,20 @@ func memEmbedModel(t *testing.T, s MemoryStore, p string, base time.Time) {
 		if got, err := s.GetMemory(ctx, p+id); err != nil || got.EmbedModel != want {
 			t.Errorf("GetMemory(%s).EmbedModel = %q, %v; want %q", id, got.EmbedModel, err, want)
 		}
+	}
+	stale := memrec.MemoryFilter{Owners: []string{p + "user:u1"}, Current: true, Now: base, StaleFor: cur}
+	if got, err := s.ListMemories(ctx, stale); err != nil || !slices.Equal(ids(got), []string{p + "old", p + "none"}) && !slices.Equal(ids(got), []string{p + "none", p + "old"}) {
+		t.Errorf("ListMemories(StaleFor %s) = %v, %v; want old and none (another embedder's vector, no vector)", cur, ids(got), err)
+	}
+	if n, err := s.CountMemories(ctx, stale); err != nil || n != 2 {
+		t.Errorf("CountMemories(StaleFor %s) = %d, %v; want 2", cur, n, err)
+	}
+	stale.Limit = 1
+	if got, err := s.ListMemories(ctx, stale); err != nil || len(got) != 1 {
+		t.Errorf("ListMemories(StaleFor, limit 1) = %v, %v; want 1", ids(got), err)
+	}
+	if n, err := s.CountMemories(ctx, stale); err != nil || n != 2 {
+		t.Errorf("CountMemories(limit 1) = %d, %v; want 2 (the limit does not apply)", n, err)
 	}
 	q := memrec.MemoryQuery{Owners: []string{p + "user:u1"}, Vector: unit(0, 0), Now: base, Limit: 5}
 	all, err := s.SearchMemoriesVector(ctx, q)
