@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/echogate/echogate"
@@ -11,10 +10,6 @@ import (
 
 // reembedBatch is how many memories one embedding request carries during Reembed.
 const reembedBatch = 32
-
-// ErrNoEmbedder: Reembed was asked of a service without an embedder or without a recorded
-// embedder name (nothing to re-embed with).
-var ErrNoEmbedder = errors.New("no embedder configured")
 
 // IsStale reports whether m's vector is missing or was made by another embedder than the
 // configured one, so that vector search does not find m until it is re-embedded. It is false
