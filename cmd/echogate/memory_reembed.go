@@ -85,6 +85,6 @@ func (k *memkb) warnStaleMemories(ctx context.Context, log *slog.Logger) {
 	if err != nil || n == 0 {
 		return
 	}
-	log.Warn(fmt.Sprintf("memory: %d memories have no vector of %s (e.g. %q); vector search skips them until you run `echogate memory reembed`",
-		n, k.mem.EmbedModel(), orStr(stale[0].EmbedModel, "no vector")), "memories", n)
+	log.Warn(fmt.Sprintf("memory: %d memories have no vector of %s (they were embedded by another model, e.g. %q, or not at all); vector search skips them until you run `echogate memory reembed`",
+		n, k.mem.EmbedModel(), orStr(stale[0].EmbedModel, "none")), "memories", n)
 }
