@@ -163,7 +163,11 @@ func (s *Store) memoryFilterWhere(f memrec.MemoryFilter) (string, []any) {
 		conds = append(conds, "pinned")
 	}
 	if f.StaleFor != "" {
-		conds = append(conds, "(embedding IS NULL OR embed_model <> "+arg(f.StaleFor)+")")
+		// A memory without a vector has embed_model '' (PutMemory and updates keep the two
+		// together), so one indexed comparison selects both kinds of stale memory.
+		// Two ranges rather than <>, which no index serves.
+		m := arg(f.StaleFor)
+		conds = append(conds, "(embed_model < "+m+" OR embed_model > "+m+")")
 	}
 	if len(conds) == 0 {
 		return "", nil

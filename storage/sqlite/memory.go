@@ -141,8 +141,11 @@ func (s *Store) memoryFilterWhere(f memrec.MemoryFilter) (string, []any) {
 		conds = append(conds, "pinned = 1")
 	}
 	if f.StaleFor != "" {
-		conds = append(conds, "(embedding IS NULL OR embed_model <> ?)")
-		args = append(args, f.StaleFor)
+		// A memory without a vector has embed_model '' (PutMemory and updates keep the two
+		// together), so one indexed comparison selects both kinds of stale memory.
+		// Two ranges rather than <>, which no index serves.
+		conds = append(conds, "(embed_model < ? OR embed_model > ?)")
+		args = append(args, f.StaleFor, f.StaleFor)
 	}
 	if len(conds) == 0 {
 		return "", nil

@@ -3,3 +3,5 @@
 -- `echogate memory reembed` re-embeds the others. '' means no vector, or one from before
 -- embedders were recorded.
 ALTER TABLE memories ADD COLUMN embed_model TEXT NOT NULL DEFAULT '';
+-- Counting stale memories at start-up reads this index, not the rows (their vectors come first).
+CREATE INDEX memories_by_embed_model ON memories (embed_model);
