@@ -54,6 +54,9 @@ func (s *Service) Remember(ctx context.Context, n Note) (memrec.Memory, error) {
 		m.ExpiresAt = now.Add(n.TTL)
 	}
 	m.Embedding = s.embedOne(ctx, text, echogate.TriggerMessage, n.Session, n.UserID, n.Channel)
+	if m.Embedding != nil {
+		m.EmbedModel = s.cfg.EmbedModel
+	}
 	if dup, ok, err := s.duplicate(ctx, n.Owner, text, m.Embedding); err != nil {
 		return memrec.Memory{}, err
 	} else if ok {
@@ -61,7 +64,7 @@ func (s *Service) Remember(ctx context.Context, n Note) (memrec.Memory, error) {
 		dup.Importance = max(dup.Importance, m.Importance)
 		dup.Pinned = dup.Pinned || m.Pinned
 		if m.Embedding != nil {
-			dup.Embedding = m.Embedding
+			dup.Embedding, dup.EmbedModel = m.Embedding, m.EmbedModel
 		}
 		m = dup
 	}
@@ -74,13 +77,13 @@ func (s *Service) Remember(ctx context.Context, n Note) (memrec.Memory, error) {
 
 // duplicate finds a current memory of owner that says the same as text.
 func (s *Service) duplicate(ctx context.Context, owner, text string, vec []float32) (memrec.Memory, bool, error) {
-	q := memrec.MemoryQuery{Owners: []string{owner}, Text: text, Vector: vec, Now: s.cfg.Now(), Limit: 5}
+	q := memrec.MemoryQuery{Owners: []string{owner}, Text: text, Vector: vec, EmbedModel: s.cfg.EmbedModel, Now: s.cfg.Now(), Limit: 5}
 	if len(vec) > 0 {
 		hits, err := s.store.SearchMemoriesVector(ctx, q)
 		if err != nil {
 			return memrec.Memory{}, false, fmt.Errorf("memory: look for duplicates: %w", err)
 		}
-		if len(hits) > 0 && hits[0].Score >= s.cfg.DuplicateSimilarity {
+		if len(hits) > 0 && hits[0].Score >= s.cfg.DuplicateSimilarity && s.comparable(hits[0].Memory) {
 			return hits[0].Memory, true, nil
 		}
 	}

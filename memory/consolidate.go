@@ -210,6 +210,9 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 		}
 		m := memrec.Memory{ID: ids.New("m_"), Owner: owner, Text: f.Text, Kind: f.Kind, Importance: imp, Embedding: fv,
 			Session: j.Session, SourceTurn: lastTurn, CreatedAt: now, UpdatedAt: now}
+		if fv != nil {
+			m.EmbedModel = s.cfg.EmbedModel
+		}
 		if f.TTL != "" {
 			d, _ := parseTTL(f.TTL)
 			m.ExpiresAt = now.Add(d)
@@ -224,12 +227,12 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 			}
 		}
 		// A near-duplicate of a current memory (or of a fact of this batch) updates it.
-		if dup, ok := nearDuplicate(existing, superseded, f.Text, fv, s.cfg.DuplicateSimilarity); ok {
+		if dup, ok := nearDuplicate(existing, superseded, f.Text, fv, s.cfg.DuplicateSimilarity, s.comparable); ok {
 			u := dup.Memory
 			u.Text, u.Kind, u.UpdatedAt, u.ExpiresAt, u.SourceTurn = f.Text, f.Kind, now, m.ExpiresAt, lastTurn
 			u.Importance = max(u.Importance, imp)
 			if fv != nil {
-				u.Embedding = fv
+				u.Embedding, u.EmbedModel = fv, s.cfg.EmbedModel
 			}
 			if k, seen := updated[u.ID]; seen {
 				res.Update[k] = u
@@ -247,7 +250,9 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 	return res, nil
 }
 
-func nearDuplicate(existing []memrec.ScoredMemory, superseded map[string]bool, text string, v []float32, threshold float64) (memrec.ScoredMemory, bool) {
+// nearDuplicate finds the existing memory that says the same as text: the same words, or a vector
+// this close (only vectors that comparable accepts: another embedder's similarity means nothing).
+func nearDuplicate(existing []memrec.ScoredMemory, superseded map[string]bool, text string, v []float32, threshold float64, comparable func(memrec.Memory) bool) (memrec.ScoredMemory, bool) {
 	best, bestSim := -1, -1.0
 	for i, m := range existing {
 		if superseded[m.ID] {
@@ -255,6 +260,9 @@ func nearDuplicate(existing []memrec.ScoredMemory, superseded map[string]bool, t
 		}
 		if strings.EqualFold(strings.TrimSpace(m.Text), strings.TrimSpace(text)) {
 			return m, true
+		}
+		if !comparable(m.Memory) {
+			continue
 		}
 		if sim := cosine(v, m.Embedding); sim > bestSim {
 			best, bestSim = i, sim

@@ -65,9 +65,11 @@ func TestFuse(t *testing.T) {
 
 func TestNearDuplicate(t *testing.T) {
 	ex := []memrec.ScoredMemory{
-		{Memory: memrec.Memory{ID: "1", Text: "Likes tea", Embedding: []float32{1, 0}}},
-		{Memory: memrec.Memory{ID: "2", Text: "Uses Helix", Embedding: []float32{0, 1}}},
+		{Memory: memrec.Memory{ID: "1", Text: "Likes tea", Embedding: []float32{1, 0}, EmbedModel: "e:new@2"}},
+		{Memory: memrec.Memory{ID: "2", Text: "Uses Helix", Embedding: []float32{0, 1}, EmbedModel: "e:new@2"}},
+		{Memory: memrec.Memory{ID: "3", Text: "Walks a dog", Embedding: []float32{-1, 0}, EmbedModel: "demo:hash@2"}},
 	}
+	current := func(m memrec.Memory) bool { return m.EmbedModel == "e:new@2" }
 	for name, tt := range map[string]struct {
 		text string
 		v    []float32
@@ -77,8 +79,11 @@ func TestNearDuplicate(t *testing.T) {
 		"close vector":    {"Enjoys tea", []float32{0.99, 0.05}, "1"},
 		"far vector":      {"Drives a bus", []float32{0.7, 0.7}, ""},
 		"superseded skip": {"Uses Helix", nil, ""},
+		// The demo vector of 3 is identical, but another embedder's: only its words count.
+		"stale vector":      {"Has a pet", []float32{-1, 0}, ""},
+		"stale, same words": {"walks a dog", []float32{-1, 0}, "3"},
 	} {
-		m, ok := nearDuplicate(ex, map[string]bool{"2": true}, tt.text, tt.v, 0.9)
+		m, ok := nearDuplicate(ex, map[string]bool{"2": true}, tt.text, tt.v, 0.9, current)
 		got := ""
 		if ok {
 			got = m.ID

@@ -9,3 +9,7 @@ var (
 	// expected shape, also after one retry: nothing is stored.
 	ErrBadExtraction = errors.New("invalid extraction output")
 )
+
+// ErrNoEmbedder: Reembed was asked of a service without an embedder or without a recorded
+// embedder name (nothing to re-embed with).
+var ErrNoEmbedder = errors.New("no embedder configured")

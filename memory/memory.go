@@ -34,6 +34,7 @@ type Store interface {
 	PutMemory(ctx context.Context, m memrec.Memory) error
 	GetMemory(ctx context.Context, id string) (memrec.Memory, error)
 	ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memrec.Memory, error)
+	CountMemories(ctx context.Context, f memrec.MemoryFilter) (int, error)
 	DeleteMemory(ctx context.Context, id string) error
 	SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
 	SearchMemoriesText(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
@@ -93,6 +94,10 @@ type Config struct {
 	MaxFacts            int           // facts accepted per job; default 10
 	MaxMemoryChars      int           // longest memory text; default 500
 	WorkerID            string        // lease owner name; default host:pid
+	// EmbedModel names the embedder ("provider:model@dims"). It is recorded with every vector
+	// written, and searches compare only vectors it made; empty compares every vector (tests,
+	// callers that do not track embedders).
+	EmbedModel string
 	// Now is the clock; default time.Now. After makes the worker's timers; default time.After.
 	Now   func() time.Time
 	After func(d time.Duration) <-chan time.Time
@@ -190,6 +195,12 @@ func (s *Service) report(ctx context.Context, u echogate.Usage, trig echogate.Us
 	s.hooks.ReportUsage(ctx, echogate.UsageRecord{Session: session, UserID: userID, Channel: channel, Trigger: trig, Usage: u, At: s.cfg.Now()})
 }
 
+// comparable reports whether m's vector was made by the configured embedder, so that its
+// similarity to a query vector means something.
+func (s *Service) comparable(m memrec.Memory) bool {
+	return s.cfg.EmbedModel == "" || m.EmbedModel == s.cfg.EmbedModel
+}
+
 // embedOne embeds text; on failure it logs, counts the degradation and returns nil (callers go
 // on without vectors).
 func (s *Service) embedOne(ctx context.Context, text string, trig echogate.UsageTrigger, session echogate.SessionKey, userID, channel string) []float32 {
@@ -222,7 +233,7 @@ func (s *Service) embedMany(ctx context.Context, texts []string, trig echogate.U
 // rank. Vector hits below minSim are dropped before fusion.
 func (s *Service) search(ctx context.Context, owners []string, text string, vec []float32, limit int, minSim float64) ([]memrec.ScoredMemory, error) {
 	now := s.cfg.Now()
-	q := memrec.MemoryQuery{Owners: owners, Text: text, Vector: vec, Now: now, Limit: limit * 2}
+	q := memrec.MemoryQuery{Owners: owners, Text: text, Vector: vec, EmbedModel: s.cfg.EmbedModel, Now: now, Limit: limit * 2}
 	var vhits []memrec.ScoredMemory
 	if len(vec) > 0 {
 		var err error
@@ -237,8 +248,8 @@ func (s *Service) search(ctx context.Context, owners []string, text string, vec 
 	byID := map[string]memrec.ScoredMemory{}
 	var vl, tl []string
 	for _, h := range vhits {
-		if h.Score < minSim {
-			continue
+		if h.Score < minSim || !s.comparable(h.Memory) {
+			continue // noise, or another embedder's vector (its similarity means nothing)
 		}
 		byID[h.ID] = h
 		vl = append(vl, h.ID)

@@ -39,13 +39,14 @@ var commands = []command{
 		{name: "rm", synopsis: "knowledge rm ID|PATH", summary: "Remove a document and its passages.", args: true},
 		{name: "reembed", synopsis: "knowledge reembed", summary: "Re-embed, from their files, the documents whose vectors came from another embedding model\n(embeddings.model or the provider changed); until then their vectors are not searched."},
 	}},
-	{name: "memory", synopsis: "memory list|search|forget", summary: "Inspect and edit long-term memory (memory.enabled: true).", subs: []command{
+	{name: "memory", synopsis: "memory list|search|forget|reembed", summary: "Inspect and edit long-term memory (memory.enabled: true).", subs: []command{
 		{name: "list", synopsis: "memory list [--user U] [--all] [--limit N]", summary: "List memories (current ones unless --all), e.g. --user slack:U123.",
 			flags: func(fs *flag.FlagSet) { memoryFlags(fs) }},
 		{name: "search", synopsis: "memory search --user U QUERY", summary: "Search a user's memories.", args: true,
 			flags: func(fs *flag.FlagSet) { memoryFlags(fs) }},
 		{name: "forget", synopsis: "memory forget [--user U] ID", summary: "Delete one memory.", args: true,
 			flags: func(fs *flag.FlagSet) { memoryFlags(fs) }},
+		{name: "reembed", synopsis: "memory reembed", summary: "Re-embed the current memories whose vectors came from another embedding model (or have\nnone); until then they are found by full text only."},
 	}},
 	{name: "version", synopsis: "version", summary: "Print the version and build info."},
 	{name: "healthcheck", synopsis: "healthcheck", summary: "Exit 0 when the local gateway answers /healthz (for container health checks)."},

@@ -26,7 +26,8 @@ const knowledgeUsage = `usage: echogate knowledge <command>
 const memoryUsage = `usage: echogate memory <command>
   list [--user U] [--all] [--limit N]   list memories (current ones unless --all), e.g. --user slack:U123
   search --user U QUERY                 search a user's memories
-  forget ID                             delete one memory`
+  forget ID                             delete one memory
+  reembed                               re-embed the memories whose vectors came from another embedding model`
 
 // openMemKB opens the store and builds memory and knowledge for a CLI command (no chat model:
 // consolidation does not run here).
@@ -162,7 +163,7 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 	opts := memoryFlags(fs)
 	user, all, limit := opts.user, opts.all, opts.limit
 	switch sub {
-	case "list", "search", "forget":
+	case "list", "search", "forget", "reembed":
 	default:
 		fmt.Fprintf(e.stderr, "echogate memory: unknown command %q\n%s\n", sub, memoryUsage)
 		return 2
@@ -196,9 +197,15 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 			fmt.Fprintln(e.stdout, "no memories")
 		}
 		for _, m := range ms {
-			printMemory(e.stdout, m)
+			printMemory(e.stdout, m, memEmbedLabel(mem, m))
 		}
 		return 0
+	case "reembed":
+		if fs.NArg() > 0 || *user != "" {
+			fmt.Fprintln(e.stderr, "echogate memory reembed: takes no arguments (it re-embeds every stale memory)")
+			return 2
+		}
+		return memoryReembed(ctx, e, mem)
 	case "search":
 		q := strings.Join(fs.Args(), " ")
 		if *user == "" || strings.TrimSpace(q) == "" {
@@ -214,7 +221,7 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 			fmt.Fprintln(e.stdout, "no memories found")
 		}
 		for _, h := range hits {
-			printMemory(e.stdout, h.Memory)
+			printMemory(e.stdout, h.Memory, memEmbedLabel(mem, h.Memory))
 		}
 		return 0
 	default: // forget
@@ -236,7 +243,9 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 	}
 }
 
-func printMemory(w io.Writer, m memrec.Memory) {
+// printMemory prints one memory on a line; label (may be empty) says what is wrong with its
+// vector (see memEmbedLabel).
+func printMemory(w io.Writer, m memrec.Memory, label string) {
 	state := ""
 	switch {
 	case m.SupersededBy != "":
@@ -248,7 +257,10 @@ func printMemory(w io.Writer, m memrec.Memory) {
 	if m.Pinned {
 		pin = " pinned"
 	}
-	fmt.Fprintf(w, "%s  %-24s  %-10s%s  %s  %s%s\n", m.ID, m.Owner, m.Kind, pin, m.UpdatedAt.Format(time.DateOnly), m.Text, state)
+	if label != "" {
+		label = "  " + label
+	}
+	fmt.Fprintf(w, "%s  %-24s  %-10s%s  %s  %s%s%s\n", m.ID, m.Owner, m.Kind, pin, m.UpdatedAt.Format(time.DateOnly), m.Text, state, label)
 }
 
 // progress shows ingestion: a redrawn bar on a terminal, one line per file otherwise.

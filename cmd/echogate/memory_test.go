@@ -480,6 +480,9 @@ func TestConsolidationRemembersAndSupersedes(t *testing.T) {
 			if len(ms) != 1 || !strings.Contains(ms[0].Text, "Helix") || ms[0].Kind != "preference" || len(ms[0].Embedding) != testDims {
 				t.Fatalf("memories after consolidation = %+v, want one preference about Helix with an embedding", ms)
 			}
+			if ms[0].EmbedModel != "fake:embed-model@64" {
+				t.Errorf("consolidated memory EmbedModel = %q, want fake:embed-model@64 (the worker records the current embedder)", ms[0].EmbedModel)
+			}
 			// Consolidating the same session again (a new turn without news) adds nothing.
 			appendTurn(t, st, s1, "Thanks, bye.", "Bye!")
 			_ = k2.mem.Enqueue(ctx, s1, "console:alice", "web:s1")
@@ -509,6 +512,9 @@ func TestConsolidationRemembersAndSupersedes(t *testing.T) {
 			cur := editorMemories(t, k, false)
 			if len(cur) != 1 || !strings.Contains(cur[0].Text, "Zed") {
 				t.Fatalf("current memories after the switch = %+v, want only Zed", cur)
+			}
+			if cur[0].EmbedModel != "fake:embed-model@64" {
+				t.Errorf("superseding memory EmbedModel = %q, want fake:embed-model@64", cur[0].EmbedModel)
 			}
 			all := editorMemories(t, k, true)
 			if len(all) != 2 {

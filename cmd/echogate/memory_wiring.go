@@ -203,12 +203,14 @@ func newMemKB(ctx context.Context, cfg *Config, d memkbDeps) (*memkb, error) {
 			PollInterval:        time.Duration(mc.Consolidation.PollInterval),
 			Lease:               time.Duration(mc.Consolidation.Lease),
 			MaxAttempts:         mc.Consolidation.MaxAttempts,
+			EmbedModel:          embedIdentity(cfg, d.backend != nil),
 			Now:                 d.now,
 			After:               d.after,
 		}, ms, k.emb, ext, hooks, d.log.With("component", "memory"))
 		if err != nil {
 			return nil, fmt.Errorf("memory: %w", err)
 		}
+		k.warnStaleMemories(ctx, d.log)
 	}
 	return k, nil
 }
@@ -391,7 +393,7 @@ func (c *core) newMemKB(ctx context.Context) (*memkb, error) {
 	return k, nil
 }
 
-// embedIdentity names the embedder recorded with the knowledge base's vectors:
+// embedIdentity names the embedder recorded with the vectors of knowledge and memory:
 // "<provider>:<embeddings.model>@<dims>", or "demo:hash@<dims>" for the offline demo embedder.
 func embedIdentity(cfg *Config, injected bool) string {
 	if cfg.demoMode() && !injected {

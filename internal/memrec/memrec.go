@@ -45,6 +45,9 @@ type Memory struct {
 	Importance float64   `json:"importance"` // 0..1
 	Pinned     bool      `json:"pinned"`     // always in the snapshot
 	Embedding  []float32 `json:"-"`          // nil when it could not be computed (then text search only)
+	// EmbedModel names the embedder that made Embedding ("provider:model@dims", like
+	// Document.EmbedModel); empty when there is no vector or it predates the record.
+	EmbedModel string    `json:"embed_model,omitempty"`
 	Session    string    `json:"session,omitempty"`
 	SourceTurn string    `json:"source_turn,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -68,7 +71,10 @@ type MemoryFilter struct {
 	Current bool
 	Now     time.Time
 	Pinned  bool // only pinned memories
-	Limit   int  // <= 0: no limit
+	// StaleFor, when set, selects only memories whose vector is missing or was made by another
+	// embedder than StaleFor (the ones vector search with that embedder does not compare).
+	StaleFor string
+	Limit    int // <= 0: no limit
 }
 
 // ScoredMemory is a search hit: Rank starts at 1; Score is the backend's similarity (cosine
@@ -83,9 +89,12 @@ type ScoredMemory struct {
 type MemoryQuery struct {
 	Owners []string  // required: whose memories
 	Vector []float32 // vector search
-	Text   string    // text search
-	Now    time.Time // memories expired at Now are left out
-	Limit  int       // hits; <= 0 means 10
+	// EmbedModel, when set, restricts vector search to memories whose EmbedModel equals it:
+	// another embedder's vectors are not comparable with the query's (text search ignores it).
+	EmbedModel string
+	Text       string    // text search
+	Now        time.Time // memories expired at Now are left out
+	Limit      int       // hits; <= 0 means 10
 }
 
 // ConsolidationJob is a session's pending consolidation, as claimed by one worker.
@@ -107,8 +116,8 @@ type ConsolidationJob struct {
 // ConsolidationResult is applied atomically with the cursor advance by CompleteConsolidation.
 type ConsolidationResult struct {
 	Insert []Memory // new memories
-	// Update rewrites Text, Kind, Importance, Embedding, UpdatedAt, ExpiresAt, SourceTurn of
-	// existing memories (near-duplicates merged).
+	// Update rewrites Text, Kind, Importance, UpdatedAt, ExpiresAt, SourceTurn of existing
+	// memories (near-duplicates merged), and Embedding with EmbedModel when Embedding is set.
 	Update []Memory
 	// Supersede marks memories replaced: Old gets SupersededBy = New and SupersededAt = At.
 	Supersede []Supersession

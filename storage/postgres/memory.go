@@ -15,7 +15,7 @@ import (
 	"github.com/echogate/echogate/internal/memrec"
 )
 
-const memoryCols = `id, owner, text, kind, importance, pinned, embedding, session, source_turn, created_at, updated_at, expires_at, superseded_by, superseded_at`
+const memoryCols = `id, owner, text, kind, importance, pinned, embedding, session, source_turn, created_at, updated_at, expires_at, superseded_by, superseded_at, embed_model`
 
 func scanMemory(r pgx.Row, extra ...any) (memrec.Memory, error) {
 	var (
@@ -24,7 +24,7 @@ func scanMemory(r pgx.Row, extra ...any) (memrec.Memory, error) {
 		expires, supAt *time.Time
 	)
 	dest := append([]any{&m.ID, &m.Owner, &m.Text, &m.Kind, &m.Importance, &m.Pinned, &emb, &m.Session, &m.SourceTurn,
-		&m.CreatedAt, &m.UpdatedAt, &expires, &m.SupersededBy, &supAt}, extra...)
+		&m.CreatedAt, &m.UpdatedAt, &expires, &m.SupersededBy, &supAt, &m.EmbedModel}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return m, err
 	}
@@ -46,11 +46,12 @@ func validMemory(m memrec.Memory) error {
 	return nil
 }
 
-const qPutMemory = `INSERT INTO memories (` + memoryCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+const qPutMemory = `INSERT INTO memories (` + memoryCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, text = excluded.text, kind = excluded.kind,
  importance = excluded.importance, pinned = excluded.pinned, embedding = excluded.embedding,
  session = excluded.session, source_turn = excluded.source_turn, updated_at = excluded.updated_at,
- expires_at = excluded.expires_at, superseded_by = excluded.superseded_by, superseded_at = excluded.superseded_at`
+ expires_at = excluded.expires_at, superseded_by = excluded.superseded_by, superseded_at = excluded.superseded_at,
+ embed_model = excluded.embed_model`
 
 func (s *Store) putMemory(ctx context.Context, tx pgx.Tx, m memrec.Memory) error {
 	if err := validMemory(m); err != nil {
@@ -67,8 +68,16 @@ func (s *Store) putMemory(ctx context.Context, tx pgx.Tx, m memrec.Memory) error
 		updated = created
 	}
 	_, err := tx.Exec(ctx, qPutMemory, m.ID, m.Owner, m.Text, m.Kind, m.Importance, m.Pinned, vecArg(m.Embedding),
-		m.Session, m.SourceTurn, created, utc(updated), optTime(m.ExpiresAt), m.SupersededBy, optTime(m.SupersededAt))
+		m.Session, m.SourceTurn, created, utc(updated), optTime(m.ExpiresAt), m.SupersededBy, optTime(m.SupersededAt), vecModel(m))
 	return err
+}
+
+// vecModel is the embed_model stored with m: its EmbedModel when it has a vector, else empty.
+func vecModel(m memrec.Memory) string {
+	if len(m.Embedding) == 0 {
+		return ""
+	}
+	return m.EmbedModel
 }
 
 // PutMemory inserts m, or replaces the memory with m's id (its CreatedAt is kept). A zero
@@ -107,6 +116,35 @@ func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memr
 	if err != nil {
 		return nil, err
 	}
+	where, args := s.memoryFilterWhere(f)
+	q := "SELECT " + memoryCols + " FROM memories" + where + fmt.Sprintf(" ORDER BY updated_at DESC, id DESC LIMIT $%d", len(args)+1)
+	rows, err := p.Query(ctx, q, append(args, sqlLimit(f.Limit))...)
+	if err != nil {
+		return nil, fail(ctx, err, "list memories")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memrec.Memory, error) { return scanMemory(r) })
+	if err != nil {
+		return nil, fail(ctx, err, "list memories")
+	}
+	return out, nil
+}
+
+// CountMemories counts the memories matching f (f.Limit is ignored).
+func (s *Store) CountMemories(ctx context.Context, f memrec.MemoryFilter) (int, error) {
+	p, err := s.pool(ctx, "count memories")
+	if err != nil {
+		return 0, err
+	}
+	where, args := s.memoryFilterWhere(f)
+	var n int
+	if err := p.QueryRow(ctx, "SELECT count(*) FROM memories"+where, args...).Scan(&n); err != nil {
+		return 0, fail(ctx, err, "count memories")
+	}
+	return n, nil
+}
+
+// memoryFilterWhere is the WHERE clause of f (empty when f matches everything) and its arguments.
+func (s *Store) memoryFilterWhere(f memrec.MemoryFilter) (string, []any) {
 	var (
 		conds []string
 		args  []any
@@ -124,20 +162,17 @@ func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memr
 	if f.Pinned {
 		conds = append(conds, "pinned")
 	}
-	q := "SELECT " + memoryCols + " FROM memories"
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
+	if f.StaleFor != "" {
+		// A memory without a vector has embed_model '' (PutMemory and updates keep the two
+		// together), so one indexed comparison selects both kinds of stale memory.
+		// Two ranges rather than <>, which no index serves.
+		m := arg(f.StaleFor)
+		conds = append(conds, "(embed_model < "+m+" OR embed_model > "+m+")")
 	}
-	q += " ORDER BY updated_at DESC, id DESC LIMIT " + arg(sqlLimit(f.Limit))
-	rows, err := p.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fail(ctx, err, "list memories")
+	if len(conds) == 0 {
+		return "", nil
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memrec.Memory, error) { return scanMemory(r) })
-	if err != nil {
-		return nil, fail(ctx, err, "list memories")
-	}
-	return out, nil
+	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
 // DeleteMemory removes one memory for good. Unknown ids wrap ErrNotFound.
@@ -166,7 +201,8 @@ func searchLimit(n int) int {
 const currentMemory = `m.owner = ANY($2) AND m.superseded_by = '' AND (m.expires_at IS NULL OR m.expires_at > $3)`
 
 // SearchMemoriesVector returns the owners' current memories nearest to q.Vector by cosine
-// distance (exact search within the owners), best first (Score = cosine similarity).
+// distance (exact search within the owners), best first (Score = cosine similarity). When
+// q.EmbedModel is set, vectors another embedder made are not compared.
 func (s *Store) SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error) {
 	p, err := s.pool(ctx, "search memories")
 	if err != nil {
@@ -178,8 +214,9 @@ func (s *Store) SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) 
 	if err := checkDims(ctx, p, len(q.Vector)); err != nil {
 		return nil, fail(ctx, err, "search memories")
 	}
+	// $5 = '' compares every vector (no embedder recorded by the caller).
 	rows, err := p.Query(ctx, "SELECT "+prefixed("m.", memoryCols)+", m.embedding <=> $1 AS dist FROM memories m WHERE "+currentMemory+
-		" AND m.embedding IS NOT NULL ORDER BY dist LIMIT $4", pgvector.NewVector(q.Vector), q.Owners, utc(s.stamp(q.Now)), searchLimit(q.Limit))
+		" AND m.embedding IS NOT NULL AND ($5 = '' OR m.embed_model = $5) ORDER BY dist LIMIT $4", pgvector.NewVector(q.Vector), q.Owners, utc(s.stamp(q.Now)), searchLimit(q.Limit), q.EmbedModel)
 	return scored(ctx, rows, err, func(d float64) float64 { return 1 - d })
 }
 
@@ -357,8 +394,9 @@ func (s *Store) CompleteConsolidation(ctx context.Context, j memrec.Consolidatio
 					return err
 				}
 			}
-			tag, err := tx.Exec(ctx, `UPDATE memories SET text = $1, kind = $2, importance = $3, embedding = coalesce($4, embedding), updated_at = $5, expires_at = $6, source_turn = $7 WHERE id = $8`,
-				m.Text, m.Kind, m.Importance, vecArg(m.Embedding), utc(s.stamp(m.UpdatedAt)), optTime(m.ExpiresAt), m.SourceTurn, m.ID)
+			tag, err := tx.Exec(ctx, `UPDATE memories SET text = $1, kind = $2, importance = $3, embedding = coalesce($4, embedding),
+ embed_model = CASE WHEN $9 THEN $10 ELSE embed_model END, updated_at = $5, expires_at = $6, source_turn = $7 WHERE id = $8`,
+				m.Text, m.Kind, m.Importance, vecArg(m.Embedding), utc(s.stamp(m.UpdatedAt)), optTime(m.ExpiresAt), m.SourceTurn, m.ID, len(m.Embedding) > 0, m.EmbedModel)
 			if err != nil {
 				return err
 			}

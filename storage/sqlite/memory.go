@@ -17,7 +17,7 @@ import (
 // was taken over by another worker (this worker ran past its lease): nothing was written.
 var ErrLeaseLost = memrec.ErrLeaseLost
 
-const memoryCols = `id, owner, text, kind, importance, pinned, embedding, session, source_turn, created_at, updated_at, expires_at, superseded_by, superseded_at`
+const memoryCols = `id, owner, text, kind, importance, pinned, embedding, session, source_turn, created_at, updated_at, expires_at, superseded_by, superseded_at, embed_model`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -30,7 +30,7 @@ func scanMemory(r rowScanner, extra ...any) (memrec.Memory, error) {
 		expires, supAt   sql.NullInt64
 	)
 	dest := append([]any{&m.ID, &m.Owner, &m.Text, &m.Kind, &m.Importance, &pinned, &emb, &m.Session, &m.SourceTurn,
-		&created, &updated, &expires, &m.SupersededBy, &supAt}, extra...)
+		&created, &updated, &expires, &m.SupersededBy, &supAt, &m.EmbedModel}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return m, err
 	}
@@ -53,11 +53,12 @@ func validMemory(m memrec.Memory) error {
 	return nil
 }
 
-const qPutMemory = `INSERT INTO memories (` + memoryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+const qPutMemory = `INSERT INTO memories (` + memoryCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, text = excluded.text, kind = excluded.kind,
  importance = excluded.importance, pinned = excluded.pinned, embedding = excluded.embedding,
  session = excluded.session, source_turn = excluded.source_turn, updated_at = excluded.updated_at,
- expires_at = excluded.expires_at, superseded_by = excluded.superseded_by, superseded_at = excluded.superseded_at`
+ expires_at = excluded.expires_at, superseded_by = excluded.superseded_by, superseded_at = excluded.superseded_at,
+ embed_model = excluded.embed_model`
 
 func (s *Store) putMemory(tx *wtx, m memrec.Memory) error {
 	if err := validMemory(m); err != nil {
@@ -74,8 +75,16 @@ func (s *Store) putMemory(tx *wtx, m memrec.Memory) error {
 		updated = created
 	}
 	_, err := tx.exec(qPutMemory, m.ID, m.Owner, m.Text, m.Kind, m.Importance, boolInt(m.Pinned), vecBlob(m.Embedding),
-		m.Session, m.SourceTurn, toMicros(created), toMicros(updated), optMicros(m.ExpiresAt), m.SupersededBy, optMicros(m.SupersededAt))
+		m.Session, m.SourceTurn, toMicros(created), toMicros(updated), optMicros(m.ExpiresAt), m.SupersededBy, optMicros(m.SupersededAt), vecModel(m))
 	return err
+}
+
+// vecModel is the embed_model stored with m: its EmbedModel when it has a vector, else empty.
+func vecModel(m memrec.Memory) string {
+	if len(m.Embedding) == 0 {
+		return ""
+	}
+	return m.EmbedModel
 }
 
 // PutMemory inserts m, or replaces the memory with m's id (its CreatedAt is kept). A zero
@@ -112,12 +121,8 @@ func (s *Store) GetMemory(ctx context.Context, id string) (memrec.Memory, error)
 	return m, nil
 }
 
-// ListMemories lists memories matching f, most recently updated first.
-func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memrec.Memory, error) {
-	d, err := s.conns(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list memories: %w", err)
-	}
+// memoryFilterWhere is the WHERE clause of f (empty when f matches everything) and its arguments.
+func (s *Store) memoryFilterWhere(f memrec.MemoryFilter) (string, []any) {
 	var (
 		conds []string
 		args  []any
@@ -135,13 +140,47 @@ func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memr
 	if f.Pinned {
 		conds = append(conds, "pinned = 1")
 	}
-	q := "SELECT " + memoryCols + " FROM memories"
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
+	if f.StaleFor != "" {
+		// A memory without a vector has embed_model '' (PutMemory and updates keep the two
+		// together), so one indexed comparison selects both kinds of stale memory.
+		// Two ranges rather than <>, which no index serves.
+		conds = append(conds, "(embed_model < ? OR embed_model > ?)")
+		args = append(args, f.StaleFor, f.StaleFor)
 	}
-	q += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// ListMemories lists memories matching f, most recently updated first.
+func (s *Store) ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memrec.Memory, error) {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list memories: %w", err)
+	}
+	where, args := s.memoryFilterWhere(f)
+	q := "SELECT " + memoryCols + " FROM memories" + where + " ORDER BY updated_at DESC, id DESC LIMIT ?"
 	args = append(args, sqlLimit(f.Limit))
 	return s.queryMemories(ctx, d, "list memories", q, args)
+}
+
+// CountMemories counts the memories matching f (f.Limit is ignored).
+func (s *Store) CountMemories(ctx context.Context, f memrec.MemoryFilter) (int, error) {
+	d, err := s.conns(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: count memories: %w", err)
+	}
+	where, args := s.memoryFilterWhere(f)
+	st, err := d.read(ctx, "SELECT count(*) FROM memories"+where)
+	if err != nil {
+		return 0, fail(ctx, err, "count memories")
+	}
+	var n int
+	if err := st.QueryRowContext(ctx, args...).Scan(&n); err != nil {
+		return 0, fail(ctx, err, "count memories")
+	}
+	return n, nil
 }
 
 func (s *Store) queryMemories(ctx context.Context, d *dbs, op, q string, args []any) ([]memrec.Memory, error) {
@@ -207,7 +246,8 @@ func searchLimit(n int) int {
 }
 
 // SearchMemoriesVector returns the owners' current memories nearest to q.Vector by cosine
-// distance, best first (Score = cosine similarity). Memories without a vector are not found.
+// distance, best first (Score = cosine similarity). Memories without a vector are not found, nor,
+// when q.EmbedModel is set, those whose vector another embedder made.
 func (s *Store) SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error) {
 	d, err := s.conns(ctx)
 	if err != nil {
@@ -222,6 +262,10 @@ func (s *Store) SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) 
 	where, args, err := memoryQueryArgs(q, s.stamp(q.Now))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: search memories: %w", err)
+	}
+	if q.EmbedModel != "" {
+		where += " AND m.embed_model = ?"
+		args = append(args, q.EmbedModel)
 	}
 	query := "SELECT " + prefixed("m.", memoryCols) + ", v.dist FROM (SELECT m.rowid, vec_distance_cosine(m.embedding, ?) AS dist FROM memories m WHERE " + where +
 		" AND m.embedding IS NOT NULL ORDER BY dist LIMIT ?) v JOIN memories m ON m.rowid = v.rowid ORDER BY v.dist"
@@ -444,8 +488,9 @@ func (s *Store) CompleteConsolidation(ctx context.Context, j memrec.Consolidatio
 					return err
 				}
 			}
-			n, err := tx.rowsAffected(`UPDATE memories SET text = ?, kind = ?, importance = ?, embedding = coalesce(?, embedding), updated_at = ?, expires_at = ?, source_turn = ? WHERE id = ?`,
-				m.Text, m.Kind, m.Importance, vecBlob(m.Embedding), toMicros(s.stamp(m.UpdatedAt)), optMicros(m.ExpiresAt), m.SourceTurn, m.ID)
+			n, err := tx.rowsAffected(`UPDATE memories SET text = ?, kind = ?, importance = ?, embedding = coalesce(?, embedding),
+ embed_model = CASE WHEN ? THEN ? ELSE embed_model END, updated_at = ?, expires_at = ?, source_turn = ? WHERE id = ?`,
+				m.Text, m.Kind, m.Importance, vecBlob(m.Embedding), boolInt(len(m.Embedding) > 0), m.EmbedModel, toMicros(s.stamp(m.UpdatedAt)), optMicros(m.ExpiresAt), m.SourceTurn, m.ID)
 			if err != nil {
 				return err
 			}

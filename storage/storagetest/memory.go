@@ -21,6 +21,7 @@ type MemoryStore interface {
 	PutMemory(ctx context.Context, m memrec.Memory) error
 	GetMemory(ctx context.Context, id string) (memrec.Memory, error)
 	ListMemories(ctx context.Context, f memrec.MemoryFilter) ([]memrec.Memory, error)
+	CountMemories(ctx context.Context, f memrec.MemoryFilter) (int, error)
 	DeleteMemory(ctx context.Context, id string) error
 	SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
 	SearchMemoriesText(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
@@ -79,6 +80,7 @@ func RunMemory(t *testing.T, open func(t *testing.T) MemoryStore) {
 		{"VectorSearch", func(t *testing.T, s MemoryStore, p string) { memVector(t, s, p, base) }},
 		{"TextSearch", func(t *testing.T, s MemoryStore, p string) { memText(t, s, p, base) }},
 		{"Dims", func(t *testing.T, s MemoryStore, p string) { memDims(t, s, p, base) }},
+		{"EmbedModel", func(t *testing.T, s MemoryStore, p string) { memEmbedModel(t, s, p, base) }},
 		{"MessagesAfter", func(t *testing.T, s MemoryStore, p string) { memMessagesAfter(t, s, p, base) }},
 		{"ConsolidationLifecycle", func(t *testing.T, s MemoryStore, p string) { consLifecycle(t, s, p, base) }},
 		{"ConsolidationDebounce", func(t *testing.T, s MemoryStore, p string) { consDebounce(t, s, p, base) }},
