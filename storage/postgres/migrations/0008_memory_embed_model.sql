@@ -1,4 +1,4 @@
--- 0007_memory_embed_model: which embedder made each memory's vector ("provider:model@dims", as
+-- 0008_memory_embed_model: which embedder made each memory's vector ("provider:model@dims", as
 -- kb_documents.embed_model). Memory search compares only vectors of the configured embedder;
 -- `echogate memory reembed` re-embeds the others. '' means no vector, or one from before
 -- embedders were recorded.
