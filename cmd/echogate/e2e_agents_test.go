@@ -17,6 +17,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/channels/discord"
 	"github.com/echogate/echogate/channels/discord/discordtest"
 )
 
@@ -247,9 +248,10 @@ func TestE2EAgentsDiscordDM(t *testing.T) {
 	}
 }
 
+// hasContent reports whether one of ms reads text (the invisible reply marker aside).
 func hasContent(ms []discordtest.Message, text string) bool {
 	for _, m := range ms {
-		if m.Content == text {
+		if discord.VisibleText(m.Content) == text {
 			return true
 		}
 	}
