@@ -97,21 +97,31 @@ type session struct {
 	prompts []*prompt
 }
 
+// newSession returns an empty session; its maps are made when first needed, so a session that
+// only keeps history costs little.
 func newSession(id string, now time.Time) *session {
-	return &session{
-		id:         id,
-		lastActive: now,
-		subs:       make(map[*subscriber]struct{}),
-		queued:     make(map[string]time.Time),
-	}
+	return &session{id: id, lastActive: now}
 }
 
-// publish numbers w, buffers it and wakes the attached streams without blocking.
-func (s *session) publish(w wireEvent, lim ringLimits) {
+// publish numbers w, buffers it and wakes the attached streams without blocking. It returns how
+// many bytes the replay buffer grew by (negative when it shrank).
+//
+// A turn's start drops the earlier turns' events that no attached stream still has to read: a
+// re-attach without Last-Event-ID replays from the latest start anyway, and one with an older id
+// is told about the gap.
+func (s *session) publish(w wireEvent, lim ringLimits) int {
 	s.lastSeq++
 	w.Seq = s.lastSeq
 	if w.Session == "" {
 		w.Session = echogate.SessionKey(echogate.PlatformWeb + ":" + s.id)
+	}
+	before := s.events.bytes
+	if w.Type == echogate.TurnStarted {
+		oldest := w.Seq
+		for sub := range s.subs {
+			oldest = min(oldest, sub.next)
+		}
+		s.events.dropBefore(oldest)
 	}
 	s.events.push(w, lim)
 	for sub := range s.subs {
@@ -123,6 +133,38 @@ func (s *session) publish(w wireEvent, lim ringLimits) {
 		default: // already woken; it reads everything up to the head
 		}
 	}
+	return s.events.bytes - before
+}
+
+// releasable reports whether the session's replay buffer may be given back: no turn runs or
+// is queued and no stream reads it.
+func (s *session) releasable() bool {
+	return !s.running && len(s.queued) == 0 && len(s.subs) == 0 && len(s.events.buf) > 0
+}
+
+// releaseReplay forgets the replay buffer and returns the bytes it held. Event ids go on from
+// lastSeq, so a client re-attaching with an older id sees nothing to replay and no turn to follow.
+func (s *session) releaseReplay() int {
+	n := s.events.bytes
+	s.events.release()
+	if len(s.subs) == 0 {
+		s.subs = nil
+	}
+	if len(s.queued) == 0 {
+		s.queued = nil
+	}
+	if cap(s.history) > len(s.history)+len(s.history)/4 {
+		s.history = slices.Clone(s.history)
+	}
+	return n
+}
+
+// queue records that the sink accepted event id at now and its turn has not shown yet.
+func (s *session) queue(id string, now time.Time) {
+	if s.queued == nil {
+		s.queued = make(map[string]time.Time)
+	}
+	s.queued[id] = now
 }
 
 // pending returns the events sub has not read yet and moves its cursor past them. behind is true
@@ -179,6 +221,9 @@ func (s *session) observe(ev echogate.TurnEvent, now time.Time) {
 // subscribe attaches a stream that reads the events published from now on.
 func (s *session) subscribe(eventID string) *subscriber {
 	sub := &subscriber{wake: make(chan struct{}, 1), next: s.lastSeq + 1, eventID: eventID}
+	if s.subs == nil {
+		s.subs = make(map[*subscriber]struct{})
+	}
 	s.subs[sub] = struct{}{}
 	return sub
 }
