@@ -502,7 +502,9 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 
 // follow writes the events of sub until isEnd reports true for one, the client leaves, the
 // channel stops, the stream times out or the client fell further behind than the replay buffer
-// holds. Each wake-up sends everything published since the last one in one write.
+// holds. Each wake-up writes everything published since the last one in one write; the stream
+// is flushed FlushInterval after the first unflushed write (the headers count), so the events of
+// a burst share one flush, and at once with the last event (the handler's return).
 func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) {
 	sub.buf = sw.evs[:0] // only this goroutine reads sub.buf (in pending)
 	defer func() {
@@ -513,6 +515,9 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 	defer hb.Stop()
 	timeout := time.NewTimer(c.cfg.StreamTimeout)
 	defer timeout.Stop()
+	flush := time.NewTimer(c.cfg.FlushInterval) // the headers, unless events come first
+	defer flush.Stop()
+	dirty := true // written since the last flush, and flush is armed
 	for {
 		select {
 		case <-ctx.Done():
@@ -524,6 +529,11 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 			_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + s.id),
 				Text: "stream timed out before the turn ended: re-attach with GET /api/chat/stream", Time: c.cfg.Now()}, Kind: "timeout"})
 			return
+		case <-flush.C:
+			dirty = false
+			if err := sw.flush(); err != nil {
+				return
+			}
 		case <-hb.C:
 			if err := sw.comment("ping"); err != nil {
 				return
@@ -554,8 +564,12 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 					break
 				}
 			}
-			if err := sw.events(evs[:end]); err != nil || end < len(evs) || end > 0 && isEnd(evs[end-1]) {
-				return
+			if err := sw.buffer(evs[:end]); err != nil || end < len(evs) || end > 0 && isEnd(evs[end-1]) {
+				return // the end: the handler's return flushes it with the response's last chunk
+			}
+			if !dirty && end > 0 {
+				flush.Reset(c.cfg.FlushInterval)
+				dirty = true
 			}
 		}
 	}

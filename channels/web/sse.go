@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// sseWriter writes Server-Sent Events in batches, each batch one write and one flush bounded by
-// a write deadline. The events are encoded into buf, reused across batches and (through
+// sseWriter writes Server-Sent Events in batches, each batch one write bounded by a write
+// deadline, flushed at once (events) or by the caller (buffer). The events are encoded into buf, reused across batches and (through
 // sseWriters) across streams, so an event costs no allocation of its own.
 type sseWriter struct {
 	w       http.ResponseWriter
@@ -43,7 +43,6 @@ func (c *Channel) startSSE(w http.ResponseWriter, session string) *sseWriter {
 	w.WriteHeader(http.StatusOK)
 	sw := sseWriters.Get().(*sseWriter)
 	sw.w, sw.rc, sw.timeout = w, http.NewResponseController(w), c.cfg.WriteTimeout
-	_ = sw.flush()
 	return sw
 }
 
@@ -70,6 +69,15 @@ func (s *sseWriter) events(evs []wireEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
+	if err := s.buffer(evs); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// buffer writes evs with one write to the response, without flushing it: they reach the
+// client with the next flush, or once the response's own buffer fills.
+func (s *sseWriter) buffer(evs []wireEvent) error {
 	s.buf.Reset()
 	for _, e := range evs {
 		if err := s.append(e); err != nil {
@@ -104,18 +112,24 @@ func (s *sseWriter) comment(text string) error {
 	s.buf.WriteString(": ")
 	writeField(&s.buf, text)
 	s.buf.WriteString("\n\n")
-	return s.write()
-}
-
-func (s *sseWriter) write() error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) // unsupported writers just have none
-	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+	if err := s.write(); err != nil {
 		return err
 	}
 	return s.flush()
 }
 
+func (s *sseWriter) write() error {
+	if s.buf.Len() == 0 {
+		return nil
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) // unsupported writers just have none
+	_, err := s.w.Write(s.buf.Bytes())
+	return err
+}
+
+// flush sends what was written (and the headers) to the client.
 func (s *sseWriter) flush() error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}

@@ -72,6 +72,10 @@ type Config struct {
 	// StreamTimeout ends an SSE stream that waited this long for its turn to finish (the client
 	// can re-attach). Default 10m.
 	StreamTimeout time.Duration
+	// FlushInterval is how long a stream may hold written events before flushing them to the
+	// client, so the events of a burst (a fast model's deltas, a turn's closing events) share
+	// one write to the socket. The event that ends a stream is sent at once. Default 10ms.
+	FlushInterval time.Duration
 	// WriteTimeout bounds one write to a client; a client that does not read is disconnected.
 	// Default 30s.
 	WriteTimeout time.Duration
@@ -106,6 +110,7 @@ const (
 	defaultHistoryMessages = 200
 	defaultStreamTimeout   = 10 * time.Minute
 	defaultWriteTimeout    = 30 * time.Second
+	defaultFlushInterval   = 10 * time.Millisecond
 	defaultUser            = "web-user"
 
 	// startWait bounds how long a request waits for Run to start (see submit).
@@ -123,6 +128,7 @@ func (c Config) withDefaults() (Config, error) {
 	}{
 		{"Heartbeat", c.Heartbeat}, {"IdleTimeout", c.IdleTimeout}, {"JanitorInterval", c.JanitorInterval},
 		{"StreamTimeout", c.StreamTimeout}, {"WriteTimeout", c.WriteTimeout}, {"ReplayGrace", c.ReplayGrace},
+		{"FlushInterval", c.FlushInterval},
 	} {
 		if d.v < 0 {
 			return c, fmt.Errorf("web: config %s is negative (%s): use a positive duration or 0 for the default", d.name, d.v)
@@ -180,6 +186,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = defaultWriteTimeout
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = defaultFlushInterval
 	}
 	c.DefaultUser = strings.TrimSpace(c.DefaultUser)
 	if c.DefaultUser == "" {
