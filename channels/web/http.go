@@ -177,7 +177,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 			writeError(w, badRequest("message %s", strings.TrimPrefix(msg, "session ")))
 			return
 		}
-		eventID = "c." + req.Session + "." + req.ID
+		eventID = clientEventPrefix + req.Session + "." + req.ID
 	}
 	now := c.cfg.Now()
 	ev := echogate.InboundEvent{
@@ -212,7 +212,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, c.sinkError(err))
 		return
 	}
-	replay := s.replayEvent(eventID)
+	replay := s.replayEvent(eventID, now)
 	_, queued := s.queued[eventID]
 	accepted := queued || len(replay) > 0 || (s.running && s.runningEvent == eventID)
 	finished := len(replay) > 0 && replay[len(replay)-1].terminal() && !(s.running && s.runningEvent == eventID)

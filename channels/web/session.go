@@ -2,6 +2,7 @@ package web
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -95,7 +96,20 @@ type session struct {
 	history []Entry
 	msgSeq  int64
 	prompts []*prompt
+
+	// answered remembers the latest turns of messages with a client id (their retries are
+	// answered from it once the replay buffer is gone), oldest first.
+	answered []answered
 }
+
+// answered is the outcome of the turn of a message with a client id.
+type answered struct{ eventID, turn, status string }
+
+// maxAnswered bounds session.answered.
+const maxAnswered = 4
+
+// clientEventPrefix starts the event id of a message with a client id (see handleChat).
+const clientEventPrefix = "c."
 
 // newSession returns an empty session; its maps are made when first needed, so a session that
 // only keeps history costs little.
@@ -205,6 +219,12 @@ func (s *session) observe(ev echogate.TurnEvent, now time.Time) {
 		s.runningEvent = ""
 		if ev.Type == echogate.TurnDone {
 			s.lastTurn, s.lastFinal = ev.Turn, ev.Text
+			if strings.HasPrefix(ev.EventID, clientEventPrefix) {
+				if len(s.answered) >= maxAnswered {
+					s.answered = slices.Delete(s.answered, 0, 1)
+				}
+				s.answered = append(s.answered, answered{ev.EventID, ev.Turn, wireStatus(ev.Status)})
+			}
 		}
 	default:
 		s.running = true
@@ -380,7 +400,27 @@ func (s *session) replayLatestTurn() []wireEvent {
 	return s.events.fromLast(echogate.TurnStarted)
 }
 
-// replayEvent returns the buffered events of one inbound event's turn(s).
-func (s *session) replayEvent(eventID string) []wireEvent {
-	return s.events.ofEvent(eventID)
+// replayEvent returns the buffered events of one inbound event's turn(s). When they are no longer
+// buffered but the event's turn ended, it returns a done event of that turn (its text taken from
+// the history).
+func (s *session) replayEvent(eventID string, now time.Time) []wireEvent {
+	if evs := s.events.ofEvent(eventID); len(evs) > 0 {
+		return evs
+	}
+	for _, a := range slices.Backward(s.answered) {
+		if a.eventID != eventID {
+			continue
+		}
+		done := wireEvent{TurnEvent: echogate.TurnEvent{Type: echogate.TurnDone,
+			Session: echogate.SessionKey(echogate.PlatformWeb + ":" + s.id), Turn: a.turn,
+			Status: a.status, EventID: eventID, Time: now}}
+		for _, e := range slices.Backward(s.history) {
+			if e.Role == "assistant" && e.Turn == a.turn {
+				done.Text = e.Text
+				break
+			}
+		}
+		return []wireEvent{done}
+	}
+	return nil
 }
