@@ -20,7 +20,7 @@ type sseWriter struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	buf     bytes.Buffer
-	enc     *json.Encoder // writes into buf
+	enc     *json.Encoder // writes into buf, for the events appendEvent leaves to encoding/json
 	evs     []wireEvent   // the subscriber's batch buffer while follow runs (see session.pending)
 	one     [1]wireEvent
 }
@@ -99,11 +99,16 @@ func (s *sseWriter) append(e wireEvent) error {
 	s.buf.WriteString("event: ")
 	writeField(&s.buf, string(e.Type))
 	s.buf.WriteString("\ndata: ")
-	if err := s.enc.Encode(e); err != nil { // JSON escapes every newline; Encode ends with one
+	// JSON escapes every newline.
+	if data, ok := appendEvent(s.buf.AvailableBuffer(), &e); ok {
+		s.buf.Write(data)
+		s.buf.WriteString("\n\n")
+	} else if err := s.enc.Encode(e); err != nil { // Encode ends with a newline
 		s.buf.Truncate(mark)
 		return fmt.Errorf("web: encode event: %w", err)
+	} else {
+		s.buf.WriteByte('\n')
 	}
-	s.buf.WriteByte('\n')
 	return nil
 }
 
