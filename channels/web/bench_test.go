@@ -2,6 +2,7 @@ package web
 
 import (
 	"testing"
+	"time"
 
 	"github.com/echogate/echogate"
 )
@@ -55,4 +56,27 @@ func BenchmarkSubscribe(b *testing.B) {
 	for b.Loop() {
 		s.unsubscribe(s.subscribe("e"))
 	}
+}
+
+// BenchmarkEncodeEvents: one plain turn's events (start, three deltas, done) encoded as SSE.
+func BenchmarkEncodeEvents(b *testing.B) {
+	now := time.Now()
+	ev := func(typ echogate.TurnEventType, seq int64, text string) wireEvent {
+		return wireEvent{TurnEvent: echogate.TurnEvent{Type: typ, Session: "web:bench-session", Turn: "01JTURNID0000000000000000", Seq: seq,
+			Text: text, EventID: "EVENTID0000000000000000000", Time: now}}
+	}
+	evs := []wireEvent{ev(echogate.TurnStarted, 1, ""), ev(echogate.TurnDelta, 2, "Hello, "), ev(echogate.TurnDelta, 3, "this is <the> answer"),
+		ev(echogate.TurnDelta, 4, " to \"your\" question.\n"), ev(echogate.TurnDone, 5, "Hello, this is <the> answer to \"your\" question.\n")}
+	evs[4].Status = "done"
+	sw := sseWriters.Get().(*sseWriter)
+	b.ReportAllocs()
+	for b.Loop() {
+		sw.buf.Reset()
+		for _, e := range evs {
+			if err := sw.append(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(sw.buf.Len()), "bytes/turn")
 }

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -178,7 +177,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 			writeError(w, badRequest("message %s", strings.TrimPrefix(msg, "session ")))
 			return
 		}
-		eventID = "c." + req.Session + "." + req.ID
+		eventID = clientEventPrefix + req.Session + "." + req.ID
 	}
 	now := c.cfg.Now()
 	ev := echogate.InboundEvent{
@@ -200,6 +199,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		sw := c.startSSE(w, req.Session)
+		defer sw.release()
 		_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + req.Session),
 			Text: "stop requested", EventID: eventID, Time: now}, Kind: "notice"})
 		return
@@ -212,7 +212,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, c.sinkError(err))
 		return
 	}
-	replay := s.replayEvent(eventID)
+	replay := s.replayEvent(eventID, now)
 	_, queued := s.queued[eventID]
 	accepted := queued || len(replay) > 0 || (s.running && s.runningEvent == eventID)
 	finished := len(replay) > 0 && replay[len(replay)-1].terminal() && !(s.running && s.runningEvent == eventID)
@@ -221,7 +221,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 		sub = s.subscribe(eventID)
 	}
 	if !accepted {
-		s.queued[eventID] = now
+		s.queue(eventID, now)
 		s.addHistory(Entry{ID: eventID, Role: "user", User: user, Text: req.Text, At: now}, c.cfg.HistoryMessages)
 	}
 	c.mu.Unlock()
@@ -241,6 +241,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	sw := c.startSSE(w, req.Session)
+	defer sw.release()
 	if err := sw.events(replay); err != nil {
 		c.unsubscribeFrom(s, sub)
 		return
@@ -366,7 +367,7 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 		p.decided = p.decided[1:]
 	}
 	p.decided = append(p.decided, id)
-	s.queued[id] = now
+	s.queue(id, now)
 	s.lastActive = now
 	c.mu.Unlock()
 
@@ -458,6 +459,7 @@ func (c *Channel) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := c.startSSE(w, id)
+	defer sw.release()
 	if gap {
 		if err := sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + id),
 			Text: "some events were dropped from the replay buffer; reload the history", Time: c.cfg.Now()}, Kind: "gap"}); err != nil {
@@ -500,13 +502,22 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 
 // follow writes the events of sub until isEnd reports true for one, the client leaves, the
 // channel stops, the stream times out or the client fell further behind than the replay buffer
-// holds. Each wake-up sends everything published since the last one in one write.
+// holds. Each wake-up writes everything published since the last one in one write; the stream
+// is flushed FlushInterval after the first unflushed write (the headers count), so the events of
+// a burst share one flush, and at once with the last event (the handler's return).
 func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) {
-	defer c.unsubscribeFrom(s, sub)
+	sub.buf = sw.evs[:0] // only this goroutine reads sub.buf (in pending)
+	defer func() {
+		c.unsubscribeFrom(s, sub)
+		sw.evs = sub.buf[:0]
+	}()
 	hb := time.NewTicker(c.cfg.Heartbeat)
 	defer hb.Stop()
 	timeout := time.NewTimer(c.cfg.StreamTimeout)
 	defer timeout.Stop()
+	flush := time.NewTimer(c.cfg.FlushInterval) // the headers, unless events come first
+	defer flush.Stop()
+	dirty := true // written since the last flush, and flush is armed
 	for {
 		select {
 		case <-ctx.Done():
@@ -518,6 +529,11 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 			_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + s.id),
 				Text: "stream timed out before the turn ended: re-attach with GET /api/chat/stream", Time: c.cfg.Now()}, Kind: "timeout"})
 			return
+		case <-flush.C:
+			dirty = false
+			if err := sw.flush(); err != nil {
+				return
+			}
 		case <-hb.C:
 			if err := sw.comment("ping"); err != nil {
 				return
@@ -548,91 +564,15 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 					break
 				}
 			}
-			if err := sw.events(evs[:end]); err != nil || end < len(evs) || end > 0 && isEnd(evs[end-1]) {
-				return
+			if err := sw.buffer(evs[:end]); err != nil || end < len(evs) || end > 0 && isEnd(evs[end-1]) {
+				return // the end: the handler's return flushes it with the response's last chunk
+			}
+			if !dirty && end > 0 {
+				flush.Reset(c.cfg.FlushInterval)
+				dirty = true
 			}
 		}
 	}
-}
-
-// sseWriter writes Server-Sent Events, each flushed at once and bounded by a write deadline.
-type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	buf     []byte
-}
-
-func (c *Channel) startSSE(w http.ResponseWriter, session string) *sseWriter {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache, no-store")
-	h.Set("X-Accel-Buffering", "no")
-	h.Set("X-Echogate-Session", session)
-	w.WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: c.cfg.WriteTimeout}
-	_ = sw.flush()
-	return sw
-}
-
-func (s *sseWriter) event(e wireEvent) error { return s.events([]wireEvent{e}) }
-
-// events writes evs with one write and one flush.
-func (s *sseWriter) events(evs []wireEvent) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	s.buf = s.buf[:0]
-	for _, e := range evs {
-		if err := s.append(e); err != nil {
-			return err
-		}
-	}
-	return s.write()
-}
-
-func (s *sseWriter) append(e wireEvent) error {
-	data, err := json.Marshal(e)
-	if err != nil {
-		return fmt.Errorf("web: encode event: %w", err)
-	}
-	if e.Seq > 0 {
-		s.buf = append(s.buf, "id: "...)
-		s.buf = strconv.AppendInt(s.buf, e.Seq, 10)
-		s.buf = append(s.buf, '\n')
-	}
-	s.buf = append(s.buf, "event: "...)
-	s.buf = append(s.buf, sanitizeField(string(e.Type))...)
-	s.buf = append(s.buf, "\ndata: "...)
-	s.buf = append(s.buf, data...) // JSON escapes every newline
-	s.buf = append(s.buf, "\n\n"...)
-	return nil
-}
-
-func (s *sseWriter) comment(text string) error {
-	s.buf = append(s.buf[:0], ": "...)
-	s.buf = append(s.buf, sanitizeField(text)...)
-	s.buf = append(s.buf, "\n\n"...)
-	return s.write()
-}
-
-func (s *sseWriter) write() error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) // unsupported writers just have none
-	if _, err := s.w.Write(s.buf); err != nil {
-		return err
-	}
-	return s.flush()
-}
-
-func (s *sseWriter) flush() error {
-	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	return nil
-}
-
-func sanitizeField(s string) string {
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }
 
 // readPost is ReadMutation for the chat API's POSTs.

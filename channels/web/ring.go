@@ -1,6 +1,10 @@
 package web
 
-import "github.com/echogate/echogate"
+import (
+	"unsafe"
+
+	"github.com/echogate/echogate"
+)
 
 // ringLimits bound a session's replay buffer: at most events entries and about bytes bytes
 // (the newest entry is kept whatever its size).
@@ -48,11 +52,21 @@ func (e *entry) appendAfter(evs []wireEvent, last int64, limit int) []wireEvent 
 		if seq == e.ev.Seq {
 			w.Text = e.last
 		} else {
-			w.Text = string(e.text[from:to])
+			w.Text = textAt(e.text, from, to)
 		}
 		evs = append(evs, w)
 	}
 	return evs
+}
+
+// textAt returns text[from:to] as a string without copying it. The bytes of an entry's text are
+// written once and never changed (push only appends past the end, and a grown array leaves the
+// old one as it was), so the string stays valid and immutable.
+func textAt(text []byte, from, to int) string {
+	if to <= from {
+		return ""
+	}
+	return unsafe.String(&text[from], to-from)
 }
 
 func entrySize(w *wireEvent) int {
@@ -102,10 +116,41 @@ func (r *ring) trim(lim ringLimits) {
 	if drop == 0 {
 		return
 	}
-	n := copy(r.buf, r.buf[drop:])
-	clear(r.buf[n:])
-	r.buf = r.buf[:n]
+	r.drop(drop)
 }
+
+// drop removes the oldest n entries (callers account for their bytes), giving back the array
+// when it became mostly empty.
+func (r *ring) drop(n int) {
+	kept := len(r.buf) - n
+	if c := cap(r.buf); c > minRingCap && kept <= c/4 {
+		buf := make([]entry, kept, max(minRingCap, 2*kept))
+		copy(buf, r.buf[n:])
+		r.buf = buf
+		return
+	}
+	copy(r.buf, r.buf[n:])
+	clear(r.buf[kept:])
+	r.buf = r.buf[:kept]
+}
+
+// minRingCap is the smallest array a ring shrinks to: one short turn's entries.
+const minRingCap = 8
+
+// dropBefore removes the entries whose events all have an id below seq.
+func (r *ring) dropBefore(seq int64) {
+	n := 0
+	for n < len(r.buf) && r.buf[n].ev.Seq < seq {
+		r.bytes -= r.buf[n].size
+		n++
+	}
+	if n > 0 {
+		r.drop(n)
+	}
+}
+
+// release forgets every entry and the array holding them.
+func (r *ring) release() { *r = ring{} }
 
 // after returns the events with an id above last, as a client that saw last receives them. gap
 // is true when some of them were evicted already.

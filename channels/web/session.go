@@ -2,6 +2,7 @@ package web
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -95,23 +96,46 @@ type session struct {
 	history []Entry
 	msgSeq  int64
 	prompts []*prompt
+
+	// answered remembers the latest turns of messages with a client id (their retries are
+	// answered from it once the replay buffer is gone), oldest first.
+	answered []answered
 }
 
+// answered is the outcome of the turn of a message with a client id.
+type answered struct{ eventID, turn, status string }
+
+// maxAnswered bounds session.answered.
+const maxAnswered = 4
+
+// clientEventPrefix starts the event id of a message with a client id (see handleChat).
+const clientEventPrefix = "c."
+
+// newSession returns an empty session; its maps are made when first needed, so a session that
+// only keeps history costs little.
 func newSession(id string, now time.Time) *session {
-	return &session{
-		id:         id,
-		lastActive: now,
-		subs:       make(map[*subscriber]struct{}),
-		queued:     make(map[string]time.Time),
-	}
+	return &session{id: id, lastActive: now}
 }
 
-// publish numbers w, buffers it and wakes the attached streams without blocking.
-func (s *session) publish(w wireEvent, lim ringLimits) {
+// publish numbers w, buffers it and wakes the attached streams without blocking. It returns how
+// many bytes the replay buffer grew by (negative when it shrank).
+//
+// A turn's start drops the earlier turns' events that no attached stream still has to read: a
+// re-attach without Last-Event-ID replays from the latest start anyway, and one with an older id
+// is told about the gap.
+func (s *session) publish(w wireEvent, lim ringLimits) int {
 	s.lastSeq++
 	w.Seq = s.lastSeq
 	if w.Session == "" {
 		w.Session = echogate.SessionKey(echogate.PlatformWeb + ":" + s.id)
+	}
+	before := s.events.bytes
+	if w.Type == echogate.TurnStarted {
+		oldest := w.Seq
+		for sub := range s.subs {
+			oldest = min(oldest, sub.next)
+		}
+		s.events.dropBefore(oldest)
 	}
 	s.events.push(w, lim)
 	for sub := range s.subs {
@@ -123,6 +147,38 @@ func (s *session) publish(w wireEvent, lim ringLimits) {
 		default: // already woken; it reads everything up to the head
 		}
 	}
+	return s.events.bytes - before
+}
+
+// releasable reports whether the session's replay buffer may be given back: no turn runs or
+// is queued and no stream reads it.
+func (s *session) releasable() bool {
+	return !s.running && len(s.queued) == 0 && len(s.subs) == 0 && len(s.events.buf) > 0
+}
+
+// releaseReplay forgets the replay buffer and returns the bytes it held. Event ids go on from
+// lastSeq, so a client re-attaching with an older id sees nothing to replay and no turn to follow.
+func (s *session) releaseReplay() int {
+	n := s.events.bytes
+	s.events.release()
+	if len(s.subs) == 0 {
+		s.subs = nil
+	}
+	if len(s.queued) == 0 {
+		s.queued = nil
+	}
+	if cap(s.history) > len(s.history)+len(s.history)/4 {
+		s.history = slices.Clone(s.history)
+	}
+	return n
+}
+
+// queue records that the sink accepted event id at now and its turn has not shown yet.
+func (s *session) queue(id string, now time.Time) {
+	if s.queued == nil {
+		s.queued = make(map[string]time.Time)
+	}
+	s.queued[id] = now
 }
 
 // pending returns the events sub has not read yet and moves its cursor past them. behind is true
@@ -163,6 +219,12 @@ func (s *session) observe(ev echogate.TurnEvent, now time.Time) {
 		s.runningEvent = ""
 		if ev.Type == echogate.TurnDone {
 			s.lastTurn, s.lastFinal = ev.Turn, ev.Text
+			if strings.HasPrefix(ev.EventID, clientEventPrefix) {
+				if len(s.answered) >= maxAnswered {
+					s.answered = slices.Delete(s.answered, 0, 1)
+				}
+				s.answered = append(s.answered, answered{ev.EventID, ev.Turn, wireStatus(ev.Status)})
+			}
 		}
 	default:
 		s.running = true
@@ -179,6 +241,9 @@ func (s *session) observe(ev echogate.TurnEvent, now time.Time) {
 // subscribe attaches a stream that reads the events published from now on.
 func (s *session) subscribe(eventID string) *subscriber {
 	sub := &subscriber{wake: make(chan struct{}, 1), next: s.lastSeq + 1, eventID: eventID}
+	if s.subs == nil {
+		s.subs = make(map[*subscriber]struct{})
+	}
 	s.subs[sub] = struct{}{}
 	return sub
 }
@@ -335,7 +400,27 @@ func (s *session) replayLatestTurn() []wireEvent {
 	return s.events.fromLast(echogate.TurnStarted)
 }
 
-// replayEvent returns the buffered events of one inbound event's turn(s).
-func (s *session) replayEvent(eventID string) []wireEvent {
-	return s.events.ofEvent(eventID)
+// replayEvent returns the buffered events of one inbound event's turn(s). When they are no longer
+// buffered but the event's turn ended, it returns a done event of that turn (its text taken from
+// the history).
+func (s *session) replayEvent(eventID string, now time.Time) []wireEvent {
+	if evs := s.events.ofEvent(eventID); len(evs) > 0 {
+		return evs
+	}
+	for _, a := range slices.Backward(s.answered) {
+		if a.eventID != eventID {
+			continue
+		}
+		done := wireEvent{TurnEvent: echogate.TurnEvent{Type: echogate.TurnDone,
+			Session: echogate.SessionKey(echogate.PlatformWeb + ":" + s.id), Turn: a.turn,
+			Status: a.status, EventID: eventID, Time: now}}
+		for _, e := range slices.Backward(s.history) {
+			if e.Role == "assistant" && e.Turn == a.turn {
+				done.Text = e.Text
+				break
+			}
+		}
+		return []wireEvent{done}
+	}
+	return nil
 }

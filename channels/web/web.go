@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,13 +46,23 @@ type Config struct {
 	// client is further behind than the buffer holds is dropped (it re-attaches with
 	// Last-Event-ID). Default 512 KiB.
 	ReplayBytes int
+	// ReplayGrace is how long a session's replay buffer outlives its last turn while no stream
+	// is attached: a client may re-attach (GET /api/chat/stream with Last-Event-ID) within it.
+	// After it the buffer is given back; the session keeps only its history. Default 15s.
+	ReplayGrace time.Duration
+	// ReplayTotalBytes bounds the replay buffers of all sessions together. Past it, the buffers
+	// of sessions with no running turn and no attached stream are given back, least recently
+	// active first, even within ReplayGrace; a running turn's buffer is bounded by ReplayBytes
+	// only. Default 32 MiB.
+	ReplayTotalBytes int
 	// SubscriberBuffer is no longer used: streams read the replay buffer. Accepted for
 	// compatibility; a negative value is still an error.
 	SubscriberBuffer int
 	// IdleTimeout evicts a session that saw no request, event or message for this long and has no
 	// client attached. Default 15m.
 	IdleTimeout time.Duration
-	// JanitorInterval is how often Run looks for idle sessions. Default IdleTimeout/4, at most 1m.
+	// JanitorInterval is how often Run looks for idle sessions and finished replay buffers.
+	// Default the least of IdleTimeout/4, ReplayGrace/3 and 1m.
 	JanitorInterval time.Duration
 	// MaxSessions bounds the live sessions; when full, the least recently active session without
 	// an attached client is evicted. Default 10000.
@@ -61,6 +72,10 @@ type Config struct {
 	// StreamTimeout ends an SSE stream that waited this long for its turn to finish (the client
 	// can re-attach). Default 10m.
 	StreamTimeout time.Duration
+	// FlushInterval is how long a stream may hold written events before flushing them to the
+	// client, so the events of a burst (a fast model's deltas, a turn's closing events) share
+	// one write to the socket. The event that ends a stream is sent at once. Default 10ms.
+	FlushInterval time.Duration
 	// WriteTimeout bounds one write to a client; a client that does not read is disconnected.
 	// Default 30s.
 	WriteTimeout time.Duration
@@ -88,11 +103,14 @@ const (
 	defaultMaxTextBytes    = 32 << 10
 	defaultReplayEvents    = 512
 	defaultReplayBytes     = 512 << 10
+	defaultReplayGrace     = 15 * time.Second
+	defaultReplayTotal     = 32 << 20
 	defaultIdleTimeout     = 15 * time.Minute
 	defaultMaxSessions     = 10000
 	defaultHistoryMessages = 200
 	defaultStreamTimeout   = 10 * time.Minute
 	defaultWriteTimeout    = 30 * time.Second
+	defaultFlushInterval   = 10 * time.Millisecond
 	defaultUser            = "web-user"
 
 	// startWait bounds how long a request waits for Run to start (see submit).
@@ -109,7 +127,8 @@ func (c Config) withDefaults() (Config, error) {
 		v    time.Duration
 	}{
 		{"Heartbeat", c.Heartbeat}, {"IdleTimeout", c.IdleTimeout}, {"JanitorInterval", c.JanitorInterval},
-		{"StreamTimeout", c.StreamTimeout}, {"WriteTimeout", c.WriteTimeout},
+		{"StreamTimeout", c.StreamTimeout}, {"WriteTimeout", c.WriteTimeout}, {"ReplayGrace", c.ReplayGrace},
+		{"FlushInterval", c.FlushInterval},
 	} {
 		if d.v < 0 {
 			return c, fmt.Errorf("web: config %s is negative (%s): use a positive duration or 0 for the default", d.name, d.v)
@@ -119,7 +138,7 @@ func (c Config) withDefaults() (Config, error) {
 		name string
 		v    int
 	}{
-		{"MaxTextBytes", c.MaxTextBytes}, {"ReplayEvents", c.ReplayEvents}, {"ReplayBytes", c.ReplayBytes}, {"SubscriberBuffer", c.SubscriberBuffer},
+		{"MaxTextBytes", c.MaxTextBytes}, {"ReplayEvents", c.ReplayEvents}, {"ReplayBytes", c.ReplayBytes}, {"ReplayTotalBytes", c.ReplayTotalBytes}, {"SubscriberBuffer", c.SubscriberBuffer},
 		{"MaxSessions", c.MaxSessions}, {"HistoryMessages", c.HistoryMessages},
 	} {
 		if n.v < 0 {
@@ -144,8 +163,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = defaultIdleTimeout
 	}
+	if c.ReplayGrace == 0 {
+		c.ReplayGrace = defaultReplayGrace
+	}
+	if c.ReplayTotalBytes == 0 {
+		c.ReplayTotalBytes = defaultReplayTotal
+	}
 	if c.JanitorInterval == 0 {
-		c.JanitorInterval = min(c.IdleTimeout/4, time.Minute)
+		c.JanitorInterval = min(c.IdleTimeout/4, c.ReplayGrace/3, time.Minute)
 		if c.JanitorInterval <= 0 {
 			c.JanitorInterval = time.Second
 		}
@@ -161,6 +186,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = defaultWriteTimeout
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = defaultFlushInterval
 	}
 	c.DefaultUser = strings.TrimSpace(c.DefaultUser)
 	if c.DefaultUser == "" {
@@ -181,12 +209,13 @@ type Channel struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	sink     channels.Sink
-	state    runState
-	started  chan struct{} // closed when Run starts
-	stopped  chan struct{} // closed when Run returns: open streams end
+	mu          sync.Mutex
+	sessions    map[string]*session
+	replayBytes int // the replay buffers' bytes, all sessions together
+	sink        channels.Sink
+	state       runState
+	started     chan struct{} // closed when Run starts
+	stopped     chan struct{} // closed when Run returns: open streams end
 }
 
 type runState uint8
@@ -253,8 +282,8 @@ func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
 			c.log.Info("web channel stopped")
 			return nil
 		case <-t.C:
-			if n := c.evictIdle(c.cfg.Now()); n > 0 {
-				c.log.Debug("evicted idle web sessions", "count", n)
+			if n, r := c.evictIdle(c.cfg.Now()); n > 0 || r > 0 {
+				c.log.Debug("evicted idle web sessions", "count", n, "replays_released", r)
 			}
 		}
 	}
@@ -360,21 +389,51 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.Mes
 			ev.CallID = promptCall
 			ev.PromptID = ref.ID
 		}
-		s.publish(ev, c.replayLimits())
+		c.publish(s, ev)
 		if _, queued := s.queued[ev.EventID]; out.Kind == echogate.OutReply && queued {
 			// The pipeline answered the event without running a turn: the request's stream ends.
-			s.publish(wireEvent{TurnEvent: echogate.TurnEvent{
+			c.publish(s, wireEvent{TurnEvent: echogate.TurnEvent{
 				Type: echogate.TurnDone, Session: ev.Session, Turn: out.Turn, Text: out.Text,
 				Status: "done", EventID: ev.EventID, Time: now,
-			}}, c.replayLimits())
+			}})
 			delete(s.queued, ev.EventID)
 		}
 	}
 	return ref, nil
 }
 
-func (c *Channel) replayLimits() ringLimits {
-	return ringLimits{events: c.cfg.ReplayEvents, bytes: c.cfg.ReplayBytes}
+// publish publishes w on s and keeps the replay buffers within ReplayTotalBytes. c.mu must be
+// held.
+func (c *Channel) publish(s *session, w wireEvent) {
+	c.replayBytes += s.publish(w, ringLimits{events: c.cfg.ReplayEvents, bytes: c.cfg.ReplayBytes})
+	if c.replayBytes > c.cfg.ReplayTotalBytes {
+		c.shedReplays(c.cfg.ReplayTotalBytes * 3 / 4)
+	}
+}
+
+// shedReplays gives back the replay buffers of releasable sessions, least recently active
+// first, until the buffers hold at most target bytes or none is left to give. Shedding down to
+// below the bound keeps its cost (a scan of the sessions) off most publishes. c.mu must be held.
+func (c *Channel) shedReplays(target int) {
+	var idle []*session
+	for _, s := range c.sessions {
+		if s.releasable() {
+			idle = append(idle, s)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *session) int { return a.lastActive.Compare(b.lastActive) })
+	for _, s := range idle {
+		if c.replayBytes <= target {
+			return
+		}
+		c.replayBytes -= s.releaseReplay()
+	}
+}
+
+// dropSession forgets s. c.mu must be held.
+func (c *Channel) dropSession(s *session) {
+	c.replayBytes -= s.events.bytes
+	delete(c.sessions, s.id)
 }
 
 // ObserveTurn records ev in its session's replay buffer and wakes the attached streams. It never
@@ -409,7 +468,7 @@ func (c *Channel) ObserveTurn(ev echogate.TurnEvent) {
 			w.PromptID = p.ref.ID
 		}
 	}
-	s.publish(w, c.replayLimits())
+	c.publish(s, w)
 }
 
 // wireStatus maps a turn's status to the done event's: done, paused, stopped or failed.
@@ -454,7 +513,7 @@ func (c *Channel) sessionLocked(id string, now time.Time) (*session, error) {
 		if victim == nil {
 			return nil, fmt.Errorf("%w (%d, every one with a client attached): raise MaxSessions", ErrTooManySessions, len(c.sessions))
 		}
-		delete(c.sessions, victim.id)
+		c.dropSession(victim)
 		c.log.Debug("evicted web session to make room", "session", victim.id)
 	}
 	s := newSession(id, now)
@@ -462,25 +521,30 @@ func (c *Channel) sessionLocked(id string, now time.Time) (*session, error) {
 	return s, nil
 }
 
-// evictIdle removes sessions idle for longer than IdleTimeout without an attached client, and
-// forgets submitted events whose turn never showed up within StreamTimeout. It returns how many
-// sessions it removed.
-func (c *Channel) evictIdle(now time.Time) int {
+// evictIdle removes sessions idle for longer than IdleTimeout without an attached client, gives
+// back the replay buffers of sessions whose last turn ended more than ReplayGrace ago with no
+// client attached, and forgets submitted events whose turn never showed up within
+// StreamTimeout. It returns how many sessions it removed and how many buffers it gave back.
+func (c *Channel) evictIdle(now time.Time) (sessions, replays int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for id, s := range c.sessions {
+	for _, s := range c.sessions {
 		for evID, at := range s.queued {
 			if now.Sub(at) > c.cfg.StreamTimeout {
 				delete(s.queued, evID)
 			}
 		}
-		if len(s.subs) == 0 && now.Sub(s.lastActive) > c.cfg.IdleTimeout {
-			delete(c.sessions, id)
-			n++
+		idle := now.Sub(s.lastActive)
+		switch {
+		case len(s.subs) == 0 && idle > c.cfg.IdleTimeout:
+			c.dropSession(s)
+			sessions++
+		case idle > c.cfg.ReplayGrace && s.releasable():
+			c.replayBytes -= s.releaseReplay()
+			replays++
 		}
 	}
-	return n
+	return sessions, replays
 }
 
 // newID returns a random id usable as a session or event id (26 characters of [A-Z2-7]).

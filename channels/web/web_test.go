@@ -792,7 +792,7 @@ func TestEviction(t *testing.T) {
 		t.Errorf("History(old) live after the cap was hit, want evicted")
 	}
 	advance(2 * time.Minute)
-	if n := ch.evictIdle(clock()); n != 2 {
+	if n, _ := ch.evictIdle(clock()); n != 2 {
 		t.Errorf("evictIdle = %d, want 2 (new, fourth; attached has a client)", n)
 	}
 	if _, ok := ch.History("attached"); !ok {
@@ -801,7 +801,7 @@ func TestEviction(t *testing.T) {
 	ch.mu.Lock()
 	ch.sessions["attached"].unsubscribe(sub)
 	ch.mu.Unlock()
-	if n := ch.evictIdle(clock()); n != 1 {
+	if n, _ := ch.evictIdle(clock()); n != 1 {
 		t.Errorf("evictIdle after the client left = %d, want 1", n)
 	}
 

@@ -3,7 +3,9 @@
 // background scavenger), and a heap that stops allocating is not collected again for up to two
 // minutes: a gateway that served a thousand sessions kept hundreds of MiB resident long after
 // the last turn. Run watches the allocation rate and, when a busy period has ended, collects and
-// releases the free pages once.
+// releases the free pages once, and once more FollowUp later if the process stayed quiet: state
+// that owners give back on their own timers shortly after load (the web channel's replay
+// buffers, after their grace period) is freed only after the first release.
 package memtrim
 
 import (
@@ -22,6 +24,9 @@ type Config struct {
 	// BusyBytes: an interval that allocated more is busy; a quiet interval after a busy one
 	// releases memory. Default 64 MiB.
 	BusyBytes uint64
+	// FollowUp is how long after a release a second one follows while the process stays quiet.
+	// Default 30s; a negative value turns it off.
+	FollowUp time.Duration
 	// Allocated returns the bytes allocated since start; default runtime/metrics'
 	// /gc/heap/allocs:bytes.
 	Allocated func() uint64
@@ -42,6 +47,9 @@ func (c Config) withDefaults() Config {
 	if c.BusyBytes == 0 {
 		c.BusyBytes = 64 << 20
 	}
+	if c.FollowUp == 0 {
+		c.FollowUp = 30 * time.Second
+	}
 	if c.Allocated == nil {
 		c.Allocated = heapAllocs
 	}
@@ -59,12 +67,16 @@ func (c Config) withDefaults() Config {
 
 // Run watches until ctx ends and returns nil. Busy means at least BusyBytes were allocated
 // since the last release (over any number of intervals); the first quiet interval after that
-// releases. An idle process therefore pays for at most one release per busy period.
+// releases, and the FollowUp after it if every interval in between was quiet. An idle process
+// therefore pays for at most two releases per busy period.
 func Run(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
 	tick, stop := cfg.Tick(cfg.Every)
 	defer stop()
 	w := watcher{quiet: cfg.QuietBytes, busy: cfg.BusyBytes, last: cfg.Allocated()}
+	if cfg.FollowUp > 0 {
+		w.follow = max(1, int(cfg.FollowUp/cfg.Every))
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -83,6 +95,8 @@ type watcher struct {
 	quiet, busy uint64
 	last        uint64 // the allocation counter at the previous interval
 	since       uint64 // bytes allocated since the last release
+	follow      int    // intervals from a release to its follow-up; 0: none
+	countdown   int    // intervals left until the pending follow-up; 0: none pending
 }
 
 // observe takes the allocation counter at the end of an interval and reports whether to
@@ -93,7 +107,16 @@ func (w *watcher) observe(allocated uint64) bool {
 	w.since += delta
 	if delta < w.quiet && w.since >= w.busy {
 		w.since = 0
+		w.countdown = w.follow
 		return true
+	}
+	if w.countdown > 0 {
+		if delta >= w.quiet { // load is back: the next busy period releases
+			w.countdown = 0
+			return false
+		}
+		w.countdown--
+		return w.countdown == 0
 	}
 	return false
 }

@@ -22,7 +22,35 @@ func TestReleasesOnceAfterBusy(t *testing.T) {
 		"two bursts":            {[]uint64{100 * mib, 0, 100 * mib, 0}, []int{2, 4}},
 		"small load never busy": {[]uint64{10 * mib, 0, 10 * mib, 0}, nil},
 	} {
-		w := watcher{quiet: 2 * mib, busy: 64 * mib}
+		w := watcher{quiet: 2 * mib, busy: 64 * mib} // no follow-up
+		var total uint64
+		var got []int
+		for i, a := range tt.allocs {
+			total += a
+			if w.observe(total) {
+				got = append(got, i+1)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: releases after intervals %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
+// TestFollowUpRelease: a second release follows the first after follow quiet intervals, and
+// load in between cancels it.
+func TestFollowUpRelease(t *testing.T) {
+	const mib = 1 << 20
+	for name, tt := range map[string]struct {
+		allocs []uint64 // bytes allocated in each interval
+		want   []int    // intervals (1-based) that release
+	}{
+		"quiet after load":       {[]uint64{100 * mib, 0, 0, 0, 0, 0}, []int{2, 5}},
+		"load before follow-up":  {[]uint64{100 * mib, 0, 10 * mib, 0, 0, 0}, []int{2}},
+		"new burst after cancel": {[]uint64{100 * mib, 0, 70 * mib, 0, 0, 0, 0}, []int{2, 4, 7}},
+		"idle":                   {[]uint64{0, 0, 0, 0}, nil},
+	} {
+		w := watcher{quiet: 2 * mib, busy: 64 * mib, follow: 3}
 		var total uint64
 		var got []int
 		for i, a := range tt.allocs {
