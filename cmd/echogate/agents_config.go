@@ -55,9 +55,7 @@ func hasPlatform(s string, extra ...string) bool {
 // validateAgentsAccess checks `access:` and `agents:` on their own (the tools and models they
 // name are checked against the running gateway by buildAgents).
 func (c *Config) validateAgentsAccess() error {
-	bad := func(key, msg string, args ...any) error {
-		return &ConfigError{Key: key, Msg: fmt.Sprintf(msg, args...)}
-	}
+	bad := badKey
 	for _, l := range []struct {
 		key  string
 		vals []string

@@ -6,18 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/echogate/echogate/channels/web"
 )
 
 // Duration is a time.Duration written as "30s", "5m", "24h" in YAML and the environment.
@@ -526,170 +522,6 @@ func (c *Config) applyDefaults() {
 
 // demoMode reports whether no model endpoint is configured: the offline demo model answers.
 func (c *Config) demoMode() bool { return len(c.Models.Providers) == 0 }
-
-func (c *Config) validate() error {
-	bad := func(key, msg string, args ...any) error {
-		return &ConfigError{Key: key, Msg: fmt.Sprintf(msg, args...)}
-	}
-	if _, _, err := net.SplitHostPort(c.HTTP.Addr); err != nil {
-		return bad("http.addr", "%q is not host:port (e.g. 127.0.0.1:8080)", c.HTTP.Addr)
-	}
-	if _, err := web.NewHostPolicy(c.HTTP.Addr, c.HTTP.AllowedHosts); err != nil {
-		return bad("http.allowed_hosts", "%v", err)
-	}
-	if !isLoopbackAddr(c.HTTP.Addr) && c.HTTP.AuthToken == "" {
-		return bad("http.auth_token", "http.addr %s is reachable from other machines: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN) to protect the console and admin API", c.HTTP.Addr)
-	}
-	if u := c.Database.URL; u != "" {
-		pu, err := url.Parse(u)
-		if err != nil || (pu.Scheme != "postgres" && pu.Scheme != "postgresql") {
-			return bad("database.url", "DATABASE_URL must be a postgres://user:pass@host:5432/db URL, or empty for the embedded SQLite store")
-		}
-	}
-	for i, p := range c.Models.Providers {
-		if _, err := url.ParseRequestURI(p.BaseURL); err != nil || !strings.HasPrefix(p.BaseURL, "http") {
-			return bad(fmt.Sprintf("models.providers[%d].base_url", i), "%q is not an http(s) URL (OPENAI_BASE_URL, e.g. https://api.openai.com/v1)", p.BaseURL)
-		}
-	}
-	if err := c.validateModels(); err != nil {
-		return err
-	}
-	for name, p := range c.Models.Prices {
-		if p.InputPerMTok < 0 || p.OutputPerMTok < 0 || p.CachedInputPerMTok < 0 {
-			return bad("models.prices."+name, "prices must not be negative")
-		}
-	}
-	if c.Embeddings.Dimensions < 1 || c.Embeddings.Dimensions > 16000 {
-		return bad("embeddings.dimensions", "%d is out of range (1 to 16000)", c.Embeddings.Dimensions)
-	}
-	if c.Agent.MaxIterations < 0 || c.Agent.MaxIterations > 100 {
-		return bad("agent.max_iterations", "%d is out of range (1 to 100)", c.Agent.MaxIterations)
-	}
-	if c.Agent.OnBusy != "queue" && c.Agent.OnBusy != "interrupt" {
-		return bad("agent.on_busy", "%q: use queue or interrupt", c.Agent.OnBusy)
-	}
-	if c.Agent.MailboxSize < 0 {
-		return bad("agent.mailbox_size", "must be positive")
-	}
-	if t := c.Agent.CompressThreshold; t < 0 || t > 1 {
-		return bad("agent.compress_threshold", "%g is out of range: use a fraction of the context window between 0 and 1, e.g. 0.8", t)
-	}
-	if c.Agent.KeepTurns < 0 {
-		return bad("agent.keep_turns", "%d is negative: use how many of the latest user turns to keep verbatim, e.g. 4", c.Agent.KeepTurns)
-	}
-	thr := c.Agent.CompressThreshold
-	if thr == 0 {
-		thr = 0.8
-	}
-	for m, w := range c.Models.ContextWindows {
-		if w < 1000 {
-			return bad("models.context_windows."+m, "%d tokens is too small: give the model's context window in tokens, e.g. 128000", w)
-		}
-		if float64(w)*thr < 256 {
-			return bad("agent.compress_threshold", "%g of %s's %d-token window leaves less than 256 tokens to compress into: raise it (e.g. 0.8)", thr, m, w)
-		}
-	}
-	if c.Slack.BotToken != "" && !strings.HasPrefix(c.Slack.BotToken, "xoxb-") {
-		return bad("slack.bot_token", "SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
-	}
-	if c.Slack.AppToken != "" && !strings.HasPrefix(c.Slack.AppToken, "xapp-") {
-		return bad("slack.app_token", "SLACK_APP_TOKEN must be an app-level token starting with xapp- (with connections:write)")
-	}
-	if (c.Slack.AppToken != "" || c.Slack.SigningSecret != "") && c.Slack.BotToken == "" {
-		return bad("slack.bot_token", "SLACK_BOT_TOKEN is required when SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set")
-	}
-	if c.Slack.APIURL != "" {
-		if _, err := url.ParseRequestURI(c.Slack.APIURL); err != nil {
-			return bad("slack.api_url", "%q is not a URL (e.g. https://slack.com/api/)", c.Slack.APIURL)
-		}
-	}
-	if c.Discord.APIURL != "" {
-		if _, err := url.ParseRequestURI(c.Discord.APIURL); err != nil {
-			return bad("discord.api_url", "%q is not a URL (e.g. https://discord.com/api/v9/)", c.Discord.APIURL)
-		}
-	}
-	switch c.Discord.MessageContent {
-	case "", "auto", "on", "off":
-	default:
-		return bad("discord.message_content", "%q: use auto, on or off", c.Discord.MessageContent)
-	}
-	if c.Slack.Command != "" && (!strings.HasPrefix(c.Slack.Command, "/") || strings.ContainsAny(c.Slack.Command, " \t")) {
-		return bad("slack.command", "%q: write the slash command as in the app manifest, e.g. /echogate", c.Slack.Command)
-	}
-	if len(c.Slack.SuggestedPrompts) > 4 {
-		return bad("slack.suggested_prompts", "%d prompts: Slack shows at most 4", len(c.Slack.SuggestedPrompts))
-	}
-	for i, sp := range c.Slack.SuggestedPrompts {
-		if strings.TrimSpace(sp.Title) == "" || strings.TrimSpace(sp.Message) == "" {
-			return bad("slack.suggested_prompts", "entry %d needs both title and message", i)
-		}
-	}
-	if c.Discord.ShardCount < 1 || c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount {
-		return bad("discord.shard_id", "shard %d of %d: shard_id must be from 0 to shard_count-1", c.Discord.ShardID, c.Discord.ShardCount)
-	}
-	for _, a := range c.Approval.Approvers {
-		plat, id, ok := strings.Cut(a, ":")
-		if !ok || id == "" || (plat != "slack" && plat != "discord" && plat != "web" && plat != "console") {
-			return bad("approval.approvers", "%q: write approvers as slack:U123, discord:123456 (platform:user id)", a)
-		}
-	}
-	if c.Approval.OnTimeout != "deny" && c.Approval.OnTimeout != "wait" {
-		return bad("approval.on_timeout", "%q: use deny or wait", c.Approval.OnTimeout)
-	}
-	names := make([]string, 0, len(c.Tools))
-	for n := range c.Tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		switch a := c.Tools[n].Approval; a {
-		case "", "allow", "ask", "deny":
-		default:
-			return bad("tools."+n+".approval", "%q: use allow, ask or deny", a)
-		}
-	}
-	b := c.Budgets
-	for k, v := range map[string]float64{"per_turn_usd": b.PerTurnUSD, "per_session_usd": b.PerSessionUSD, "per_user_day_usd": b.PerUserDayUSD,
-		"per_channel_day_usd": b.PerChannelDayUSD, "per_day_usd": b.PerDayUSD, "per_month_usd": b.PerMonthUSD} {
-		if v < 0 {
-			return bad("budgets."+k, "must not be negative (0 means no limit)")
-		}
-	}
-	seen := map[string]bool{}
-	for i, s := range c.MCP.Servers {
-		key := fmt.Sprintf("mcp.servers[%d]", i)
-		if s.Name == "" || strings.Contains(s.Name, "__") {
-			return bad(key+".name", "each MCP server needs a name without \"__\"")
-		}
-		if seen[s.Name] {
-			return bad(key+".name", "%q is used twice", s.Name)
-		}
-		seen[s.Name] = true
-		if (s.Command == "") == (s.URL == "") {
-			return bad(key, "set either command (stdio server) or url (streamable HTTP server)")
-		}
-		switch s.Safety {
-		case "", "safe", "sensitive", "destructive":
-		default:
-			return bad(key+".safety", "%q: use safe, sensitive or destructive", s.Safety)
-		}
-	}
-	switch strings.ToLower(c.Log.Level) {
-	case "debug", "info", "warn", "warning", "error":
-	default:
-		return bad("log.level", "%q: use debug, info, warn or error (ECHOGATE_LOG_LEVEL)", c.Log.Level)
-	}
-	if c.Log.Format != "text" && c.Log.Format != "json" {
-		return bad("log.format", "%q: use text or json (ECHOGATE_LOG_FORMAT)", c.Log.Format)
-	}
-	if err := c.Tracing.validate(); err != nil {
-		return err
-	}
-	if err := c.Storage.validate(); err != nil {
-		return err
-	}
-	return c.validateAgentsAccess()
-}
 
 func isLoopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
