@@ -293,7 +293,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	step("open the turns",
 		chromedp.Click(chromedp.CSS("#tab-turns")),
 		wait(`document.querySelectorAll("#turns-table tbody tr").length >= 3`),
-		wait(`[...document.querySelectorAll("#turns-table tbody .pill")].some((e) => e.textContent === "paused")`),
+		// The paused turn was decided, so it is "resumed" now: the turn that resumed it carries on.
+		wait(`[...document.querySelectorAll("#turns-table tbody .pill")].some((e) => e.textContent === "resumed")`),
 		chromedp.Click(chromedp.CSS("#turns-table tbody tr")),
 		wait(`document.querySelector("#turn-detail table") !== null && document.querySelector("#turn-detail ol.events") !== null`),
 	)
