@@ -465,6 +465,8 @@ func TestMetricsMoveAfterConversation(t *testing.T) {
 		{"echogate_tool_calls_total", 1},
 		{"echogate_tool_duration_seconds", 1},
 		{"echogate_spend_usd_total", 3 * (1200*2.5 + 300*10) / 1e6 * 0.999},
+		{"echogate_stage_runs_total", 2 * 3}, // context, inference and response of each turn
+		{"echogate_stage_duration_seconds", 2 * 3},
 	}
 	// A turn is counted when it is recorded, which may be just after its done event reached the
 	// client: scrape until everything moved, within a deadline.
