@@ -47,6 +47,7 @@ func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
 	t.out.flushPlan(ctx)
 	pctx, cancel := context.WithTimeout(ctx, postBudget)
 	final, postErr := p.post(pctx, t, res)
+	t.out.retire(pctx) // a dead turn's partial message this turn's outcome did not go into
 	cancel()
 	if postErr != nil {
 		p.undelivered(ctx, t, postErr)

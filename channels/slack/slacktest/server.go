@@ -523,6 +523,9 @@ func (s *Server) handle(method string, p map[string]string, token string) (int, 
 		if m == nil {
 			return fail("message_not_found")
 		}
+		if m.Streaming { // a native stream is changed only through its own methods until stopped
+			return fail("cant_update_message")
+		}
 		m.Text, m.Blocks = p["text"], p["blocks"]
 		if md := p["metadata"]; md != "" {
 			m.Metadata = json.RawMessage(md)
