@@ -55,7 +55,9 @@ func (r *responder) recordPosting(ref echogate.MessageRef) {
 	}
 	if err := t.p.d.Store.RecordPosting(ctx, t.id, ref); err != nil {
 		t.log.Warn("pipeline: record the streamed message", "message", ref.ID, "err", err)
+		return
 	}
+	t.log.Debug("streamed message recorded", "message", ref.ID)
 }
 
 // retire removes the dead turn's partial message when this turn's outcome went elsewhere (an
