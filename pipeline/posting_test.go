@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/tools"
 )
@@ -88,5 +90,70 @@ func TestReplayThatPausesRemovesThePartialMessage(t *testing.T) {
 	}
 	if removed != 1 || prompts != 1 {
 		t.Errorf("posts = %+v; want the partial message finished empty once and one prompt", h.rep.Posts())
+	}
+}
+
+// postingCheck is a streaming replier that notes, at each Append after the first, whether the
+// turn log already holds the stream's message: the record must be durable before more of the
+// answer is shown.
+type postingCheck struct {
+	pipelinetest.StreamingReplier
+	store   *pipelinetest.MemStore
+	mu      sync.Mutex
+	missing int // later appends that found no record
+	later   int // appends after the first
+}
+
+func (r *postingCheck) StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error) {
+	s, err := r.StreamingReplier.StartStream(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	return &checkedStream{Stream: s, r: r, turn: out.Turn}, nil
+}
+
+type checkedStream struct {
+	echogate.Stream
+	r       *postingCheck
+	turn    string
+	appends int
+}
+
+func (s *checkedStream) OnPost(fn func(echogate.MessageRef)) {
+	s.Stream.(echogate.PostNotifier).OnPost(fn)
+}
+
+func (s *checkedStream) Append(ctx context.Context, delta string) error {
+	s.appends++
+	if s.appends > 1 {
+		ref, err := s.r.store.GetPosting(ctx, s.turn)
+		s.r.mu.Lock()
+		s.r.later++
+		if err != nil || ref.IsZero() {
+			s.r.missing++
+		}
+		s.r.mu.Unlock()
+	}
+	return s.Stream.Append(ctx, delta)
+}
+
+func TestStreamedMessageIsRecordedBeforeMoreIsShown(t *testing.T) {
+	store := pipelinetest.NewMemStore()
+	var check *postingCheck
+	h := start(t, opts{store: store, deps: func(d *pipeline.Deps) {
+		rep := pipelinetest.NewReplier(echogate.PlatformWeb)
+		check = &postingCheck{StreamingReplier: pipelinetest.StreamingReplier{Replier: rep}, store: store}
+		d.Repliers = map[string]pipeline.Replier{echogate.PlatformWeb: check}
+	}}, agenttest.Step{Text: "A longer answer, streamed in many small pieces.", FragmentSize: 3})
+	h.submit(msg("s1", "ann", "hi"))
+	select {
+	case <-check.Replier.Done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no turn finished within 10s")
+	}
+	check.mu.Lock()
+	defer check.mu.Unlock()
+	if check.later == 0 || check.missing != 0 {
+		t.Errorf("%d of %d appends after the first found no recorded message, want 0 of more than 0", check.missing, check.later)
 	}
 }
