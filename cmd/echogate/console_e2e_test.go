@@ -527,23 +527,31 @@ func TestGrafanaDashboardMetricsExist(t *testing.T) {
 	}
 	registered := map[string]bool{}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
-	m := reflect.ValueOf(*metrics.New())
-	for i := 0; i < m.NumField(); i++ {
-		if !m.Type().Field(i).IsExported() {
-			continue // label children of an exported vector
-		}
-		c, ok := m.Field(i).Interface().(prometheus.Collector)
-		if !ok || m.Type().Field(i).Name == "Registry" {
-			continue
-		}
-		descs := make(chan *prometheus.Desc, 16)
-		go func() { c.Describe(descs); close(descs) }()
-		for d := range descs {
-			if match := fqName.FindStringSubmatch(d.String()); match != nil {
-				registered[match[1]] = true
+	var collect func(m reflect.Value)
+	collect = func(m reflect.Value) {
+		for i := 0; i < m.NumField(); i++ {
+			f := m.Type().Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				collect(m.Field(i)) // a group of collectors embedded in Metrics
+				continue
+			}
+			if !f.IsExported() {
+				continue // label children of an exported vector
+			}
+			c, ok := m.Field(i).Interface().(prometheus.Collector)
+			if !ok || f.Name == "Registry" {
+				continue
+			}
+			descs := make(chan *prometheus.Desc, 16)
+			go func() { c.Describe(descs); close(descs) }()
+			for d := range descs {
+				if match := fqName.FindStringSubmatch(d.String()); match != nil {
+					registered[match[1]] = true
+				}
 			}
 		}
 	}
+	collect(reflect.ValueOf(*metrics.New()))
 	name := regexp.MustCompile(`echogate_[a-z_]+`)
 	queries := 0
 	for _, p := range dash.Panels {
