@@ -210,7 +210,7 @@ func (r *responder) finish(ctx context.Context, kind echogate.OutboundKind, text
 	s := r.stream
 	r.stream = nil
 	r.mu.Unlock()
-	if s == nil && !r.t.cont.IsZero() && r.str != nil {
+	if s == nil && !r.t.cont.IsZero() && !r.contUsed && r.str != nil {
 		// The answer goes into the dead turn's partial message, streamed or not.
 		var err error
 		if s, err = r.openStream(ctx, kind); err != nil {

@@ -377,31 +377,8 @@ func TestServeWebChatStreamsAndShutsDown(t *testing.T) {
 		}
 	}
 
-	// A turn is counted once its end is written, which may be just after its done event reached
-	// the client: scrape until the counts are there, within a deadline.
-	want := []string{`echogate_turns_total{channel="web",status="done"} 2`, "echogate_turn_duration_seconds_bucket", "echogate_model_calls_total",
-		`echogate_stage_runs_total{agent="default",channel="web",outcome="ok",stage="inference"} 2`, "echogate_stage_duration_seconds_bucket"}
-	var missing []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		resp, err = http.Get(base + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		metrics, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		missing = missing[:0]
-		for _, m := range want {
-			if !strings.Contains(string(metrics), m) {
-				missing = append(missing, m)
-			}
-		}
-		if len(missing) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	for _, m := range missing {
-		t.Errorf("/metrics lacks %s", m)
-	}
+	waitMetrics(t, base, `echogate_turns_total{channel="web",status="done"} 2`, "echogate_turn_duration_seconds_bucket", "echogate_model_calls_total",
+		`echogate_stage_runs_total{agent="default",channel="web",outcome="ok",stage="inference"} 2`, "echogate_stage_duration_seconds_bucket")
 	_ = logs
 }
 
