@@ -190,4 +190,8 @@ type Outbound struct {
 	// channel replies privately to the user who invoked it (Slack ephemeral, Discord ephemeral
 	// follow-up) instead of posting in the conversation.
 	Interaction string
+	// Continues is a message an interrupted turn had started streaming (its partial answer):
+	// StartStream shows this reply in that message, edited into the new text, instead of
+	// posting a new one. Zero: a new message.
+	Continues MessageRef
 }

@@ -135,6 +135,14 @@ type Stream interface {
 	Finish(ctx context.Context, final string) ([]MessageRef, error)
 }
 
+// PostNotifier is a Stream that reports the message it creates. OnPost(fn) makes the stream
+// call fn once, with the reference of its first message, right after the platform created it
+// and before the stream shows more text. fn may block (the pipeline makes the reference
+// durable, so a restart can finish that message); OnPost is called before the first Append.
+type PostNotifier interface {
+	OnPost(fn func(MessageRef))
+}
+
 // ErrNotFound is wrapped by stores when a record does not exist.
 var ErrNotFound = errors.New("not found")
 

@@ -3,7 +3,7 @@
 // concurrent); each turn is a Turn that passes three Stages in order: the ContextStage
 // (history, system prompt, context sections), the InferenceStage (agent.Run; the ApprovalGate
 // and tool execution live in its files) and the ResponseStage (post the outcome, write the
-// turn's end). Tracing wraps the stages as a decorator.
+// turn's end). Metrics and tracing wrap the stages as decorators (stages.go).
 //
 // A turn's lifecycle is a State (state.go): one Transition function decides which moves are
 // legal, and the turn events users see follow from the transitions. What recovery needs is

@@ -35,6 +35,9 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 			// The dead turn saved the user's message already: answer it without saving it again.
 			opts = append(opts, withInputSaved())
 		}
+		if !rc.cont.IsZero() {
+			opts = append(opts, withContinued(rc.cont))
+		}
 	}
 	ctx, wait, opt := p.writeSession(ctx, log, ev)
 	defer wait()

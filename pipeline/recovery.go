@@ -67,6 +67,9 @@ func (p *Pipeline) reconcile(ctx context.Context) {
 type recovery struct {
 	handled    bool // the event's outcome is recorded (or was finished now): nothing more to do
 	inputSaved bool // a dead turn saved the user's message: answer without saving it again
+	// cont is the message a dead turn had started streaming its answer into: the new answer
+	// goes into it (withContinued), so the cut answer does not stay above the full one.
+	cont echogate.MessageRef
 }
 
 // recoverEvent finishes what a crash interrupted for a replayed event, from the turn log's last
@@ -89,6 +92,7 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 	}
 	pend, _ := p.getPending(ctx, ev.SessionKey())
 	dead := map[string]bool{}
+	var cont echogate.MessageRef
 	for _, tr := range turns {
 		if tr.EventKey != ev.DedupeKey() {
 			continue
@@ -116,6 +120,9 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 			return recovery{handled: true}
 		case tr.Status == echogate.TurnRunning:
 			dead[tr.ID] = true
+			if cont.IsZero() { // the newest dead turn's message: an older one's may be gone
+				cont = p.postingOf(ctx, log, tr.ID)
+			}
 			p.closeInterrupted(ctx, log, tr)
 		case !(tr.Status == echogate.TurnFailed && strings.HasPrefix(tr.Error, interruptedPrefix)):
 			log.Info("replayed event's turn had ended; completing the event", "turn", tr.ID, "status", tr.Status)
@@ -125,7 +132,20 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 	if len(dead) == 0 {
 		return recovery{}
 	}
-	return recovery{inputSaved: p.savedInput(ctx, log, ev, dead)}
+	return recovery{inputSaved: p.savedInput(ctx, log, ev, dead), cont: cont}
+}
+
+// postingOf is the message the dead turn had started streaming its answer into; zero when it
+// had none (or it cannot be read: the answer is then posted anew).
+func (p *Pipeline) postingOf(ctx context.Context, log *slog.Logger, turn string) echogate.MessageRef {
+	ref, err := p.d.Store.GetPosting(ctx, turn)
+	if err != nil && !errors.Is(err, echogate.ErrNotFound) {
+		log.Warn("pipeline: read the streamed message of an interrupted turn", "turn", turn, "err", err)
+	}
+	if !ref.IsZero() {
+		log.Info("interrupted turn had started streaming its answer; the new answer goes into that message", "turn", turn, "message", ref.ID)
+	}
+	return ref
 }
 
 // repostPrompt handles a pause whose prompt reference was never saved (the crash came before
@@ -282,7 +302,7 @@ func (p *Pipeline) recoverResumed(ctx context.Context, ctl *turnCtl, log *slog.L
 	log.Warn("resumed turn interrupted by a stop or crash; continuing it", "turn", r.Turn, "tool", r.Paused.Tool,
 		"tool_started", !r.ToolStartedAt.IsZero(), "tool_result", len(r.ToolResult) > 0)
 	d := p.decide(ev, r.Paused, log) // only its superseding message, if any: the decision is the recorded one
-	p.runTurn(ctx, ctl, log, ev, d.extra, withResume(r, st, &rs))
+	p.runTurn(ctx, ctl, log, ev, d.extra, withResume(r, st, &rs), withContinued(p.postingOf(ctx, log, r.Turn)))
 }
 
 // runApproved runs the approved call of a resumed turn at most once across crashes: its start

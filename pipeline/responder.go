@@ -30,6 +30,7 @@ type responder struct {
 	needSep      bool
 	firstToken   bool
 	streamCtx    context.Context
+	contUsed     bool // the turn's answer went into Turn.cont (posting.go)
 
 	// The plan message, edited in place (rate-limited); planMu is separate from mu so a plan
 	// edit never waits on a stream update.
@@ -190,7 +191,7 @@ func (r *responder) delta(text string) {
 		return
 	}
 	if r.stream == nil {
-		s, err := r.str.StartStream(r.streamCtx, r.outbound(echogate.OutReply, ""))
+		s, err := r.openStream(r.streamCtx, echogate.OutReply)
 		if err != nil {
 			r.t.log.Warn("pipeline: start streaming; the answer will be posted at the end", "err", err)
 			r.streamFailed = true
@@ -209,6 +210,13 @@ func (r *responder) finish(ctx context.Context, kind echogate.OutboundKind, text
 	s := r.stream
 	r.stream = nil
 	r.mu.Unlock()
+	if s == nil && !r.t.cont.IsZero() && !r.contUsed && r.str != nil {
+		// The answer goes into the dead turn's partial message, streamed or not.
+		var err error
+		if s, err = r.openStream(ctx, kind); err != nil {
+			r.t.log.Warn("pipeline: continue the interrupted turn's message; posting the answer as a new message", "err", err)
+		}
+	}
 	if s != nil {
 		refs, err := s.Finish(ctx, text)
 		if err == nil || len(refs) > 0 {

@@ -47,6 +47,7 @@ func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
 	t.out.flushPlan(ctx)
 	pctx, cancel := context.WithTimeout(ctx, postBudget)
 	final, postErr := p.post(pctx, t, res)
+	t.out.retire(pctx) // a dead turn's partial message this turn's outcome did not go into
 	cancel()
 	if postErr != nil {
 		p.undelivered(ctx, t, postErr)
@@ -166,8 +167,6 @@ func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
 		}
 	}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})
-	p.d.Metrics.Turn(t.ev.Conversation.Platform, string(status), p.cfg.Now().Sub(t.start))
-	p.d.Metrics.AgentTurn(t.prof.Name, string(status))
 	t.log.Info("turn finished", "status", status, "state", t.life.State(), "model", rec.Model, "input_tokens", rec.InputTokens,
 		"output_tokens", rec.OutputTokens, "cost_usd", rec.CostUSD, "ms", p.cfg.Now().Sub(t.start).Milliseconds(), "resumed", resumed)
 
@@ -180,10 +179,10 @@ func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
 }
 
 // finishFailed ends a turn whose ContextStage failed: it is answered and recorded as failed by
-// the ResponseStage's own path.
+// the ResponseStage's own path, decorators included (so the turn is counted).
 func (p *Pipeline) finishFailed(ctx context.Context, t *Turn, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()
 	t.res = agent.Result{Status: agent.StatusError, Err: err}
-	_ = ResponseStage{p: p}.Process(ctx, t)
+	_ = p.stages.Response.Process(ctx, t)
 }

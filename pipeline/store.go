@@ -100,6 +100,14 @@ type TurnLog interface {
 	// turn record that cannot be written must not keep the transcript from being saved or the
 	// event from being completed. The error joins the parts' errors.
 	FinishTurn(ctx context.Context, end echogate.TurnEnd) error
+	// RecordPosting records ref as the message the streamed answer of turn was created as,
+	// as soon as the platform created it and before more of the answer is shown: recovery
+	// edits that message into the full answer instead of posting a second one. It replaces an
+	// earlier reference of the turn. An unknown turn wraps echogate.ErrNotFound.
+	RecordPosting(ctx context.Context, turn string, ref echogate.MessageRef) error
+	// GetPosting returns what RecordPosting recorded for turn; a zero ref when nothing was.
+	// An unknown turn wraps echogate.ErrNotFound.
+	GetPosting(ctx context.Context, turn string) (echogate.MessageRef, error)
 }
 
 // UsageStore is the cost ledger.

@@ -57,6 +57,9 @@ type Turn struct {
 	inputSaved bool
 	// unrecorded: the session record this turn did not write (see withUnrecordedSession).
 	unrecorded *echogate.SessionInfo
+	// cont: the partial streamed message of a dead turn this turn's answer goes into
+	// (withContinued, posting.go).
+	cont echogate.MessageRef
 }
 
 // turn is Turn's name in the files of the ContextStage's helpers.

@@ -31,6 +31,7 @@ func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (_ ech
 		wake:    make(chan struct{}),
 		act:     c.activityOf(out.Conversation.Channel),
 	}
+	s.continueIn(out.Continues)
 	if s.act != nil {
 		s.act.attach(s)
 	}
@@ -61,10 +62,12 @@ type stream struct {
 	finished  bool
 	idle      chan struct{} // closed when the running flusher exits; nil when none runs
 	lastFlush time.Time
+	onPost    func(echogate.MessageRef) // OnPost's hook, until the first message is created
 
 	// posted is touched only by the active syncer: the flusher, or Finish after the flusher
 	// exited.
-	posted []streamMsg
+	posted    []streamMsg
+	continued bool // posted[0] is a continued message (stream_continue.go)
 }
 
 // Append adds delta to the reply. It never blocks on the network.
@@ -185,7 +188,14 @@ func (s *stream) Finish(ctx context.Context, final string) (_ []echogate.Message
 	if strings.TrimSpace(final) == "" {
 		final = text
 	}
+	if strings.TrimSpace(final) == "" { // nothing to show: the stream's messages go
+		s.dropPosted(ctx)
+		return nil, nil
+	}
 	_, err = s.sync(ctx, final, true)
+	if err != nil {
+		err = s.finishAnew(ctx, final, err)
+	}
 	refs := make([]echogate.MessageRef, 0, len(s.posted))
 	for _, p := range s.posted {
 		refs = append(refs, p.ref)
@@ -259,6 +269,9 @@ func (s *stream) sync(ctx context.Context, text string, final bool) (complete bo
 			return false, nil // keep parts in order: later parts wait for this one
 		}
 		s.posted = append(s.posted, streamMsg{ref: ref, content: chunk, edited: at})
+		if i == 0 {
+			s.created(ref)
+		}
 	}
 	if final && len(s.posted) > len(chunks) {
 		for _, p := range s.posted[len(chunks):] {

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 )
 
@@ -27,7 +25,8 @@ const (
 // minutes old (else 401 and nothing happens). url_verification is answered with its challenge.
 // Event callbacks are acknowledged with 200 at once and handled after the response; when Run is
 // not running or the queue is full the answer is 503, so Slack redelivers later. Retries
-// (X-Slack-Retry-Num) are dropped when the event is already queued or handled.
+// (X-Slack-Retry-Num) are dropped when the event is already queued or handled. Interactivity
+// and slash commands (form-encoded) are answered once the sink took them: see serveInteraction.
 func (c *Channel) EventsHandler() http.Handler {
 	return http.HandlerFunc(c.serveEvents)
 }
@@ -53,7 +52,7 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-		c.serveInteraction(w, body)
+		c.serveInteraction(w, r, body)
 		return
 	}
 	var outer struct {
@@ -131,35 +130,4 @@ func verifySignature(h http.Header, body []byte, secret string, now time.Time) e
 		return fmt.Errorf("%w: signature mismatch (wrong signing secret?)", ErrInvalidSignature)
 	}
 	return nil
-}
-
-// serveInteraction handles what Slack posts form-encoded to the same URL: interactivity
-// (payload=…, the approval buttons) and slash commands (command=…). It answers 200 at once
-// (Slack wants it within 3 s and does not retry); the work follows from the queue.
-func (c *Channel) serveInteraction(w http.ResponseWriter, body []byte) {
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		http.Error(w, "slack events: form body unreadable", http.StatusBadRequest)
-		return
-	}
-	var j job
-	var ok bool
-	switch {
-	case form.Get("payload") != "":
-		var cb slack.InteractionCallback
-		if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil {
-			http.Error(w, "slack events: interaction payload is not JSON", http.StatusBadRequest)
-			return
-		}
-		j, ok = interactionJob(cb, "http")
-	case form.Get("command") != "":
-		j, ok = c.commandJob(slack.SlashCommand{
-			TeamID: form.Get("team_id"), ChannelID: form.Get("channel_id"), UserID: form.Get("user_id"), UserName: form.Get("user_name"),
-			Command: form.Get("command"), Text: form.Get("text"), ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id"),
-		}, "http")
-	}
-	if ok && !c.enqueue(j) {
-		c.log.Warn("slack interaction dropped: event queue full")
-	}
-	w.WriteHeader(http.StatusOK)
 }

@@ -141,6 +141,9 @@ func (c *Channel) conversation(team, ch, ts, threadTS string, dm bool) echogate.
 func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 	refused := false
 	defer func() {
+		if j.wait != nil {
+			j.wait.settle(!refused)
+		}
 		if j.ack == nil {
 			return
 		}
@@ -168,6 +171,13 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 	}
 	if ev.Actor.Name == "" {
 		ev.Actor.Name = c.cachedName(ev.Actor.ID)
+	}
+	if j.wait != nil && !j.wait.claim() {
+		// Its HTTP request gave up waiting and told Slack it failed: do not apply it now.
+		refused = true
+		c.recent.Remove("m:" + ev.ID)
+		log.Warn("slack interaction dropped: its request was answered as failed before a worker took it")
+		return
 	}
 	if err := sink(ctx, ev); err != nil {
 		// Forget the ids so a redelivery can try again, and tell the user the post was not taken.

@@ -57,6 +57,7 @@ func withButtons(msgs []message) []message {
 // buttonPress is an approval button clicked on one of the bot's messages.
 type buttonPress struct {
 	team, channel, ts, user, name, actionID, actionTS string
+	responseURL                                       string // answers the presser privately
 }
 
 // slashCommand is an invocation of the app's slash command.
@@ -84,7 +85,8 @@ func interactionJob(cb slack.InteractionCallback, transport string) (job, bool) 
 	if ch == "" || ts == "" || cb.User.ID == "" {
 		return job{}, false
 	}
-	bp := &buttonPress{team: cb.Team.ID, channel: ch, ts: ts, user: cb.User.ID, name: cb.User.Name, actionID: a.ActionID, actionTS: a.ActionTs}
+	bp := &buttonPress{team: cb.Team.ID, channel: ch, ts: ts, user: cb.User.ID, name: cb.User.Name, actionID: a.ActionID, actionTS: a.ActionTs,
+		responseURL: cb.ResponseURL}
 	if bp.actionTS == "" {
 		bp.actionTS = cb.ActionTs
 	}
@@ -107,6 +109,7 @@ func (c *Channel) normalizeButton(ctx context.Context, team string, b *buttonPre
 	}
 	conv, ok := c.conversationOf(ctx, team, b.channel, b.ts)
 	if !ok {
+		c.unmatchedPress(ctx, b)
 		return echogate.InboundEvent{}, false
 	}
 	target := echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: b.channel, ID: b.ts}

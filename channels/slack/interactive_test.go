@@ -172,7 +172,9 @@ func TestNativeStopIsTheStopCommand(t *testing.T) {
 // Over the HTTP Events API, buttons and slash commands arrive form-encoded at the same URL,
 // signed; both are answered 200 at once and handed on; a bad signature gets 401.
 func TestInteractionsOverHTTP(t *testing.T) {
-	e := newEnv(t, false, nil)
+	// Real time: an interaction's answer waits for the sink up to httpInteractionWait, which the
+	// scaled clock would shrink to 50 ms.
+	e := newEnv(t, false, func(c *Config) { c.Clock = systemClock{} })
 	h := e.ch.EventsHandler()
 	do := func(req *http.Request) int {
 		w := httptest.NewRecorder()

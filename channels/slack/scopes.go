@@ -12,6 +12,7 @@ var MethodScopes = map[string]string{
 	"chat.postMessage":                      "chat:write",
 	"chat.update":                           "chat:write",
 	"chat.delete":                           "chat:write",
+	"chat.postEphemeral":                    "chat:write",
 	"chat.startStream":                      "chat:write",
 	"chat.appendStream":                     "chat:write",
 	"chat.stopStream":                       "chat:write",

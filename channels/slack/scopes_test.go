@@ -14,6 +14,7 @@ import (
 var sdkMethods = map[string]string{
 	"AuthTestContext":                            "auth.test",
 	"PostMessageContext":                         "chat.postMessage",
+	"PostEphemeralContext":                       "chat.postEphemeral",
 	"UpdateMessageContext":                       "chat.update",
 	"DeleteMessageContext":                       "chat.delete",
 	"StartStreamContext":                         "chat.startStream",

@@ -105,6 +105,9 @@ type job struct {
 	// ack acknowledges a Socket Mode envelope once the pipeline took the event durably (or it
 	// is not a turn); nil for the HTTP Events API, which answers when the event is queued.
 	ack func()
+	// wait connects an HTTP interactivity request to this job (events_interaction.go); nil
+	// otherwise.
+	wait *interactionWait
 }
 
 // New validates cfg and builds the channel. It does no I/O. log may be nil (logs are dropped).

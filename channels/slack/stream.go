@@ -45,6 +45,7 @@ func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (_ ech
 		s.recipient, _ = c.authors.Get(msgKey(out.ReplyTo.Channel, out.ReplyTo.ID))
 	}
 	s.native = !c.nativeOff.Load() && thread != "" && (s.recipient != "" || isDMChannel(ch))
+	s.continueIn(out.Continues)
 	if a, ok := c.acts.Load(msgKey(ch, thread)); ok && s.native {
 		s.act = a.(*threadActivity)
 		s.act.attach(s)
@@ -65,6 +66,7 @@ type stream struct {
 	mu       sync.Mutex
 	text     strings.Builder
 	finished bool
+	onPost   func(echogate.MessageRef) // OnPost's hook, until the message is created
 
 	dirty       chan struct{}
 	stop        chan struct{}
@@ -76,6 +78,7 @@ type stream struct {
 	streamed  int    // bytes of text sent natively
 	lastShown string // last text shown with chat.update
 	lastFlush time.Time
+	stale     bool // ts is a continued message whose native stream may be open (stopStale)
 }
 
 // Append adds delta to the reply. It never waits for the network: the flusher shows the text
@@ -221,6 +224,7 @@ func (s *stream) flushNative(full string) error {
 					if found, ok := c.findOwnSince(s.ctx, s.ch, s.thread, started); ok {
 						s.ts, s.streamed = found, len(piece)
 						c.remember(s.ch, s.thread, found, s.conv)
+						s.created(found)
 						return nil
 					}
 				}
@@ -230,6 +234,7 @@ func (s *stream) flushNative(full string) error {
 		s.ts, s.streamed = ts, len(piece)
 		commit()
 		c.remember(s.ch, s.thread, ts, s.conv)
+		s.created(ts)
 		return nil
 	}
 	for {
@@ -270,8 +275,10 @@ func (s *stream) flushEdit(full string) error {
 		}
 		s.ts, s.lastShown = ts, m.text
 		c.remember(s.ch, s.thread, ts, s.conv)
+		s.created(ts)
 		return nil
 	}
+	s.stopStale(s.ctx)
 	if err := c.update(s.ctx, s.ch, s.ts, m, prioLow); err != nil {
 		return err
 	}
@@ -317,6 +324,7 @@ func (s *stream) Finish(ctx context.Context, final string) (_ []echogate.Message
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.flusherDone
+	s.stopStale(ctx)
 
 	c := s.c
 	if strings.TrimSpace(final) == "" {

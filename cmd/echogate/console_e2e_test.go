@@ -465,6 +465,8 @@ func TestMetricsMoveAfterConversation(t *testing.T) {
 		{"echogate_tool_calls_total", 1},
 		{"echogate_tool_duration_seconds", 1},
 		{"echogate_spend_usd_total", 3 * (1200*2.5 + 300*10) / 1e6 * 0.999},
+		{"echogate_stage_runs_total", 2 * 3}, // context, inference and response of each turn
+		{"echogate_stage_duration_seconds", 2 * 3},
 	}
 	// A turn is counted when it is recorded, which may be just after its done event reached the
 	// client: scrape until everything moved, within a deadline.
@@ -525,23 +527,31 @@ func TestGrafanaDashboardMetricsExist(t *testing.T) {
 	}
 	registered := map[string]bool{}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
-	m := reflect.ValueOf(*metrics.New())
-	for i := 0; i < m.NumField(); i++ {
-		if !m.Type().Field(i).IsExported() {
-			continue // label children of an exported vector
-		}
-		c, ok := m.Field(i).Interface().(prometheus.Collector)
-		if !ok || m.Type().Field(i).Name == "Registry" {
-			continue
-		}
-		descs := make(chan *prometheus.Desc, 16)
-		go func() { c.Describe(descs); close(descs) }()
-		for d := range descs {
-			if match := fqName.FindStringSubmatch(d.String()); match != nil {
-				registered[match[1]] = true
+	var collect func(m reflect.Value)
+	collect = func(m reflect.Value) {
+		for i := 0; i < m.NumField(); i++ {
+			f := m.Type().Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				collect(m.Field(i)) // a group of collectors embedded in Metrics
+				continue
+			}
+			if !f.IsExported() {
+				continue // label children of an exported vector
+			}
+			c, ok := m.Field(i).Interface().(prometheus.Collector)
+			if !ok || f.Name == "Registry" {
+				continue
+			}
+			descs := make(chan *prometheus.Desc, 16)
+			go func() { c.Describe(descs); close(descs) }()
+			for d := range descs {
+				if match := fqName.FindStringSubmatch(d.String()); match != nil {
+					registered[match[1]] = true
+				}
 			}
 		}
 	}
+	collect(reflect.ValueOf(*metrics.New()))
 	name := regexp.MustCompile(`echogate_[a-z_]+`)
 	queries := 0
 	for _, p := range dash.Panels {

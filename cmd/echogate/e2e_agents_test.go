@@ -6,8 +6,6 @@ package main
 // budget, /api/turns, and a SIGHUP reload.
 
 import (
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -195,18 +193,8 @@ func TestE2EAgentsAndAccessSlack(t *testing.T) {
 	if u := usage.ByAgent; u["support"].CostUSD < 1 || u["oncall"].InputTokens == 0 || u["support"].CostUSD > 1.01 {
 		t.Errorf("/api/usage by_agent = %+v, want support's $1 turn and oncall's tokens apart", u)
 	}
-	resp, err := http.Get(g.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, m := range []string{`echogate_access_refused_total{channel="slack",reason="user"} 2`, `echogate_access_refused_total{channel="slack",reason="channel"} 1`,
-		`echogate_agent_turns_total{agent="oncall",status="done"} 2`, `echogate_agent_spend_usd_total{agent="support"} 1`} {
-		if !strings.Contains(string(metrics), m) {
-			t.Errorf("/metrics lacks %s", m)
-		}
-	}
+	waitMetrics(t, g.base, `echogate_access_refused_total{channel="slack",reason="user"} 2`, `echogate_access_refused_total{channel="slack",reason="channel"} 1`,
+		`echogate_agent_turns_total{agent="oncall",status="done"} 2`, `echogate_agent_spend_usd_total{agent="support"} 1`)
 	var listed []map[string]any
 	getJSON(t, g.base+"/api/refusals", &listed)
 	if len(listed) != 3 {

@@ -739,3 +739,31 @@ func scanLines(s string, parts ...string) []string {
 	}
 	return out
 }
+
+// waitMetrics scrapes base's /metrics until it holds every line of want (a turn is counted once
+// its end is written, which may be just after its answer or done event reached the client),
+// within a deadline, and fails the test naming what is missing.
+func waitMetrics(t *testing.T, base string, want ...string) {
+	t.Helper()
+	var missing []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		missing = missing[:0]
+		for _, m := range want {
+			if !strings.Contains(string(body), m) {
+				missing = append(missing, m)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, m := range missing {
+		t.Errorf("/metrics lacks %s", m)
+	}
+}

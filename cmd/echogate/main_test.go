@@ -377,17 +377,8 @@ func TestServeWebChatStreamsAndShutsDown(t *testing.T) {
 		}
 	}
 
-	resp, err = http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, m := range []string{`echogate_turns_total{channel="web",status="done"} 2`, "echogate_turn_duration_seconds_bucket", "echogate_model_calls_total"} {
-		if !strings.Contains(string(metrics), m) {
-			t.Errorf("/metrics lacks %s", m)
-		}
-	}
+	waitMetrics(t, base, `echogate_turns_total{channel="web",status="done"} 2`, "echogate_turn_duration_seconds_bucket", "echogate_model_calls_total",
+		`echogate_stage_runs_total{agent="default",channel="web",outcome="ok",stage="inference"} 2`, "echogate_stage_duration_seconds_bucket")
 	_ = logs
 }
 

@@ -358,6 +358,13 @@ func (s *tracedStream) Append(ctx context.Context, delta string) error {
 	return err
 }
 
+// OnPost passes the pipeline's hook on to the channel's stream, when it reports its message.
+func (s *tracedStream) OnPost(fn func(echogate.MessageRef)) {
+	if pn, ok := s.inner.(echogate.PostNotifier); ok {
+		pn.OnPost(fn)
+	}
+}
+
 func (s *tracedStream) Finish(ctx context.Context, final string) ([]echogate.MessageRef, error) {
 	refs, err := s.inner.Finish(ctx, final)
 	s.once.Do(func() {

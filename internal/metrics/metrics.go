@@ -38,6 +38,7 @@ type Metrics struct {
 	HistoryReads     *prometheus.CounterVec // source: cache (only newer entries read) | store (whole window read)
 	AdapterPanics    *prometheus.CounterVec // channel, path: panics recovered in a platform adapter
 	agentCollectors
+	stageCollectors
 
 	historyCached, historyLoaded prometheus.Counter
 }
@@ -76,6 +77,7 @@ func New() *Metrics {
 		m.HistoryReads, m.AdapterPanics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerAgents(r)
+	m.registerStages(r)
 	return m
 }
 

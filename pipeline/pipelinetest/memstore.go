@@ -27,6 +27,7 @@ type MemStore struct {
 	usage    []echogate.UsageRecord
 	pending  map[echogate.SessionKey]echogate.PendingTurn
 	resumes  map[string]echogate.TurnResume // by turn
+	postings map[string]echogate.MessageRef // by turn
 }
 
 type memEvent struct {
@@ -38,6 +39,7 @@ type memEvent struct {
 // NewMemStore returns an empty store.
 func NewMemStore() *MemStore {
 	return &MemStore{
+		postings: map[string]echogate.MessageRef{},
 		events:   map[string]*memEvent{},
 		sessions: map[echogate.SessionKey]echogate.SessionInfo{},
 		messages: map[echogate.SessionKey][]echogate.StoredMessage{},

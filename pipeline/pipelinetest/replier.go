@@ -91,11 +91,15 @@ func (r *Replier) Events() []echogate.TurnEvent {
 // StreamingReplier is a Replier that also streams.
 type StreamingReplier struct{ *Replier }
 
-// StartStream opens a recorded stream.
+// StartStream opens a recorded stream. A stream that continues a message (out.Continues) is
+// recorded under that message's reference.
 func (r StreamingReplier) StartStream(ctx context.Context, out echogate.Outbound) (echogate.Stream, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ref := r.nextRef(out.Conversation)
+	ref := out.Continues
+	if ref.IsZero() {
+		ref = r.nextRef(out.Conversation)
+	}
 	r.posts = append(r.posts, Post{Ref: ref, Out: out, Streamed: true})
 	return &stream{r: r.Replier, idx: len(r.posts) - 1}, nil
 }
@@ -104,15 +108,26 @@ type stream struct {
 	r        *Replier
 	idx      int
 	finished bool
+	onPost   func(echogate.MessageRef)
 }
+
+// OnPost implements echogate.PostNotifier: fn is called at the first Append, as a platform
+// creates the message with the first text.
+func (s *stream) OnPost(fn func(echogate.MessageRef)) { s.onPost = fn }
 
 func (s *stream) Append(ctx context.Context, delta string) error {
 	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
 	if s.finished {
+		s.r.mu.Unlock()
 		return fmt.Errorf("stream finished")
 	}
 	s.r.posts[s.idx].Appended = append(s.r.posts[s.idx].Appended, delta)
+	ref, fn := s.r.posts[s.idx].Ref, s.onPost
+	s.onPost = nil
+	s.r.mu.Unlock()
+	if fn != nil {
+		fn(ref)
+	}
 	return nil
 }
 

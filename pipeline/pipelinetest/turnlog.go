@@ -100,3 +100,31 @@ func (s *MemStore) ReopenEvent(ctx context.Context, key string) error {
 	e.completed = false
 	return nil
 }
+
+// RecordPosting implements pipeline.TurnLog.
+func (s *MemStore) RecordPosting(ctx context.Context, turn string, ref echogate.MessageRef) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if turn == "" || ref.IsZero() {
+		return fmt.Errorf("memstore: record posting of turn %q: empty turn or message id", turn)
+	}
+	if _, ok := s.turns[turn]; !ok {
+		return notFound("turn", turn)
+	}
+	s.postings[turn] = ref
+	return nil
+}
+
+// GetPosting implements pipeline.TurnLog.
+func (s *MemStore) GetPosting(ctx context.Context, turn string) (echogate.MessageRef, error) {
+	if err := s.lock(ctx); err != nil {
+		return echogate.MessageRef{}, err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.turns[turn]; !ok {
+		return echogate.MessageRef{}, notFound("turn", turn)
+	}
+	return s.postings[turn], nil
+}

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"ResumeTurnOfRunningRecord", r.resumeTurnOfRunningRecord},
 		{"ReopenEvent", r.reopenEvent},
 		{"RecordToolRun", r.recordToolRun},
+		{"RecordPosting", r.recordPosting},
 		{"ResumeFollowsSession", r.resumeFollowsSession},
 		{"MessageRoundTrip", r.messageRoundTrip},
 		{"ConcurrentAppendDifferentSessions", r.concurrentAppendDifferentSessions},

@@ -41,6 +41,8 @@ type Store interface {
 	GetResume(ctx context.Context, eventKey string) (echogate.TurnResume, error)
 	RecordToolRun(ctx context.Context, turn, callID string, result []byte, at time.Time) error
 	FinishTurn(ctx context.Context, end echogate.TurnEnd) error
+	RecordPosting(ctx context.Context, turn string, ref echogate.MessageRef) error
+	GetPosting(ctx context.Context, turn string) (echogate.MessageRef, error)
 
 	// UsageStore
 	RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64, error)

@@ -193,7 +193,7 @@ func RunTurnLog(t *testing.T, open func(t *testing.T) Store) {
 	for name, fn := range map[string]func(t *testing.T, s Store, u uniq){
 		"FinishTurn": r.finishTurn, "ResumeTurn": r.resumeTurn, "ResumeTurnRace": r.resumeTurnRace,
 		"ResumeTurnOfRunningRecord": r.resumeTurnOfRunningRecord, "ReopenEvent": r.reopenEvent,
-		"RecordToolRun": r.recordToolRun, "ResumeFollowsSession": r.resumeFollowsSession,
+		"RecordToolRun": r.recordToolRun, "RecordPosting": r.recordPosting, "ResumeFollowsSession": r.resumeFollowsSession,
 	} {
 		t.Run(name, func(t *testing.T) { fn(t, r.open(t), uniq{prefix: "st-" + r.run + "-" + name + "-"}) })
 	}

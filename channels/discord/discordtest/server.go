@@ -848,6 +848,19 @@ func (s *Server) nonceWindow() time.Duration {
 	return 5 * time.Minute
 }
 
+// DeleteMessage deletes a message as a moderator would: later edits of it answer 404
+// Unknown Message. It reports whether the message existed.
+func (s *Server) DeleteMessage(id string) bool {
+	s.mu.Lock()
+	m, ok := s.messages[id]
+	if ok {
+		m.Deleted = true
+	}
+	s.mu.Unlock()
+	s.notify()
+	return ok
+}
+
 // ExpireNonces ends the nonce window of every message created so far: a create repeating one of
 // their nonces creates a new message, as on Discord minutes later.
 func (s *Server) ExpireNonces() {

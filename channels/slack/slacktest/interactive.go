@@ -23,6 +23,18 @@ type Response struct {
 	Text         string `json:"text"`
 }
 
+// Ephemeral is a message posted with chat.postEphemeral: visible only to User.
+type Ephemeral struct {
+	Channel, User, ThreadTS, Text string
+}
+
+// Ephemerals returns the ephemeral messages posted, in order.
+func (s *Server) Ephemerals() []Ephemeral {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Ephemeral(nil), s.ephemerals...)
+}
+
 // AddUser makes users.info know u.
 func (s *Server) AddUser(u User) {
 	s.mu.Lock()

@@ -114,12 +114,13 @@ type Server struct {
 	lastMicro int64
 	changed   chan struct{}
 
-	users     map[string]User   // users.info (interactive.go)
-	homeViews map[string]string // user → the home view last published (apphome.go)
-	responses []Response        // posts to response_urls
-	files     map[string]*File  // hosted files by id (files.go)
-	fileSeq   int
-	downloads map[string]int // file id → authorized downloads
+	users      map[string]User   // users.info (interactive.go)
+	homeViews  map[string]string // user → the home view last published (apphome.go)
+	responses  []Response        // posts to response_urls
+	ephemerals []Ephemeral       // chat.postEphemeral
+	files      map[string]*File  // hosted files by id (files.go)
+	fileSeq    int
+	downloads  map[string]int // file id → authorized downloads
 
 	conns    map[*wsConn]bool
 	connects int
@@ -523,12 +524,23 @@ func (s *Server) handle(method string, p map[string]string, token string) (int, 
 		if m == nil {
 			return fail("message_not_found")
 		}
+		if m.Streaming { // a native stream is changed only through its own methods until stopped
+			return fail("cant_update_message")
+		}
 		m.Text, m.Blocks = p["text"], p["blocks"]
 		if md := p["metadata"]; md != "" {
 			m.Metadata = json.RawMessage(md)
 		}
 		m.Updates++
 		return 200, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text}
+	case "chat.postEphemeral":
+		if p["channel"] == "" || p["user"] == "" {
+			return fail("channel_not_found")
+		}
+		e := Ephemeral{Channel: p["channel"], User: p["user"], ThreadTS: p["thread_ts"], Text: p["text"]}
+		s.ephemerals = append(s.ephemerals, e)
+		s.notifyLocked()
+		return 200, map[string]any{"ok": true, "message_ts": s.nextTSLocked()}
 	case "chat.delete":
 		m := s.findLocked(p["channel"], p["ts"])
 		if m == nil {
