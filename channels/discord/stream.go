@@ -41,7 +41,7 @@ func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (_ ech
 type streamMsg struct {
 	ref     echogate.MessageRef
 	content string
-	edited  time.Time // when it was last posted or edited (request start)
+	edited  time.Time // when it was last posted or edited (when the request returned, so the next edit arrives EditInterval after this one did)
 }
 
 type stream struct {
@@ -231,7 +231,6 @@ func (s *stream) sync(ctx context.Context, text string, final bool) (complete bo
 			} else if wait := due.Sub(c.clock.Now()); wait > 0 && !c.sleep(ctx, wait) {
 				return false, ctx.Err()
 			}
-			at := c.clock.Now()
 			ok, err := c.edit(ctx, p.ref, chunk, final)
 			if err != nil {
 				if final {
@@ -245,14 +244,15 @@ func (s *stream) sync(ctx context.Context, text string, final bool) (complete bo
 				complete = false
 				continue
 			}
-			p.content, p.edited = chunk, at
+			// Spaced from the request's end, not its start: Discord counts an edit when it
+			// arrives, and the next one must not arrive sooner than EditInterval after it.
+			p.content, p.edited = chunk, c.clock.Now()
 			continue
 		}
 		var reply *messageReference
 		if i == 0 {
 			reply = s.reply
 		}
-		at := c.clock.Now()
 		nonce := ""
 		if s.key != "" {
 			nonce = partNonce(s.key, i)
@@ -268,7 +268,7 @@ func (s *stream) sync(ctx context.Context, text string, final bool) (complete bo
 		if !ok {
 			return false, nil // keep parts in order: later parts wait for this one
 		}
-		s.posted = append(s.posted, streamMsg{ref: ref, content: chunk, edited: at})
+		s.posted = append(s.posted, streamMsg{ref: ref, content: chunk, edited: c.clock.Now()})
 		if i == 0 {
 			s.created(ref)
 		}
