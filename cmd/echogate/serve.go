@@ -89,7 +89,7 @@ func (g *gateway) serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (http.addr / ECHOGATE_HTTP_ADDR): %w", g.cfg.HTTP.Addr, err)
 	}
-	srv := &http.Server{Handler: g.routes(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+	srv := newHTTPServer(g.routes(), g.log)
 	names := make([]string, 0, len(g.channels))
 	for _, ch := range g.channels {
 		names = append(names, ch.Name())
@@ -272,4 +272,21 @@ func consoleURL(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// Timeouts of serve's HTTP server. A keep-alive connection that carries no request for
+// httpIdleTimeout is closed: each one holds a goroutine and its read and write buffers (~20 KB),
+// and a thousand clients that went quiet would otherwise keep theirs until they hang up. 30 s
+// is longer than a chat page's gap between a turn's end and the next POST in an active
+// conversation, and within common load balancers' idle timeouts (60 s), so they close first.
+// A streaming response (SSE) is not idle: the timeout applies only between requests.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpIdleTimeout       = 30 * time.Second
+)
+
+// newHTTPServer is serve's http.Server for h.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
