@@ -196,6 +196,9 @@ func (b *bench) afterLoad(idle memInfo, waits []time.Duration) error {
 			return err
 		}
 		fmt.Printf("  %s after load: %s (%.2f× idle RSS)\n", w, m, float64(m.rss)/float64(idle.rss))
+		if p, err := readMemParts(b.base, b.gw.pid()); err == nil {
+			fmt.Printf("    %s\n", p)
+		}
 	}
 	db := dirBytes(b.dataDir)
 	fmt.Printf("database: %s after %d turns, %.0f bytes per turn (data dir, WAL included)\n", mib(db), b.turns, float64(db)/float64(max(b.turns, 1)))
