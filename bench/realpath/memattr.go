@@ -16,8 +16,8 @@ import (
 // file-backed rest is mostly the binary's pages.
 type memParts struct {
 	heapLive, heapInuse, heapFree, stacks, runtime int64 // Go runtime, bytes
-	goroutines                                      int64
-	mem                                             memInfo
+	goroutines                                     int64
+	mem                                            memInfo
 }
 
 // readMemParts reads the gateway's /metrics and /proc status at about the same moment.
