@@ -65,6 +65,34 @@ func TestFollowUpRelease(t *testing.T) {
 	}
 }
 
+// TestSeveralFollowUps: follow-ups repeat every follow intervals, followUps times, while quiet.
+func TestSeveralFollowUps(t *testing.T) {
+	const mib = 1 << 20
+	quiet := func(n int) []uint64 { return make([]uint64, n) }
+	for name, tt := range map[string]struct {
+		allocs []uint64 // bytes allocated in each interval
+		want   []int    // intervals (1-based) that release
+	}{
+		"three after load":     {append([]uint64{100 * mib}, quiet(12)...), []int{2, 4, 6, 8}},
+		"load between two":     {append([]uint64{100 * mib, 0, 0, 0, 10 * mib}, quiet(6)...), []int{2, 4}},
+		"a new burst restarts": {append([]uint64{100 * mib, 0, 0, 0, 100 * mib}, quiet(8)...), []int{2, 4, 6, 8, 10, 12}},
+		"quiet never releases": {quiet(8), nil},
+	} {
+		w := watcher{quiet: 2 * mib, busy: 64 * mib, follow: 2, followUps: 3}
+		var total uint64
+		var got []int
+		for i, a := range tt.allocs {
+			total += a
+			if w.observe(total) {
+				got = append(got, i+1)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: releases after intervals %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
 // TestRunReleases: Run reads the counter on every tick and releases after a busy period.
 func TestRunReleases(t *testing.T) {
 	ticks := make(chan time.Time)
