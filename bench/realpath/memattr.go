@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 )
+
+var freshSessions = flag.Bool("fresh-sessions", false, "each throughput scenario uses new sessions (default: a repeated session count continues the same conversations)")
 
 // memParts attributes a gateway's resident memory: what the Go runtime says it holds (from its
 // /metrics) against what the kernel says is resident (/proc/PID/status). Anonymous memory the
