@@ -84,7 +84,7 @@ func run() error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log")}
+	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log"), extraEnv: extraGatewayEnv()}
 	gw, _, fresh, err := startGateway(ctx, opts)
 	if err != nil {
 		return err

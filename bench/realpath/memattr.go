@@ -10,6 +10,19 @@ import (
 	"time"
 )
 
+var gatewayEnv = flag.String("gateway-env", "", "comma list of KEY=VALUE added to the measured gateway's environment, e.g. GOMEMLIMIT=128MiB")
+
+// extraGatewayEnv is -gateway-env as a list.
+func extraGatewayEnv() []string {
+	var out []string
+	for _, kv := range strings.Split(*gatewayEnv, ",") {
+		if kv = strings.TrimSpace(kv); strings.Contains(kv, "=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 var freshSessions = flag.Bool("fresh-sessions", false, "each throughput scenario uses new sessions (default: a repeated session count continues the same conversations)")
 
 // memParts attributes a gateway's resident memory: what the Go runtime says it holds (from its
