@@ -74,8 +74,9 @@ func (c Config) withDefaults() Config {
 
 // Run watches until ctx ends and returns nil. Busy means at least BusyBytes were allocated
 // since the last release (over any number of intervals); the first quiet interval after that
-// releases, and each FollowUp after it (up to FollowUps) if every interval in between was
-// quiet. An idle process therefore pays for at most 1+FollowUps releases per busy period.
+// releases, and each FollowUp after it (up to FollowUps) at the first quiet interval once it is
+// due, unless an interval as busy as a whole busy period came in between. An idle process
+// therefore pays for at most 1+FollowUps releases per busy period.
 func Run(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
 	tick, stop := cfg.Tick(cfg.Every)
@@ -110,7 +111,9 @@ type watcher struct {
 }
 
 // observe takes the allocation counter at the end of an interval and reports whether to
-// release now.
+// release now. A follow-up that falls due in an interval that was not quiet waits for the next
+// quiet one (an owner releasing its state allocates a little too); an interval that allocated
+// BusyBytes on its own cancels the follow-ups (load is back: it ends with a release of its own).
 func (w *watcher) observe(allocated uint64) bool {
 	delta := allocated - w.last
 	w.last = allocated
@@ -120,22 +123,27 @@ func (w *watcher) observe(allocated uint64) bool {
 		w.countdown, w.left = w.follow, max(1, w.followUps)-1
 		return true
 	}
-	if w.countdown > 0 {
-		if delta >= w.quiet { // load is back: the next busy period releases
-			w.countdown, w.left = 0, 0
-			return false
-		}
-		w.countdown--
-		if w.countdown > 0 {
-			return false
-		}
-		if w.left > 0 {
-			w.countdown = w.follow
-			w.left--
-		}
-		return true
+	if w.countdown == 0 {
+		return false
 	}
-	return false
+	if delta >= w.busy {
+		w.countdown, w.left = 0, 0
+		return false
+	}
+	if w.countdown > 1 {
+		w.countdown--
+		return false
+	}
+	if delta >= w.quiet {
+		return false // due, but wait for a quiet interval
+	}
+	w.since = 0
+	w.countdown = 0
+	if w.left > 0 {
+		w.countdown = w.follow
+		w.left--
+	}
+	return true
 }
 
 func heapAllocs() uint64 {
