@@ -150,9 +150,10 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 }
 
 // Run starts the pipeline: it replays events that were accepted but not finished before a
-// restart, runs the approval-timeout janitor, and blocks until ctx ends. Then it stops accepting
-// events, lets running turns finish for up to Config.DrainTimeout, cancels the rest, and returns
-// after every goroutine it started has exited.
+// restart, runs the approval-timeout janitor and the release of idle sessions' state (idle.go),
+// and blocks until ctx ends. Then it stops accepting events, lets running turns finish for up
+// to Config.DrainTimeout, cancels the rest, and returns after every goroutine it started has
+// exited.
 func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.state.CompareAndSwap(stateNew, stateRunning) {
 		return errors.New("pipeline: Run called twice")
@@ -180,6 +181,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.stops != nil {
 		jwg.Go(func() { p.watchStops(ctx) })
 	}
+	jwg.Go(func() { p.releaseIdle(ctx) })
 	<-ctx.Done()
 	jwg.Wait()
 	p.shutdown()

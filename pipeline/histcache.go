@@ -5,6 +5,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/echogate/echogate"
 )
@@ -21,10 +22,13 @@ import (
 // appended more to than the window holds) is reloaded with History, never served stale.
 //
 // Bounded by bytes (an estimate of the messages' size), least recently used first out; 16
-// shards, each with its own lock and budget, so sessions never contend on one lock.
+// shards, each with its own lock and budget, so sessions never contend on one lock. Idle
+// sessions' entries are released (sweep): the cache serves a conversation's consecutive
+// turns, and a session that went quiet is read from the store again when it comes back.
 type historyCache struct {
 	seed   maphash.Seed
 	window int // entries kept per session
+	epoch  atomic.Uint64
 	shards [histShards]histShard
 }
 
@@ -46,6 +50,7 @@ type histEntry struct {
 	key   echogate.SessionKey
 	msgs  []echogate.StoredMessage // never modified in place: replaced whole
 	bytes int
+	used  uint64 // the cache's epoch when the entry was last read or written
 }
 
 func newHistoryCache(window int) *historyCache {
@@ -71,7 +76,45 @@ func (c *historyCache) get(key echogate.SessionKey) []echogate.StoredMessage {
 		return nil
 	}
 	sh.lru.MoveToFront(el)
-	return el.Value.(*histEntry).msgs
+	e := el.Value.(*histEntry)
+	e.used = c.epoch.Load()
+	return e.msgs
+}
+
+// sweep drops the entries that were neither read nor written since the previous sweep and
+// returns how many. Called every interval d, it releases a session's entry d to 2d after its
+// last turn. Entries are ordered by use within a shard, so a sweep visits only what it drops
+// (and one more per shard).
+func (c *historyCache) sweep() int {
+	prev := c.epoch.Add(1) - 1
+	n := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for el := sh.lru.Back(); el != nil; el = sh.lru.Back() {
+			e := el.Value.(*histEntry)
+			if e.used >= prev {
+				break
+			}
+			sh.lru.Remove(el)
+			delete(sh.m, e.key)
+			sh.bytes -= e.bytes
+			n++
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// len returns the number of cached sessions.
+func (c *historyCache) len() int {
+	n := 0
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+		n += len(c.shards[i].m)
+		c.shards[i].mu.Unlock()
+	}
+	return n
 }
 
 // put replaces key's entries with the last c.window of msgs, then evicts the least recently
@@ -92,7 +135,7 @@ func (c *historyCache) put(key echogate.SessionKey, msgs []echogate.StoredMessag
 	if len(msgs) == 0 {
 		return
 	}
-	e := &histEntry{key: key, msgs: msgs, bytes: storedSize(msgs)}
+	e := &histEntry{key: key, msgs: msgs, bytes: storedSize(msgs), used: c.epoch.Load()}
 	if e.bytes > histCacheBytes/histShards {
 		return // one transcript larger than a shard's budget: read it each time
 	}

@@ -82,3 +82,29 @@ func (s *sessionMarks) forget(key echogate.SessionKey) {
 	delete(sh.m, key)
 	sh.mu.Unlock()
 }
+
+// sweep drops the marks older than sessionTouchEvery at now: they no longer spare a write, and
+// an idle session should hold nothing here.
+func (s *sessionMarks) sweep(now time.Time) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, at := range sh.m {
+			if now.Sub(at) >= sessionTouchEvery {
+				delete(sh.m, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// len returns the number of marks.
+func (s *sessionMarks) len() int {
+	n := 0
+	for i := range s.shards {
+		s.shards[i].mu.Lock()
+		n += len(s.shards[i].m)
+		s.shards[i].mu.Unlock()
+	}
+	return n
+}

@@ -84,7 +84,7 @@ func run() error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log")}
+	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log"), extraEnv: extraGatewayEnv()}
 	gw, _, fresh, err := startGateway(ctx, opts)
 	if err != nil {
 		return err
@@ -109,7 +109,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("idle VmRSS / RssAnon (web only): %s\n\n", idle)
+	fmt.Printf("idle VmRSS / RssAnon (web only): %s\n", idle)
+	if p, err := readMemParts(base, gw.pid()); err == nil {
+		fmt.Printf("  %s\n", p)
+	}
+	if p, err := idleWithPlatforms(ctx, opts, 2*time.Second); err != nil {
+		return err
+	} else {
+		fmt.Printf("idle VmRSS / RssAnon (web + Slack + Discord connected to the fakes): %s\n  %s\n\n", p.mem, p)
+	}
 
 	b := &bench{ctx: ctx, base: base, modelURL: modelURL, gw: gw, model: model, dataDir: dataDir}
 	if err := b.overheads(); err != nil {

@@ -19,6 +19,7 @@ type bench struct {
 	dataDir        string
 	turns          int64 // turns done so far, for the database bytes per turn
 	peak           memInfo
+	rounds         int // throughput scenarios run so far
 }
 
 // overheads runs the instant-model scenarios: plain turns and one-tool turns, one session.
@@ -87,6 +88,8 @@ func (b *bench) throughputs(counts []int) error {
 }
 
 func (b *bench) throughput(sessions int) error {
+	b.rounds++
+	round := b.rounds
 	c := newClient(sessions)
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
@@ -105,6 +108,9 @@ func (b *bench) throughput(sessions int) error {
 			// Sessions join spread over one model latency, as users would.
 			time.Sleep(*modelLatency * time.Duration(i) / time.Duration(sessions))
 			session := fmt.Sprintf("t%d-%d", sessions, i)
+			if *freshSessions {
+				session = fmt.Sprintf("t%d-r%d-%d", sessions, round, i)
+			}
 			for n := 0; ctx.Err() == nil; n++ {
 				d, err := chatTurn(ctx, c, b.base, session, fmt.Sprintf("%smessage %d", slowPrefix, n))
 				if err != nil {
@@ -153,6 +159,9 @@ func (b *bench) throughput(sessions int) error {
 		others = (other1 - other0) / time.Duration(n)
 	}
 	fmt.Printf("%10d %10d %10.0f %10.0f %11.1f%% %12s %12s %14s %22s\n", sessions, n, rate, ideal, 100*rate/ideal, ms(pct(lat, 99)), ms(perTurn), ms(others), peak)
+	if p, err := readMemParts(b.base, b.gw.pid()); err == nil {
+		fmt.Printf("%10s at the end: %s\n", "", p)
+	}
 	return nil
 }
 
@@ -196,6 +205,9 @@ func (b *bench) afterLoad(idle memInfo, waits []time.Duration) error {
 			return err
 		}
 		fmt.Printf("  %s after load: %s (%.2f× idle RSS)\n", w, m, float64(m.rss)/float64(idle.rss))
+		if p, err := readMemParts(b.base, b.gw.pid()); err == nil {
+			fmt.Printf("    %s\n", p)
+		}
 	}
 	db := dirBytes(b.dataDir)
 	fmt.Printf("database: %s after %d turns, %.0f bytes per turn (data dir, WAL included)\n", mib(db), b.turns, float64(db)/float64(max(b.turns, 1)))

@@ -71,6 +71,7 @@ type Config struct {
 	Tracing    TracingConf         `yaml:"tracing"`
 	Files      FilesConf           `yaml:"files"`   // chat attachments (files_wiring.go)
 	Storage    StorageConf         `yaml:"storage"` // durability and retention (storage_wiring.go)
+	Runtime    RuntimeConf         `yaml:"runtime"` // Go runtime of serve (runtime_wiring.go)
 	// Access and Agents: who may use the gateway, and a profile per place (agents_config.go).
 	Access AccessConf         `yaml:"access"`
 	Agents []AgentProfileConf `yaml:"agents"`
@@ -86,6 +87,10 @@ type HTTPConfig struct {
 	// loopback names): the names a reverse proxy or users reach it by. "*.example.com" matches
 	// subdomains. Other names get 421, which stops DNS rebinding.
 	AllowedHosts []string `yaml:"allowed_hosts" env:"ECHOGATE_HTTP_ALLOWED_HOSTS"`
+	// IdleTimeout closes a keep-alive connection that carried no request for that long
+	// (default 30s). Behind a proxy that reuses idle connections to the gateway, set it above
+	// the proxy's own idle timeout (AWS ALB: 60s), so the proxy always closes first.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 }
 
 type DatabaseConfig struct {

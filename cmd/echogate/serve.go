@@ -41,6 +41,7 @@ func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []
 			fmt.Fprintln(e.stderr, "echogate serve:", err)
 		}
 	}()
+	applyRuntime(cfg.Runtime, log)
 	g, err := newGateway(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate serve:", err)
@@ -89,7 +90,7 @@ func (g *gateway) serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (http.addr / ECHOGATE_HTTP_ADDR): %w", g.cfg.HTTP.Addr, err)
 	}
-	srv := &http.Server{Handler: g.routes(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)}
+	srv := newHTTPServer(g.routes(), time.Duration(g.cfg.HTTP.IdleTimeout), g.log)
 	names := make([]string, 0, len(g.channels))
 	for _, ch := range g.channels {
 		names = append(names, ch.Name())
@@ -272,4 +273,24 @@ func consoleURL(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// Timeouts of serve's HTTP server. A keep-alive connection that carries no request for the
+// idle timeout (http.idle_timeout) is closed: each one holds a goroutine and its read and
+// write buffers (~20 KB), and a thousand clients that went quiet would otherwise keep theirs
+// until they hang up. The default is longer than a chat page's gap between a turn's end and
+// its next POST in an active conversation. A streaming response (SSE) is not idle: the
+// timeout applies only between requests.
+const (
+	httpReadHeaderTimeout  = 10 * time.Second
+	defaultHTTPIdleTimeout = 30 * time.Second
+)
+
+// newHTTPServer is serve's http.Server for h; idle 0 means defaultHTTPIdleTimeout.
+func newHTTPServer(h http.Handler, idle time.Duration, log *slog.Logger) *http.Server {
+	if idle <= 0 {
+		idle = defaultHTTPIdleTimeout
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: idle,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }

@@ -3,9 +3,10 @@
 // background scavenger), and a heap that stops allocating is not collected again for up to two
 // minutes: a gateway that served a thousand sessions kept hundreds of MiB resident long after
 // the last turn. Run watches the allocation rate and, when a busy period has ended, collects and
-// releases the free pages once, and once more FollowUp later if the process stayed quiet: state
-// that owners give back on their own timers shortly after load (the web channel's replay
-// buffers, after their grace period) is freed only after the first release.
+// releases the free pages once, then again every FollowUp, FollowUps times, while the process
+// stays quiet: state that owners give back on their own timers shortly after load (idle
+// keep-alive connections, the web channel's replay buffers after their grace period, the
+// pipeline's idle sessions' caches) is freed only after the first release.
 package memtrim
 
 import (
@@ -24,9 +25,12 @@ type Config struct {
 	// BusyBytes: an interval that allocated more is busy; a quiet interval after a busy one
 	// releases memory. Default 64 MiB.
 	BusyBytes uint64
-	// FollowUp is how long after a release a second one follows while the process stays quiet.
-	// Default 30s; a negative value turns it off.
+	// FollowUp is how long after a release the next one follows while the process stays
+	// quiet. Default 20s; a negative value turns follow-ups off.
 	FollowUp time.Duration
+	// FollowUps is how many follow-up releases a busy period gets at most. Default 3: the
+	// last comes about a minute after the load, once the gateway's idle timers (30 s) fired.
+	FollowUps int
 	// Allocated returns the bytes allocated since start; default runtime/metrics'
 	// /gc/heap/allocs:bytes.
 	Allocated func() uint64
@@ -48,7 +52,10 @@ func (c Config) withDefaults() Config {
 		c.BusyBytes = 64 << 20
 	}
 	if c.FollowUp == 0 {
-		c.FollowUp = 30 * time.Second
+		c.FollowUp = 20 * time.Second
+	}
+	if c.FollowUps <= 0 {
+		c.FollowUps = 3
 	}
 	if c.Allocated == nil {
 		c.Allocated = heapAllocs
@@ -67,8 +74,9 @@ func (c Config) withDefaults() Config {
 
 // Run watches until ctx ends and returns nil. Busy means at least BusyBytes were allocated
 // since the last release (over any number of intervals); the first quiet interval after that
-// releases, and the FollowUp after it if every interval in between was quiet. An idle process
-// therefore pays for at most two releases per busy period.
+// releases, and each FollowUp after it (up to FollowUps) at the first quiet interval once it is
+// due, unless an interval as busy as a whole busy period came in between. An idle process
+// therefore pays for at most 1+FollowUps releases per busy period.
 func Run(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
 	tick, stop := cfg.Tick(cfg.Every)
@@ -76,6 +84,7 @@ func Run(ctx context.Context, cfg Config) error {
 	w := watcher{quiet: cfg.QuietBytes, busy: cfg.BusyBytes, last: cfg.Allocated()}
 	if cfg.FollowUp > 0 {
 		w.follow = max(1, int(cfg.FollowUp/cfg.Every))
+		w.followUps = cfg.FollowUps
 	}
 	for {
 		select {
@@ -96,29 +105,45 @@ type watcher struct {
 	last        uint64 // the allocation counter at the previous interval
 	since       uint64 // bytes allocated since the last release
 	follow      int    // intervals from a release to its follow-up; 0: none
+	followUps   int    // follow-ups per busy period (0 means 1 when follow is set)
 	countdown   int    // intervals left until the pending follow-up; 0: none pending
+	left        int    // follow-ups left after the pending one
 }
 
 // observe takes the allocation counter at the end of an interval and reports whether to
-// release now.
+// release now. A follow-up that falls due in an interval that was not quiet waits for the next
+// quiet one (an owner releasing its state allocates a little too); an interval that allocated
+// BusyBytes on its own cancels the follow-ups (load is back: it ends with a release of its own).
 func (w *watcher) observe(allocated uint64) bool {
 	delta := allocated - w.last
 	w.last = allocated
 	w.since += delta
 	if delta < w.quiet && w.since >= w.busy {
 		w.since = 0
-		w.countdown = w.follow
+		w.countdown, w.left = w.follow, max(1, w.followUps)-1
 		return true
 	}
-	if w.countdown > 0 {
-		if delta >= w.quiet { // load is back: the next busy period releases
-			w.countdown = 0
-			return false
-		}
-		w.countdown--
-		return w.countdown == 0
+	if w.countdown == 0 {
+		return false
 	}
-	return false
+	if delta >= w.busy {
+		w.countdown, w.left = 0, 0
+		return false
+	}
+	if w.countdown > 1 {
+		w.countdown--
+		return false
+	}
+	if delta >= w.quiet {
+		return false // due, but wait for a quiet interval
+	}
+	w.since = 0
+	w.countdown = 0
+	if w.left > 0 {
+		w.countdown = w.follow
+		w.left--
+	}
+	return true
 }
 
 func heapAllocs() uint64 {

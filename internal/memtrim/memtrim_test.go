@@ -37,20 +37,51 @@ func TestReleasesOnceAfterBusy(t *testing.T) {
 	}
 }
 
-// TestFollowUpRelease: a second release follows the first after follow quiet intervals, and
-// load in between cancels it.
+// TestFollowUpRelease: a second release follows the first after follow intervals, at the first
+// quiet one; an interval as busy as a busy period cancels it.
 func TestFollowUpRelease(t *testing.T) {
 	const mib = 1 << 20
 	for name, tt := range map[string]struct {
 		allocs []uint64 // bytes allocated in each interval
 		want   []int    // intervals (1-based) that release
 	}{
-		"quiet after load":       {[]uint64{100 * mib, 0, 0, 0, 0, 0}, []int{2, 5}},
-		"load before follow-up":  {[]uint64{100 * mib, 0, 10 * mib, 0, 0, 0}, []int{2}},
-		"new burst after cancel": {[]uint64{100 * mib, 0, 70 * mib, 0, 0, 0, 0}, []int{2, 4, 7}},
-		"idle":                   {[]uint64{0, 0, 0, 0}, nil},
+		"quiet after load":            {[]uint64{100 * mib, 0, 0, 0, 0, 0}, []int{2, 5}},
+		"light load before follow-up": {[]uint64{100 * mib, 0, 10 * mib, 0, 0, 0}, []int{2, 5}},
+		"due while not quiet":         {[]uint64{100 * mib, 0, 0, 10 * mib, 0, 0}, []int{2, 5}},
+		"busy load cancels":           {[]uint64{100 * mib, 0, 64 * mib, 1 * mib, 1 * mib}, []int{2, 4}},
+		"new burst after cancel":      {[]uint64{100 * mib, 0, 70 * mib, 0, 0, 0, 0}, []int{2, 4, 7}},
+		"idle":                        {[]uint64{0, 0, 0, 0}, nil},
 	} {
 		w := watcher{quiet: 2 * mib, busy: 64 * mib, follow: 3}
+		var total uint64
+		var got []int
+		for i, a := range tt.allocs {
+			total += a
+			if w.observe(total) {
+				got = append(got, i+1)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: releases after intervals %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
+// TestSeveralFollowUps: follow-ups repeat every follow intervals, followUps times, while quiet.
+func TestSeveralFollowUps(t *testing.T) {
+	const mib = 1 << 20
+	quiet := func(n int) []uint64 { return make([]uint64, n) }
+	for name, tt := range map[string]struct {
+		allocs []uint64 // bytes allocated in each interval
+		want   []int    // intervals (1-based) that release
+	}{
+		"three after load":     {append([]uint64{100 * mib}, quiet(12)...), []int{2, 4, 6, 8}},
+		"light load between":   {append([]uint64{100 * mib, 0, 0, 0, 10 * mib}, quiet(6)...), []int{2, 4, 6, 8}},
+		"due while not quiet":  {append([]uint64{100 * mib, 0, 0, 10 * mib}, quiet(8)...), []int{2, 5, 7, 9}},
+		"a new burst restarts": {append([]uint64{100 * mib, 0, 0, 0, 100 * mib}, quiet(8)...), []int{2, 4, 6, 8, 10, 12}},
+		"quiet never releases": {quiet(8), nil},
+	} {
+		w := watcher{quiet: 2 * mib, busy: 64 * mib, follow: 2, followUps: 3}
 		var total uint64
 		var got []int
 		for i, a := range tt.allocs {

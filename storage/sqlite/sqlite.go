@@ -176,6 +176,19 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 // Path returns the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
 
+// Page cache bounds per connection, KiB. SQLite's pages live in the C heap of the embedded
+// library (modernc.org/libc), outside the Go heap: every connection's cache fills up to its
+// bound under load and stays full while the connection is open, so the sum (two writers, the
+// readers, two checkpointers) is resident memory the process never returns. Misses are
+// reads of the file through the OS page cache.
+const (
+	writerCacheKiB = 2048
+	readerCacheKiB = 1024
+	// readerIdleTime closes a read connection unused for that long, and with it its cache
+	// and prepared statements: after a burst the pool shrinks back to what the traffic uses.
+	readerIdleTime = 30 * time.Second
+)
+
 // Connection roles, for dsn.
 const (
 	roleWriter = iota
@@ -196,24 +209,25 @@ func (s *Store) dsn(path string, role int) string {
 	case roleWriter:
 		// WAL: readers never block the writer, nor the writer the readers. IMMEDIATE: a write
 		// transaction takes the write lock at BEGIN, so it cannot fail half-way on a lock
-		// upgrade when another process writes. A 16 MiB page cache keeps hot index pages in
-		// memory. Checkpoints run on the checkpointer's connection (checkpointer.go); SQLite's
+		// upgrade when another process writes. The page cache (writerCacheKiB) keeps the hot
+		// right-hand edges of the tables and indexes a turn appends to. Checkpoints run on the checkpointer's connection (checkpointer.go); SQLite's
 		// own auto-checkpoint stays as a backstop at twice the size the writer restarts the log.
 		// Statement journals (savepoints of a group commit that had a failing call) stay in
 		// memory.
-		q = append(q, "_journal_mode=WAL", "_txlock=immediate", "_pragma=cache_size(-16000)",
+		q = append(q, "_journal_mode=WAL", "_txlock=immediate", "_pragma=cache_size(-"+strconv.Itoa(writerCacheKiB)+")",
 			"_pragma=wal_autocheckpoint("+strconv.Itoa(2*restartFrames)+")", "_pragma=temp_store(MEMORY)")
 	case roleReader:
 		// Readers map the file (up to 256 MiB of address space, shared page cache, nothing
 		// copied): exact vector scans of the knowledge base read every embedding, and mmap
 		// halves their time (bench/vectors, 10k × 1536: p50 54 ms → 27 ms).
-		q = append(q, "_query_only=1", "_pragma=mmap_size(268435456)")
+		// Their page cache holds what the mapping cannot serve: pages newer in the WAL.
+		q = append(q, "_query_only=1", "_pragma=mmap_size(268435456)", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
 	case roleLogReader:
 		// The event log is read by point lookups and a rare sweep: no mapping (SQLite drops
 		// a mapping whenever another connection committed, which here is all the time).
-		q = append(q, "_query_only=1")
+		q = append(q, "_query_only=1", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
 	case roleCheckpointer:
-		q = append(q, "_pragma=wal_autocheckpoint(0)")
+		q = append(q, "_pragma=wal_autocheckpoint(0)", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
 	}
 	return path + "?" + strings.Join(q, "&")
 }
@@ -286,7 +300,7 @@ func (s *Store) openDB(ctx context.Context, path string, readRole, readConns int
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
 	r.SetConnMaxLifetime(0)
-	r.SetConnMaxIdleTime(5 * time.Minute)
+	r.SetConnMaxIdleTime(readerIdleTime)
 	if err := r.PingContext(ctx); err != nil {
 		_ = r.Close()
 		_ = conn.Close()

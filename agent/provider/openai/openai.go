@@ -185,11 +185,17 @@ func New(cfg Config, log *slog.Logger) (*Provider, error) {
 // paid a new TCP (and TLS) handshake.
 const maxIdleConns = 1024
 
+// idleConnTimeout closes a connection to the endpoint that carried no call for this long (the
+// default transport keeps one 90 s): after a burst of concurrent turns each idle connection
+// still holds two goroutines and its buffers. Turns of an active conversation come sooner.
+const idleConnTimeout = 30 * time.Second
+
 // newTransport is http.DefaultTransport with enough idle connections for concurrent sessions.
 func newTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = maxIdleConns
 	tr.MaxIdleConnsPerHost = maxIdleConns
+	tr.IdleConnTimeout = idleConnTimeout
 	return tr
 }
 
