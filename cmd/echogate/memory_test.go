@@ -275,11 +275,53 @@ func openTestMemKB(t *testing.T, cfgPath string, fake *agenttest.FakeOpenAI, clo
 }
 
 // TestEmbeddingOutageKeywordOnly: after three failed embedding calls the breaker opens and
-// retrieval runs keyword-only (the section still arrives, no request is sent); after the
-// cool-down a probe closes it and vectors are used again.
+// retrieval runs keyword-only (the section still arrives, no request is sent). The cool-down is
+// a minute, longer than the test, so the breaker cannot half-open under it whatever the load:
+// gobreaker's timer is wall time. TestEmbeddingBreakerRecovers covers the probe after it.
 func TestEmbeddingOutageKeywordOnly(t *testing.T) {
+	fake, k, q, keywordOnly := embeddingOutage(t, time.Minute)
+	if got := k.emb.State(); got != "open" {
+		t.Fatalf("breaker state after 3 failures = %s, want open", got)
+	}
+	n := len(fake.EmbeddingRequests())
+	if text := embedSection(t, k, q, 3); !strings.Contains(text, "zypper install") {
+		t.Errorf("keyword-only ContextSection lacks the passage:\n%s", text)
+	}
+	if got := len(fake.EmbeddingRequests()); got != n {
+		t.Errorf("open breaker still sent %d embedding requests, want 0", got-n)
+	}
+	if *keywordOnly != 4 {
+		t.Errorf("keyword-only searches counted = %d, want 4", *keywordOnly)
+	}
+}
+
+// TestEmbeddingBreakerRecovers: after the cool-down the probe succeeds, the breaker closes and
+// vectors are used again.
+func TestEmbeddingBreakerRecovers(t *testing.T) {
+	fake, k, q, keywordOnly := embeddingOutage(t, 50*time.Millisecond)
+	n := len(fake.EmbeddingRequests())
+	for k.emb.State() == "open" {
+		time.Sleep(10 * time.Millisecond) // the cool-down is gobreaker's wall-time timer
+	}
+	q.Text = "rollback dashboard button" // not cached
+	embedSection(t, k, q, 4)
+	if got := k.emb.State(); got != "closed" {
+		t.Errorf("breaker state after a successful probe = %s, want closed", got)
+	}
+	if got := len(fake.EmbeddingRequests()); got != n+1 {
+		t.Errorf("embedding requests after recovery = %d, want %d (vectors used again)", got, n+1)
+	}
+	if *keywordOnly != 3 {
+		t.Errorf("keyword-only searches after recovery = %d, want still 3", *keywordOnly)
+	}
+}
+
+// embeddingOutage opens a knowledge base whose embedding breaker has the given cool-down and
+// makes three embedding calls fail: each section still carries the keyword hit.
+func embeddingOutage(t *testing.T, coolDown time.Duration) (*agenttest.FakeOpenAI, *memkb, echogate.ContextQuery, *int) {
+	t.Helper()
 	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{EmbeddingDims: testDims})
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	dir := t.TempDir()
 	cfg := memConfig(t, dir, fake.URL(), "", "")
 	kb := writeCorpus(t, dir)
@@ -287,56 +329,25 @@ func TestEmbeddingOutageKeywordOnly(t *testing.T) {
 		t.Fatalf("knowledge add = %d %q %s", code, out, errb)
 	}
 	clock := &fakeClock{now: time.Now()}
-	var keywordOnly int
-	k, _ := openTestMemKB(t, cfg, fake, clock, 200*time.Millisecond, func() { keywordOnly++ })
+	keywordOnly := new(int)
+	k, _ := openTestMemKB(t, cfg, fake, clock, coolDown, func() { *keywordOnly++ })
 	q := echogate.ContextQuery{Session: "web:s", UserID: "console:alice", Channel: "web:s", Text: "how do I install frobnicator on linux", Budget: 1000}
-	ctx := context.Background()
-
-	section := func(i int) string {
-		t.Helper()
-		_, text, err := k.kb.ContextSection(ctx, q)
-		if err != nil {
-			t.Fatalf("ContextSection %d = %v, want the turn to go on", i, err)
-		}
-		return text
-	}
 	fake.EnqueueEmbedding(agenttest.StatusAnswer(500), agenttest.StatusAnswer(500), agenttest.StatusAnswer(500))
 	for i := range 3 {
-		if text := section(i); !strings.Contains(text, "zypper install") {
+		if text := embedSection(t, k, q, i); !strings.Contains(text, "zypper install") {
 			t.Errorf("ContextSection during failure %d lacks the keyword hit:\n%s", i, text)
 		}
 	}
-	if got := k.emb.State(); got != "open" {
-		t.Fatalf("breaker state after 3 failures = %s, want open", got)
+	return fake, k, q, keywordOnly
+}
+
+func embedSection(t *testing.T, k *memkb, q echogate.ContextQuery, i int) string {
+	t.Helper()
+	_, text, err := k.kb.ContextSection(context.Background(), q)
+	if err != nil {
+		t.Fatalf("ContextSection %d = %v, want the turn to go on", i, err)
 	}
-	n := len(fake.EmbeddingRequests())
-	if text := section(3); !strings.Contains(text, "zypper install") {
-		t.Errorf("keyword-only ContextSection lacks the passage:\n%s", text)
-	}
-	if got := len(fake.EmbeddingRequests()); got != n {
-		t.Errorf("open breaker still sent %d embedding requests, want 0", got-n)
-	}
-	if keywordOnly != 4 {
-		t.Errorf("keyword-only searches counted = %d, want 4", keywordOnly)
-	}
-	// Recovery: after the cool-down the probe succeeds and vectors are used again.
-	deadline := time.Now().Add(5 * time.Second)
-	for k.emb.State() == "open" && time.Now().Before(deadline) {
-		select {
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	q.Text = "rollback dashboard button" // not cached
-	section(4)
-	if got := k.emb.State(); got != "closed" {
-		t.Errorf("breaker state after a successful probe = %s, want closed", got)
-	}
-	if got := len(fake.EmbeddingRequests()); got != n+1 {
-		t.Errorf("embedding requests after recovery = %d, want %d (vectors used again)", got, n+1)
-	}
-	if keywordOnly != 4 {
-		t.Errorf("keyword-only searches after recovery = %d, want still 4", keywordOnly)
-	}
+	return text
 }
 
 // extractionResponder answers the consolidation model's requests: a fact about the editor in
