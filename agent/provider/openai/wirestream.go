@@ -35,6 +35,7 @@ type chatStream struct {
 	errs  bytes.Buffer // non-data lines: an error object split over lines, or noise
 	lines int
 	done  bool
+	prev  goopenai.ChatCompletionStreamResponse // the last chunk: its strings are reused
 }
 
 // openStream sends a streaming chat request with body to the endpoint.
@@ -99,7 +100,8 @@ func (s *chatStream) Recv() (goopenai.ChatCompletionStreamResponse, error) {
 	if err != nil {
 		return chunk, err
 	}
-	err = json.Unmarshal(data, &chunk)
+	err = decodeChunk(data, &chunk, &s.prev)
+	s.prev = chunk
 	return chunk, err
 }
 
