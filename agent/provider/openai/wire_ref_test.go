@@ -3,10 +3,14 @@ package openai
 import (
 	"encoding/json"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
 )
 
 // marshalChat is the reflective encoding encodeChat must equal: json.Marshal of the wire structs,
@@ -143,4 +147,52 @@ func FuzzEncodeChat(f *testing.F) {
 			t.Fatalf("encodeChat =\n%s\nwant\n%s", got, want)
 		}
 	})
+}
+
+// TestRequestBuildingAllocations guards the per-call allocations of building a plain chat
+// body from a 40-message history: the body and the pooled slice's header, not the converted
+// history (an eighth of a turn's bytes) nor encoding/json's buffers.
+func TestRequestBuildingAllocations(t *testing.T) {
+	p, err := New(Config{BaseURL: "http://127.0.0.1:1/v1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := agent.Request{Model: "gpt-4o-mini", Messages: []echogate.Message{{Role: echogate.RoleSystem, Content: "You are echogate."}}}
+	for i := range 40 {
+		role := echogate.RoleUser
+		if i%2 == 1 {
+			role = echogate.RoleAssistant
+		}
+		req.Messages = append(req.Messages, echogate.Message{Role: role, Content: "message text"})
+	}
+	build := func() {
+		creq, err := p.chatRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.encodeChat(creq, "eg-1"); err != nil {
+			t.Fatal(err)
+		}
+		putMessages(creq.Messages)
+	}
+	build()
+	if n := testing.AllocsPerRun(50, build); n > 3 {
+		t.Errorf("building a 41-message request: %v allocations, want ≤ 3", n)
+	}
+	// Bytes, since a slice per call would be one allocation too: about the body alone (a
+	// collection in between may empty the pool once).
+	if raceEnabled {
+		return // the pool drops items at random under the race detector
+	}
+	creq, _ := p.chatRequest(req)
+	body, _ := p.encodeChat(creq, "eg-1")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 200 {
+		build()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 200; per > uint64(cap(body))+1024 {
+		t.Errorf("building a 41-message request: %d bytes allocated per call, want about the body's %d", per, cap(body))
+	}
 }
