@@ -48,7 +48,7 @@ var (
 	traceFile    = flag.String("trace", "", "write an execution trace of one second of the largest throughput scenario")
 	sessionsFlag = flag.String("sessions", "1,100,1000", "concurrent sessions of the throughput scenarios")
 	pgSessions   = flag.String("pg-sessions", "1,100", "concurrent sessions of the PostgreSQL throughput scenarios (DATABASE_URL set); each running turn holds a session-lock connection")
-	pgLockConns  = flag.Int("pg-lock-conns", postgres.DefaultMaxLockConns, "session-lock connections of the PostgreSQL store (at most this many turns run at once); default: what echogate serve runs with")
+	pgLockConns  = flag.Int("pg-lock-conns", postgres.DefaultMaxLockConns, "connections the PostgreSQL store's session locks are multiplexed over; default: what echogate serve runs with")
 )
 
 func main() {
@@ -75,8 +75,8 @@ func main() {
 		}
 	}
 	if pgURL = os.Getenv("DATABASE_URL"); pgURL != "" && !*memStore {
-		fmt.Printf("\nthroughput: model answers in %s, no tools, store on PostgreSQL (DATABASE_URL, a schema of its own; replicas mode: session locks, turn record and question written before the model call); %d session-lock connections, so at most %d turns at once (ceiling %.0f turns/s)\n",
-			*latency, *pgLockConns, *pgLockConns, float64(*pgLockConns)/latency.Seconds())
+		fmt.Printf("\nthroughput: model answers in %s, no tools, store on PostgreSQL (DATABASE_URL, a schema of its own; replicas mode: session locks, turn record and question written before the model call); session locks on %d connections\n",
+			*latency, *pgLockConns)
 		fmt.Printf("%10s %12s %12s %10s %12s %12s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency")
 		for _, s := range splitInts(*pgSessions) {
 			if err := throughput(s, *duration, *latency); err != nil {
