@@ -9,7 +9,8 @@ import (
 )
 
 // decodeChunk decodes one stream chunk into c exactly as json.Unmarshal into a zero
-// ChatCompletionStreamResponse does. Chunks of the common shape (text deltas, the finish reason,
+// ChatCompletionStreamResponse does; c is zero but for an empty Choices slice whose array is
+// reused. Chunks of the common shape (text deltas, the finish reason,
 // usage) are read by a small scanner without reflection, reusing prev's strings where the chunk
 // repeats them (id, object, model, fingerprint); anything else — tool-call fragments, logprobs,
 // content-filter results, a key it does not know, a number with a fraction, a malformed
@@ -215,6 +216,9 @@ func (s *chunkScanner) chunk(c *goopenai.ChatCompletionStreamResponse) bool {
 		}
 		return s.unknown(key, chunkFields)
 	})
+	if !seenChoices {
+		c.Choices = nil // as json.Unmarshal leaves it (the caller may have lent an array)
+	}
 	return ok && s.peek() == 0 && s.i == len(s.b)
 }
 
@@ -227,7 +231,9 @@ func (s *chunkScanner) choices(c *goopenai.ChatCompletionStreamResponse) bool {
 		return false
 	}
 	s.i++
-	c.Choices = make([]goopenai.ChatCompletionStreamChoice, 0, 1) // n is 1
+	if c.Choices == nil {
+		c.Choices = make([]goopenai.ChatCompletionStreamChoice, 0, 1) // n is 1
+	}
 	if s.peek() == ']' {
 		s.i++
 		return true

@@ -47,14 +47,19 @@ func TestDecodeChunkMatchesUnmarshal(t *testing.T) {
 
 func checkChunk(t *testing.T, data []byte, prev *goopenai.ChatCompletionStreamResponse) {
 	t.Helper()
-	var want, got goopenai.ChatCompletionStreamResponse
+	var want goopenai.ChatCompletionStreamResponse
 	wantErr := json.Unmarshal(data, &want)
-	gotErr := decodeChunk(data, &got, prev)
-	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
-		t.Fatalf("decodeChunk(%q) error = %v, want %v", data, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("decodeChunk(%q) = %+v, want %+v", data, got, want)
+	// Into a zero chunk, and into one lending a used choices array, as Recv does.
+	used := make([]goopenai.ChatCompletionStreamChoice, 2)
+	used[0].Delta.Content, used[1].FinishReason = "stale", "stale"
+	for _, got := range []goopenai.ChatCompletionStreamResponse{{}, {Choices: used[:0]}} {
+		gotErr := decodeChunk(data, &got, prev)
+		if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
+			t.Fatalf("decodeChunk(%q) error = %v, want %v", data, gotErr, wantErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeChunk(%q) = %+v, want %+v", data, got, want)
+		}
 	}
 }
 
@@ -85,6 +90,16 @@ func TestDecodeChunkFastPath(t *testing.T) {
 		if allocs > want {
 			t.Errorf("seed %d: %v allocations per chunk, want ≤ %v", seed, allocs, want)
 		}
+	}
+	// As Recv decodes: into the stream's own chunk, its choices array lent: the content only.
+	data := []byte(chunkSeeds[1])
+	var cur goopenai.ChatCompletionStreamResponse
+	allocs := testing.AllocsPerRun(100, func() {
+		cur = goopenai.ChatCompletionStreamResponse{Choices: cur.Choices[:0]}
+		_ = decodeChunk(data, &cur, &prev)
+	})
+	if allocs > 1 {
+		t.Errorf("text delta into the reused chunk: %v allocations, want ≤ 1 (its content)", allocs)
 	}
 }
 

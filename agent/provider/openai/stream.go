@@ -99,7 +99,7 @@ func (p *Provider) streamOnce(ctx context.Context, body []byte, st *streamState,
 			}
 			return err
 		}
-		if err := st.add(&chunk, onDelta); err != nil {
+		if err := st.add(chunk, onDelta); err != nil {
 			return err
 		}
 	}
