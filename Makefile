@@ -43,7 +43,8 @@ chaos:
 		> chaos.log 2>&1; status=$$?; grep -E '^(--- |PASS|FAIL|ok)|chaos_test.go' chaos.log; echo "(full log: chaos.log)"; exit $$status
 
 ## bench: benchmarks and the load figures quoted in the notes (reports, never gates); bench/turns is
-## the pipeline in-process, bench/realpath the serve binary through POST /api/chat and an HTTP model
+## the pipeline in-process, bench/realpath the serve binary through POST /api/chat and Slack Socket
+## Mode (the fake Slack) with an HTTP model
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./agent/... ./pipeline/... ./storage/... ./channels/... ./tools/...
 	$(GO) test -run '^$$' -bench . -benchtime 100x ./bench/memkb

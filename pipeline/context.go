@@ -32,7 +32,7 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 			return agent.Input{}, fmt.Errorf("pipeline: load history: %w", err)
 		}
 		// The turn's input is the end of the saved history: the note goes before it.
-		all := sanitizeHistory(hist)
+		all := sanitizeHistory(make([]echogate.Message, 0, len(hist)+1), hist)
 		return agent.Input{System: system, Messages: insertNote(all, min(len(msgs), len(all)), note)}, nil
 	}
 	// Loading the history before the new message and fetching its images for the model are
@@ -68,8 +68,15 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if rb, ok := p.d.Compactor.(historyRebuilder); ok {
 		head, hist = rb.Rebuild(ctx, key, hist)
 	}
-	all := append(append(head, sanitizeHistory(hist)...), in...)
-	return agent.Input{System: system, Messages: insertNote(all, len(in), note)}, nil
+	return agent.Input{System: system, Messages: contextMessages(head, hist, in, note)}, nil
+}
+
+// contextMessages is the turn's model context: head, the sanitized history, the note and the
+// turn's input, built in one slice.
+func contextMessages(head []echogate.Message, hist []echogate.StoredMessage, in []echogate.Message, note string) []echogate.Message {
+	all := make([]echogate.Message, 0, len(head)+len(hist)+len(in)+1)
+	all = append(sanitizeHistory(append(all, head...), hist), in...)
+	return insertNote(all, len(in), note)
 }
 
 // historyRebuilder is an optional capability of a Compactor (agent/compress has it): it starts a
@@ -82,11 +89,15 @@ type historyRebuilder interface {
 // sanitizeHistory turns stored messages into a sequence every OpenAI-compatible API accepts:
 // tool results only directly after the assistant message that called them, and every call
 // answered (a turn that was stopped mid-tools gets a synthetic "no result" answer).
-func sanitizeHistory(hist []echogate.StoredMessage) []echogate.Message {
-	out := make([]echogate.Message, 0, len(hist))
+//
+// The messages are appended to out, which is returned.
+func sanitizeHistory(out []echogate.Message, hist []echogate.StoredMessage) []echogate.Message {
 	var open []echogate.ToolCall // calls of the last assistant message still unanswered
 	answered := map[string]bool{}
 	closeOpen := func() {
+		if len(open) == 0 {
+			return // nothing to answer, nothing recorded
+		}
 		for _, c := range open {
 			if !answered[c.ID] {
 				out = append(out, echogate.Message{Role: echogate.RoleTool, ToolCallID: c.ID, Name: c.Name,

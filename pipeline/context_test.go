@@ -50,7 +50,7 @@ func TestSanitizeHistory(t *testing.T) {
 		for _, m := range tt.in {
 			hist = append(hist, echogate.StoredMessage{Message: m})
 		}
-		if got := render(sanitizeHistory(hist)); got != tt.want {
+		if got := render(sanitizeHistory(nil, hist)); got != tt.want {
 			t.Errorf("%s: sanitizeHistory = %s, want %s", name, got, tt.want)
 		}
 	}
@@ -68,5 +68,39 @@ func TestRedactArgs(t *testing.T) {
 	}
 	if got := RedactArgs(strings.Repeat("é", 1000), 101); !strings.Contains(got, "more characters") || !strings.HasPrefix(got, "éé") {
 		t.Errorf("capped = %q", got[:20])
+	}
+}
+
+// TestContextMessagesOneAllocation guards that a turn's context (checkpoint head, history, note,
+// input) is built in one slice: it was copied three times per turn.
+func TestContextMessagesOneAllocation(t *testing.T) {
+	head := []echogate.Message{{Role: echogate.RoleUser, Content: "summary"}, {Role: echogate.RoleAssistant, Content: "ok"}}
+	var hist []echogate.StoredMessage
+	for i := range 40 {
+		role := echogate.RoleUser
+		if i%2 == 1 {
+			role = echogate.RoleAssistant
+		}
+		hist = append(hist, echogate.StoredMessage{Seq: int64(i + 1), Message: echogate.Message{Role: role, Content: "m"}})
+	}
+	in := []echogate.Message{{Role: echogate.RoleUser, Content: "new"}}
+	got := contextMessages(head, hist, in, "the note")
+	if len(got) != 44 || got[42].Role != echogate.RoleSystem || got[42].Content != "the note" || got[43].Content != "new" || got[0].Content != "summary" {
+		t.Fatalf("contextMessages = %d messages, note at 42 %+v, last %+v", len(got), got[42], got[43])
+	}
+	if n := testing.AllocsPerRun(50, func() { _ = contextMessages(head, hist, in, "the note") }); n != 1 {
+		t.Errorf("contextMessages: %v allocations, want 1", n)
+	}
+}
+
+func BenchmarkContextMessages(b *testing.B) {
+	hist := make([]echogate.StoredMessage, 50)
+	for i := range hist {
+		hist[i] = echogate.StoredMessage{Seq: int64(i + 1), Message: echogate.Message{Role: echogate.RoleUser, Content: "m"}}
+	}
+	in := []echogate.Message{{Role: echogate.RoleUser, Content: "new"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = contextMessages(nil, hist, in, "note")
 	}
 }

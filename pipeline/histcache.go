@@ -66,7 +66,7 @@ func (c *historyCache) shard(key echogate.SessionKey) *histShard {
 }
 
 // get returns the cached entries of key (nil when none). The slice is the cache's own: callers
-// must not modify its elements (history is cloned before the turn uses it).
+// must not modify its elements (the turn only reads its history, see history).
 func (c *historyCache) get(key echogate.SessionKey) []echogate.StoredMessage {
 	sh := c.shard(key)
 	sh.mu.Lock()
@@ -176,7 +176,8 @@ func storedSize(msgs []echogate.StoredMessage) int {
 // oldest first, from the cache plus what the store holds after it, or from the store alone.
 // src tells which: histCached (the transcript continued the one cached, so the session was
 // not deleted since), histChanged (it did not: deleted, perhaps started again, elsewhere) or
-// histRead (nothing was cached). The returned slice is the caller's.
+// histRead (nothing was cached). The returned slice may share the cache's array: the caller
+// reads it (or reslices or appends to it), never modifies its elements.
 func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit int) (hist []echogate.StoredMessage, src histSource, err error) {
 	window := p.hist.window
 	if limit <= 0 || limit > window {
@@ -220,10 +221,11 @@ const (
 	histChanged                   // read whole: the cached one was gone from the store
 )
 
-// tail copies the last n entries of msgs.
+// tail returns the last n entries of msgs, without a copy: its capacity ends with it, so an
+// append copies instead of writing into msgs' array.
 func tail(msgs []echogate.StoredMessage, n int) []echogate.StoredMessage {
 	if len(msgs) > n {
 		msgs = msgs[len(msgs)-n:]
 	}
-	return append([]echogate.StoredMessage(nil), msgs...)
+	return msgs[:len(msgs):len(msgs)]
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/echogate/echogate"
@@ -86,14 +87,11 @@ func writeSection(ctx context.Context, t *turn, b *strings.Builder, cp ContextPr
 }
 
 // insertNote puts the turn's note as a system message before the last n messages (the turn's
-// own). An empty note leaves msgs as they are.
+// own), in msgs' spare capacity when it has some (msgs is the turn's own slice). An empty note
+// leaves msgs as they are.
 func insertNote(msgs []echogate.Message, n int, note string) []echogate.Message {
 	if note == "" {
 		return msgs
 	}
-	at := len(msgs) - n
-	out := make([]echogate.Message, 0, len(msgs)+1)
-	out = append(out, msgs[:at]...)
-	out = append(out, echogate.Message{Role: echogate.RoleSystem, Content: note})
-	return append(out, msgs[at:]...)
+	return slices.Insert(msgs, len(msgs)-n, echogate.Message{Role: echogate.RoleSystem, Content: note})
 }

@@ -123,6 +123,11 @@ func run() error {
 	if err := b.overheads(); err != nil {
 		return err
 	}
+	if *slackFlag {
+		if err := b.slackOverheads(opts, tmp); err != nil {
+			return err
+		}
+	}
 	if err := b.throughputs(splitInts(*sessionsFlag)); err != nil {
 		return err
 	}

@@ -18,8 +18,10 @@ type bench struct {
 	gw, model      *process
 	dataDir        string
 	turns          int64 // turns done so far, for the database bytes per turn
-	peak           memInfo
-	rounds         int // throughput scenarios run so far
+	// direct50 and direct99 are the direct model call's p50 and p99 (set by overheads).
+	direct50, direct99 time.Duration
+	peak               memInfo
+	rounds             int // throughput scenarios run so far
 }
 
 // overheads runs the instant-model scenarios: plain turns and one-tool turns, one session.
@@ -35,6 +37,7 @@ func (b *bench) overheads() error {
 	}
 	slices.Sort(direct)
 	d50, d99 := pct(direct, 50), pct(direct, 99)
+	b.direct50, b.direct99 = d50, d99
 	fmt.Printf("direct model call (streaming, instant model): p50 %s p99 %s\n", ms(d50), ms(d99))
 	fmt.Printf("%-22s %8s %14s %14s %14s %12s %14s\n", "overhead scenario", "turns", "turn p50", "overhead p50", "overhead p99", "CPU/turn", "others/turn")
 	for _, sc := range []struct{ name, prefix string }{{"plain turn", ""}, {"one-tool turn", toolPrefix}} {

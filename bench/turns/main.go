@@ -35,6 +35,7 @@ import (
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
+	"github.com/echogate/echogate/storage/postgres"
 	"github.com/echogate/echogate/storage/sqlite"
 	"github.com/echogate/echogate/tools"
 	"github.com/echogate/echogate/tools/builtin"
@@ -47,6 +48,7 @@ var (
 	traceFile    = flag.String("trace", "", "write an execution trace of one second of the largest throughput scenario")
 	sessionsFlag = flag.String("sessions", "1,100,1000", "concurrent sessions of the throughput scenarios")
 	pgSessions   = flag.String("pg-sessions", "1,100", "concurrent sessions of the PostgreSQL throughput scenarios (DATABASE_URL set); each running turn holds a session-lock connection")
+	pgLockConns  = flag.Int("pg-lock-conns", postgres.DefaultMaxLockConns, "connections the PostgreSQL store's session locks are multiplexed over; default: what echogate serve runs with")
 )
 
 func main() {
@@ -73,7 +75,8 @@ func main() {
 		}
 	}
 	if pgURL = os.Getenv("DATABASE_URL"); pgURL != "" && !*memStore {
-		fmt.Printf("\nthroughput: model answers in %s, no tools, store on PostgreSQL (DATABASE_URL, a schema of its own; replicas mode: session locks, turn record and question written before the model call)\n", *latency)
+		fmt.Printf("\nthroughput: model answers in %s, no tools, store on PostgreSQL (DATABASE_URL, a schema of its own; replicas mode: session locks, turn record and question written before the model call); session locks on %d connections\n",
+			*latency, *pgLockConns)
 		fmt.Printf("%10s %12s %12s %10s %12s %12s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency")
 		for _, s := range splitInts(*pgSessions) {
 			if err := throughput(s, *duration, *latency); err != nil {
@@ -223,7 +226,7 @@ func newRig(m agent.Model, mailbox int, mem bool) (*rig, error) {
 	case mem:
 		store = pipelinetest.NewMemStore()
 	case pgURL != "":
-		if pg, err = newPGRig(ctx, max(mailbox, 64)); err != nil {
+		if pg, err = newPGRig(ctx, *pgLockConns); err != nil {
 			return nil, err
 		}
 		store = pg.st

@@ -3,8 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/echogate/echogate"
 )
@@ -17,26 +20,30 @@ const (
 	sessionUnlockSQL  = `SELECT pg_advisory_unlock(hashtextextended('echogate:session:' || $1, 0))`
 )
 
-// unlockTimeout bounds releasing a session lock; past it the connection is closed instead, which
-// releases the lock server-side.
-const unlockTimeout = 5 * time.Second
+// lockTimeout bounds taking or releasing a session lock on its connection; past it the
+// connection is closed instead, which releases its locks server-side.
+const lockTimeout = 5 * time.Second
 
 // TryLockSession tries to take the cluster-wide lock of one session, so that across replicas only
 // one runs the session's turns at a time. It never waits for the lock: ok is false when another
-// holder (another replica, or another caller in this process) has it. It does block while
-// acquiring a connection from the lock pool (at most Config.MaxLockConns locks are held at once)
-// and on the round trip; cancelling ctx stops both and returns an error.
+// holder (another replica, or another caller in this process) has it. It blocks for one round
+// trip on the session's lock connection (bounded by lockTimeout), and while another lock or
+// unlock of the same connection is in flight; a ctx that ended before the round trip returns
+// its error, one that ends during it returns its error after releasing the lock just taken.
 //
-// The lock is a session-level pg_advisory_lock held by a connection pinned from a pool of its
-// own (so held locks never starve queries). unlock releases it and returns the connection; it is
-// never nil, is safe to call more than once and from any goroutine, and must be called before
-// Close. When ok is false or err is set, unlock is a no-op.
+// The lock is a session-level pg_advisory_lock. Locks are multiplexed over Config.MaxLockConns
+// connections pinned from a pool of their own (so held locks never starve queries): a session
+// always maps to the same connection, which holds the locks of many sessions at once, so the
+// number of turns running at once is not bounded by the number of connections. unlock releases
+// the lock; it is never nil, is safe to call more than once and from any goroutine, and must be
+// called before Close. When ok is false or err is set, unlock is a no-op.
 //
 // Limits, for the caller: the lock lives as long as its connection. If the server or the network
-// drops that connection, the lock is released server-side without the holder noticing, and another
-// replica may take it; the unlock then logs and discards the connection. Treat the lock as a
-// strong hint that prevents double work, with ClaimEvent staying the arbiter of "each event
-// answered once". It does not work through PgBouncer in transaction mode.
+// drops that connection, the locks on it are released server-side without their holders noticing,
+// and another replica may take them; the connection is replaced at its next use, and an unlock of
+// a lock that lived on it does nothing. Treat the lock as a strong hint that prevents double work,
+// with ClaimEvent staying the arbiter of "each event answered once". It does not work through
+// PgBouncer in transaction mode.
 func (s *Store) TryLockSession(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, err error) {
 	noop := func() {}
 	if key == "" {
@@ -46,35 +53,147 @@ func (s *Store) TryLockSession(ctx context.Context, key echogate.SessionKey) (un
 	if err != nil {
 		return noop, false, fmt.Errorf("postgres: lock session %q: %w", key, err)
 	}
-	conn, err := p.locks.Acquire(ctx)
-	if err != nil {
-		return noop, false, fail(ctx, err, "lock session %q: acquire connection", key)
+	m := p.mux
+	// A second caller in this process is refused here: advisory locks are re-entrant on one
+	// connection, so PostgreSQL would grant it.
+	if !m.reserve(key) {
+		return noop, false, nil
 	}
-	var got bool
-	if err := conn.QueryRow(ctx, sessionTryLockSQL, string(key)).Scan(&got); err != nil {
-		// The lock may have been granted just as ctx ended: closing the connection releases it.
-		closeConn(conn)
-		conn.Release()
-		return noop, false, fail(ctx, err, "lock session %q", key)
-	}
-	if !got {
-		conn.Release()
+	l := m.lane(key)
+	gen, got, err := l.tryLock(ctx, m.pool, key)
+	if err != nil || !got {
+		m.release(key)
+		if err != nil {
+			return noop, false, fail(ctx, err, "lock session %q", key)
+		}
 		return noop, false, nil
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), unlockTimeout)
-			defer cancel()
-			var released bool
-			if err := conn.QueryRow(ctx, sessionUnlockSQL, string(key)).Scan(&released); err != nil || !released {
-				// The connection broke (so the server already dropped the lock) or the lock was
-				// somehow not held: do not return this connection to the pool.
-				s.log.Warn("postgres: session unlock failed; discarding the lock connection",
-					"session", string(key), "released", released, "err", err)
-				closeConn(conn)
+			if err := l.unlock(gen, key); err != nil {
+				s.log.Warn("postgres: session unlock failed",
+					"session", string(key), "err", err)
 			}
-			conn.Release()
+			m.release(key)
 		})
 	}, true, nil
+}
+
+// lockMux holds the lock connections and the sessions this store has locked.
+type lockMux struct {
+	pool  *pgxpool.Pool
+	seed  maphash.Seed
+	lanes []lockLane
+	mu    sync.Mutex
+	held  map[echogate.SessionKey]struct{}
+}
+
+func newLockMux(pool *pgxpool.Pool, lanes int) *lockMux {
+	return &lockMux{pool: pool, seed: maphash.MakeSeed(), lanes: make([]lockLane, max(lanes, 1)), held: map[echogate.SessionKey]struct{}{}}
+}
+
+func (m *lockMux) lane(key echogate.SessionKey) *lockLane {
+	return &m.lanes[maphash.String(m.seed, string(key))%uint64(len(m.lanes))]
+}
+
+// reserve marks key as locked by this store; false when it already is.
+func (m *lockMux) reserve(key echogate.SessionKey) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.held[key]; ok {
+		return false
+	}
+	m.held[key] = struct{}{}
+	return true
+}
+
+func (m *lockMux) release(key echogate.SessionKey) {
+	m.mu.Lock()
+	delete(m.held, key)
+	m.mu.Unlock()
+}
+
+// close gives the lock connections back closed, which drops any lock still held on them.
+func (m *lockMux) close() {
+	for i := range m.lanes {
+		l := &m.lanes[i]
+		l.mu.Lock()
+		l.drop()
+		l.mu.Unlock()
+	}
+}
+
+// lockLane is one pinned connection and the locks on it; its queries run one at a time.
+type lockLane struct {
+	mu   sync.Mutex
+	conn *pgxpool.Conn // nil until first used, and after it broke
+	gen  uint64        // bumped whenever conn is dropped: locks of an older gen are gone
+}
+
+// tryLock takes key's lock on the lane's connection (acquired first if needed) and returns the
+// connection's generation.
+func (l *lockLane) tryLock(ctx context.Context, pool *pgxpool.Pool, key echogate.SessionKey) (uint64, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	if l.conn == nil {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		l.conn = c
+	}
+	// The round trip is not cut by ctx: a cancelled query would leave the connection (and the
+	// other sessions' locks on it) in doubt.
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
+	defer cancel()
+	var got bool
+	if err := l.conn.QueryRow(qctx, sessionTryLockSQL, string(key)).Scan(&got); err != nil {
+		l.drop()
+		return 0, false, err
+	}
+	if got && ctx.Err() != nil {
+		// The caller left meanwhile: give the lock back at once.
+		var released bool
+		if err := l.conn.QueryRow(qctx, sessionUnlockSQL, string(key)).Scan(&released); err != nil || !released {
+			l.drop()
+		}
+		return 0, false, ctx.Err()
+	}
+	return l.gen, got, nil
+}
+
+// unlock releases key's lock taken in generation gen; nothing when that connection is gone.
+func (l *lockLane) unlock(gen uint64, key echogate.SessionKey) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gen != gen || l.conn == nil {
+		return nil // the connection broke or was closed: the server released the lock then
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	var released bool
+	if err := l.conn.QueryRow(ctx, sessionUnlockSQL, string(key)).Scan(&released); err != nil {
+		l.drop() // the connection is unusable; its other locks are in doubt too
+		return err
+	}
+	if !released {
+		return fmt.Errorf("the lock was not held on its connection")
+	}
+	return nil
+}
+
+// drop closes the lane's connection (releasing its locks server-side) and returns it to the
+// pool. Called with l.mu held.
+func (l *lockLane) drop() {
+	if l.conn == nil {
+		return
+	}
+	closeConn(l.conn)
+	l.conn.Release()
+	l.conn = nil
+	l.gen++
 }

@@ -29,7 +29,7 @@ func TestTryLockSession(t *testing.T) {
 	if _, ok, err := replica2.TryLockSession(ctx, a); err != nil || ok {
 		t.Errorf("TryLockSession(a) on replica 2 while replica 1 holds it = %v, %v, want false, nil", ok, err)
 	}
-	// A second caller in the same process does not get it either (another connection).
+	// A second caller in the same process does not get it either.
 	if _, ok, err := replica1.TryLockSession(ctx, a); err != nil || ok {
 		t.Errorf("TryLockSession(a) again on replica 1 = %v, %v, want false, nil", ok, err)
 	}
@@ -114,26 +114,57 @@ func TestTryLockSessionErrors(t *testing.T) {
 	unlock()
 }
 
-// TestTryLockSessionPoolFull checks that held locks pin lock-pool connections only: with the
-// lock pool full, a further TryLockSession waits (and gives up with ctx) while queries still run.
-func TestTryLockSessionPoolFull(t *testing.T) {
+// TestTryLockSessionMultiplexed: locks are multiplexed over the lock connections, so far more
+// sessions than MaxLockConns are locked at once (each running turn used to pin a connection, which
+// capped a replica at 16 turns at a time), queries still run on their own pool, another replica
+// gets none of them, and each is free again once unlocked.
+func TestTryLockSessionMultiplexed(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, postgres.Config{Schema: newSchema(t), MaxConns: 2, MaxLockConns: 1})
+	other := openStore(t, postgres.Config{MaxLockConns: 2})
 	ctx := ctxT(t)
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	unlock, ok, err := st.TryLockSession(ctx, echogate.SessionKey(randomName("web:")))
-	if err != nil || !ok {
-		t.Fatalf("TryLockSession = %v, %v", ok, err)
+	var keys []echogate.SessionKey
+	var unlocks []func()
+	for range 40 {
+		k := echogate.SessionKey(randomName("web:"))
+		unlock, ok, err := st.TryLockSession(ctx, k)
+		if err != nil || !ok {
+			t.Fatalf("TryLockSession of session %d with 1 lock connection = %v, %v, want true, nil", len(keys), ok, err)
+		}
+		keys, unlocks = append(keys, k), append(unlocks, unlock)
 	}
-	defer unlock()
 	if _, err := st.ClaimEvent(ctx, "web:e1", nil, time.Now()); err != nil {
-		t.Errorf("ClaimEvent while the lock pool is full = %v, want nil", err)
+		t.Errorf("ClaimEvent while 40 locks are held = %v, want nil", err)
 	}
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	if _, _, err := st.TryLockSession(short, echogate.SessionKey(randomName("web:"))); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("TryLockSession with the lock pool full = %v, want context.DeadlineExceeded after waiting", err)
+	for i, k := range keys {
+		if _, ok, err := st.TryLockSession(ctx, k); err != nil || ok {
+			t.Errorf("TryLockSession(%d) again in the same process = %v, %v, want false, nil", i, ok, err)
+		}
+		if _, ok, err := other.TryLockSession(ctx, k); err != nil || ok {
+			t.Errorf("TryLockSession(%d) on another replica while held = %v, %v, want false, nil", i, ok, err)
+		}
+	}
+	for _, u := range unlocks {
+		u()
+	}
+	for i, k := range keys {
+		unlock, ok, err := other.TryLockSession(ctx, k)
+		if err != nil || !ok {
+			t.Errorf("TryLockSession(%d) on another replica after unlock = %v, %v, want true, nil", i, ok, err)
+		}
+		unlock()
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, ok, err := st.TryLockSession(cancelled, keys[0]); !errors.Is(err, context.Canceled) || ok {
+		t.Errorf("TryLockSession(cancelled ctx) = %v, %v, want context.Canceled", ok, err)
+	}
+	if unlock, ok, err := st.TryLockSession(ctx, keys[0]); err != nil || !ok {
+		t.Errorf("TryLockSession after a cancelled attempt = %v, %v, want true, nil (nothing left reserved)", ok, err)
+	} else {
+		unlock()
 	}
 }

@@ -76,8 +76,9 @@ type Config struct {
 	URL string
 	// MaxConns caps the query pool. Default: pool_max_conns from the URL if set, else 10.
 	MaxConns int32
-	// MaxLockConns caps the connections pinned by TryLockSession holders (one per held lock),
-	// kept in a pool of their own so held locks never starve queries. Default 16.
+	// MaxLockConns is the number of connections TryLockSession's locks are multiplexed over
+	// (each holds the locks of many sessions), pinned from a pool of their own so held locks
+	// never starve queries. It does not bound the locks held at once. Default 16.
 	MaxLockConns int32
 	// EfSearch is pgvector's hnsw.ef_search for nearest-neighbour queries (default 100).
 	EfSearch int
@@ -117,6 +118,7 @@ type Store struct {
 type pools struct {
 	q     *pgxpool.Pool // queries
 	locks *pgxpool.Pool // connections pinned by TryLockSession
+	mux   *lockMux      // the session locks on them (lock.go)
 }
 
 // New validates cfg and returns a store that is not open yet. It does no network I/O (pgx may
@@ -288,7 +290,7 @@ func (s *Store) Open(ctx context.Context) error {
 		q.Close()
 		return fail(ctx, err, "open %s (lock pool)", s.target)
 	}
-	s.pools.Store(&pools{q: q, locks: locks})
+	s.pools.Store(&pools{q: q, locks: locks, mux: newLockMux(locks, int(s.lockCfg.MaxConns))})
 	s.log.Debug("postgres: opened", "target", s.target, "schema", s.schema, "max_conns", s.poolCfg.MaxConns)
 	return nil
 }
@@ -306,9 +308,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connection pools. It waits for queries in progress and for held
-// TryLockSession locks to be released (call their unlock funcs first). Later calls of any method
-// return ErrClosed; closing twice is not an error.
+// Close closes the connection pools. It waits for queries in progress; TryLockSession locks
+// still held are released with their connections (call their unlock funcs first). Later calls
+// of any method return ErrClosed; closing twice is not an error.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -319,6 +321,7 @@ func (s *Store) Close() error {
 	if p == nil {
 		return nil
 	}
+	p.mux.close()
 	p.locks.Close()
 	p.q.Close()
 	return nil

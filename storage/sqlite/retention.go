@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/echogate/echogate"
 )
 
 // Retention: what the janitor (echogate's retention job, `echogate compact`) removes. Each
@@ -63,6 +65,7 @@ func (s *Store) PruneSessions(ctx context.Context, before time.Time) (int64, err
 		}
 		err = d.write(ctx, func(tx *wtx) error {
 			for _, k := range keys {
+				tx.w.seqs.forget(echogate.SessionKey(k))
 				for _, q := range []string{qDeleteMessages, qDeleteGrants, qDeleteSession} {
 					if _, err := tx.exec(q, k); err != nil {
 						return err

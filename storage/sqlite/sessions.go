@@ -154,6 +154,7 @@ func (s *Store) DeleteSession(ctx context.Context, key echogate.SessionKey) erro
 	}
 	var found bool
 	err = d.write(ctx, func(tx *wtx) error {
+		tx.w.seqs.forget(key)
 		for _, q := range []string{qDeleteMessages, qDeletePendingS, qDeleteGrants} {
 			if _, err := tx.exec(q, string(key)); err != nil {
 				return err
@@ -215,16 +216,30 @@ func encodeMessages(msgs []echogate.Message) ([][]byte, error) {
 // appendTx appends msgs (encoded as bodies) to the session's transcript in tx, numbered after
 // its last entry.
 func appendTx(tx *wtx, key echogate.SessionKey, turn string, msgs []echogate.Message, bodies [][]byte, atUS int64) error {
-	var seq int64
-	if err := tx.queryRow(qMaxSeq, []any{string(key)}, &seq); err != nil {
-		return err
+	seqs := &tx.w.seqs
+	seq, cached := seqs.get(key)
+	if !cached {
+		if err := tx.queryRow(qMaxSeq, []any{string(key)}, &seq); err != nil {
+			return err
+		}
 	}
 	for i, m := range msgs {
 		seq++
-		if _, err := tx.exec(qInsertMessage, string(key), seq, turn, string(m.Role), string(bodies[i]), atUS); err != nil {
+		_, err := tx.exec(qInsertMessage, string(key), seq, turn, string(m.Role), string(bodies[i]), atUS)
+		if err != nil && i == 0 && cached && isUniqueViolation(err) {
+			// The cached seq is behind (another process appended): ask the database.
+			seqs.forget(key)
+			if err := tx.queryRow(qMaxSeq, []any{string(key)}, &seq); err != nil {
+				return err
+			}
+			seq++
+			_, err = tx.exec(qInsertMessage, string(key), seq, turn, string(m.Role), string(bodies[i]), atUS)
+		}
+		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
 	}
+	seqs.set(key, seq)
 	return nil
 }
 

@@ -54,6 +54,7 @@ type writer struct {
 	stop  chan struct{} // closed by shutdown
 	done  chan struct{} // closed when the goroutine has exited
 	batch []*writeReq
+	seqs  seqCache // last transcript seq per session (seqcache.go); owned by the goroutine
 	stats struct{ batches, calls, busy, retries, restarts atomic.Int64 }
 	// txEnded is set by the connection's commit and rollback hooks, which SQLite calls on the
 	// writer goroutine itself: a transaction ended (committed, rolled back, or a statement
@@ -293,7 +294,9 @@ func (w *writer) runSolo(req *writeReq) {
 	if !req.state.CompareAndSwap(reqQueued, reqTaken) {
 		return
 	}
-	req.done <- req.fn(&wtx{ctx: req.ctx, w: w})
+	err := req.fn(&wtx{ctx: req.ctx, w: w})
+	w.seqs.rolledBack() // a solo call commits on its own: keep nothing it may have rolled back
+	req.done <- err
 }
 
 // runBatch runs the calls of batch in one transaction and answers each.
@@ -383,6 +386,7 @@ func (w *writer) runTx(calls []*writeReq, results []error, savepoints bool) erro
 		}
 		if err := r.fn(tx); err != nil {
 			results[i] = err
+			w.seqs.rolledBack()
 			if _, rerr := tx.exec("ROLLBACK TO w"); rerr != nil {
 				// SQLite rolled back the whole transaction itself (I/O error, disk full).
 				abort = fmt.Errorf("%w (transaction rolled back: %v)", err, rerr)
@@ -397,9 +401,12 @@ func (w *writer) runTx(calls []*writeReq, results []error, savepoints bool) erro
 	if abort == nil {
 		if _, err := tx.exec("COMMIT"); err != nil {
 			abort = fmt.Errorf("commit: %w", err)
+		} else {
+			w.seqs.committed()
 		}
 	}
 	if abort != nil {
+		w.seqs.rolledBack()
 		if _, err := tx.exec("ROLLBACK"); err != nil && !isNoTransaction(err) {
 			w.log.Error("sqlite: rollback failed", "err", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -43,7 +44,7 @@ func (p *Provider) chatRequest(req agent.Request) (goopenai.ChatCompletionReques
 	if !p.cfg.OmitStreamUsage {
 		out.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	}
-	msgs, err := toMessages(req.Messages)
+	msgs, err := toMessages(getMessages(len(req.Messages)), req.Messages)
 	if err != nil {
 		return out, fmt.Errorf("openai: chat with %s: %w", req.Model, err)
 	}
@@ -74,8 +75,8 @@ func (p *Provider) chatRequest(req agent.Request) (goopenai.ChatCompletionReques
 	return out, nil
 }
 
-func toMessages(in []echogate.Message) ([]goopenai.ChatCompletionMessage, error) {
-	out := make([]goopenai.ChatCompletionMessage, 0, len(in))
+// toMessages appends the wire messages of in to out.
+func toMessages(out []goopenai.ChatCompletionMessage, in []echogate.Message) ([]goopenai.ChatCompletionMessage, error) {
 	for i, m := range in {
 		switch m.Role {
 		case echogate.RoleSystem:
@@ -137,6 +138,31 @@ func toMessages(in []echogate.Message) ([]goopenai.ChatCompletionMessage, error)
 		}
 	}
 	return out, nil
+}
+
+// messagePool holds request message slices between model calls: a call's slice (the whole
+// history, converted) lives only until its body is encoded, and was an eighth of the bytes
+// the gateway allocated per turn.
+var messagePool sync.Pool // of *[]goopenai.ChatCompletionMessage
+
+// getMessages returns an empty slice with room for n messages.
+func getMessages(n int) []goopenai.ChatCompletionMessage {
+	if p, ok := messagePool.Get().(*[]goopenai.ChatCompletionMessage); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]goopenai.ChatCompletionMessage, 0, n)
+}
+
+// putMessages gives back a slice of getMessages once nothing refers to it; slices much larger
+// than ordinary requests are left to the collector.
+func putMessages(s []goopenai.ChatCompletionMessage) {
+	if cap(s) == 0 || cap(s) > 1024 {
+		return
+	}
+	s = s[:cap(s)]
+	clear(s) // drop the references to the conversation's strings
+	s = s[:0]
+	messagePool.Put(&s)
 }
 
 func imageURL(img echogate.ImagePart) (string, error) {

@@ -45,6 +45,7 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 		key = promptCacheKey(req.CacheKey)
 	}
 	body, err := p.encodeChat(creq, key)
+	putMessages(creq.Messages) // encoded: nothing refers to them any more
 	if err != nil {
 		resp.Usage.Failed = true
 		return resp, fmt.Errorf("openai: chat with %s: encode the request: %w: %w", req.Model, err, ErrBadRequest)
@@ -98,7 +99,7 @@ func (p *Provider) streamOnce(ctx context.Context, body []byte, st *streamState,
 			}
 			return err
 		}
-		if err := st.add(&chunk, onDelta); err != nil {
+		if err := st.add(chunk, onDelta); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,10 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -118,51 +121,20 @@ func sameSpec(a, b tools.Spec) bool {
 	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.Parameters, b.Parameters)
 }
 
-// encodeChat builds the body of a streaming chat request.
+// encodeChat builds the body of a streaming chat request: what json.Marshal of the wire
+// structs above gives, byte for byte (TestEncodeChatMatchesMarshal), appended into one buffer
+// sized from the request instead of reflected over, boxed, copied out and copied again to
+// splice the tools in.
 func (p *Provider) encodeChat(creq goopenai.ChatCompletionRequest, cacheKey string) ([]byte, error) {
-	w := wireRequest{Model: creq.Model, MaxTokens: creq.MaxTokens, MaxCompletionTokens: creq.MaxCompletionTokens,
-		Temperature: creq.Temperature, Stream: true, PromptCacheKey: cacheKey, Messages: make([]wireMessage, len(creq.Messages))}
-	if creq.StreamOptions != nil {
-		w.StreamOptions = &wireStreamOptions{IncludeUsage: creq.StreamOptions.IncludeUsage}
+	if t := float64(creq.Temperature); math.IsNaN(t) || math.IsInf(t, 0) {
+		return nil, &json.UnsupportedValueError{Value: reflect.ValueOf(creq.Temperature), Str: strconv.FormatFloat(t, 'g', -1, 32)}
 	}
-	for i, m := range creq.Messages {
-		wm := wireMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
-		switch {
-		case len(m.MultiContent) > 0:
-			parts := make([]wirePart, len(m.MultiContent))
-			for j, pt := range m.MultiContent {
-				parts[j] = wirePart{Type: string(pt.Type), Text: pt.Text}
-				if pt.ImageURL != nil {
-					parts[j].ImageURL = &wireImageURL{URL: pt.ImageURL.URL, Detail: string(pt.ImageURL.Detail)}
-				}
-			}
-			wm.Content = parts
-		case m.Content != "":
-			wm.Content = m.Content
+	var tools []byte
+	if len(creq.Tools) > 0 {
+		var err error
+		if tools, err = p.tools.encode(creq.Tools); err != nil {
+			return nil, err
 		}
-		if len(m.ToolCalls) > 0 {
-			wm.ToolCalls = make([]wireToolCall, len(m.ToolCalls))
-			for j, tc := range m.ToolCalls {
-				wm.ToolCalls[j] = wireToolCall{ID: tc.ID, Type: string(tc.Type), Function: wireFunction{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
-			}
-		}
-		w.Messages[i] = wm
 	}
-	body, err := json.Marshal(w)
-	if err != nil {
-		return nil, err
-	}
-	if len(creq.Tools) == 0 {
-		return body, nil
-	}
-	tools, err := p.tools.encode(creq.Tools)
-	if err != nil {
-		return nil, err
-	}
-	// body ends with '}': the tools go in as its last member.
-	out := make([]byte, 0, len(body)+len(tools)+10)
-	out = append(out, body[:len(body)-1]...)
-	out = append(out, `,"tools":`...)
-	out = append(out, tools...)
-	return append(out, '}'), nil
+	return appendChat(make([]byte, 0, chatSize(&creq)+len(tools)), &creq, cacheKey, tools), nil
 }

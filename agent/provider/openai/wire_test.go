@@ -104,7 +104,14 @@ func BenchmarkEncodeChat(b *testing.B) {
 			_, _ = json.Marshal(creq)
 		}
 	})
+	b.Run("wire-reflect", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = p.marshalChat(creq, "eg-1")
+		}
+	})
 	b.Run("wire", func(b *testing.B) {
+		b.ReportAllocs()
 		for b.Loop() {
 			_, _ = p.encodeChat(creq, "eg-1")
 		}

@@ -35,6 +35,9 @@ type chatStream struct {
 	errs  bytes.Buffer // non-data lines: an error object split over lines, or noise
 	lines int
 	done  bool
+	// cur is the chunk Recv returns, reused (its choices array too); prev the one before it,
+	// whose strings the next chunk reuses when it repeats them.
+	cur, prev goopenai.ChatCompletionStreamResponse
 }
 
 // openStream sends a streaming chat request with body to the endpoint.
@@ -92,15 +95,19 @@ func errorResponse(resp *http.Response) error {
 	return er.Error
 }
 
-// Recv returns the next chunk; io.EOF after [DONE] (or when the stream simply ends).
-func (s *chatStream) Recv() (goopenai.ChatCompletionStreamResponse, error) {
-	var chunk goopenai.ChatCompletionStreamResponse
+// Recv returns the next chunk, valid until the next Recv (the stream reuses it); io.EOF after
+// [DONE] (or when the stream simply ends). Strings in it stay valid.
+func (s *chatStream) Recv() (*goopenai.ChatCompletionStreamResponse, error) {
 	data, err := s.next()
 	if err != nil {
-		return chunk, err
+		return nil, err
 	}
-	err = json.Unmarshal(data, &chunk)
-	return chunk, err
+	s.prev = s.cur
+	s.cur = goopenai.ChatCompletionStreamResponse{Choices: s.cur.Choices[:0]}
+	if err := decodeChunk(data, &s.cur, &s.prev); err != nil {
+		return nil, err
+	}
+	return &s.cur, nil
 }
 
 // next returns the payload of the next data line.
