@@ -20,10 +20,18 @@ func TestE2ESlackNamesNextToIDs(t *testing.T) {
 	p.open(t, c, "U123", "hello [names-1]")
 	c.waitMsg(t, echoText)
 
+	// The answer's first text (a native stream's) can show before the turn's record is
+	// committed: the record is written behind, and waited for once the streamed message exists.
 	var turns []struct {
 		UserID string `json:"user_id"`
 	}
-	getJSON(t, g.base+"/api/turns?limit=5", &turns)
+	for deadline := time.Now().Add(waitTimeout); ; {
+		getJSON(t, g.base+"/api/turns?limit=5", &turns)
+		if len(turns) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling an HTTP endpoint: nothing to wait on
+	}
 	if len(turns) == 0 || turns[0].UserID != "slack:U123" {
 		t.Fatalf("/api/turns = %+v, want a turn of slack:U123", turns)
 	}
