@@ -16,16 +16,23 @@ func TestStillConnectedFollowsTheSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ln.Close() })
+	accepted := make(chan net.Conn, 4)
 	go func() {
+		defer close(accepted)
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			t.Cleanup(func() { _ = conn.Close() })
+			accepted <- conn
 		}
 	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		for conn := range accepted { // until the accept loop ended
+			_ = conn.Close()
+		}
+	})
 	c, err := New(Config{Token: "t", APIURL: "http://127.0.0.1:1/api/v9/"}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
