@@ -28,6 +28,10 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	var opts []turnOption
 	if it.replay {
 		rc := p.recoverEvent(ctx, ctl, log, ev)
+		if rc.deferred {
+			done.take() // left unfinished, for a later replay
+			return
+		}
 		if rc.handled {
 			return
 		}

@@ -70,30 +70,32 @@ type recovery struct {
 	// cont is the message a dead turn had started streaming its answer into: the new answer
 	// goes into it (withContinued), so the cut answer does not stay above the full one.
 	cont echogate.MessageRef
+	// deferred: the turn log could not be read, so nobody can tell what the dead turn did.
+	// The event is left unfinished, neither answered nor completed: a later replay (the next
+	// start, or a replica's takeover) recovers it. Answering blind would answer it twice, or
+	// let it supersede its own pause (a second prompt).
+	deferred bool
 }
 
 // recoverEvent finishes what a crash interrupted for a replayed event, from the turn log's last
 // durable state: a resumed turn (its decision is recorded) is run again from its resume
 // record; a turn of the event that ended (or paused) means only the event's completion was
-// lost; a turn left running is closed as interrupted, and the event answered again.
+// lost; a turn left running is closed as interrupted, and the event answered again. A turn
+// log that cannot be read defers the event (see recovery.deferred).
 func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent) recovery {
-	r, err := p.d.Store.GetResume(ctx, ev.DedupeKey())
-	switch {
-	case err == nil:
-		p.recoverResumed(ctx, ctl, log, ev, r)
-		return recovery{handled: true}
-	case !errors.Is(err, echogate.ErrNotFound):
-		log.Warn("pipeline: read the resume record of a replayed event", "err", err)
-	}
-	turns, err := p.d.Store.ListTurns(ctx, ev.SessionKey(), 50)
+	rp, err := p.readReplayed(ctx, log, ev)
 	if err != nil {
-		log.Warn("pipeline: list turns of a replayed event", "err", err)
-		return recovery{}
+		log.Error("pipeline: turn log unreadable; the replayed event is left unfinished for a later replay", "err", err)
+		return recovery{deferred: true}
 	}
-	pend, _ := p.getPending(ctx, ev.SessionKey())
+	if rp.resume != nil {
+		p.recoverResumed(ctx, ctl, log, ev, *rp.resume)
+		return recovery{handled: true}
+	}
+	pend := rp.pend
 	dead := map[string]bool{}
 	var cont echogate.MessageRef
-	for _, tr := range turns {
+	for _, tr := range rp.turns {
 		if tr.EventKey != ev.DedupeKey() {
 			continue
 		}

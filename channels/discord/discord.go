@@ -390,13 +390,12 @@ func (c *Channel) watch(ctx context.Context, done func(error)) (stable bool) {
 	}
 }
 
-// stillConnected reports whether discordgo considers the websocket up (it sets DataReady when the
-// heartbeat loop starts and clears it on Close).
-func (c *Channel) stillConnected() bool {
-	c.sess.RLock()
-	defer c.sess.RUnlock()
-	return c.sess.DataReady
-}
+// stillConnected reports whether the gateway connection dialed last is still open: a Disconnect
+// signal seen while it is came from an earlier connection (discordgo's reader and heartbeat
+// goroutines may each close the old one). discordgo's DataReady cannot tell: the old
+// connection's heartbeat goroutine sets it again when its write finished just before Close
+// took the session lock, so a dead connection looked alive and was never replaced.
+func (c *Channel) stillConnected() bool { return c.conns.latestOpen() }
 
 // markConnected records a fresh connection.
 func (c *Channel) markConnected() {
@@ -592,11 +591,24 @@ func (c *Channel) onDisconnect(_ *discordgo.Session, _ *discordgo.Disconnect) {
 	}
 }
 
-// connTracker remembers the latest dialed gateway connection so a stuck Open can be aborted.
+// connTracker remembers the latest dialed gateway connection so a stuck Open can be aborted,
+// and whether it was closed since (see stillConnected).
 type connTracker struct {
 	timeout time.Duration
 	mu      sync.Mutex
-	latest  net.Conn
+	latest  *trackedConn
+}
+
+// trackedConn is a dialed connection that records its Close: discordgo closes its websocket
+// (and so this connection) before it emits Disconnect.
+type trackedConn struct {
+	net.Conn
+	closed atomic.Bool
+}
+
+func (c *trackedConn) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
 }
 
 func (t *connTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -605,10 +617,18 @@ func (t *connTracker) dial(ctx context.Context, network, addr string) (net.Conn,
 	if err != nil {
 		return nil, err
 	}
+	tc := &trackedConn{Conn: conn}
 	t.mu.Lock()
-	t.latest = conn
+	t.latest = tc
 	t.mu.Unlock()
-	return conn, nil
+	return tc, nil
+}
+
+// latestOpen reports whether the connection dialed last exists and was not closed.
+func (t *connTracker) latestOpen() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.latest != nil && !t.latest.closed.Load()
 }
 
 func (t *connTracker) closeLatest() {

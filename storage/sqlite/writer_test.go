@@ -232,6 +232,9 @@ func TestGroupCommitWithoutFailuresRunsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The writer answers a batch's calls before it counts the batch: wait until it took its
+	// next call, which it does only after the counting.
+	holdWriter(t, s)()
 	st := s.WriteStats()
 	if st.Retries != 0 || st.Batches-before.Batches != 1 || st.Calls-before.Calls != 3 {
 		t.Errorf("WriteStats after one clean batch of 3 = %+v (before %+v); want 1 batch, 3 calls, no retry", st, before)

@@ -400,15 +400,14 @@ func (s *server) runSession(ctx context.Context) (established bool, err error) {
 		return cause
 	}
 
+	// The first listing marks the server connected together with its tools (see apply).
 	if err := s.refresh(cctx, cs); err != nil {
 		return false, end(fmt.Errorf("mcp: %s: list tools: %w", s.cfg.Name, err))
 	}
 	cancel()
 	s.mu.Lock()
-	s.connected, s.since, s.lastErr, s.attempts = true, time.Now(), "", 0
 	n := len(s.registered)
 	s.mu.Unlock()
-	s.m.notify()
 	s.log.Info("mcp: server connected", "transport", s.cfg.Transport(), "tools", n)
 
 	var tick <-chan time.Time
@@ -497,12 +496,19 @@ func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 }
 
 // apply registers listed (sorted by name) as the server's tools. It reports whether anything
-// visible changed.
+// visible changed. The session's first listing also marks the server connected, under the
+// same lock as the registration: whoever sees one of its tools in the registry then reads
+// Connected in Status, and a server Ready or Status reports connected offers its tools.
 func (s *server) apply(cs *sdk.ClientSession, listed []*sdk.Tool) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.session != cs {
 		return false, fmt.Errorf("mcp: %s: session ended while listing", s.cfg.Name)
+	}
+	changed := false
+	if !s.connected {
+		s.connected, s.since, s.lastErr, s.attempts = true, time.Now(), "", 0
+		changed = true
 	}
 	want := make(map[string]*entry, len(listed))
 	taken := func(name string) bool {
@@ -529,7 +535,6 @@ func (s *server) apply(cs *sdk.ClientSession, listed []*sdk.Tool) (bool, error) 
 		rt := &remoteTool{srv: s, remote: t.Name, spec: spec}
 		want[name] = &entry{remote: t.Name, spec: spec, tool: tools.WithBreaker(rt, s.breaker, s.m.log, s.m.onState)}
 	}
-	changed := false
 	for name := range s.registered {
 		if _, keep := want[name]; !keep {
 			s.m.reg.Remove(name)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -448,5 +449,27 @@ func TestBreakerOpensOnTransportFailures(t *testing.T) {
 	res, err := again.Call(ctx, json.RawMessage(`{}`))
 	if err != nil || !res.IsError || !strings.Contains(res.Content, "circuit open") {
 		t.Errorf("crash() with the circuit open = %+v, %v; want a refusal without running the tool", res, err)
+	}
+}
+
+// TestToolInRegistryMeansConnected: whoever finds a server's tool in the registry reads the
+// server as connected in Status. The first listing used to register the tools and only then,
+// under a second lock, mark the server connected; a reader between the two saw its tools
+// (callable) on a server Status called down (TestDownServersDoNotBlock failed so, 1 in ~300
+// runs under load). The reader here spins so it lands in that window whenever it exists.
+func TestToolInRegistryMeansConnected(t *testing.T) {
+	for i := range 20 {
+		hs := newHTTPServer(t, "weather")
+		m, reg := start(t, fastConfig(ServerConfig{Name: "up", URL: hs.URL}))
+		deadline := time.Now().Add(bound)
+		for !has(reg, "up__weather")() {
+			if time.Now().After(deadline) {
+				t.Fatalf("up__weather never registered; status: %+v", m.Status())
+			}
+			runtime.Gosched()
+		}
+		if st := m.Status()[0]; !st.Connected || len(st.Tools) == 0 {
+			t.Fatalf("run %d: Status once up__weather is in the registry = %+v, want connected with its tools", i, st)
+		}
 	}
 }
