@@ -3,9 +3,10 @@ package openai
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/echogate/echogate/internal/jsonenc"
 )
 
 // chatSize estimates the encoded size of creq (without its tools), so appendChat seldom grows
@@ -32,7 +33,7 @@ func chatSize(creq *goopenai.ChatCompletionRequest) int {
 // tools (an encoded array) when tools is not empty.
 func appendChat(b []byte, creq *goopenai.ChatCompletionRequest, cacheKey string, tools []byte) []byte {
 	b = append(b, `{"model":`...)
-	b = appendJSONString(b, creq.Model)
+	b = jsonenc.AppendString(b, creq.Model)
 	b = append(b, `,"messages":[`...)
 	for i := range creq.Messages {
 		if i > 0 {
@@ -56,7 +57,7 @@ func appendChat(b []byte, creq *goopenai.ChatCompletionRequest, cacheKey string,
 		b = append(b, '}')
 	}
 	if cacheKey != "" {
-		b = appendJSONString(append(b, `,"prompt_cache_key":`...), cacheKey)
+		b = jsonenc.AppendString(append(b, `,"prompt_cache_key":`...), cacheKey)
 	}
 	if len(tools) > 0 {
 		b = append(append(b, `,"tools":`...), tools...)
@@ -65,7 +66,7 @@ func appendChat(b []byte, creq *goopenai.ChatCompletionRequest, cacheKey string,
 }
 
 func appendMessage(b []byte, m *goopenai.ChatCompletionMessage) []byte {
-	b = appendJSONString(append(b, `{"role":`...), m.Role)
+	b = jsonenc.AppendString(append(b, `{"role":`...), m.Role)
 	switch {
 	case len(m.MultiContent) > 0:
 		b = append(b, `,"content":[`...)
@@ -77,10 +78,10 @@ func appendMessage(b []byte, m *goopenai.ChatCompletionMessage) []byte {
 		}
 		b = append(b, ']')
 	case m.Content != "":
-		b = appendJSONString(append(b, `,"content":`...), m.Content)
+		b = jsonenc.AppendString(append(b, `,"content":`...), m.Content)
 	}
 	if m.Name != "" {
-		b = appendJSONString(append(b, `,"name":`...), m.Name)
+		b = jsonenc.AppendString(append(b, `,"name":`...), m.Name)
 	}
 	if len(m.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -90,27 +91,27 @@ func appendMessage(b []byte, m *goopenai.ChatCompletionMessage) []byte {
 			}
 			b = append(b, '{')
 			if tc.ID != "" {
-				b = append(appendJSONString(append(b, `"id":`...), tc.ID), ',')
+				b = append(jsonenc.AppendString(append(b, `"id":`...), tc.ID), ',')
 			}
-			b = appendJSONString(append(b, `"type":`...), string(tc.Type))
+			b = jsonenc.AppendString(append(b, `"type":`...), string(tc.Type))
 			b = append(b, `,"function":{`...)
 			sep := false
 			if tc.Function.Name != "" {
-				b = appendJSONString(append(b, `"name":`...), tc.Function.Name)
+				b = jsonenc.AppendString(append(b, `"name":`...), tc.Function.Name)
 				sep = true
 			}
 			if tc.Function.Arguments != "" {
 				if sep {
 					b = append(b, ',')
 				}
-				b = appendJSONString(append(b, `"arguments":`...), tc.Function.Arguments)
+				b = jsonenc.AppendString(append(b, `"arguments":`...), tc.Function.Arguments)
 			}
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')
 	}
 	if m.ToolCallID != "" {
-		b = appendJSONString(append(b, `,"tool_call_id":`...), m.ToolCallID)
+		b = jsonenc.AppendString(append(b, `,"tool_call_id":`...), m.ToolCallID)
 	}
 	return append(b, '}')
 }
@@ -127,23 +128,23 @@ func appendPart(b []byte, pt *goopenai.ChatMessagePart) []byte {
 	}
 	if pt.Type != "" {
 		field("type")
-		b = appendJSONString(b, string(pt.Type))
+		b = jsonenc.AppendString(b, string(pt.Type))
 	}
 	if pt.Text != "" {
 		field("text")
-		b = appendJSONString(b, pt.Text)
+		b = jsonenc.AppendString(b, pt.Text)
 	}
 	if u := pt.ImageURL; u != nil {
 		field("image_url")
 		b = append(b, '{')
 		if u.URL != "" {
-			b = appendJSONString(append(b, `"url":`...), u.URL)
+			b = jsonenc.AppendString(append(b, `"url":`...), u.URL)
 		}
 		if u.Detail != "" {
 			if u.URL != "" {
 				b = append(b, ',')
 			}
-			b = appendJSONString(append(b, `"detail":`...), string(u.Detail))
+			b = jsonenc.AppendString(append(b, `"detail":`...), string(u.Detail))
 		}
 		b = append(b, '}')
 	}
@@ -169,60 +170,4 @@ func appendFloat32(b []byte, f float32) []byte {
 		}
 	}
 	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string the way encoding/json does with HTML escaping:
-// control characters, '"', '\\', '<', '>' and '&' escaped, invalid UTF-8 as \ufffd, U+2028 and
-// U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(append(b, s[start:]...), '"')
 }
