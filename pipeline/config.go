@@ -58,6 +58,9 @@ type Config struct {
 	// replicas on one database set it above TurnTimeout+DrainTimeout: a replica then takes over
 	// events a dead replica left, checking every JanitorInterval.
 	ReplayAfter time.Duration
+	// DeferredRetry is the first wait before a replay deferred on an unreadable turn log is
+	// tried again in this process (doubled per attempt, at most 10m); default 5s. See deferred.go.
+	DeferredRetry time.Duration
 	// JanitorInterval is how often expired approvals (and, with ReplayAfter, abandoned events)
 	// are looked for; default 30s.
 	JanitorInterval time.Duration
@@ -118,6 +121,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.JanitorInterval <= 0 {
 		c.JanitorInterval = 30 * time.Second
+	}
+	if c.DeferredRetry <= 0 {
+		c.DeferredRetry = defaultDeferredRetry
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -38,6 +38,7 @@ type Pipeline struct {
 	reclaimer EventReclaimer
 	stops     StopFlags // only with a SessionLocker
 	stages    Stages
+	deferred  deferredReplays // retries of replays deferred on an unreadable turn log
 
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -79,6 +80,8 @@ type mailbox struct {
 type item struct {
 	ev     echogate.InboundEvent
 	replay bool
+	// deferrals counts the replays of ev deferred so far (deferred.go).
+	deferrals int
 }
 
 // turnCtl lets Submit stop the running turn of a session.
@@ -183,6 +186,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	jwg.Go(func() { p.releaseIdle(ctx) })
 	<-ctx.Done()
+	p.deferred.close()
 	jwg.Wait()
 	p.shutdown()
 	return nil

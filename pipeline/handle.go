@@ -30,6 +30,9 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 		rc := p.recoverEvent(ctx, ctl, log, ev)
 		if rc.deferred {
 			done.take() // left unfinished, for a later replay
+			if !p.deferReplay(it) {
+				log.Warn("pipeline: the deferred event waits for the next start")
+			}
 			return
 		}
 		if rc.handled {

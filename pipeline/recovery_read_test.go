@@ -120,4 +120,32 @@ func TestReplayWithAnUnreadableTurnLog(t *testing.T) {
 			t.Errorf("turn record = %s, want paused", tr.Status)
 		}
 	})
+	t.Run("retried in this process once the store reads again", func(t *testing.T) {
+		// Every read of the first recovery fails; the deferred event is queued again after
+		// DeferredRetry, and that replay recovers the pause without a restart.
+		store := pipelinetest.NewMemStore()
+		ev := diedWhilePausing(t, store)
+		flaky := &flakyPause{completionWatch: &completionWatch{MemStore: store, key: ev.DedupeKey(), done: make(chan struct{})},
+			failed: make(chan struct{}, 16)}
+		flaky.fails.Store(3)
+		h := start(t, opts{store: store, cfg: pipeline.Config{DeferredRetry: 10 * time.Millisecond},
+			deps: func(d *pipeline.Deps) { d.Store = flaky }}, agenttest.Reply("superseded"))
+		select {
+		case <-flaky.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the deferred event was not retried and completed within 10s")
+		}
+		if n := len(flaky.failed); n != 3 {
+			t.Errorf("failed reads = %d, want the first recovery's 3", n)
+		}
+		if n := h.model.Calls(); n != 0 {
+			t.Errorf("model calls = %d, want 0", n)
+		}
+		if posts := h.rep.Posts(); len(posts) != 1 || posts[0].Out.Kind != echogate.OutApprovalPrompt {
+			t.Errorf("posts = %q, want the pause's one prompt", h.rep.Texts())
+		}
+		if tr, _ := store.GetTurn(context.Background(), "t_pausing"); tr.Status != echogate.TurnPaused {
+			t.Errorf("turn record = %s, want paused", tr.Status)
+		}
+	})
 }
