@@ -125,7 +125,7 @@ func (p *Pipeline) undelivered(ctx context.Context, t *Turn, err error) {
 // and the event's completion. It waits for the usage writes issued during the turn.
 func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input []echogate.Message) {
 	rec := t.rec
-	rec.InputTokens, rec.OutputTokens, rec.CostUSD = t.usage.totals()
+	rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens, rec.CostUSD = t.usage.totals()
 	rec.Status, rec.EndedAt = statusOf(t.life.State()), p.cfg.Now()
 	if res.Model != "" {
 		rec.Model, rec.RouteReason = res.Model, res.RouteReason
