@@ -36,6 +36,8 @@ import (
 const (
 	consoleGreeting   = "Hello from echogate! This answer streams in small pieces."
 	consoleTimeAnswer = "It is 12:00 in UTC."
+	// consoleCachedTokens of each call's 1200 prompt tokens are cache reads: 80%.
+	consoleCachedTokens = 960
 )
 
 func consoleModel(t *testing.T) *agenttest.FakeOpenAI {
@@ -43,7 +45,7 @@ func consoleModel(t *testing.T) *agenttest.FakeOpenAI {
 	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{APIKey: "sk-console"})
 	t.Cleanup(fake.Close)
 	fake.Respond(func(req agenttest.ChatRequest) (agenttest.Answer, bool) {
-		a := agenttest.Answer{PromptTokens: 1200, CompletionTokens: 300}
+		a := agenttest.Answer{PromptTokens: 1200, CompletionTokens: 300, CachedTokens: consoleCachedTokens}
 		switch {
 		case req.Last().Role == "tool":
 			a.Text = consoleTimeAnswer
