@@ -35,6 +35,37 @@
   }
   function clip(s, n) { s = s || ""; return s.length > n ? s.slice(0, n) + "…" : s; }
   function num(n) { return Number(n || 0).toLocaleString(); }
+  // cachePct is the cache-read share of input tokens ("80%"): the part the provider read from its
+  // prompt cache. "" when none was, as /usage leaves it out then.
+  function cachePct(input, cached) {
+    input = Number(input || 0);
+    cached = Math.min(Number(cached || 0), input);
+    return cached > 0 ? Math.round((100 * cached) / input) + "%" : "";
+  }
+  function cacheShare(input, cached) { const p = cachePct(input, cached); return p ? p + " cached" : ""; }
+  function cacheTitle(input, cached) {
+    return num(cached) + " of " + num(input) + " input tokens read from the provider's prompt cache";
+  }
+  // tokensCell renders "in / out", and " · 80% cached" when the provider's cache served some input.
+  function tokensCell(u) {
+    const cell = td(num(u.input_tokens) + " / " + num(u.output_tokens), "num");
+    const share = cacheShare(u.input_tokens, u.cached_input_tokens);
+    if (share) {
+      cell.append(el("span", "muted", " · " + share));
+      cell.title = cacheTitle(u.input_tokens, u.cached_input_tokens);
+    }
+    return cell;
+  }
+  // usageLine renders a ledger sum: "$0.02 · 3,600 in · 900 out · 80% cached".
+  function usageLine(u) {
+    const share = cacheShare(u.input_tokens, u.cached_input_tokens);
+    return usd(u.cost_usd) + " · " + num(u.input_tokens) + " in · " + num(u.output_tokens) + " out" + (share ? " · " + share : "");
+  }
+  // sessionUsage resolves to the ledger's sum of the session (every turn, every agent), or null.
+  async function sessionUsage(session) {
+    const r = await api("api/usage?limit=1&session=" + encodeURIComponent(session));
+    return r.ok && r.data ? r.data.total || {} : null;
+  }
   function usd(v) {
     v = Number(v || 0);
     if (v === 0) return "$0";
@@ -182,9 +213,15 @@
   async function loadTurns() {
     const session = $("turns-session").value.trim();
     const agent = $("turns-agent").value;
-    const r = await api("api/turns?limit=100" + (session ? "&session=" + encodeURIComponent(session) : "") +
-      (agent ? "&agent=" + encodeURIComponent(agent) : ""));
+    const [r, su] = await Promise.all([
+      api("api/turns?limit=100" + (session ? "&session=" + encodeURIComponent(session) : "") +
+        (agent ? "&agent=" + encodeURIComponent(agent) : "")),
+      session ? sessionUsage(session) : null,
+    ]);
     if (!r.ok) { $("turns-updated").textContent = r.error; return; }
+    const summary = $("turns-session-usage");
+    summary.textContent = su ? "Session " + session + " (all agents): " + usageLine(su) : "";
+    summary.hidden = !su;
     const turns = r.data || [];
     await learnNames(turns.map((t) => t.user_id));
     const body = $("turns-table").tBodies[0];
@@ -202,7 +239,7 @@
       const st = td("");
       st.append(pill(t.status));
       tr.append(st, td(t.model || "", "mono"),
-        td(num(t.input_tokens) + " / " + num(t.output_tokens), "num"),
+        tokensCell(t),
         td(usd(t.cost_usd), "num"),
         td(t.status === "running" ? duration(t.started_at, new Date().toISOString()) : duration(t.started_at, t.ended_at), "num"));
       tr.addEventListener("click", () => selectTurn(t.id));
@@ -228,6 +265,8 @@
     if (id !== selectedTurn) return;
     if (!r.ok) { box.replaceChildren(el("p", "empty", r.error)); return; }
     const { turn: t, usage, messages } = r.data;
+    const su = t.session ? await sessionUsage(t.session) : null;
+    if (id !== selectedTurn) return;
     await learnNames([t.user_id]);
     if (id !== selectedTurn) return;
     const h = el("h2", "", "Turn ");
@@ -241,8 +280,11 @@
     row("Started", when(t.started_at));
     row("Ended", when(t.ended_at));
     row("Duration", duration(t.started_at, t.ended_at));
-    row("Tokens", num(t.input_tokens) + " in · " + num(t.output_tokens) + " out");
+    const pct = cachePct(t.input_tokens, t.cached_input_tokens);
+    row("Tokens", num(t.input_tokens) + " in · " + num(t.output_tokens) + " out" +
+      (pct ? " · " + num(t.cached_input_tokens) + " cached (" + pct + ")" : ""));
     row("Cost", usd(t.cost_usd));
+    if (su) row("Session total", usageLine(su));
     row("Error", t.error);
     row("Event", t.event_key, "mono");
     const parts = [h, kv];
@@ -414,7 +456,7 @@
     const by = (u.ok && u.data.by_agent) || {};
     $("agent-spend").tBodies[0].replaceChildren(...Object.keys(by).sort().map((name) => {
       const tr = el("tr");
-      tr.append(td(name, "mono"), td(usd(by[name].cost_usd), "num"), td(num(by[name].input_tokens) + " / " + num(by[name].output_tokens), "num"));
+      tr.append(td(name, "mono"), td(usd(by[name].cost_usd), "num"), tokensCell(by[name]));
       return tr;
     }));
   }
@@ -444,7 +486,18 @@
       stat("Month to date", usd(month.cost_usd), perMonth ? "of " + usd(perMonth) + " monthly budget" : "no monthly budget", perMonth ? month.cost_usd / perMonth : undefined),
       stat("Last " + days + " days", usd(total.cost_usd), "average " + usd((total.cost_usd || 0) / days) + " a day"),
       stat("Tokens, last " + days + " days", num((total.input_tokens || 0) + (total.output_tokens || 0)), num(total.input_tokens) + " in · " + num(total.output_tokens) + " out"),
+      cacheStat(total, today, days),
     );
+  }
+
+  // cacheStat is the cache-read share of the range's input tokens, with today's.
+  function cacheStat(total, today, days) {
+    const pct = cachePct(total.input_tokens, total.cached_input_tokens);
+    const todayPct = cachePct(today.input_tokens, today.cached_input_tokens);
+    const box = stat("Cache reads, last " + days + " days", pct || (total.input_tokens ? "0%" : "—"),
+      (todayPct ? "today " + todayPct + " · " : "") + num(total.cached_input_tokens) + " of " + num(total.input_tokens) + " input tokens");
+    box.title = "Input tokens the provider read from its prompt cache (billed at the cached rate where one is set).";
+    return box;
   }
 
   function renderBudgets(b, s) {
@@ -492,7 +545,9 @@
       let bh = (v / top) * h;
       if (v > 0) bh = Math.max(bh, 2); // a day with any spend stays visible
       const r = svg("rect", { class: "bar" + (v > 0 ? "" : " zero"), x: x.toFixed(1), y: (T + h - Math.max(bh, 1)).toFixed(1), width: bw.toFixed(1), height: Math.max(bh, 1).toFixed(1), rx: 2, "data-day": d.day, "data-cost": v });
-      r.append(svg("title", {}, `${d.day}: ${usd(v)} · ${num(d.input_tokens)} in / ${num(d.output_tokens)} out tokens`));
+      const share = cacheShare(d.input_tokens, d.cached_input_tokens);
+      r.setAttribute("data-cached", Number(d.cached_input_tokens || 0));
+      r.append(svg("title", {}, `${d.day}: ${usd(v)} · ${num(d.input_tokens)} in / ${num(d.output_tokens)} out tokens` + (share ? ` · ${share}` : "")));
       bars.append(r);
       if (i % every === 0 || i === n - 1) {
         axis.append(svg("text", { x: (L + i * slot + slot / 2).toFixed(1), y: H - B + 16, "text-anchor": "middle" }, d.day.slice(5)));
