@@ -53,9 +53,12 @@ type TurnRecord struct {
 	Error        string     `json:"error,omitempty"`
 	InputTokens  int64      `json:"input_tokens"`
 	OutputTokens int64      `json:"output_tokens"`
-	CostUSD      float64    `json:"cost_usd"`
-	StartedAt    time.Time  `json:"started_at"`
-	EndedAt      time.Time  `json:"ended_at,omitzero"`
+	// CachedInputTokens are the part of InputTokens the provider read from its prompt cache,
+	// summed over the turn's model calls like InputTokens.
+	CachedInputTokens int64     `json:"cached_input_tokens"`
+	CostUSD           float64   `json:"cost_usd"`
+	StartedAt         time.Time `json:"started_at"`
+	EndedAt           time.Time `json:"ended_at,omitzero"`
 }
 
 // TurnEnd is what the ResponseStage writes when a turn ends, in one store call

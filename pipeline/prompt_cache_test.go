@@ -147,6 +147,22 @@ func TestPromptPrefixIsCacheable(t *testing.T) {
 	if share < 0.85 {
 		t.Errorf("cache-read share = %.1f%% of %d input tokens, want >= 85%%", 100*share, usage.InputTokens)
 	}
+	// Each turn's record carries its cached input tokens, summed like its input tokens.
+	recs, err := store.ListTurns(context.Background(), "web:s1", 0)
+	if err != nil || len(recs) != turns {
+		t.Fatalf("ListTurns = %d records, %v; want %d", len(recs), err, turns)
+	}
+	var recCached int64
+	for _, rec := range recs {
+		led, err := store.SumUsage(context.Background(), echogate.UsageFilter{Turn: rec.ID})
+		if err != nil || rec.InputTokens != led.InputTokens || rec.CachedInputTokens != led.CachedInputTokens {
+			t.Errorf("turn %s record in/cached = %d/%d, ledger %d/%d (%v)", rec.ID, rec.InputTokens, rec.CachedInputTokens, led.InputTokens, led.CachedInputTokens, err)
+		}
+		recCached += rec.CachedInputTokens
+	}
+	if recCached != usage.CachedInputTokens {
+		t.Errorf("turn records' cached tokens sum to %d, want the session's %d", recCached, usage.CachedInputTokens)
+	}
 }
 
 func sameTools(a, b agenttest.ChatRequest) bool {

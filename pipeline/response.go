@@ -125,7 +125,7 @@ func (p *Pipeline) undelivered(ctx context.Context, t *Turn, err error) {
 // and the event's completion. It waits for the usage writes issued during the turn.
 func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input []echogate.Message) {
 	rec := t.rec
-	rec.InputTokens, rec.OutputTokens, rec.CostUSD = t.usage.totals()
+	rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens, rec.CostUSD = t.usage.totals()
 	rec.Status, rec.EndedAt = statusOf(t.life.State()), p.cfg.Now()
 	if res.Model != "" {
 		rec.Model, rec.RouteReason = res.Model, res.RouteReason
@@ -168,7 +168,7 @@ func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
 	}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})
 	t.log.Info("turn finished", "status", status, "state", t.life.State(), "model", rec.Model, "input_tokens", rec.InputTokens,
-		"output_tokens", rec.OutputTokens, "cost_usd", rec.CostUSD, "ms", p.cfg.Now().Sub(t.start).Milliseconds(), "resumed", resumed)
+		"output_tokens", rec.OutputTokens, "cached_input_tokens", rec.CachedInputTokens, "cost_usd", rec.CostUSD, "ms", p.cfg.Now().Sub(t.start).Milliseconds(), "resumed", resumed)
 
 	if status == echogate.TurnDoneSt {
 		sum := TurnSummary{Turn: t.id, Session: key, UserID: t.userID, Channel: t.channel, Status: status}

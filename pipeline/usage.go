@@ -13,16 +13,17 @@ import (
 type usageLedger struct {
 	mu       sync.Mutex
 	in, out  int64
+	cached   int64 // the part of in read from the provider's prompt cache
 	cost     float64
 	buf      []echogate.UsageRecord // entries not written yet
 	inFlight sync.WaitGroup         // entries being written
 }
 
 // totals are the turn's tokens and cost so far.
-func (l *usageLedger) totals() (in, out int64, cost float64) {
+func (l *usageLedger) totals() (in, out, cached int64, cost float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.in, l.out, l.cost
+	return l.in, l.out, l.cached, l.cost
 }
 
 // take returns the buffered entries and empties the buffer.
@@ -49,6 +50,7 @@ func (t *Turn) reportUsage(u echogate.Usage) {
 	l.mu.Lock()
 	l.in += u.InputTokens
 	l.out += u.OutputTokens
+	l.cached += u.CachedInputTokens
 	l.cost += u.CostUSD
 	l.buf = append(l.buf, rec)
 	l.mu.Unlock()

@@ -341,6 +341,8 @@ type usageDay struct {
 	CostUSD      float64 `json:"cost_usd"`
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
+	// CachedInputTokens are the part of InputTokens read from the provider's prompt cache.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
 }
 
 // usageSeries is the body of GET /api/usage/series.
@@ -373,7 +375,8 @@ func seriesOf(ctx context.Context, s usageSummer, f echogate.UsageFilter, days i
 		if err != nil {
 			return usageSeries{}, fmt.Errorf("sum usage of %s: %w", d.Format(time.DateOnly), err)
 		}
-		out.Days = append(out.Days, usageDay{Day: d.Format(time.DateOnly), CostUSD: u.CostUSD, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens})
+		out.Days = append(out.Days, usageDay{Day: d.Format(time.DateOnly), CostUSD: u.CostUSD, InputTokens: u.InputTokens,
+			OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens})
 		out.Total = addUsage(out.Total, u)
 		out.Today = u
 	}

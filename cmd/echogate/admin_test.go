@@ -78,7 +78,7 @@ func TestSeriesOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return echogate.UsageRecord{Session: "web:a", At: ts, Usage: echogate.Usage{CostUSD: cost, InputTokens: in, OutputTokens: 1}}
+		return echogate.UsageRecord{Session: "web:a", At: ts, Usage: echogate.Usage{CostUSD: cost, InputTokens: in, OutputTokens: 1, CachedInputTokens: in / 5}}
 	}
 	s := &summer{recs: []echogate.UsageRecord{
 		rec("2026-02-26T10:00:00Z", 9, 900), // before the range
@@ -93,9 +93,9 @@ func TestSeriesOf(t *testing.T) {
 	}
 	var days []string
 	for _, d := range got.Days {
-		days = append(days, fmt.Sprintf("%s=%g/%d", d.Day, d.CostUSD, d.InputTokens))
+		days = append(days, fmt.Sprintf("%s=%g/%d/%d", d.Day, d.CostUSD, d.InputTokens, d.CachedInputTokens))
 	}
-	if want := "2026-02-28=1/10 2026-03-01=2/20 2026-03-02=4.5/45"; strings.Join(days, " ") != want {
+	if want := "2026-02-28=1/10/2 2026-03-01=2/20/4 2026-03-02=4.5/45/9"; strings.Join(days, " ") != want {
 		t.Errorf("days = %s, want %s", strings.Join(days, " "), want)
 	}
 	if got.From != "2026-02-28" || got.To != "2026-03-02" || got.Timezone != "UTC" {
@@ -258,6 +258,14 @@ func TestAdminAPI(t *testing.T) {
 		strings.Join(steps, ",") != "tool,assistant" || detail.Messages[1].Message.Content != consoleTimeAnswer {
 		t.Errorf("turn detail = %+v (steps %v), want one model call, the tool result and the answer", detail, steps)
 	}
+	// Each turn's record carries the cached input tokens of its model calls (one call each here).
+	var raw []map[string]any
+	apiGet(t, base+"/api/turns?session=web:adm", "", &raw)
+	for i, tr := range raw {
+		if tr["cached_input_tokens"] != float64(consoleCachedTokens) || tr["input_tokens"] != float64(1200) {
+			t.Errorf("GET /api/turns [%d] tokens in/cached = %v/%v, want 1200/%d", i, tr["input_tokens"], tr["cached_input_tokens"], consoleCachedTokens)
+		}
+	}
 	for url, want := range map[string]int{
 		base + "/api/turns/detail":           400,
 		base + "/api/turns/detail?id=t_nope": 404,
@@ -281,7 +289,8 @@ func TestAdminAPI(t *testing.T) {
 	apiGet(t, base+"/api/usage?since="+today+"T00:00:00Z", "", &ledger)
 	if len(series.Days) != 7 || series.To != today || series.Days[6].CostUSD <= 0 || series.Today != (echogate.Usage{}) && series.Today.CostUSD != series.Days[6].CostUSD ||
 		series.Total.InputTokens < 2400 || series.Today.InputTokens != ledger.Total.InputTokens || series.Today.CostUSD != ledger.Total.CostUSD ||
-		series.MonthToDate.CostUSD < series.Today.CostUSD {
+		series.MonthToDate.CostUSD < series.Today.CostUSD ||
+		series.Days[6].CachedInputTokens != ledger.Total.CachedInputTokens || series.Days[6].CachedInputTokens < 2*consoleCachedTokens {
 		t.Errorf("GET /api/usage/series?days=7 = %+v, want 7 days ending today with today's ledger total %+v (two model calls)", series, ledger.Total)
 	}
 	var b budgets

@@ -36,6 +36,8 @@ import (
 const (
 	consoleGreeting   = "Hello from echogate! This answer streams in small pieces."
 	consoleTimeAnswer = "It is 12:00 in UTC."
+	// consoleCachedTokens of each call's 1200 prompt tokens are cache reads: 80%.
+	consoleCachedTokens = 960
 )
 
 func consoleModel(t *testing.T) *agenttest.FakeOpenAI {
@@ -43,7 +45,7 @@ func consoleModel(t *testing.T) *agenttest.FakeOpenAI {
 	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{APIKey: "sk-console"})
 	t.Cleanup(fake.Close)
 	fake.Respond(func(req agenttest.ChatRequest) (agenttest.Answer, bool) {
-		a := agenttest.Answer{PromptTokens: 1200, CompletionTokens: 300}
+		a := agenttest.Answer{PromptTokens: 1200, CompletionTokens: 300, CachedTokens: consoleCachedTokens}
 		switch {
 		case req.Last().Role == "tool":
 			a.Text = consoleTimeAnswer
@@ -295,25 +297,41 @@ func TestConsoleInBrowser(t *testing.T) {
 		wait(`document.querySelectorAll("#turns-table tbody tr").length >= 3`),
 		// The paused turn was decided, so it is "resumed" now: the turn that resumed it carries on.
 		wait(`[...document.querySelectorAll("#turns-table tbody .pill")].some((e) => e.textContent === "resumed")`),
+		// Each turn's tokens carry its cache-read share: 960 of 1200 input tokens.
+		wait(`[...document.querySelectorAll("#turns-table tbody tr")].every((r) => r.textContent.includes("1,200 / 300 · 80% cached"))`),
 		chromedp.Click(chromedp.CSS("#turns-table tbody tr")),
 		wait(`document.querySelector("#turn-detail table") !== null && document.querySelector("#turn-detail ol.events") !== null`),
+		// The session's share comes from the ledger, after the turn's own figures.
+		wait(`document.querySelector("#turn-detail").textContent.includes("Session total")`),
 	)
 	detail, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("#turn-detail")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"gpt-4o-mini", "tool result · current_time", consoleTimeAnswer} {
+	for _, want := range []string{"gpt-4o-mini", "tool result · current_time", consoleTimeAnswer,
+		"1,200 in · 300 out · 960 cached (80%)", "80% cached"} {
 		if !strings.Contains(detail, want) {
 			t.Errorf("turn detail = %q, want it to show %q", detail, want)
 		}
 	}
 	shot("06-turns")
+	// Filtered by one session, the list names the session's totals and cache-read share.
+	step("filter the turns by session",
+		chromedp.Evaluate[chromedp.Void](`(() => {
+			document.querySelector("#turns-session").value = document.querySelector("#turns-table tbody tr").children[1].title;
+			document.querySelector('#turns-filter button[type="submit"]').click();
+		})()`),
+		wait(`(document.querySelector("#turns-session-usage") || {}).textContent.includes("80% cached")`),
+	)
 
 	// 5. Spend: the chart draws the day's spend and the daily budget line.
 	step("open the spend chart",
 		chromedp.Click(chromedp.CSS("#tab-spend")),
 		wait(`document.querySelectorAll("#spend-chart svg rect.bar").length === 30`),
 		wait(`document.querySelector("#spend-chart svg line.budget") !== null`),
+		// The range's and today's cache-read share, and each day's in its bar.
+		wait(`[...document.querySelectorAll("#spend-cards .stat")].some((e) => e.textContent.includes("Cache reads") && e.textContent.includes("80%"))`),
+		wait(`[...document.querySelectorAll("#spend-chart svg rect.bar:not(.zero) title")].some((e) => e.textContent.includes("80% cached"))`),
 	)
 	bars, err := chromedp.Run(bctx, chromedp.Evaluate[[]map[string]any](`[...document.querySelectorAll("#spend-chart svg rect.bar:not(.zero)")].map((r) => ({day: r.dataset.day, cost: Number(r.dataset.cost), height: r.getBBox().height}))`))
 	if err != nil {

@@ -258,7 +258,8 @@ func (s *MemStore) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error 
 		return notFound("turn", t.ID)
 	}
 	old.Status, old.Model, old.RouteReason, old.Error = t.Status, t.Model, t.RouteReason, t.Error
-	old.InputTokens, old.OutputTokens, old.CostUSD, old.EndedAt = t.InputTokens, t.OutputTokens, t.CostUSD, t.EndedAt
+	old.InputTokens, old.OutputTokens, old.CachedInputTokens = t.InputTokens, t.OutputTokens, t.CachedInputTokens
+	old.CostUSD, old.EndedAt = t.CostUSD, t.EndedAt
 	s.turns[t.ID] = old
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 )
 
 const (
-	turnCols    = `id, session, event_key, user_id, agent, status, model, route_reason, error, input_tokens, output_tokens, cost_usd, started_at, ended_at`
-	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	turnCols    = `id, session, event_key, user_id, agent, status, model, route_reason, error, input_tokens, output_tokens, cached_input_tokens, cost_usd, started_at, ended_at`
+	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qUpdateTurn = `UPDATE turns SET status = ?, model = ?, route_reason = ?, error = ?,
-input_tokens = ?, output_tokens = ?, cost_usd = ?, ended_at = ? WHERE id = ?`
+input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, cost_usd = ?, ended_at = ? WHERE id = ?`
 	qGetTurn          = `SELECT ` + turnCols + ` FROM turns WHERE id = ?`
 	qListTurnsSession = `SELECT ` + turnCols + ` FROM turns WHERE session = ? ORDER BY started_at DESC, id DESC LIMIT ?`
 	qListTurnsAll     = `SELECT ` + turnCols + ` FROM turns ORDER BY started_at DESC, id DESC LIMIT ?`
@@ -36,7 +36,7 @@ func (s *Store) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
 	}
 	err = d.write(ctx, func(tx *wtx) error {
 		_, err := tx.exec(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
-			t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CostUSD, toMicros(s.stamp(t.StartedAt)), optMicros(t.EndedAt))
+			t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, toMicros(s.stamp(t.StartedAt)), optMicros(t.EndedAt))
 		return err
 	})
 	if err != nil {
@@ -62,7 +62,7 @@ func (s *Store) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error {
 	var n int64
 	err = d.write(ctx, func(tx *wtx) (err error) {
 		n, err = tx.rowsAffected(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error,
-			t.InputTokens, t.OutputTokens, t.CostUSD, optMicros(t.EndedAt), t.ID)
+			t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, optMicros(t.EndedAt), t.ID)
 		return err
 	})
 	if err != nil {
@@ -83,7 +83,7 @@ func scanTurn(row interface{ Scan(...any) error }) (echogate.TurnRecord, error) 
 		ended   sql.NullInt64
 	)
 	err := row.Scan(&t.ID, &session, &t.EventKey, &t.UserID, &t.Agent, &status, &t.Model, &t.RouteReason, &t.Error,
-		&t.InputTokens, &t.OutputTokens, &t.CostUSD, &started, &ended)
+		&t.InputTokens, &t.OutputTokens, &t.CachedInputTokens, &t.CostUSD, &started, &ended)
 	if err != nil {
 		return t, err
 	}
@@ -223,7 +223,7 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 			msgErr = appendTx(tx, end.Session, t.ID, end.Messages, bodies, atUS)
 		}
 		n, err := tx.rowsAffected(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error,
-			t.InputTokens, t.OutputTokens, t.CostUSD, optMicros(t.EndedAt), t.ID)
+			t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, optMicros(t.EndedAt), t.ID)
 		switch {
 		case err != nil:
 			turnErr = err

@@ -668,13 +668,18 @@ func (r *runner) finishTurn(t *testing.T, s Store, u uniq) {
 	// Question and answer together, the finished record, the event done.
 	turn := echogate.TurnRecord{ID: u.key("turn"), Session: key, EventKey: ev, UserID: "web:u", Status: echogate.TurnRunning, StartedAt: r.at(0)}
 	must(t, "CreateTurn", s.CreateTurn(ctx, turn))
-	turn.Status, turn.Model, turn.InputTokens, turn.OutputTokens, turn.CostUSD, turn.EndedAt = echogate.TurnDoneSt, "m", 3, 4, 0.5, r.at(time.Second)
+	// Two model calls: the record carries their sums, cached input tokens among them.
+	turn.Status, turn.Model, turn.EndedAt = echogate.TurnDoneSt, "m", r.at(time.Second)
+	turn.InputTokens, turn.OutputTokens, turn.CachedInputTokens, turn.CostUSD = 3+1500, 4+6, 0+1280, 0.5
 	usage := []echogate.UsageRecord{{Turn: turn.ID, Session: key, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
-		Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 3, OutputTokens: 4, CostUSD: 0.5}, At: r.at(time.Second)}}
+		Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 3, OutputTokens: 4, CostUSD: 0.5}, At: r.at(time.Second)},
+		{Turn: turn.ID, Session: key, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
+			Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 1500, OutputTokens: 6, CachedInputTokens: 1280}, At: r.at(time.Second)}}
 	must(t, "FinishTurn", f.FinishTurn(ctx, echogate.TurnEnd{Session: key, Turn: turn, EventKey: ev, Usage: usage,
 		Messages: []echogate.Message{userMsg("q"), {Role: echogate.RoleAssistant, Content: "a"}}, At: r.at(time.Second)}))
-	if led, err := s.ListUsage(ctx, echogate.UsageFilter{Turn: turn.ID}, 0); err != nil || len(led) != 1 || led[0].ID != usage[0].ID || usage[0].ID == 0 || led[0].Usage.CostUSD != 0.5 {
-		t.Errorf("ledger after FinishTurn = %+v, %v; want the one entry, with the ID FinishTurn set (%d)", led, err, usage[0].ID)
+	if led, err := s.ListUsage(ctx, echogate.UsageFilter{Turn: turn.ID}, 0); err != nil || len(led) != 2 || usage[0].ID == 0 ||
+		!slices.ContainsFunc(led, func(l echogate.UsageRecord) bool { return l.ID == usage[0].ID && l.Usage.CostUSD == 0.5 }) {
+		t.Errorf("ledger after FinishTurn = %+v, %v; want the two entries, with the IDs FinishTurn set (%d)", led, err, usage[0].ID)
 	}
 	h, err := s.History(ctx, key, 0)
 	must(t, "History", err)
@@ -685,6 +690,12 @@ func (r *runner) finishTurn(t *testing.T, s Store, u uniq) {
 	must(t, "GetTurn", err)
 	if got.Status != echogate.TurnDoneSt || got.CostUSD != 0.5 || got.EventKey != ev || got.EndedAt.IsZero() {
 		t.Errorf("GetTurn after FinishTurn = %+v, want the finished record", got)
+	}
+	if got.InputTokens != 1503 || got.OutputTokens != 10 || got.CachedInputTokens != 1280 {
+		t.Errorf("GetTurn after FinishTurn: tokens in/out/cached = %d/%d/%d, want 1503/10/1280", got.InputTokens, got.OutputTokens, got.CachedInputTokens)
+	}
+	if sum, err := s.SumUsage(ctx, echogate.UsageFilter{Turn: turn.ID}); err != nil || sum.InputTokens != got.InputTokens || sum.CachedInputTokens != got.CachedInputTokens {
+		t.Errorf("SumUsage of the turn = %+v, %v; want the record's %d input, %d cached", sum, err, got.InputTokens, got.CachedInputTokens)
 	}
 	unfinished := func() []string {
 		evs, err := s.UnfinishedEvents(ctx, r.at(time.Hour), 0)
@@ -880,13 +891,14 @@ func (r *runner) turns(t *testing.T, s Store, u uniq) {
 	upd.Model = "gpt-4o-mini"
 	upd.RouteReason = "default"
 	upd.Error = "model: 500 Internal Server Error"
-	upd.InputTokens, upd.OutputTokens, upd.CostUSD = 1200, 345, 0.000387
+	upd.InputTokens, upd.OutputTokens, upd.CachedInputTokens, upd.CostUSD = 1200, 345, 960, 0.000387
 	upd.EndedAt = r.at(3 * time.Second)
 	must(t, "UpdateTurn", s.UpdateTurn(ctx, upd))
 	got, err = s.GetTurn(ctx, want.ID)
 	must(t, "GetTurn", err)
 	want.Status, want.Model, want.RouteReason, want.Error = upd.Status, upd.Model, upd.RouteReason, upd.Error
-	want.InputTokens, want.OutputTokens, want.CostUSD, want.EndedAt = upd.InputTokens, upd.OutputTokens, upd.CostUSD, upd.EndedAt
+	want.InputTokens, want.OutputTokens, want.CachedInputTokens = upd.InputTokens, upd.OutputTokens, upd.CachedInputTokens
+	want.CostUSD, want.EndedAt = upd.CostUSD, upd.EndedAt
 	checkTurn(t, "GetTurn after update", got, want)
 
 	// A paused turn that resumes has no end again.

@@ -1,10 +1,10 @@
 // echogate console: the tabs beside the chat (turns, approvals, spend, breakers, memory,
 // knowledge). Plain DOM, no dependencies; every value from the server is set as text, never as
-// HTML. Data comes from the admin JSON API under api/ (see cmd/echogate/admin.go).
+// HTML. Data comes from the admin JSON API under api/ (see cmd/echogate/admin.go). The Spend tab
+// is in spend.js, the Knowledge and Memory tabs in memkb.js.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
-  const SVG = "http://www.w3.org/2000/svg";
   const PANELS = ["chat", "turns", "approvals", "spend", "access", "breakers", "memory", "knowledge"];
   const POLL_MS = 3000;        // refresh of the visible live panel
   const BADGE_MS = 5000;       // refresh of the approvals badge when its panel is hidden
@@ -22,12 +22,6 @@
     if (content !== undefined && content !== null) e.textContent = String(content);
     return e;
   }
-  function svg(tag, attrs, content) {
-    const e = document.createElementNS(SVG, tag);
-    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
-    if (content !== undefined) e.textContent = content;
-    return e;
-  }
   function td(content, cls) { return el("td", cls, content); }
   function pill(state) {
     const s = String(state || "none");
@@ -35,6 +29,37 @@
   }
   function clip(s, n) { s = s || ""; return s.length > n ? s.slice(0, n) + "…" : s; }
   function num(n) { return Number(n || 0).toLocaleString(); }
+  // cachePct is the cache-read share of input tokens ("80%"): the part the provider read from its
+  // prompt cache. "" when none was, as /usage leaves it out then.
+  function cachePct(input, cached) {
+    input = Number(input || 0);
+    cached = Math.min(Number(cached || 0), input);
+    return cached > 0 ? Math.round((100 * cached) / input) + "%" : "";
+  }
+  function cacheShare(input, cached) { const p = cachePct(input, cached); return p ? p + " cached" : ""; }
+  function cacheTitle(input, cached) {
+    return num(cached) + " of " + num(input) + " input tokens read from the provider's prompt cache";
+  }
+  // tokensCell renders "in / out", and " · 80% cached" when the provider's cache served some input.
+  function tokensCell(u) {
+    const cell = td(num(u.input_tokens) + " / " + num(u.output_tokens), "num");
+    const share = cacheShare(u.input_tokens, u.cached_input_tokens);
+    if (share) {
+      cell.append(el("span", "muted", " · " + share));
+      cell.title = cacheTitle(u.input_tokens, u.cached_input_tokens);
+    }
+    return cell;
+  }
+  // usageLine renders a ledger sum: "$0.02 · 3,600 in · 900 out · 80% cached".
+  function usageLine(u) {
+    const share = cacheShare(u.input_tokens, u.cached_input_tokens);
+    return usd(u.cost_usd) + " · " + num(u.input_tokens) + " in · " + num(u.output_tokens) + " out" + (share ? " · " + share : "");
+  }
+  // sessionUsage resolves to the ledger's sum of the session (every turn, every agent), or null.
+  async function sessionUsage(session) {
+    const r = await api("api/usage?limit=1&session=" + encodeURIComponent(session));
+    return r.ok && r.data ? r.data.total || {} : null;
+  }
   function usd(v) {
     v = Number(v || 0);
     if (v === 0) return "$0";
@@ -129,7 +154,7 @@
     if (name === "chat") $("text").focus();
   }
   const loaders = {
-    turns: loadTurns, approvals: loadApprovals, spend: loadSpend, access: loadAccess, breakers: loadBreakers,
+    turns: loadTurns, approvals: loadApprovals, spend: () => spend.load(), access: loadAccess, breakers: loadBreakers,
     memory: () => loadFeature("memory"), knowledge: () => loadFeature("knowledge"),
   };
   const live = { turns: () => $("turns-live").checked, approvals: () => true, access: () => true, breakers: () => true };
@@ -182,9 +207,15 @@
   async function loadTurns() {
     const session = $("turns-session").value.trim();
     const agent = $("turns-agent").value;
-    const r = await api("api/turns?limit=100" + (session ? "&session=" + encodeURIComponent(session) : "") +
-      (agent ? "&agent=" + encodeURIComponent(agent) : ""));
+    const [r, su] = await Promise.all([
+      api("api/turns?limit=100" + (session ? "&session=" + encodeURIComponent(session) : "") +
+        (agent ? "&agent=" + encodeURIComponent(agent) : "")),
+      session ? sessionUsage(session) : null,
+    ]);
     if (!r.ok) { $("turns-updated").textContent = r.error; return; }
+    const summary = $("turns-session-usage");
+    summary.textContent = su ? "Session " + session + " (all agents): " + usageLine(su) : "";
+    summary.hidden = !su;
     const turns = r.data || [];
     await learnNames(turns.map((t) => t.user_id));
     const body = $("turns-table").tBodies[0];
@@ -202,7 +233,7 @@
       const st = td("");
       st.append(pill(t.status));
       tr.append(st, td(t.model || "", "mono"),
-        td(num(t.input_tokens) + " / " + num(t.output_tokens), "num"),
+        tokensCell(t),
         td(usd(t.cost_usd), "num"),
         td(t.status === "running" ? duration(t.started_at, new Date().toISOString()) : duration(t.started_at, t.ended_at), "num"));
       tr.addEventListener("click", () => selectTurn(t.id));
@@ -228,6 +259,8 @@
     if (id !== selectedTurn) return;
     if (!r.ok) { box.replaceChildren(el("p", "empty", r.error)); return; }
     const { turn: t, usage, messages } = r.data;
+    const su = t.session ? await sessionUsage(t.session) : null;
+    if (id !== selectedTurn) return;
     await learnNames([t.user_id]);
     if (id !== selectedTurn) return;
     const h = el("h2", "", "Turn ");
@@ -241,8 +274,11 @@
     row("Started", when(t.started_at));
     row("Ended", when(t.ended_at));
     row("Duration", duration(t.started_at, t.ended_at));
-    row("Tokens", num(t.input_tokens) + " in · " + num(t.output_tokens) + " out");
+    const pct = cachePct(t.input_tokens, t.cached_input_tokens);
+    row("Tokens", num(t.input_tokens) + " in · " + num(t.output_tokens) + " out" +
+      (pct ? " · " + num(t.cached_input_tokens) + " cached (" + pct + ")" : ""));
     row("Cost", usd(t.cost_usd));
+    if (su) row("Session total", usageLine(su));
     row("Error", t.error);
     row("Event", t.event_key, "mono");
     const parts = [h, kv];
@@ -399,126 +435,6 @@
     setTimeout(() => { if (active === "approvals") loadApprovals(); else refreshBadge(); }, 800);
   }
 
-  // ---- spend --------------------------------------------------------------------------------
-  async function loadSpend() {
-    const days = $("spend-days").value;
-    const [s, b] = await Promise.all([api("api/usage/series?days=" + encodeURIComponent(days)), api("api/budgets")]);
-    const chart = $("spend-chart");
-    if (!s.ok) { chart.replaceChildren(el("p", "empty", "Could not load the spend: " + s.error)); return; }
-    const budgets = b.ok ? b.data : {};
-    renderStats(s.data, budgets, Number(days));
-    drawChart(chart, s.data.days || [], Number(budgets.per_day_usd || 0));
-    renderBudgets(budgets, s.data);
-    const since = new Date(s.data.from + "T00:00:00Z").toISOString().replace(/\.\d+Z$/, "Z");
-    const u = await api("api/usage?limit=1&since=" + encodeURIComponent(since));
-    const by = (u.ok && u.data.by_agent) || {};
-    $("agent-spend").tBodies[0].replaceChildren(...Object.keys(by).sort().map((name) => {
-      const tr = el("tr");
-      tr.append(td(name, "mono"), td(usd(by[name].cost_usd), "num"), td(num(by[name].input_tokens) + " / " + num(by[name].output_tokens), "num"));
-      return tr;
-    }));
-  }
-
-  function stat(label, value, sub, ratio) {
-    const box = el("div", "stat");
-    box.append(el("div", "label", label), el("div", "value", value));
-    if (sub) box.append(el("div", "sub", sub));
-    if (ratio !== undefined) {
-      const m = el("div", "meter" + (ratio >= 1 ? " over" : ratio >= 0.8 ? " high" : ""));
-      const fill = el("span");
-      fill.style.width = Math.min(100, Math.max(ratio > 0 ? 1 : 0, ratio * 100)).toFixed(1) + "%";
-      m.append(fill);
-      m.setAttribute("role", "meter");
-      m.setAttribute("aria-valuenow", (ratio * 100).toFixed(1));
-      m.setAttribute("aria-label", label + " of budget");
-      box.append(m);
-    }
-    return box;
-  }
-
-  function renderStats(s, budgets, days) {
-    const perDay = Number(budgets.per_day_usd || 0), perMonth = Number(budgets.per_month_usd || 0);
-    const today = s.today || {}, month = s.month_to_date || {}, total = s.total || {};
-    $("spend-cards").replaceChildren(
-      stat("Today (UTC)", usd(today.cost_usd), perDay ? "of " + usd(perDay) + " daily budget" : "no daily budget", perDay ? today.cost_usd / perDay : undefined),
-      stat("Month to date", usd(month.cost_usd), perMonth ? "of " + usd(perMonth) + " monthly budget" : "no monthly budget", perMonth ? month.cost_usd / perMonth : undefined),
-      stat("Last " + days + " days", usd(total.cost_usd), "average " + usd((total.cost_usd || 0) / days) + " a day"),
-      stat("Tokens, last " + days + " days", num((total.input_tokens || 0) + (total.output_tokens || 0)), num(total.input_tokens) + " in · " + num(total.output_tokens) + " out"),
-    );
-  }
-
-  function renderBudgets(b, s) {
-    const rows = [
-      ["Per turn", b.per_turn_usd, ""], ["Per session", b.per_session_usd, ""],
-      ["Per user and day", b.per_user_day_usd, ""], ["Per channel and day", b.per_channel_day_usd, ""],
-      ["Per day", b.per_day_usd, s.today ? usd(s.today.cost_usd) + " spent today" : ""],
-      ["Per month", b.per_month_usd, s.month_to_date ? usd(s.month_to_date.cost_usd) + " spent this month" : ""],
-    ];
-    const body = $("budgets-table").tBodies[0];
-    body.replaceChildren(...rows.map(([k, v, note]) => {
-      const tr = el("tr");
-      tr.append(el("th", "", k), td(v ? usd(v) : "no limit", "num"), td(note, "muted"));
-      return tr;
-    }));
-  }
-
-  // drawChart draws daily spend as SVG bars with the daily budget as a dashed line. The scale
-  // fits the data; a budget far above every day is named in a note instead of flattening the bars.
-  function drawChart(box, days, budget) {
-    const W = 860, H = 280, L = 58, R = 16, T = 22, B = 34;
-    const w = W - L - R, h = H - T - B;
-    const peak = days.reduce((m, d) => Math.max(m, Number(d.cost_usd || 0)), 0);
-    let top = peak * 1.2;
-    const budgetOnScale = budget > 0 && (peak === 0 ? true : budget <= peak * 4);
-    if (budgetOnScale) top = Math.max(top, budget * 1.12);
-    if (top <= 0) top = 1;
-    const nice = niceStep(top / 4);
-    top = Math.ceil(top / nice) * nice;
-    const y = (v) => T + h - (v / top) * h;
-    const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Daily spend in USD for the last " + days.length + " days", "data-days": days.length, "data-peak": peak });
-    const axis = svg("g", { class: "axis" });
-    for (let v = 0; v <= top + nice / 2; v += nice) {
-      axis.append(svg("line", { class: "gridline", x1: L, x2: W - R, y1: y(v), y2: y(v) }));
-      axis.append(svg("text", { x: L - 8, y: y(v) + 4, "text-anchor": "end" }, usd(v)));
-    }
-    s.append(axis);
-    const n = Math.max(days.length, 1);
-    const slot = w / n, bw = Math.max(2, Math.min(28, slot * 0.7));
-    const bars = svg("g", { class: "bars" });
-    const every = Math.ceil(n / 10);
-    days.forEach((d, i) => {
-      const v = Number(d.cost_usd || 0);
-      const x = L + i * slot + (slot - bw) / 2;
-      let bh = (v / top) * h;
-      if (v > 0) bh = Math.max(bh, 2); // a day with any spend stays visible
-      const r = svg("rect", { class: "bar" + (v > 0 ? "" : " zero"), x: x.toFixed(1), y: (T + h - Math.max(bh, 1)).toFixed(1), width: bw.toFixed(1), height: Math.max(bh, 1).toFixed(1), rx: 2, "data-day": d.day, "data-cost": v });
-      r.append(svg("title", {}, `${d.day}: ${usd(v)} · ${num(d.input_tokens)} in / ${num(d.output_tokens)} out tokens`));
-      bars.append(r);
-      if (i % every === 0 || i === n - 1) {
-        axis.append(svg("text", { x: (L + i * slot + slot / 2).toFixed(1), y: H - B + 16, "text-anchor": "middle" }, d.day.slice(5)));
-      }
-    });
-    s.append(bars);
-    if (budget > 0 && budgetOnScale) {
-      s.append(svg("line", { class: "budget", x1: L, x2: W - R, y1: y(budget), y2: y(budget) }));
-      s.append(svg("text", { class: "budget-label", x: W - R - 4, y: y(budget) - 6, "text-anchor": "end" }, "daily budget " + usd(budget)));
-    } else if (budget > 0) {
-      const pct = (peak / budget) * 100;
-      s.append(svg("text", { class: "budget-label", x: W - R - 4, y: T - 8, "text-anchor": "end" },
-        `daily budget ${usd(budget)} is off this scale (busiest day: ${pct < 0.1 ? "<0.1" : pct.toFixed(1)}% of it)`));
-    }
-    if (peak === 0) s.append(svg("text", { class: "note", x: L + w / 2, y: T + h / 2, "text-anchor": "middle" }, "No spend recorded in this range."));
-    box.replaceChildren(s);
-  }
-
-  // niceStep rounds a raw grid step up to 1, 2 or 5 times a power of ten.
-  function niceStep(raw) {
-    if (!(raw > 0)) return 1;
-    const p = Math.pow(10, Math.floor(Math.log10(raw)));
-    const f = raw / p;
-    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
-  }
-
   // ---- breakers -----------------------------------------------------------------------------
   async function loadBreakers() {
     const r = await api("api/breakers");
@@ -627,6 +543,8 @@
   window.echogateConsole = { refreshBadge };
   // memkb.js (the Knowledge and Memory tabs) uses the same helpers.
   window.echogateHelpers = { el, td, clip, num, ago, api, post, who, reload: loadFeature };
+  // spend.js (the Spend tab) is loaded first and built here with the helpers it needs.
+  const spend = window.echogateSpend({ $, el, td, num, usd, api, cachePct, cacheShare, tokensCell });
 
   // ---- wiring -------------------------------------------------------------------------------
   window.addEventListener("hashchange", () => show(location.hash.slice(1)));
@@ -635,8 +553,8 @@
   $("turns-live").addEventListener("change", () => schedule(false));
   $("turns-agent").addEventListener("change", () => { selectedTurn = ""; loadTurns(); });
   $("approvals-refresh").addEventListener("click", loadApprovals);
-  $("spend-refresh").addEventListener("click", loadSpend);
-  $("spend-days").addEventListener("change", loadSpend);
+  $("spend-refresh").addEventListener("click", () => spend.load());
+  $("spend-days").addEventListener("change", () => spend.load());
   $("breakers-refresh").addEventListener("click", loadBreakers);
   for (const b of document.querySelectorAll("[data-refresh]")) b.addEventListener("click", () => loadFeature(b.dataset.refresh));
   loadInfo();
