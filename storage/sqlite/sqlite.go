@@ -17,7 +17,8 @@
 // # Concurrency
 //
 // The database is opened through a single writer connection and a pool of read-only
-// connections that read concurrently under WAL. Every write call is queued to one writer
+// connections that read concurrently under WAL (the exact vector scans have a small read pool
+// of their own, which maps the file; see roleVectorReader). Every write call is queued to one writer
 // goroutine that owns the write connection and commits with group commit: the calls queued
 // while one transaction commits run together in the next one, each in its own SAVEPOINT (so a
 // failing call rolls back alone). Writers therefore never spin on SQLITE_BUSY, and a burst of
