@@ -1,4 +1,4 @@
--- 0009_turn_pages: fewer pages written per turn. Every turn inserts a turns row (its record,
+-- 0010_turn_pages: fewer pages written per turn. Every turn inserts a turns row (its record,
 -- before its effects) and, when it ends, a usage row per model call; each page a commit touches
 -- is a WAL frame written and later checkpointed.
 --
@@ -13,7 +13,7 @@
 --
 -- Both tables are rebuilt with their rows, ids and indexes as they were.
 
-CREATE TABLE turns_0009 (
+CREATE TABLE turns_0010 (
     id            TEXT    NOT NULL PRIMARY KEY,
     session       TEXT    NOT NULL,
     event_key     TEXT    NOT NULL DEFAULT '',
@@ -28,18 +28,19 @@ CREATE TABLE turns_0009 (
     started_at    INTEGER NOT NULL,
     ended_at      INTEGER,
     agent         TEXT    NOT NULL DEFAULT '',
-    posting       TEXT    NOT NULL DEFAULT ''
+    posting       TEXT    NOT NULL DEFAULT '',
+    cached_input_tokens INTEGER NOT NULL DEFAULT 0
 ) STRICT, WITHOUT ROWID;
-INSERT INTO turns_0009 (id, session, event_key, user_id, status, model, route_reason, error,
-    input_tokens, output_tokens, cost_usd, started_at, ended_at, agent, posting)
+INSERT INTO turns_0010 (id, session, event_key, user_id, status, model, route_reason, error,
+    input_tokens, output_tokens, cost_usd, started_at, ended_at, agent, posting, cached_input_tokens)
 SELECT id, session, event_key, user_id, status, model, route_reason, error,
-    input_tokens, output_tokens, cost_usd, started_at, ended_at, agent, posting FROM turns;
+    input_tokens, output_tokens, cost_usd, started_at, ended_at, agent, posting, cached_input_tokens FROM turns;
 DROP TABLE turns;
-ALTER TABLE turns_0009 RENAME TO turns;
+ALTER TABLE turns_0010 RENAME TO turns;
 CREATE INDEX turns_by_session ON turns (session, started_at DESC, id DESC);
 CREATE INDEX turns_by_started ON turns (started_at DESC, id DESC);
 
-CREATE TABLE usage_0009 (
+CREATE TABLE usage_0010 (
     id                  INTEGER PRIMARY KEY,
     turn                TEXT    NOT NULL DEFAULT '',
     session             TEXT    NOT NULL DEFAULT '',
@@ -56,12 +57,12 @@ CREATE TABLE usage_0009 (
     at                  INTEGER NOT NULL,
     agent               TEXT    NOT NULL DEFAULT ''
 ) STRICT;
-INSERT INTO usage_0009 (id, turn, session, user_id, channel, trigger, kind, model, input_tokens,
+INSERT INTO usage_0010 (id, turn, session, user_id, channel, trigger, kind, model, input_tokens,
     output_tokens, cached_input_tokens, cost_usd, failed, at, agent)
 SELECT id, turn, session, user_id, channel, trigger, kind, model, input_tokens,
     output_tokens, cached_input_tokens, cost_usd, failed, at, agent FROM usage;
 DROP TABLE usage;
-ALTER TABLE usage_0009 RENAME TO usage;
+ALTER TABLE usage_0010 RENAME TO usage;
 CREATE INDEX usage_by_at ON usage (at);
 CREATE INDEX usage_by_user ON usage (user_id, at);
 CREATE INDEX usage_by_session ON usage (session, at);
