@@ -260,11 +260,17 @@ func (s *Store) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	main.v, err = s.openReaders(ctx, s.path, roleVectorReader, min(s.readConns, max(2, runtime.GOMAXPROCS(0))))
+	// The vector-scan pool connects at the first vector search (sql.Open opens nothing): most
+	// gateways never search vectors, and start-up does not pay for its connection.
+	main.v, err = sql.Open("sqlite", s.dsn(s.path, roleVectorReader))
 	if err != nil {
 		_ = main.close()
-		return err
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
+	vn := min(s.readConns, max(2, runtime.GOMAXPROCS(0)))
+	main.v.SetMaxOpenConns(vn)
+	main.v.SetMaxIdleConns(vn)
+	main.v.SetConnMaxIdleTime(readerIdleTime)
 	ev, err := s.openDB(ctx, s.eventsPath, roleLogReader, logReadConns)
 	if err != nil {
 		_ = main.close()
