@@ -168,7 +168,7 @@ func (s *Store) SearchChunksVector(ctx context.Context, q memrec.PassageQuery) (
 		return nil, fail(ctx, err, "search knowledge")
 	}
 	// Distances first over the vectors alone, then the join for the top hits only.
-	return s.passages(ctx, d, "SELECT "+passageCols+", v.dist FROM (SELECT rowid, vec_distance_cosine(embedding, ?) AS dist FROM kb_chunks WHERE embedding IS NOT NULL ORDER BY dist LIMIT ?) v JOIN kb_chunks c ON c.rowid = v.rowid JOIN kb_documents d ON d.id = c.doc_id ORDER BY v.dist",
+	return s.passages(ctx, d.scan, "SELECT "+passageCols+", v.dist FROM (SELECT rowid, vec_distance_cosine(embedding, ?) AS dist FROM kb_chunks WHERE embedding IS NOT NULL ORDER BY dist LIMIT ?) v JOIN kb_chunks c ON c.rowid = v.rowid JOIN kb_documents d ON d.id = c.doc_id ORDER BY v.dist",
 		[]any{vecBlob(q.Vector), searchLimit(q.Limit)}, func(v float64) float64 { return 1 - v })
 }
 
@@ -184,12 +184,13 @@ func (s *Store) SearchChunksText(ctx context.Context, q memrec.PassageQuery) ([]
 		return nil, nil
 	}
 	// Rank inside FTS5 (ORDER BY rank LIMIT, bm25 with headings weighing double), then join.
-	return s.passages(ctx, d, "SELECT "+passageCols+", f.rank FROM (SELECT rowid, rank FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN kb_chunks c ON c.rowid = f.rowid JOIN kb_documents d ON d.id = c.doc_id ORDER BY f.rank",
+	return s.passages(ctx, d.read, "SELECT "+passageCols+", f.rank FROM (SELECT rowid, rank FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN kb_chunks c ON c.rowid = f.rowid JOIN kb_documents d ON d.id = c.doc_id ORDER BY f.rank",
 		[]any{fq, searchLimit(q.Limit)}, func(v float64) float64 { return -v })
 }
 
-func (s *Store) passages(ctx context.Context, d *dbs, query string, args []any, score func(float64) float64) ([]memrec.Passage, error) {
-	st, err := d.read(ctx, query)
+// passages runs query, prepared by prep (a pool's), and scans its rows.
+func (s *Store) passages(ctx context.Context, prep func(context.Context, string) (*sql.Stmt, error), query string, args []any, score func(float64) float64) ([]memrec.Passage, error) {
+	st, err := prep(ctx, query)
 	if err != nil {
 		return nil, fail(ctx, err, "search knowledge")
 	}

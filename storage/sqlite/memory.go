@@ -271,7 +271,7 @@ func (s *Store) SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) 
 		" AND m.embedding IS NOT NULL ORDER BY dist LIMIT ?) v JOIN memories m ON m.rowid = v.rowid ORDER BY v.dist"
 	args = append([]any{vecBlob(q.Vector)}, args...)
 	args = append(args, searchLimit(q.Limit))
-	return s.scoredMemories(ctx, d, query, args, func(dist float64) float64 { return 1 - dist })
+	return s.scoredMemories(ctx, d.scan, query, args, func(dist float64) float64 { return 1 - dist })
 }
 
 // SearchMemoriesText returns the owners' current memories matching the words of q.Text (any
@@ -300,11 +300,12 @@ func (s *Store) SearchMemoriesText(ctx context.Context, q memrec.MemoryQuery) ([
 		where + " ORDER BY f.rank LIMIT ?"
 	args = append([]any{fq, 4*searchLimit(q.Limit) + 20}, args...)
 	args = append(args, searchLimit(q.Limit))
-	return s.scoredMemories(ctx, d, query, args, func(r float64) float64 { return -r })
+	return s.scoredMemories(ctx, d.read, query, args, func(r float64) float64 { return -r })
 }
 
-func (s *Store) scoredMemories(ctx context.Context, d *dbs, query string, args []any, score func(float64) float64) ([]memrec.ScoredMemory, error) {
-	st, err := d.read(ctx, query)
+// scoredMemories runs query, prepared by prep (a pool's), and scans its rows.
+func (s *Store) scoredMemories(ctx context.Context, prep func(context.Context, string) (*sql.Stmt, error), query string, args []any, score func(float64) float64) ([]memrec.ScoredMemory, error) {
+	st, err := prep(ctx, query)
 	if err != nil {
 		return nil, fail(ctx, err, "search memories")
 	}

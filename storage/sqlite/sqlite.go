@@ -17,7 +17,8 @@
 // # Concurrency
 //
 // The database is opened through a single writer connection and a pool of read-only
-// connections that read concurrently under WAL. Every write call is queued to one writer
+// connections that read concurrently under WAL (the exact vector scans have a small read pool
+// of their own, which maps the file; see roleVectorReader). Every write call is queued to one writer
 // goroutine that owns the write connection and commits with group commit: the calls queued
 // while one transaction commits run together in the next one, each in its own SAVEPOINT (so a
 // failing call rolls back alone). Writers therefore never spin on SQLITE_BUSY, and a burst of
@@ -112,9 +113,11 @@ type dbs struct {
 	path   string
 	ev     *dbs // the event log (only on the main database's)
 	w, r   *sql.DB
+	v      *sql.DB // vector-scan readers (main database only; see roleVectorReader)
 	wr     *writer // owns w's only connection
 	cp     *checkpointer
 	rStmts sync.Map // query -> *sql.Stmt on r
+	vStmts sync.Map // query -> *sql.Stmt on v
 }
 
 // New validates cfg and returns a store that is not open yet. It does no I/O. log may be nil
@@ -193,6 +196,7 @@ const (
 const (
 	roleWriter = iota
 	roleReader
+	roleVectorReader
 	roleLogReader
 	roleCheckpointer
 )
@@ -216,16 +220,18 @@ func (s *Store) dsn(path string, role int) string {
 		// memory.
 		q = append(q, "_journal_mode=WAL", "_txlock=immediate", "_pragma=cache_size(-"+strconv.Itoa(writerCacheKiB)+")",
 			"_pragma=wal_autocheckpoint("+strconv.Itoa(2*restartFrames)+")", "_pragma=temp_store(MEMORY)")
-	case roleReader:
-		// Readers map the file (up to 256 MiB of address space, shared page cache, nothing
-		// copied): exact vector scans of the knowledge base read every embedding, and mmap
-		// halves their time (bench/vectors, 10k × 1536: p50 54 ms → 27 ms).
+	case roleReader, roleLogReader:
+		// Point lookups and short range reads (transcript, turns, checkpoints): no mapping.
+		// SQLite drops a reader's mapping at the start of every read transaction after another
+		// connection committed, which on the turn path is every turn (an munmap and a remap
+		// per HistorySince / LatestCheckpoint, 1.4-3.9% of serve's CPU).
+		q = append(q, "_query_only=1", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
+	case roleVectorReader:
+		// Exact vector scans of the memory and knowledge tables read every embedding: their
+		// readers map the file (up to 256 MiB of address space, shared page cache, nothing
+		// copied), which halves a scan (bench/vectors, 10k × 1536: p50 54 ms → 27 ms).
 		// Their page cache holds what the mapping cannot serve: pages newer in the WAL.
 		q = append(q, "_query_only=1", "_pragma=mmap_size(268435456)", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
-	case roleLogReader:
-		// The event log is read by point lookups and a rare sweep: no mapping (SQLite drops
-		// a mapping whenever another connection committed, which here is all the time).
-		q = append(q, "_query_only=1", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
 	case roleCheckpointer:
 		q = append(q, "_pragma=wal_autocheckpoint(0)", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
 	}
@@ -254,6 +260,17 @@ func (s *Store) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The vector-scan pool connects at the first vector search (sql.Open opens nothing): most
+	// gateways never search vectors, and start-up does not pay for its connection.
+	main.v, err = sql.Open("sqlite", s.dsn(s.path, roleVectorReader))
+	if err != nil {
+		_ = main.close()
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	vn := min(s.readConns, max(2, runtime.GOMAXPROCS(0)))
+	main.v.SetMaxOpenConns(vn)
+	main.v.SetMaxIdleConns(vn)
+	main.v.SetConnMaxIdleTime(readerIdleTime)
 	ev, err := s.openDB(ctx, s.eventsPath, roleLogReader, logReadConns)
 	if err != nil {
 		_ = main.close()
@@ -291,21 +308,11 @@ func (s *Store) openDB(ctx context.Context, path string, readRole, readConns int
 		_ = w.Close()
 		return nil, fail(ctx, err, "open %s", path)
 	}
-	r, err := sql.Open("sqlite", s.dsn(path, readRole))
+	r, err := s.openReaders(ctx, path, readRole, readConns)
 	if err != nil {
 		_ = conn.Close()
 		_ = w.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	r.SetMaxOpenConns(readConns)
-	r.SetMaxIdleConns(readConns)
-	r.SetConnMaxLifetime(0)
-	r.SetConnMaxIdleTime(readerIdleTime)
-	if err := r.PingContext(ctx); err != nil {
-		_ = r.Close()
-		_ = conn.Close()
-		_ = w.Close()
-		return nil, fail(ctx, err, "open %s (read pool)", path)
+		return nil, err
 	}
 	c, err := sql.Open("sqlite", s.dsn(path, roleCheckpointer))
 	if err != nil {
@@ -320,6 +327,24 @@ func (s *Store) openDB(ctx context.Context, path string, readRole, readConns int
 	c.SetConnMaxIdleTime(0)
 	cp := newCheckpointer(c, s.log)
 	return &dbs{path: path, w: w, r: r, wr: newWriter(conn, s.log, cp), cp: cp}, nil
+}
+
+// openReaders opens a pool of n read connections of role to the file at path and checks that
+// it can read.
+func (s *Store) openReaders(ctx context.Context, path string, role, n int) (*sql.DB, error) {
+	r, err := sql.Open("sqlite", s.dsn(path, role))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(readerIdleTime)
+	if err := r.PingContext(ctx); err != nil {
+		_ = r.Close()
+		return nil, fail(ctx, err, "open %s (read pool)", path)
+	}
+	return r, nil
 }
 
 // Ping checks that the database file can be read and that the writer connection is available.
@@ -388,6 +413,15 @@ func (d *dbs) close() error {
 	if err := d.r.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	d.vStmts.Range(func(_, v any) bool {
+		_ = v.(*sql.Stmt).Close()
+		return true
+	})
+	if d.v != nil {
+		if err := d.v.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := d.w.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -438,8 +472,15 @@ func stmt(ctx context.Context, db *sql.DB, cache *sync.Map, query string) (*sql.
 	return st, nil
 }
 
+// read returns query prepared on the read pool.
 func (d *dbs) read(ctx context.Context, query string) (*sql.Stmt, error) {
 	return stmt(ctx, d.r, &d.rStmts, query)
+}
+
+// scan returns query prepared on the vector-scan pool (mapped readers): for exact vector
+// scans only, which read whole tables.
+func (d *dbs) scan(ctx context.Context, query string) (*sql.Stmt, error) {
+	return stmt(ctx, d.v, &d.vStmts, query)
 }
 
 // write runs fn in the writer's next transaction; see writer.go.
