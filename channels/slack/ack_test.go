@@ -1,14 +1,12 @@
 package slack
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels/slack/slacktest"
 )
 
@@ -22,30 +20,9 @@ func TestSocketAckAfterTheSinkTookTheEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan error)
-	entered := make(chan string, 4)
-	sink := func(ctx context.Context, ev echogate.InboundEvent) error {
-		entered <- ev.Text
-		select {
-		case err := <-release:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx, sink) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		if err := srv.WaitFor(wctx, cond); err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-	}
-	wait("a connection", func() bool { return srv.OpenConnections() > 0 })
+	h := runHeld(t, ch, srv)
+	entered, release := h.entered, h.release
+	wait := func(what string, cond func() bool) { t.Helper(); h.wait(t, what, cond) }
 
 	push := func(ts, text string, d slacktest.Delivery) string {
 		t.Helper()
@@ -56,7 +33,7 @@ func TestSocketAckAfterTheSinkTookTheEvent(t *testing.T) {
 		return env
 	}
 	first := push("1700000000.000001", "taken", slacktest.Delivery{EventID: "EvT"})
-	if got := <-entered; got != "taken" {
+	if got := (<-entered).Text; got != "taken" {
 		t.Fatalf("sink got %q", got)
 	}
 	retry := push("1700000000.000001", "taken", slacktest.Delivery{EventID: "EvT", RetryAttempt: 1})

@@ -26,30 +26,9 @@ func TestSocketInteractionAckAfterTheSinkTookIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan error)
-	entered := make(chan echogate.InboundEvent, 4)
-	sink := func(ctx context.Context, ev echogate.InboundEvent) error {
-		entered <- ev
-		select {
-		case err := <-release:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx, sink) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		if err := srv.WaitFor(wctx, cond); err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-	}
-	wait("a connection", func() bool { return srv.OpenConnections() > 0 })
+	h := runHeld(t, ch, srv)
+	ctx, entered, release := h.ctx, h.entered, h.release
+	wait := func(what string, cond func() bool) { t.Helper(); h.wait(t, what, cond) }
 	prompt, err := ch.Send(ctx, echogate.Outbound{Kind: echogate.OutApprovalPrompt, Conversation: conv, Text: "run `x`?"})
 	if err != nil {
 		t.Fatal(err)
