@@ -147,48 +147,54 @@ type chatRequest struct {
 	ID string `json:"id"`
 }
 
-func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
-	var req chatRequest
-	if !readPost(w, r, c.bodyLimit(), &req, chatFields) {
-		return
-	}
+// chatEvent checks a chat request (it fills in a missing session id) and makes its inbound
+// event; a bad request is answered by the error naming what to fix.
+func (c *Channel) chatEvent(r *http.Request, req *chatRequest) (ev echogate.InboundEvent, _ *apiError) {
 	if req.Session == "" {
 		req.Session = newID()
 	} else if msg := checkSession(req.Session); msg != "" {
-		writeError(w, badRequest("%s", msg))
-		return
+		return ev, badRequest("%s", msg)
 	}
 	user, e := c.user(r, req.User)
 	if e != nil {
-		writeError(w, e)
-		return
+		return ev, e
 	}
 	if strings.TrimSpace(req.Text) == "" {
-		writeError(w, badRequest(`text is empty: type a message in "text"`))
-		return
+		return ev, badRequest(`text is empty: type a message in "text"`)
 	}
 	if len(req.Text) > c.cfg.MaxTextBytes {
-		writeError(w, badRequest("text is %d bytes, over the limit of %d bytes: shorten the message or split it", len(req.Text), c.cfg.MaxTextBytes))
-		return
+		return ev, badRequest("text is %d bytes, over the limit of %d bytes: shorten the message or split it", len(req.Text), c.cfg.MaxTextBytes)
 	}
 	eventID := newID()
 	if req.ID != "" {
 		if msg := checkSession(req.ID); msg != "" {
-			writeError(w, badRequest("message %s", strings.TrimPrefix(msg, "session ")))
-			return
+			return ev, badRequest("message %s", strings.TrimPrefix(msg, "session "))
 		}
 		eventID = clientEventPrefix + req.Session + "." + req.ID
 	}
-	now := c.cfg.Now()
-	ev := echogate.InboundEvent{
+	ev = echogate.InboundEvent{
 		ID:           eventID,
 		Kind:         echogate.KindDirect,
 		Conversation: c.conversation(req.Session),
 		Actor:        echogate.Actor{ID: user},
 		Text:         req.Text,
 		Message:      echogate.MessageRef{Platform: echogate.PlatformWeb, Channel: req.Session, ID: eventID},
-		ReceivedAt:   now,
+		ReceivedAt:   c.cfg.Now(),
 	}
+	return ev, nil
+}
+
+func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if !readPost(w, r, c.bodyLimit(), &req, chatFields) {
+		return
+	}
+	ev, e := c.chatEvent(r, &req)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	eventID, user, now := ev.ID, ev.Actor.ID, ev.ReceivedAt
 	log := c.log.With("session", req.Session, "event_id", eventID)
 
 	if strings.EqualFold(strings.TrimSpace(req.Text), "stop") {
