@@ -48,15 +48,23 @@ func openMemKB(ctx context.Context, cfg *Config, log *slog.Logger) (*memkb, func
 	return k, func() { st.Close() }, nil
 }
 
+// knowledgeCmds are the knowledge subcommands; each runs on an open knowledge base.
+var knowledgeCmds = map[string]func(ctx context.Context, e env, cfg *Config, kb *knowledge.Service, args []string) int{
+	"add":     knowledgeAdd,
+	"reembed": knowledgeReembed,
+	"search":  knowledgeSearch,
+	"list":    knowledgeList,
+	"rm":      knowledgeRm,
+}
+
 func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintln(e.stderr, knowledgeUsage)
 		return 2
 	}
 	sub, rest := args[0], args[1:]
-	switch sub {
-	case "add", "search", "list", "rm", "reembed":
-	default:
+	run, ok := knowledgeCmds[sub]
+	if !ok {
 		fmt.Fprintf(e.stderr, "echogate knowledge: unknown command %q\n%s\n", sub, knowledgeUsage)
 		return 2
 	}
@@ -70,86 +78,94 @@ func cmdKnowledge(ctx context.Context, e env, cfg *Config, log *slog.Logger, arg
 		return 1
 	}
 	defer closeFn()
-	kb := k.kb
-	switch sub {
-	case "add":
-		if len(rest) == 0 {
-			fmt.Fprintln(e.stderr, "echogate knowledge add: name at least one file or folder\n"+knowledgeUsage)
-			return 2
-		}
-		p := newProgress(e.stderr, e.isTTY)
-		rep, err := kb.Ingest(ctx, rest, p.update)
-		p.done()
-		printReport(e.stdout, rep)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "echogate knowledge add:", err)
-			return 1
-		}
-		return 0
-	case "reembed":
-		p := newProgress(e.stderr, e.isTTY)
-		rep, err := kb.Reembed(ctx, p.update)
-		p.done()
-		printReport(e.stdout, rep)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "echogate knowledge reembed:", err, "(remove documents whose files are gone with `echogate knowledge rm ID`)")
-			return 1
-		}
-		return 0
-	case "search":
-		fs := flag.NewFlagSet("knowledge search", flag.ContinueOnError)
-		fs.SetOutput(e.stderr)
-		limit := knowledgeSearchFlags(fs)
-		if err := fs.Parse(rest); err != nil {
-			return 2
-		}
-		q := strings.Join(fs.Args(), " ")
-		if strings.TrimSpace(q) == "" {
-			fmt.Fprintln(e.stderr, "echogate knowledge search: give a query, e.g. echogate knowledge search how do I deploy")
-			return 2
-		}
-		ps, keywordOnly, err := kb.Search(ctx, q, *limit)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "echogate knowledge search:", err)
-			return 1
-		}
-		if keywordOnly {
-			fmt.Fprintln(e.stderr, "note: the embedding endpoint is unavailable; results come from keyword search only")
-		}
-		if len(ps) == 0 {
-			fmt.Fprintln(e.stdout, "no passages found")
-		}
-		for _, p := range ps {
-			fmt.Fprint(e.stdout, knowledge.RenderPassage(p))
-		}
-		return 0
-	case "list":
-		ds, err := kb.List(ctx, 0)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "echogate knowledge list:", err)
-			return 1
-		}
-		if len(ds) == 0 {
-			fmt.Fprintln(e.stdout, "the knowledge base is empty: add files with `echogate knowledge add PATH…`")
-		}
-		current := embedIdentity(cfg, false)
-		for _, d := range ds {
-			fmt.Fprintf(e.stdout, "%s  %4d chunks  %8d bytes  %s  %s  %s\n", d.ID, d.Chunks, d.Bytes, d.UpdatedAt.Format(time.DateTime), embedLabel(d.EmbedModel, current), d.Source)
-		}
-		return 0
-	default: // rm
-		if len(rest) != 1 {
-			fmt.Fprintln(e.stderr, "echogate knowledge rm: name one document id or path (see `echogate knowledge list`)")
-			return 2
-		}
-		d, err := kb.Remove(ctx, rest[0])
-		if err != nil {
-			fmt.Fprintln(e.stderr, "echogate knowledge rm:", err)
-			return 1
-		}
-		fmt.Fprintf(e.stdout, "removed %s (%s, %d chunks)\n", d.ID, d.Source, d.Chunks)
-		return 0
+	return run(ctx, e, cfg, k.kb, rest)
+}
+
+func knowledgeAdd(ctx context.Context, e env, _ *Config, kb *knowledge.Service, rest []string) int {
+	if len(rest) == 0 {
+		fmt.Fprintln(e.stderr, "echogate knowledge add: name at least one file or folder\n"+knowledgeUsage)
+		return 2
 	}
+	p := newProgress(e.stderr, e.isTTY)
+	rep, err := kb.Ingest(ctx, rest, p.update)
+	p.done()
+	printReport(e.stdout, rep)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate knowledge add:", err)
+		return 1
+	}
+	return 0
+}
+
+func knowledgeReembed(ctx context.Context, e env, _ *Config, kb *knowledge.Service, _ []string) int {
+	p := newProgress(e.stderr, e.isTTY)
+	rep, err := kb.Reembed(ctx, p.update)
+	p.done()
+	printReport(e.stdout, rep)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate knowledge reembed:", err, "(remove documents whose files are gone with `echogate knowledge rm ID`)")
+		return 1
+	}
+	return 0
+}
+
+func knowledgeSearch(ctx context.Context, e env, _ *Config, kb *knowledge.Service, rest []string) int {
+	fs := flag.NewFlagSet("knowledge search", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	limit := knowledgeSearchFlags(fs)
+	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	q := strings.Join(fs.Args(), " ")
+	if strings.TrimSpace(q) == "" {
+		fmt.Fprintln(e.stderr, "echogate knowledge search: give a query, e.g. echogate knowledge search how do I deploy")
+		return 2
+	}
+	ps, keywordOnly, err := kb.Search(ctx, q, *limit)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate knowledge search:", err)
+		return 1
+	}
+	if keywordOnly {
+		fmt.Fprintln(e.stderr, "note: the embedding endpoint is unavailable; results come from keyword search only")
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(e.stdout, "no passages found")
+	}
+	for _, p := range ps {
+		fmt.Fprint(e.stdout, knowledge.RenderPassage(p))
+	}
+	return 0
+}
+
+func knowledgeList(ctx context.Context, e env, cfg *Config, kb *knowledge.Service, _ []string) int {
+	ds, err := kb.List(ctx, 0)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate knowledge list:", err)
+		return 1
+	}
+	if len(ds) == 0 {
+		fmt.Fprintln(e.stdout, "the knowledge base is empty: add files with `echogate knowledge add PATH…`")
+	}
+	current := embedIdentity(cfg, false)
+	for _, d := range ds {
+		fmt.Fprintf(e.stdout, "%s  %4d chunks  %8d bytes  %s  %s  %s\n", d.ID, d.Chunks, d.Bytes, d.UpdatedAt.Format(time.DateTime), embedLabel(d.EmbedModel, current), d.Source)
+	}
+	return 0
+}
+
+func knowledgeRm(ctx context.Context, e env, _ *Config, kb *knowledge.Service, rest []string) int {
+	if len(rest) != 1 {
+		fmt.Fprintln(e.stderr, "echogate knowledge rm: name one document id or path (see `echogate knowledge list`)")
+		return 2
+	}
+	d, err := kb.Remove(ctx, rest[0])
+	if err != nil {
+		fmt.Fprintln(e.stderr, "echogate knowledge rm:", err)
+		return 1
+	}
+	fmt.Fprintf(e.stdout, "removed %s (%s, %d chunks)\n", d.ID, d.Source, d.Chunks)
+	return 0
 }
 
 func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
