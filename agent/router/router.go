@@ -117,35 +117,8 @@ func New(cfg Config, models map[string]agent.Model, log *slog.Logger) (*Router, 
 			return nil, fmt.Errorf("router: model %q has no provider (empty name or nil model): check models.providers", name)
 		}
 	}
-	switch {
-	case cfg.LongChars < 0:
-		return nil, fmt.Errorf("router: long_chars %d is negative: use a positive number or 0 for the default %d", cfg.LongChars, DefaultLongChars)
-	case cfg.LongContextChars < 0:
-		return nil, fmt.Errorf("router: long_context_chars %d is negative: use a positive number or 0 for the default %d", cfg.LongContextChars, DefaultLongContextChars)
-	case cfg.Breaker.Failures < 0:
-		return nil, fmt.Errorf("router: breaker failures %d is negative: use a positive number or 0 for the default %d", cfg.Breaker.Failures, DefaultBreakerFailures)
-	case cfg.Breaker.CoolDown < 0:
-		return nil, fmt.Errorf("router: breaker cool-down %s is negative: use a positive duration or 0 for the default %s", cfg.Breaker.CoolDown, DefaultBreakerCoolDown)
-	case cfg.Breaker.Probes < 0:
-		return nil, fmt.Errorf("router: breaker probes %d is negative: use a positive number or 0 for the default %d", cfg.Breaker.Probes, DefaultBreakerProbes)
-	}
-	if cfg.LongChars == 0 {
-		cfg.LongChars = DefaultLongChars
-	}
-	if cfg.LongContextChars == 0 {
-		cfg.LongContextChars = DefaultLongContextChars
-	}
-	if cfg.Breaker.Failures == 0 {
-		cfg.Breaker.Failures = DefaultBreakerFailures
-	}
-	if cfg.Breaker.CoolDown == 0 {
-		cfg.Breaker.CoolDown = DefaultBreakerCoolDown
-	}
-	if cfg.Breaker.Probes == 0 {
-		cfg.Breaker.Probes = DefaultBreakerProbes
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -158,38 +131,9 @@ func New(cfg Config, models map[string]agent.Model, log *slog.Logger) (*Router, 
 	r := &Router{models: models, breakers: make(map[string]*breaker, len(models)), routes: map[string]*Route{}, log: log}
 	routes := make([]Route, len(cfg.Routes))
 	for i, rt := range cfg.Routes {
-		rt.Fallback = slices.Clone(rt.Fallback)
-		rt.Name = strings.TrimSpace(rt.Name)
-		if rt.Name == "" {
-			return nil, fmt.Errorf("router: route %d has no name: give every route a unique name", i+1)
-		}
-		if r.routes[rt.Name] != nil {
-			return nil, fmt.Errorf("router: route name %q is used twice: route names must be unique", rt.Name)
-		}
-		if rt.When == "" {
-			rt.When = RuleDefault
-		}
-		if !rt.When.valid() {
-			return nil, fmt.Errorf("router: route %s: unknown rule %q: use one of %s", rt.Name, rt.When, joinRules())
-		}
-		if rt.When == RuleDefault && i != len(cfg.Routes)-1 {
-			return nil, fmt.Errorf("router: route %s matches every request (when: default), so the routes after it are never used: move it last", rt.Name)
-		}
-		if rt.Model == "" {
-			return nil, fmt.Errorf("router: route %s has no model: set its model", rt.Name)
-		}
-		if models[rt.Model] == nil {
-			return nil, unknown("route "+rt.Name, rt.Model)
-		}
-		seen := map[string]bool{rt.Model: true}
-		for _, fb := range rt.Fallback {
-			if models[fb] == nil {
-				return nil, unknown("route "+rt.Name+" fallback", fb)
-			}
-			if seen[fb] {
-				return nil, fmt.Errorf("router: route %s lists model %q twice (model and fallback): list each model once", rt.Name, fb)
-			}
-			seen[fb] = true
+		rt, err := checkRoute(i, rt, len(cfg.Routes), r.routes, models, unknown)
+		if err != nil {
+			return nil, err
 		}
 		routes[i] = rt
 		r.routes[rt.Name] = &routes[i]
@@ -219,6 +163,80 @@ func New(cfg Config, models map[string]agent.Model, log *slog.Logger) (*Router, 
 		r.breakers[name] = newBreaker(name, cfg.Breaker, cfg.Clock, cfg.OnState)
 	}
 	return r, nil
+}
+
+// withDefaults refuses negative settings and fills the zero ones with their defaults.
+func (cfg *Config) withDefaults() error {
+	switch {
+	case cfg.LongChars < 0:
+		return fmt.Errorf("router: long_chars %d is negative: use a positive number or 0 for the default %d", cfg.LongChars, DefaultLongChars)
+	case cfg.LongContextChars < 0:
+		return fmt.Errorf("router: long_context_chars %d is negative: use a positive number or 0 for the default %d", cfg.LongContextChars, DefaultLongContextChars)
+	case cfg.Breaker.Failures < 0:
+		return fmt.Errorf("router: breaker failures %d is negative: use a positive number or 0 for the default %d", cfg.Breaker.Failures, DefaultBreakerFailures)
+	case cfg.Breaker.CoolDown < 0:
+		return fmt.Errorf("router: breaker cool-down %s is negative: use a positive duration or 0 for the default %s", cfg.Breaker.CoolDown, DefaultBreakerCoolDown)
+	case cfg.Breaker.Probes < 0:
+		return fmt.Errorf("router: breaker probes %d is negative: use a positive number or 0 for the default %d", cfg.Breaker.Probes, DefaultBreakerProbes)
+	}
+	if cfg.LongChars == 0 {
+		cfg.LongChars = DefaultLongChars
+	}
+	if cfg.LongContextChars == 0 {
+		cfg.LongContextChars = DefaultLongContextChars
+	}
+	if cfg.Breaker.Failures == 0 {
+		cfg.Breaker.Failures = DefaultBreakerFailures
+	}
+	if cfg.Breaker.CoolDown == 0 {
+		cfg.Breaker.CoolDown = DefaultBreakerCoolDown
+	}
+	if cfg.Breaker.Probes == 0 {
+		cfg.Breaker.Probes = DefaultBreakerProbes
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return nil
+}
+
+// checkRoute validates route i of n against the routes before it (byName) and the models, and
+// returns it normalised (name trimmed, rule defaulted, its own copy of the fallbacks).
+func checkRoute(i int, rt Route, n int, byName map[string]*Route, models map[string]agent.Model, unknown func(what, model string) error) (Route, error) {
+	rt.Fallback = slices.Clone(rt.Fallback)
+	rt.Name = strings.TrimSpace(rt.Name)
+	if rt.Name == "" {
+		return rt, fmt.Errorf("router: route %d has no name: give every route a unique name", i+1)
+	}
+	if byName[rt.Name] != nil {
+		return rt, fmt.Errorf("router: route name %q is used twice: route names must be unique", rt.Name)
+	}
+	if rt.When == "" {
+		rt.When = RuleDefault
+	}
+	if !rt.When.valid() {
+		return rt, fmt.Errorf("router: route %s: unknown rule %q: use one of %s", rt.Name, rt.When, joinRules())
+	}
+	if rt.When == RuleDefault && i != n-1 {
+		return rt, fmt.Errorf("router: route %s matches every request (when: default), so the routes after it are never used: move it last", rt.Name)
+	}
+	if rt.Model == "" {
+		return rt, fmt.Errorf("router: route %s has no model: set its model", rt.Name)
+	}
+	if models[rt.Model] == nil {
+		return rt, unknown("route "+rt.Name, rt.Model)
+	}
+	seen := map[string]bool{rt.Model: true}
+	for _, fb := range rt.Fallback {
+		if models[fb] == nil {
+			return rt, unknown("route "+rt.Name+" fallback", fb)
+		}
+		if seen[fb] {
+			return rt, fmt.Errorf("router: route %s lists model %q twice (model and fallback): list each model once", rt.Name, fb)
+		}
+		seen[fb] = true
+	}
+	return rt, nil
 }
 
 func joinRules() string {
