@@ -42,144 +42,166 @@ var paragraphElements = map[string]bool{"p": true, "blockquote": true, "pre": tr
 // are dropped. It reads r to the end; malformed HTML is tolerated as browsers do.
 func HTMLToText(r io.Reader) (title, text string) {
 	z := html.NewTokenizer(r)
-	w := &textWriter{}
-	var (
-		skipTag   string // name of the element being skipped, "" if none
-		skipDepth int
-		inTitle   bool
-		titleBuf  strings.Builder
-		haveTitle bool
-		pre       int
-		lists     []int // per open list: -1 for ul, else the next number of an ol
-		cellIndex int
-	)
+	c := &htmlConv{w: &textWriter{}}
 	for {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			return strings.ToValidUTF8(collapseSpaces(titleBuf.String()), "\uFFFD"), strings.ToValidUTF8(w.String(), "\uFFFD")
+			return strings.ToValidUTF8(collapseSpaces(c.title.String()), "\uFFFD"), strings.ToValidUTF8(c.w.String(), "\uFFFD")
 		case html.TextToken:
-			if skipTag != "" {
-				continue
-			}
-			if inTitle {
-				if !haveTitle {
-					titleBuf.Write(z.Text())
-				}
-				continue
-			}
-			if pre > 0 {
-				w.raw(string(z.Text()))
-			} else {
-				w.text(string(z.Text()))
-			}
+			c.textToken(z.Text())
 		case html.StartTagToken, html.SelfClosingTagToken, html.EndTagToken:
 			nameB, hasAttr := z.TagName()
 			name := string(nameB)
-			if skipTag != "" {
-				if name == skipTag && !voidElements[name] {
-					switch tt {
-					case html.StartTagToken:
-						skipDepth++
-					case html.EndTagToken:
-						skipDepth--
-						if skipDepth == 0 {
-							skipTag = ""
-						}
-					}
-				}
-				continue
-			}
-			if tt == html.EndTagToken {
-				switch {
-				case name == "title":
-					if inTitle {
-						inTitle, haveTitle = false, true
-					}
-				case isHeading(name), paragraphElements[name]:
-					w.boundary(2)
-					if name == "pre" && pre > 0 {
-						pre--
-					}
-				case name == "ul" || name == "ol":
-					if len(lists) > 0 {
-						lists = lists[:len(lists)-1]
-					}
-					w.boundary(1)
-					if len(lists) == 0 {
-						w.boundary(2)
-					}
-				case name == "li" || blockElements[name]:
-					w.boundary(1)
-				}
-				continue
-			}
-			// Start or self-closing tag.
-			hidden := false
-			if hasAttr {
-				for {
-					key, val, more := z.TagAttr()
-					k := string(key)
-					if k == "hidden" || (k == "aria-hidden" && string(val) == "true") ||
-						(k == "style" && hidesElement(string(val))) {
-						hidden = true
-					}
-					if !more {
-						break
-					}
-				}
-			}
-			if tt == html.StartTagToken && !voidElements[name] && (skipElements[name] || hidden) {
-				skipTag, skipDepth = name, 1
-				continue
-			}
 			switch {
-			case name == "title":
-				if tt == html.StartTagToken && !haveTitle {
-					inTitle = true
-				}
-			case isHeading(name):
-				w.boundary(2)
-				w.prefix(strings.Repeat("#", int(name[1]-'0')) + " ")
-			case paragraphElements[name]:
-				w.boundary(2)
-				if name == "pre" && tt == html.StartTagToken {
-					pre++
-				}
-			case name == "br":
-				w.lineBreak()
-			case name == "ul" || name == "ol":
-				w.boundary(1)
-				if len(lists) == 0 {
-					w.boundary(2)
-				}
-				if tt == html.StartTagToken {
-					next := -1
-					if name == "ol" {
-						next = 1
-					}
-					lists = append(lists, next)
-				}
-			case name == "li":
-				w.boundary(1)
-				marker := "- "
-				if n := len(lists); n > 0 && lists[n-1] >= 0 {
-					marker = strconv.Itoa(lists[n-1]) + ". "
-					lists[n-1]++
-				}
-				w.prefix(strings.Repeat("  ", max(len(lists)-1, 0)) + marker)
-			case name == "tr":
-				w.boundary(1)
-				cellIndex = 0
-			case name == "td" || name == "th":
-				if cellIndex > 0 {
-					w.prefix(" | ")
-				}
-				cellIndex++
-			case blockElements[name]:
-				w.boundary(1)
+			case c.skipping(tt, name):
+			case tt == html.EndTagToken:
+				c.endTag(name)
+			case tt == html.StartTagToken && !voidElements[name] && (skipElements[name] || (hasAttr && hiddenByAttrs(z))):
+				c.skipTag, c.skipDepth = name, 1
+			default:
+				c.startTag(tt, name)
 			}
 		}
+	}
+}
+
+// htmlConv is HTMLToText's state between tokens.
+type htmlConv struct {
+	w         *textWriter
+	skipTag   string // name of the element being skipped, "" if none
+	skipDepth int
+	inTitle   bool
+	title     strings.Builder
+	haveTitle bool
+	pre       int
+	lists     []int // per open list: -1 for ul, else the next number of an ol
+	cellIndex int
+}
+
+func (c *htmlConv) textToken(text []byte) {
+	switch {
+	case c.skipTag != "":
+	case c.inTitle:
+		if !c.haveTitle {
+			c.title.Write(text)
+		}
+	case c.pre > 0:
+		c.w.raw(string(text))
+	default:
+		c.w.text(string(text))
+	}
+}
+
+// skipping reports whether a tag falls inside a skipped element, tracking that element's
+// nesting so the skip ends at its own end tag.
+func (c *htmlConv) skipping(tt html.TokenType, name string) bool {
+	if c.skipTag == "" {
+		return false
+	}
+	if name == c.skipTag && !voidElements[name] {
+		switch tt {
+		case html.StartTagToken:
+			c.skipDepth++
+		case html.EndTagToken:
+			c.skipDepth--
+			if c.skipDepth == 0 {
+				c.skipTag = ""
+			}
+		}
+	}
+	return true
+}
+
+// hiddenByAttrs reads the tag's attributes and reports whether they hide the element.
+func hiddenByAttrs(z *html.Tokenizer) bool {
+	hidden := false
+	for {
+		key, val, more := z.TagAttr()
+		k := string(key)
+		if k == "hidden" || (k == "aria-hidden" && string(val) == "true") ||
+			(k == "style" && hidesElement(string(val))) {
+			hidden = true
+		}
+		if !more {
+			return hidden
+		}
+	}
+}
+
+func (c *htmlConv) endTag(name string) {
+	w := c.w
+	switch {
+	case name == "title":
+		if c.inTitle {
+			c.inTitle, c.haveTitle = false, true
+		}
+	case isHeading(name), paragraphElements[name]:
+		w.boundary(2)
+		if name == "pre" && c.pre > 0 {
+			c.pre--
+		}
+	case name == "ul" || name == "ol":
+		if len(c.lists) > 0 {
+			c.lists = c.lists[:len(c.lists)-1]
+		}
+		w.boundary(1)
+		if len(c.lists) == 0 {
+			w.boundary(2)
+		}
+	case name == "li" || blockElements[name]:
+		w.boundary(1)
+	}
+}
+
+// startTag handles a start or self-closing tag that is shown.
+func (c *htmlConv) startTag(tt html.TokenType, name string) {
+	w := c.w
+	switch {
+	case name == "title":
+		if tt == html.StartTagToken && !c.haveTitle {
+			c.inTitle = true
+		}
+	case isHeading(name):
+		w.boundary(2)
+		w.prefix(strings.Repeat("#", int(name[1]-'0')) + " ")
+	case paragraphElements[name]:
+		w.boundary(2)
+		if name == "pre" && tt == html.StartTagToken {
+			c.pre++
+		}
+	case name == "br":
+		w.lineBreak()
+	case name == "ul" || name == "ol":
+		w.boundary(1)
+		if len(c.lists) == 0 {
+			w.boundary(2)
+		}
+		if tt == html.StartTagToken {
+			next := -1
+			if name == "ol" {
+				next = 1
+			}
+			c.lists = append(c.lists, next)
+		}
+	case name == "li":
+		w.boundary(1)
+		marker := "- "
+		if n := len(c.lists); n > 0 && c.lists[n-1] >= 0 {
+			marker = strconv.Itoa(c.lists[n-1]) + ". "
+			c.lists[n-1]++
+		}
+		w.prefix(strings.Repeat("  ", max(len(c.lists)-1, 0)) + marker)
+	case name == "tr":
+		w.boundary(1)
+		c.cellIndex = 0
+	case name == "td" || name == "th":
+		if c.cellIndex > 0 {
+			w.prefix(" | ")
+		}
+		c.cellIndex++
+	case blockElements[name]:
+		w.boundary(1)
 	}
 }
 
