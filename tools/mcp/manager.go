@@ -333,46 +333,12 @@ func (s *server) setDown(reason string, keepReason bool) {
 func (s *server) runSession(ctx context.Context) (established bool, err error) {
 	cctx, cancel := withTimeout(ctx, s.m.cfg.ConnectTimeout)
 	defer cancel()
-
-	client := sdk.NewClient(&sdk.Implementation{Name: "echogate", Version: version()}, &sdk.ClientOptions{
-		Logger:                 s.log,
-		Capabilities:           &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.requestRelist() },
-	})
-	var transport sdk.Transport
-	var proc *stdioProcess
-	if s.cfg.URL != "" {
-		var hc *http.Client
-		transport, hc = newHTTPTransport(s.cfg, s.m.cfg.ConnectTimeout)
-		defer hc.CloseIdleConnections()
-	} else {
-		transport, proc = newStdioTransport(s.cfg, func(line string) {
-			s.log.Debug("mcp: server stderr", "line", line)
-		})
+	cs, proc, closeIdle, err := s.connect(cctx)
+	if closeIdle != nil {
+		defer closeIdle()
 	}
-	// Drain stale signals of an earlier session.
-	select {
-	case <-s.relist:
-	default:
-	}
-	select {
-	case <-s.broken:
-	default:
-	}
-
-	cs, err := client.Connect(cctx, transport, nil)
 	if err != nil {
-		if proc != nil {
-			if proc.cmd.Process != nil && proc.cmd.ProcessState == nil {
-				_ = proc.cmd.Process.Kill()
-				_ = proc.cmd.Wait()
-			}
-			proc.cleanup()
-			if d := proc.exitDetail(); d != "" {
-				return false, fmt.Errorf("mcp: %s: connect: %w (%s)", s.cfg.Name, err, d)
-			}
-		}
-		return false, fmt.Errorf("mcp: %s: connect to %s: %w", s.cfg.Name, s.target(), err)
+		return false, err
 	}
 	s.mu.Lock()
 	s.session = cs
@@ -430,44 +396,107 @@ func (s *server) runSession(ctx context.Context) (established bool, err error) {
 		case <-s.broken:
 			return true, end(fmt.Errorf("mcp: %s: connection lost during a tool call", s.cfg.Name))
 		case <-s.relist:
-			rctx, rcancel := withTimeout(ctx, s.m.cfg.ConnectTimeout)
-			err := s.refresh(rctx, cs)
-			rcancel()
-			if err != nil {
-				if ctx.Err() != nil {
-					return true, end(ctx.Err())
-				}
-				if errors.Is(err, sdk.ErrConnectionClosed) {
-					return true, end(fmt.Errorf("mcp: %s: list tools: %w", s.cfg.Name, err))
-				}
-				msg := s.scrub(err.Error())
-				s.log.Warn("mcp: re-listing tools failed; keeping the previous list", "err", msg)
-				s.mu.Lock()
-				s.lastErr = "list tools: " + msg
-				s.mu.Unlock()
-				s.m.notify()
+			if err := s.relistTools(ctx, cs); err != nil {
+				return true, end(err)
 			}
 		case <-tick:
-			timeout := min(s.m.cfg.PingInterval, 10*time.Second)
-			pctx, pcancel := context.WithTimeout(ctx, timeout)
-			err := cs.Ping(pctx, nil)
-			pcancel()
-			if err == nil {
-				pingFails = 0
-				continue
+			if err := s.ping(ctx, cs, &pingFails); err != nil {
+				return true, end(err)
 			}
-			if ctx.Err() != nil {
-				return true, end(ctx.Err())
-			}
-			// One slow answer is tolerated; a second failure in a row, or a closed
-			// connection, ends the session.
-			pingFails++
-			if pingFails >= 2 || errors.Is(err, sdk.ErrConnectionClosed) {
-				return true, end(fmt.Errorf("mcp: %s: ping: %w", s.cfg.Name, err))
-			}
-			s.log.Warn("mcp: ping failed", "err", s.scrub(err.Error()))
 		}
 	}
+}
+
+// connect opens a session with the server over its transport. proc is the stdio server's
+// process (nil over HTTP); closeIdle, when not nil, releases the HTTP transport's connections
+// and is for the caller to run when the session is over, also after an error.
+func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdioProcess, closeIdle func(), err error) {
+	client := sdk.NewClient(&sdk.Implementation{Name: "echogate", Version: version()}, &sdk.ClientOptions{
+		Logger:                 s.log,
+		Capabilities:           &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.requestRelist() },
+	})
+	var transport sdk.Transport
+	if s.cfg.URL != "" {
+		var hc *http.Client
+		transport, hc = newHTTPTransport(s.cfg, s.m.cfg.ConnectTimeout)
+		closeIdle = hc.CloseIdleConnections
+	} else {
+		transport, proc = newStdioTransport(s.cfg, func(line string) {
+			s.log.Debug("mcp: server stderr", "line", line)
+		})
+	}
+	// Drain stale signals of an earlier session.
+	select {
+	case <-s.relist:
+	default:
+	}
+	select {
+	case <-s.broken:
+	default:
+	}
+
+	cs, err = client.Connect(ctx, transport, nil)
+	if err == nil {
+		return cs, proc, closeIdle, nil
+	}
+	if proc != nil {
+		if proc.cmd.Process != nil && proc.cmd.ProcessState == nil {
+			_ = proc.cmd.Process.Kill()
+			_ = proc.cmd.Wait()
+		}
+		proc.cleanup()
+		if d := proc.exitDetail(); d != "" {
+			return nil, nil, closeIdle, fmt.Errorf("mcp: %s: connect: %w (%s)", s.cfg.Name, err, d)
+		}
+	}
+	return nil, nil, closeIdle, fmt.Errorf("mcp: %s: connect to %s: %w", s.cfg.Name, s.target(), err)
+}
+
+// relistTools lists the tools again after the server said they changed. A failure keeps the
+// previous list and is shown as the server's last error; the error returned (the session's
+// end) is for a closed connection or ctx ending.
+func (s *server) relistTools(ctx context.Context, cs *sdk.ClientSession) error {
+	rctx, rcancel := withTimeout(ctx, s.m.cfg.ConnectTimeout)
+	err := s.refresh(rctx, cs)
+	rcancel()
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, sdk.ErrConnectionClosed):
+		return fmt.Errorf("mcp: %s: list tools: %w", s.cfg.Name, err)
+	}
+	msg := s.scrub(err.Error())
+	s.log.Warn("mcp: re-listing tools failed; keeping the previous list", "err", msg)
+	s.mu.Lock()
+	s.lastErr = "list tools: " + msg
+	s.mu.Unlock()
+	s.m.notify()
+	return nil
+}
+
+// ping checks the session is alive. One slow answer is tolerated (fails counts them); a
+// second failure in a row, a closed connection or ctx ending returns the session's end.
+func (s *server) ping(ctx context.Context, cs *sdk.ClientSession, fails *int) error {
+	timeout := min(s.m.cfg.PingInterval, 10*time.Second)
+	pctx, pcancel := context.WithTimeout(ctx, timeout)
+	err := cs.Ping(pctx, nil)
+	pcancel()
+	if err == nil {
+		*fails = 0
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	*fails++
+	if *fails >= 2 || errors.Is(err, sdk.ErrConnectionClosed) {
+		return fmt.Errorf("mcp: %s: ping: %w", s.cfg.Name, err)
+	}
+	s.log.Warn("mcp: ping failed", "err", s.scrub(err.Error()))
+	return nil
 }
 
 // refresh lists the server's tools (all pages) and brings the registry in line: new tools are
