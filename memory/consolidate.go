@@ -137,55 +137,31 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 	if err != nil {
 		return res, fmt.Errorf("read transcript: %w", err)
 	}
-	if len(msgs) == 0 || j.UserID == "" {
-		if len(msgs) > 0 {
-			res.Cursor = msgs[len(msgs)-1].Seq
-		}
+	if len(msgs) == 0 {
 		return res, nil
 	}
 	res.Cursor = msgs[len(msgs)-1].Seq
-	var convo, userText strings.Builder
-	lastTurn := ""
-	for _, m := range msgs {
-		lastTurn = m.Turn
-		switch m.Message.Role {
-		case echogate.RoleUser:
-			fmt.Fprintf(&convo, "User: %s\n", clip(m.Message.Content, 2000))
-			userText.WriteString(m.Message.Content)
-			userText.WriteByte(' ')
-		case echogate.RoleAssistant:
-			if strings.TrimSpace(m.Message.Content) != "" {
-				fmt.Fprintf(&convo, "Assistant: %s\n", clip(m.Message.Content, 1000))
-			}
-		}
+	if j.UserID == "" {
+		return res, nil
 	}
-	if strings.TrimSpace(userText.String()) == "" {
+	convo, userText, lastTurn := transcriptOf(msgs)
+	if strings.TrimSpace(userText) == "" {
 		return res, nil
 	}
 	report := func(u echogate.Usage) {
 		s.report(ctx, u, echogate.TriggerConsolidation, echogate.SessionKey(j.Session), j.UserID, j.Channel)
 	}
 	// Existing memories the new facts may update or contradict.
-	qv := s.embedMany(ctx, []string{clip(userText.String(), 4000)}, echogate.TriggerConsolidation, echogate.SessionKey(j.Session), j.UserID, j.Channel)
+	qv := s.embedMany(ctx, []string{clip(userText, 4000)}, echogate.TriggerConsolidation, echogate.SessionKey(j.Session), j.UserID, j.Channel)
 	var vec []float32
 	if qv != nil {
 		vec = qv[0]
 	}
-	existing, err := s.search(ctx, []string{owner}, userText.String(), vec, 15, 0)
+	existing, err := s.search(ctx, []string{owner}, userText, vec, 15, 0)
 	if err != nil {
 		return res, err
 	}
-	var prompt strings.Builder
-	prompt.WriteString("EXISTING MEMORIES:\n")
-	if len(existing) == 0 {
-		prompt.WriteString("(none)\n")
-	}
-	for i, m := range existing {
-		fmt.Fprintf(&prompt, "%d. %s (%s, %s)\n", i+1, m.Text, m.Kind, m.UpdatedAt.Format("2006-01-02"))
-	}
-	fmt.Fprintf(&prompt, "\nNEW CONVERSATION (%s):\n%s", now.UTC().Format("2006-01-02"), convo.String())
-
-	facts, err := s.extract(ctx, prompt.String(), len(existing), report)
+	facts, err := s.extract(ctx, consolidationPrompt(existing, now, convo), len(existing), report)
 	if err != nil {
 		return res, err
 	}
@@ -197,6 +173,52 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 		texts[i] = f.Text
 	}
 	vecs := s.embedMany(ctx, texts, echogate.TriggerConsolidation, echogate.SessionKey(j.Session), j.UserID, j.Channel)
+	base := memrec.Memory{Owner: owner, Session: j.Session, SourceTurn: lastTurn, CreatedAt: now, UpdatedAt: now}
+	s.applyFacts(&res, base, facts, vecs, existing)
+	return res, nil
+}
+
+// transcriptOf renders the new messages for the extraction prompt (user and assistant lines,
+// clipped) and returns the users' words alone and the last message's turn.
+func transcriptOf(msgs []echogate.StoredMessage) (convo, userText, lastTurn string) {
+	var c, u strings.Builder
+	for _, m := range msgs {
+		lastTurn = m.Turn
+		switch m.Message.Role {
+		case echogate.RoleUser:
+			fmt.Fprintf(&c, "User: %s\n", clip(m.Message.Content, 2000))
+			u.WriteString(m.Message.Content)
+			u.WriteByte(' ')
+		case echogate.RoleAssistant:
+			if strings.TrimSpace(m.Message.Content) != "" {
+				fmt.Fprintf(&c, "Assistant: %s\n", clip(m.Message.Content, 1000))
+			}
+		}
+	}
+	return c.String(), u.String(), lastTurn
+}
+
+// consolidationPrompt lists the existing memories, numbered (facts name the one they supersede
+// by its number), then the new conversation.
+func consolidationPrompt(existing []memrec.ScoredMemory, now time.Time, convo string) string {
+	var prompt strings.Builder
+	prompt.WriteString("EXISTING MEMORIES:\n")
+	if len(existing) == 0 {
+		prompt.WriteString("(none)\n")
+	}
+	for i, m := range existing {
+		fmt.Fprintf(&prompt, "%d. %s (%s, %s)\n", i+1, m.Text, m.Kind, m.UpdatedAt.Format("2006-01-02"))
+	}
+	fmt.Fprintf(&prompt, "\nNEW CONVERSATION (%s):\n%s", now.UTC().Format("2006-01-02"), convo)
+	return prompt.String()
+}
+
+// applyFacts turns the extracted facts into res's inserts, supersessions and updates: a fact
+// that supersedes an existing memory replaces it, a near-duplicate of one updates it, a
+// duplicate within the batch is dropped. base carries the owner, session, source turn and time;
+// vecs are the facts' embeddings (nil when the embedder was unavailable).
+func (s *Service) applyFacts(res *memrec.ConsolidationResult, base memrec.Memory, facts []fact, vecs [][]float32, existing []memrec.ScoredMemory) {
+	now := base.CreatedAt
 	superseded := map[string]bool{}
 	updated := map[string]int{} // memory id -> index in res.Update
 	for i, f := range facts {
@@ -208,8 +230,8 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 		if f.Importance != nil {
 			imp = *f.Importance
 		}
-		m := memrec.Memory{ID: ids.New("m_"), Owner: owner, Text: f.Text, Kind: f.Kind, Importance: imp, Embedding: fv,
-			Session: j.Session, SourceTurn: lastTurn, CreatedAt: now, UpdatedAt: now}
+		m := base
+		m.ID, m.Text, m.Kind, m.Importance, m.Embedding = ids.New("m_"), f.Text, f.Kind, imp, fv
 		if fv != nil {
 			m.EmbedModel = s.cfg.EmbedModel
 		}
@@ -229,7 +251,7 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 		// A near-duplicate of a current memory (or of a fact of this batch) updates it.
 		if dup, ok := nearDuplicate(existing, superseded, f.Text, fv, s.cfg.DuplicateSimilarity, s.comparable); ok {
 			u := dup.Memory
-			u.Text, u.Kind, u.UpdatedAt, u.ExpiresAt, u.SourceTurn = f.Text, f.Kind, now, m.ExpiresAt, lastTurn
+			u.Text, u.Kind, u.UpdatedAt, u.ExpiresAt, u.SourceTurn = f.Text, f.Kind, now, m.ExpiresAt, base.SourceTurn
 			u.Importance = max(u.Importance, imp)
 			if fv != nil {
 				u.Embedding, u.EmbedModel = fv, s.cfg.EmbedModel
@@ -247,7 +269,6 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 		}
 		res.Insert = append(res.Insert, m)
 	}
-	return res, nil
 }
 
 // nearDuplicate finds the existing memory that says the same as text: the same words, or a vector
