@@ -120,22 +120,7 @@ func (m *ScriptedModel) Remaining() int {
 // Generate plays the next step. It implements agent.Model: onDelta is called in order, its error
 // aborts the call; ctx cancellation ends a gate wait or the streaming promptly with ctx's error.
 func (m *ScriptedModel) Generate(ctx context.Context, req agent.Request, onDelta func(agent.Delta) error) (agent.Response, error) {
-	m.mu.Lock()
-	m.requests = append(m.requests, CloneRequest(req))
-	call := len(m.requests)
-	var (
-		step Step
-		ok   bool
-	)
-	if m.next < len(m.steps) {
-		step, ok = m.steps[m.next], true
-		m.next++
-	} else if m.def != nil {
-		step, ok = *m.def, true
-	}
-	total := len(m.steps)
-	m.mu.Unlock()
-
+	step, ok, call, total := m.take(req)
 	model := req.Model
 	if step.Model != "" {
 		model = step.Model
@@ -165,63 +150,22 @@ func (m *ScriptedModel) Generate(ctx context.Context, req agent.Request, onDelta
 	if size <= 0 {
 		size = 4
 	}
-	delivered := 0
-	wait := func() error {
-		if step.Gate == nil || delivered != step.GateAfter {
-			return nil
-		}
-		select {
-		case <-step.Gate:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	emit := func(d agent.Delta) error {
-		if err := wait(); err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		delivered++
-		if onDelta == nil {
-			return nil
-		}
-		if err := onDelta(d); err != nil {
-			return fmt.Errorf("agenttest: scripted model: call %d: delta callback: %w", call, err)
-		}
-		return nil
-	}
+	out := &stepEmitter{ctx: ctx, step: &step, call: call, onDelta: onDelta}
 	for _, frag := range Fragments(step.Reasoning, size) {
-		if err := emit(agent.Delta{Reasoning: frag}); err != nil {
+		if err := out.emit(agent.Delta{Reasoning: frag}); err != nil {
 			return fail(err)
 		}
 	}
 	for _, frag := range Fragments(step.Text, size) {
 		resp.Message.Content += frag
-		if err := emit(agent.Delta{Text: frag}); err != nil {
+		if err := out.emit(agent.Delta{Text: frag}); err != nil {
 			return fail(err)
 		}
 	}
-	if err := wait(); err != nil {
+	if err := out.wait(); err != nil {
 		return fail(err)
 	}
-
-	usage := step.Usage
-	if usage == (echogate.Usage{}) {
-		usage = echogate.Usage{
-			InputTokens:  tokensForLen(requestLen(req)),
-			OutputTokens: EstimateTokens(step.Reasoning + step.Text + toolCallText(step.ToolCalls)),
-		}
-	}
-	if usage.Kind == "" {
-		usage.Kind = echogate.UsageModel
-	}
-	if usage.Model == "" {
-		usage.Model = model
-	}
-	resp.Usage = usage
+	resp.Usage = stepUsage(step, req, model)
 	if step.Err != nil {
 		return fail(step.Err)
 	}
@@ -239,6 +183,79 @@ func (m *ScriptedModel) Generate(ctx context.Context, req agent.Request, onDelta
 		}
 	}
 	return resp, nil
+}
+
+// take records req and returns the step that answers it (ok false when the script is done and
+// has no default), the call's number (from 1) and the script's length.
+func (m *ScriptedModel) take(req agent.Request) (step Step, ok bool, call, total int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.requests = append(m.requests, CloneRequest(req))
+	call = len(m.requests)
+	if m.next < len(m.steps) {
+		step, ok = m.steps[m.next], true
+		m.next++
+	} else if m.def != nil {
+		step, ok = *m.def, true
+	}
+	return step, ok, call, len(m.steps)
+}
+
+// stepEmitter delivers one step's deltas, holding at the step's gate after GateAfter of them.
+type stepEmitter struct {
+	ctx       context.Context
+	step      *Step
+	call      int
+	onDelta   func(agent.Delta) error
+	delivered int
+}
+
+func (e *stepEmitter) wait() error {
+	if e.step.Gate == nil || e.delivered != e.step.GateAfter {
+		return nil
+	}
+	select {
+	case <-e.step.Gate:
+		return nil
+	case <-e.ctx.Done():
+		return e.ctx.Err()
+	}
+}
+
+func (e *stepEmitter) emit(d agent.Delta) error {
+	if err := e.wait(); err != nil {
+		return err
+	}
+	if err := e.ctx.Err(); err != nil {
+		return err
+	}
+	e.delivered++
+	if e.onDelta == nil {
+		return nil
+	}
+	if err := e.onDelta(d); err != nil {
+		return fmt.Errorf("agenttest: scripted model: call %d: delta callback: %w", e.call, err)
+	}
+	return nil
+}
+
+// stepUsage is the step's usage, or one estimated from the request and the step's output when
+// the step gives none.
+func stepUsage(step Step, req agent.Request, model string) echogate.Usage {
+	usage := step.Usage
+	if usage == (echogate.Usage{}) {
+		usage = echogate.Usage{
+			InputTokens:  tokensForLen(requestLen(req)),
+			OutputTokens: EstimateTokens(step.Reasoning + step.Text + toolCallText(step.ToolCalls)),
+		}
+	}
+	if usage.Kind == "" {
+		usage.Kind = echogate.UsageModel
+	}
+	if usage.Model == "" {
+		usage.Model = model
+	}
+	return usage
 }
 
 var closeMu sync.Mutex
