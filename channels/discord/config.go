@@ -138,35 +138,14 @@ func Bool(v bool) *bool { return &v }
 
 // withDefaults validates cfg and fills in defaults.
 func (cfg Config) withDefaults() (Config, error) {
-	tok := strings.TrimSpace(cfg.Token)
-	if tok == "Bot" || strings.HasPrefix(tok, "Bot ") {
-		tok = strings.TrimSpace(strings.TrimPrefix(tok, "Bot"))
+	tok, err := botToken(cfg.Token)
+	if err != nil {
+		return cfg, err
 	}
-	if tok == "" {
-		return cfg, fmt.Errorf("discord: config: %w: set discord.token or DISCORD_BOT_TOKEN to the bot token from the Developer Portal (Bot → Reset Token)", ErrNoToken)
+	cfg.Token = tok
+	if cfg.APIURL, err = apiURL(cfg.APIURL); err != nil {
+		return cfg, err
 	}
-	if strings.ContainsAny(tok, " \t\r\n") {
-		return cfg, fmt.Errorf("discord: config: token contains whitespace: paste the bot token exactly as shown in the Developer Portal")
-	}
-	if strings.HasPrefix(tok, "Bearer ") {
-		return cfg, fmt.Errorf("discord: config: token is an OAuth2 bearer token: use the bot token from the Developer Portal (Bot → Reset Token)")
-	}
-	cfg.Token = "Bot " + tok
-
-	if cfg.APIURL == "" {
-		cfg.APIURL = DefaultAPIURL
-	}
-	u, err := url.Parse(cfg.APIURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cfg, fmt.Errorf("discord: config: api_url %q is not an absolute http(s) URL: use e.g. %s", cfg.APIURL, DefaultAPIURL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return cfg, fmt.Errorf("discord: config: api_url %q must not have a query or fragment", cfg.APIURL)
-	}
-	if !strings.HasSuffix(cfg.APIURL, "/") {
-		cfg.APIURL += "/"
-	}
-
 	if cfg.ShardCount == 0 {
 		cfg.ShardCount = DefaultShardCount
 	}
@@ -179,7 +158,66 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.RequireMention == nil {
 		cfg.RequireMention = Bool(true)
 	}
+	if err := cfg.numbersWithDefaults(); err != nil {
+		return cfg, err
+	}
+	if cfg.ThreadHistory == 0 {
+		cfg.ThreadHistory = DefaultThreadHistory
+	}
+	for _, g := range cfg.CommandGuilds {
+		if g == "" || strings.Trim(g, "0123456789") != "" {
+			return cfg, fmt.Errorf("discord: config: command_guilds entry %q is not a guild id (a number; Developer Mode → right-click the server → Copy Server ID)", g)
+		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = randJitter
+	}
+	return cfg, nil
+}
 
+// botToken checks the configured token and returns it as the Authorization value ("Bot …"),
+// whether or not it was given with its "Bot " prefix.
+func botToken(raw string) (string, error) {
+	tok := strings.TrimSpace(raw)
+	if tok == "Bot" || strings.HasPrefix(tok, "Bot ") {
+		tok = strings.TrimSpace(strings.TrimPrefix(tok, "Bot"))
+	}
+	if tok == "" {
+		return "", fmt.Errorf("discord: config: %w: set discord.token or DISCORD_BOT_TOKEN to the bot token from the Developer Portal (Bot → Reset Token)", ErrNoToken)
+	}
+	if strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("discord: config: token contains whitespace: paste the bot token exactly as shown in the Developer Portal")
+	}
+	if strings.HasPrefix(tok, "Bearer ") {
+		return "", fmt.Errorf("discord: config: token is an OAuth2 bearer token: use the bot token from the Developer Portal (Bot → Reset Token)")
+	}
+	return "Bot " + tok, nil
+}
+
+// apiURL checks the REST base URL (DefaultAPIURL when empty) and returns it ending in "/".
+func apiURL(raw string) (string, error) {
+	if raw == "" {
+		raw = DefaultAPIURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return raw, fmt.Errorf("discord: config: api_url %q is not an absolute http(s) URL: use e.g. %s", raw, DefaultAPIURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return raw, fmt.Errorf("discord: config: api_url %q must not have a query or fragment", raw)
+	}
+	if !strings.HasSuffix(raw, "/") {
+		raw += "/"
+	}
+	return raw, nil
+}
+
+// numbersWithDefaults refuses negative durations and counts and fills the zero ones with
+// their defaults.
+func (cfg *Config) numbersWithDefaults() error {
 	durations := []struct {
 		name string
 		v    *time.Duration
@@ -202,14 +240,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	for _, d := range durations {
 		if *d.v < 0 {
-			return cfg, fmt.Errorf("discord: config: %s %s is negative: use a positive duration or 0 for the default %s", d.name, *d.v, d.def)
+			return fmt.Errorf("discord: config: %s %s is negative: use a positive duration or 0 for the default %s", d.name, *d.v, d.def)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
 	if cfg.BackoffMax < cfg.BackoffInitial {
-		return cfg, fmt.Errorf("discord: config: backoff_max %s is below backoff_initial %s", cfg.BackoffMax, cfg.BackoffInitial)
+		return fmt.Errorf("discord: config: backoff_max %s is below backoff_initial %s", cfg.BackoffMax, cfg.BackoffInitial)
 	}
 	ints := []struct {
 		name string
@@ -222,25 +260,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	for _, n := range ints {
 		if *n.v < 0 {
-			return cfg, fmt.Errorf("discord: config: %s %d is negative: use a positive number or 0 for the default %d", n.name, *n.v, n.def)
+			return fmt.Errorf("discord: config: %s %d is negative: use a positive number or 0 for the default %d", n.name, *n.v, n.def)
 		}
 		if *n.v == 0 {
 			*n.v = n.def
 		}
 	}
-	if cfg.ThreadHistory == 0 {
-		cfg.ThreadHistory = DefaultThreadHistory
-	}
-	for _, g := range cfg.CommandGuilds {
-		if g == "" || strings.Trim(g, "0123456789") != "" {
-			return cfg, fmt.Errorf("discord: config: command_guilds entry %q is not a guild id (a number; Developer Mode → right-click the server → Copy Server ID)", g)
-		}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = systemClock{}
-	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = randJitter
-	}
-	return cfg, nil
+	return nil
 }
