@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/internal/metrics"
@@ -43,14 +45,14 @@ func TestMeteredStageRecordsWhatTheStageDid(t *testing.T) {
 			t.Errorf("%s: metered(…).Process = %v, want the stage's own %v", name, err, tt.err)
 		}
 		labels := map[string]string{"stage": tt.stage, "channel": "slack", "agent": "oncall", "outcome": tt.outcome}
-		if got := sample(t, m, "echogate_stage_runs_total", labels).Value; got != 1 {
+		if got := sample(t, m, "echogate_stage_runs_total", labels).GetCounter().GetValue(); got != 1 {
 			t.Errorf("%s: echogate_stage_runs_total%v = %v, want 1", name, labels, got)
 		}
 		delete(labels, "outcome")
-		h := sample(t, m, "echogate_stage_duration_seconds", labels)
-		if h.Count != 1 || h.Sum != 1.5 {
+		h := sample(t, m, "echogate_stage_duration_seconds", labels).GetHistogram()
+		if h.GetSampleCount() != 1 || h.GetSampleSum() != 1.5 {
 			t.Errorf("%s: echogate_stage_duration_seconds%v = %d samples, sum %v; want 1 sample of 1.5 s",
-				name, labels, h.Count, h.Sum)
+				name, labels, h.GetSampleCount(), h.GetSampleSum())
 		}
 		if n := series(t, m, "echogate_stage_runs_total"); n != 1 {
 			t.Errorf("%s: echogate_stage_runs_total has %d series, want 1 (one run)", name, n)
@@ -70,13 +72,13 @@ func TestCountedTurnsCountsTheTurnOnceItEnded(t *testing.T) {
 	if err := countedTurns(m, now, end).Process(context.Background(), tu); err != nil {
 		t.Fatal(err)
 	}
-	if got := sample(t, m, "echogate_turns_total", map[string]string{"channel": "discord", "status": "error"}).Value; got != 1 {
+	if got := sample(t, m, "echogate_turns_total", map[string]string{"channel": "discord", "status": "error"}).GetCounter().GetValue(); got != 1 {
 		t.Errorf("echogate_turns_total{discord,error} = %v, want 1", got)
 	}
-	if got := sample(t, m, "echogate_turn_duration_seconds", map[string]string{"channel": "discord", "status": "error"}).Sum; got != 4 {
+	if got := sample(t, m, "echogate_turn_duration_seconds", map[string]string{"channel": "discord", "status": "error"}).GetHistogram().GetSampleSum(); got != 4 {
 		t.Errorf("echogate_turn_duration_seconds{discord,error} sum = %v, want 4", got)
 	}
-	if got := sample(t, m, "echogate_agent_turns_total", map[string]string{"agent": "support", "status": "error"}).Value; got != 1 {
+	if got := sample(t, m, "echogate_agent_turns_total", map[string]string{"agent": "support", "status": "error"}).GetCounter().GetValue(); got != 1 {
 		t.Errorf("echogate_agent_turns_total{support,error} = %v, want 1", got)
 	}
 }
@@ -92,27 +94,45 @@ func TestUnmeteredWithoutMetrics(t *testing.T) {
 	}
 }
 
-// sample is the series of family name whose labels are exactly want.
-func sample(t *testing.T, m *metrics.Metrics, name string, want map[string]string) metrics.Sample {
+// sample is the metric of family name whose labels are exactly want.
+func sample(t *testing.T, m *metrics.Metrics, name string, want map[string]string) *dto.Metric {
 	t.Helper()
-next:
-	for _, s := range m.Samples(name) {
-		if len(s.LabelNames) != len(want) {
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
 			continue
 		}
-		for i, l := range s.LabelNames {
-			if want[l] != s.LabelValues[i] {
-				continue next
+	next:
+		for _, s := range f.GetMetric() {
+			if len(s.GetLabel()) != len(want) {
+				continue
 			}
+			for _, l := range s.GetLabel() {
+				if want[l.GetName()] != l.GetValue() {
+					continue next
+				}
+			}
+			return s
 		}
-		return s
 	}
 	t.Errorf("no %s%v in the registry", name, want)
-	return metrics.Sample{}
+	return &dto.Metric{}
 }
 
 // series is how many label sets family name has.
 func series(t *testing.T, m *metrics.Metrics, name string) int {
 	t.Helper()
-	return len(m.Samples(name))
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			return len(f.GetMetric())
+		}
+	}
+	return 0
 }

@@ -1,18 +1,21 @@
 package metrics
 
+import "github.com/prometheus/client_golang/prometheus"
+
 // agentCollectors count per agent profile (agents:) and the access rules' refusals.
 type agentCollectors struct {
-	AgentTurns    *CounterVec // agent, status
-	AgentSpendUSD *CounterVec // agent
-	AgentTokens   *CounterVec // agent, direction (input|output)
-	Refused       *CounterVec // channel, reason (user|channel|workspace|dm)
+	AgentTurns    *prometheus.CounterVec // agent, status
+	AgentSpendUSD *prometheus.CounterVec // agent
+	AgentTokens   *prometheus.CounterVec // agent, direction (input|output)
+	Refused       *prometheus.CounterVec // channel, reason (user|channel|workspace|dm)
 }
 
-func (m *Metrics) registerAgents(r *registry) {
-	m.AgentTurns = r.counterVec("echogate_agent_turns_total", "Finished turns by agent profile and status.", "agent", "status")
-	m.AgentSpendUSD = r.counterVec("echogate_agent_spend_usd_total", "Spend in USD of conversation turns by agent profile.", "agent")
-	m.AgentTokens = r.counterVec("echogate_agent_tokens_total", "Model tokens of conversation turns by agent profile and direction.", "agent", "direction")
-	m.Refused = r.counterVec("echogate_access_refused_total", "Inbound events refused by the access rules, by channel and reason.", "channel", "reason")
+func (m *Metrics) registerAgents(r *prometheus.Registry) {
+	m.AgentTurns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_agent_turns_total", Help: "Finished turns by agent profile and status."}, []string{"agent", "status"})
+	m.AgentSpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_agent_spend_usd_total", Help: "Spend in USD of conversation turns by agent profile."}, []string{"agent"})
+	m.AgentTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_agent_tokens_total", Help: "Model tokens of conversation turns by agent profile and direction."}, []string{"agent", "direction"})
+	m.Refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_access_refused_total", Help: "Inbound events refused by the access rules, by channel and reason."}, []string{"channel", "reason"})
+	r.MustRegister(m.AgentTurns, m.AgentSpendUSD, m.AgentTokens, m.Refused)
 }
 
 // AgentTurn counts one finished turn of an agent.

@@ -1,73 +1,81 @@
-// Package metrics holds the gateway's Prometheus collectors and serves them in the Prometheus
-// text format. One *Metrics is made per process by cmd and passed to the packages that count
-// things; every method is safe on a nil *Metrics, so tests and tools that do not care pass nil.
+// Package metrics holds the gateway's Prometheus collectors. One *Metrics is made per process by
+// cmd and passed to the packages that count things; every method is safe on a nil *Metrics, so
+// tests and tools that do not care pass nil.
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
 
 // Metrics is the set of collectors, registered on its own registry.
 type Metrics struct {
-	reg *registry
+	Registry *prometheus.Registry
 
-	EventsIn         *CounterVec   // channel, kind
-	Duplicates       *CounterVec   // channel
-	Rejected         *CounterVec   // channel, reason
-	MailboxDepth     *Gauge        // queued events over all sessions
-	ActiveSessions   *Gauge        // sessions with a live mailbox
-	Turns            *CounterVec   // channel, status
-	TurnSeconds      *HistogramVec // channel, status
-	FirstToken       *HistogramVec // channel
-	ModelCalls       *CounterVec   // model, result
-	Tokens           *CounterVec   // model, direction (input|output|cached)
-	SpendUSD         *CounterVec   // model, kind
-	ToolCalls        *CounterVec   // tool, result (ok|error|denied|failed)
-	ToolSeconds      *HistogramVec // tool
-	BreakerState     *GaugeVec     // name, kind: 0 closed, 1 half-open, 2 open
-	ApprovalsPending *Gauge
-	ApprovalWait     *Histogram
-	Approvals        *CounterVec // decision
-	PlatformLimited  *CounterVec // channel (HTTP 429s from platforms)
-	Reconnects       *CounterVec // channel
-	Degraded         *Counter    // echogate_degraded_total
-	EmbeddingSkipped *Counter    // retrieval ran keyword-only (embedding breaker open)
-	HistoryReads     *CounterVec // source: cache (only newer entries read) | store (whole window read)
-	AdapterPanics    *CounterVec // channel, path: panics recovered in a platform adapter
+	EventsIn         *prometheus.CounterVec   // channel, kind
+	Duplicates       *prometheus.CounterVec   // channel
+	Rejected         *prometheus.CounterVec   // channel, reason
+	MailboxDepth     prometheus.Gauge         // queued events over all sessions
+	ActiveSessions   prometheus.Gauge         // sessions with a live mailbox
+	Turns            *prometheus.CounterVec   // channel, status
+	TurnSeconds      *prometheus.HistogramVec // channel, status
+	FirstToken       *prometheus.HistogramVec // channel
+	ModelCalls       *prometheus.CounterVec   // model, result
+	Tokens           *prometheus.CounterVec   // model, direction (input|output|cached)
+	SpendUSD         *prometheus.CounterVec   // model, kind
+	ToolCalls        *prometheus.CounterVec   // tool, result (ok|error|denied|failed)
+	ToolSeconds      *prometheus.HistogramVec // tool
+	BreakerState     *prometheus.GaugeVec     // name, kind: 0 closed, 1 half-open, 2 open
+	ApprovalsPending prometheus.Gauge
+	ApprovalWait     prometheus.Histogram
+	Approvals        *prometheus.CounterVec // decision
+	PlatformLimited  *prometheus.CounterVec // channel (HTTP 429s from platforms)
+	Reconnects       *prometheus.CounterVec // channel
+	Degraded         prometheus.Counter     // echogate_degraded_total
+	EmbeddingSkipped prometheus.Counter     // retrieval ran keyword-only (embedding breaker open)
+	HistoryReads     *prometheus.CounterVec // source: cache (only newer entries read) | store (whole window read)
+	AdapterPanics    *prometheus.CounterVec // channel, path: panics recovered in a platform adapter
 	agentCollectors
 	stageCollectors
 
-	historyCached, historyLoaded *Counter
+	historyCached, historyLoaded prometheus.Counter
 }
 
-// New makes and registers every collector (plus the Go runtime and process figures).
+// New makes and registers every collector (plus the Go and process collectors).
 func New() *Metrics {
-	r := &registry{}
-	r.add(goFamilies)
-	r.add(processFamilies)
-	m := &Metrics{reg: r}
-	m.EventsIn = r.counterVec("echogate_events_total", "Inbound events by channel and kind.", "channel", "kind")
-	m.Duplicates = r.counterVec("echogate_events_duplicate_total", "Inbound events dropped as duplicates.", "channel")
-	m.Rejected = r.counterVec("echogate_events_rejected_total", "Inbound events refused (mailbox full, shutting down, invalid).", "channel", "reason")
-	m.MailboxDepth = r.gauge("echogate_mailbox_depth", "Events queued in session mailboxes.")
-	m.ActiveSessions = r.gauge("echogate_sessions_active", "Sessions with a live mailbox.")
-	m.Turns = r.counterVec("echogate_turns_total", "Finished turns by channel and status.", "channel", "status")
-	m.TurnSeconds = r.histogramVec("echogate_turn_duration_seconds", "Turn latency from dequeue to final reply.", []float64{.005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}, "channel", "status")
-	m.FirstToken = r.histogramVec("echogate_time_to_first_token_seconds", "Time from dequeue to the first streamed token.", []float64{.01, .05, .1, .25, .5, 1, 2, 5, 10, 30}, "channel")
-	m.ModelCalls = r.counterVec("echogate_model_calls_total", "Model calls by model and result.", "model", "result")
-	m.Tokens = r.counterVec("echogate_model_tokens_total", "Tokens by model and direction.", "model", "direction")
-	m.SpendUSD = r.counterVec("echogate_spend_usd_total", "Spend in USD by model and usage kind.", "model", "kind")
-	m.ToolCalls = r.counterVec("echogate_tool_calls_total", "Tool calls by tool and result.", "tool", "result")
-	m.ToolSeconds = r.histogramVec("echogate_tool_duration_seconds", "Tool call duration.", DefBuckets, "tool")
-	m.BreakerState = r.gaugeVec("echogate_breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open.", "name", "kind")
-	m.ApprovalsPending = r.gauge("echogate_approvals_pending", "Turns paused waiting for an approval or an answer.")
-	m.ApprovalWait = r.histogram("echogate_approval_wait_seconds", "Time from approval prompt to decision.", []float64{1, 5, 15, 60, 300, 900, 3600, 14400, 86400})
-	m.Approvals = r.counterVec("echogate_approvals_total", "Approval decisions.", "decision")
-	m.PlatformLimited = r.counterVec("echogate_platform_rate_limited_total", "HTTP 429 answers from chat platforms.", "channel")
-	m.Reconnects = r.counterVec("echogate_reconnects_total", "Platform connection re-establishments.", "channel")
-	m.Degraded = r.counter("echogate_degraded_total", "Turns answered with the fallback text after an unrecoverable error.")
-	m.EmbeddingSkipped = r.counter("echogate_retrieval_keyword_only_total", "Retrievals that skipped vectors because the embedding service was unavailable.")
-	m.HistoryReads = r.counterVec("echogate_history_reads_total", "Transcript windows loaded for turns: from the history cache plus newer entries (cache), or read whole (store).", "source")
-	m.AdapterPanics = r.counterVec("echogate_adapter_panics_total", "Panics recovered in a platform adapter's send, stream, edit or background path (the call failed, the process lived).", "channel", "path")
+	r := prometheus.NewRegistry()
+	m := &Metrics{Registry: r}
+	m.EventsIn = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_events_total", Help: "Inbound events by channel and kind."}, []string{"channel", "kind"})
+	m.Duplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_events_duplicate_total", Help: "Inbound events dropped as duplicates."}, []string{"channel"})
+	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_events_rejected_total", Help: "Inbound events refused (mailbox full, shutting down, invalid)."}, []string{"channel", "reason"})
+	m.MailboxDepth = prometheus.NewGauge(prometheus.GaugeOpts{Name: "echogate_mailbox_depth", Help: "Events queued in session mailboxes."})
+	m.ActiveSessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "echogate_sessions_active", Help: "Sessions with a live mailbox."})
+	m.Turns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_turns_total", Help: "Finished turns by channel and status."}, []string{"channel", "status"})
+	m.TurnSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "echogate_turn_duration_seconds", Help: "Turn latency from dequeue to final reply.", Buckets: []float64{.005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}}, []string{"channel", "status"})
+	m.FirstToken = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "echogate_time_to_first_token_seconds", Help: "Time from dequeue to the first streamed token.", Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 10, 30}}, []string{"channel"})
+	m.ModelCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_model_calls_total", Help: "Model calls by model and result."}, []string{"model", "result"})
+	m.Tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_model_tokens_total", Help: "Tokens by model and direction."}, []string{"model", "direction"})
+	m.SpendUSD = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_spend_usd_total", Help: "Spend in USD by model and usage kind."}, []string{"model", "kind"})
+	m.ToolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_tool_calls_total", Help: "Tool calls by tool and result."}, []string{"tool", "result"})
+	m.ToolSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "echogate_tool_duration_seconds", Help: "Tool call duration.", Buckets: prometheus.DefBuckets}, []string{"tool"})
+	m.BreakerState = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "echogate_breaker_state", Help: "Circuit breaker state: 0 closed, 1 half-open, 2 open."}, []string{"name", "kind"})
+	m.ApprovalsPending = prometheus.NewGauge(prometheus.GaugeOpts{Name: "echogate_approvals_pending", Help: "Turns paused waiting for an approval or an answer."})
+	m.ApprovalWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "echogate_approval_wait_seconds", Help: "Time from approval prompt to decision.", Buckets: []float64{1, 5, 15, 60, 300, 900, 3600, 14400, 86400}})
+	m.Approvals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_approvals_total", Help: "Approval decisions."}, []string{"decision"})
+	m.PlatformLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_platform_rate_limited_total", Help: "HTTP 429 answers from chat platforms."}, []string{"channel"})
+	m.Reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_reconnects_total", Help: "Platform connection re-establishments."}, []string{"channel"})
+	m.Degraded = prometheus.NewCounter(prometheus.CounterOpts{Name: "echogate_degraded_total", Help: "Turns answered with the fallback text after an unrecoverable error."})
+	m.EmbeddingSkipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "echogate_retrieval_keyword_only_total", Help: "Retrievals that skipped vectors because the embedding service was unavailable."})
+	m.HistoryReads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_history_reads_total", Help: "Transcript windows loaded for turns: from the history cache plus newer entries (cache), or read whole (store)."}, []string{"source"})
+	m.AdapterPanics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_adapter_panics_total", Help: "Panics recovered in a platform adapter's send, stream, edit or background path (the call failed, the process lived)."}, []string{"channel", "path"})
 	m.historyCached, m.historyLoaded = m.HistoryReads.WithLabelValues("cache"), m.HistoryReads.WithLabelValues("store")
+	r.MustRegister(m.EventsIn, m.Duplicates, m.Rejected, m.MailboxDepth, m.ActiveSessions, m.Turns, m.TurnSeconds,
+		m.FirstToken, m.ModelCalls, m.Tokens, m.SpendUSD, m.ToolCalls, m.ToolSeconds, m.BreakerState,
+		m.ApprovalsPending, m.ApprovalWait, m.Approvals, m.PlatformLimited, m.Reconnects, m.Degraded, m.EmbeddingSkipped,
+		m.HistoryReads, m.AdapterPanics,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerAgents(r)
 	m.registerStages(r)
 	return m

@@ -1,24 +1,29 @@
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // stageCollectors time and count the turn's stages. The pipeline records them from one stage
 // decorator, never from inside a stage. Every label is bounded: stage is one of context,
 // inference, response; channel a platform name; agent a configured agent profile; outcome one
 // of ok, error, paused, stopped.
 type stageCollectors struct {
-	StageSeconds *HistogramVec // stage, channel, agent
-	StageRuns    *CounterVec   // stage, channel, agent, outcome
+	StageSeconds *prometheus.HistogramVec // stage, channel, agent
+	StageRuns    *prometheus.CounterVec   // stage, channel, agent, outcome
 }
 
-func (m *Metrics) registerStages(r *registry) {
-	m.StageSeconds = r.histogramVec("echogate_stage_duration_seconds",
-		"Duration of one stage of a turn (context, inference, response), by channel and agent profile.",
-		[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		"stage", "channel", "agent")
-	m.StageRuns = r.counterVec("echogate_stage_runs_total",
-		"Stages run, by stage, channel, agent profile and outcome (ok, error, paused, stopped).",
-		"stage", "channel", "agent", "outcome")
+func (m *Metrics) registerStages(r *prometheus.Registry) {
+	m.StageSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "echogate_stage_duration_seconds",
+		Help:    "Duration of one stage of a turn (context, inference, response), by channel and agent profile.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}},
+		[]string{"stage", "channel", "agent"})
+	m.StageRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_stage_runs_total",
+		Help: "Stages run, by stage, channel, agent profile and outcome (ok, error, paused, stopped)."},
+		[]string{"stage", "channel", "agent", "outcome"})
+	r.MustRegister(m.StageSeconds, m.StageRuns)
 }
 
 // Stage records one run of a turn's stage: how long it took and how it ended.
