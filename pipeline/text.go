@@ -3,11 +3,11 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/internal/lazyre"
 )
 
 func approvalPrompt(call echogate.ToolCall, requester string) string {
@@ -17,7 +17,7 @@ func approvalPrompt(call echogate.ToolCall, requester string) string {
 		"Only %s or an approver can decide.", call.Name, args, call.Name, requester)
 }
 
-var secretKey = regexp.MustCompile(`(?i)(pass(word)?|secret|token|api[_-]?key|authorization|auth|cookie|credential|private[_-]?key)`)
+var secretKey = lazyre.New(`(?i)(pass(word)?|secret|token|api[_-]?key|authorization|auth|cookie|credential|private[_-]?key)`)
 
 // RedactArgs renders tool arguments for people: JSON indented, values of secret-looking keys
 // (password, token, api_key, authorization, …) replaced by "***", length capped at max bytes

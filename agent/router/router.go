@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/internal/lazyre"
 )
 
 // Defaults of Config.
@@ -505,7 +505,7 @@ func (r *Router) failover(ctx context.Context, err error, delivered bool, cbErr 
 
 func isUnavailable(err error) bool { return errors.Is(err, agent.ErrUnavailable) }
 
-var httpStatusRE = regexp.MustCompile(`\bHTTP (\d{3})\b`)
+var httpStatusRE = lazyre.New(`\bHTTP (\d{3})\b`)
 
 // shortError is a few words for RouteReason: the HTTP status, "429", "timeout" or "unavailable".
 func shortError(err error) string {

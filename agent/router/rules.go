@@ -2,12 +2,12 @@ package router
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/internal/lazyre"
 )
 
 // Rule is the condition of a Route. Rules look at the request only (its last user message, the
@@ -120,33 +120,33 @@ func conversationChars(msgs []echogate.Message) int {
 	return n
 }
 
-var fenceRE = regexp.MustCompile("(?m)^[ \t]*(```|~~~)")
+var fenceRE = lazyre.New("(?m)^[ \t]*(```|~~~)")
 
 // codeMarkers are signs of code in prose. Each is one "kind"; two different kinds make code. lits
 // is a cheap prefilter: the regexp only runs when the text contains one of them.
 var codeMarkers = []struct {
 	name string
 	lits []string
-	re   *regexp.Regexp
+	re   *lazyre.Regexp
 }{
-	{"func", []string{"func"}, regexp.MustCompile(`\bfunc\s*(\([^)]*\)\s*)?\w*\s*\(`)},
-	{"def", []string{"def "}, regexp.MustCompile(`(?m)^\s*(async\s+)?def\s+\w+\s*\(`)},
-	{"class", []string{"class", "struct", "interface", "enum"}, regexp.MustCompile(`(?m)^\s*(public\s+|export\s+)?(class|struct|interface|enum)\s+\w+\s*[:({<]`)},
-	{"import", []string{"import", "#include", "using", "package", "require("}, regexp.MustCompile(`(?m)^\s*(import\s+[\w.{"'*]|from\s+[\w.]+\s+import\s|#include\s*[<"]|using\s+[\w.]+;|package\s+\w+\s*;?$|require\(['"])`)},
-	{"function", []string{"function", "=>", "lambda"}, regexp.MustCompile(`\bfunction\s*\w*\s*\(|\(\s*\w*\s*\)\s*=>|\blambda\s+\w*\s*:`)},
+	{"func", []string{"func"}, lazyre.New(`\bfunc\s*(\([^)]*\)\s*)?\w*\s*\(`)},
+	{"def", []string{"def "}, lazyre.New(`(?m)^\s*(async\s+)?def\s+\w+\s*\(`)},
+	{"class", []string{"class", "struct", "interface", "enum"}, lazyre.New(`(?m)^\s*(public\s+|export\s+)?(class|struct|interface|enum)\s+\w+\s*[:({<]`)},
+	{"import", []string{"import", "#include", "using", "package", "require("}, lazyre.New(`(?m)^\s*(import\s+[\w.{"'*]|from\s+[\w.]+\s+import\s|#include\s*[<"]|using\s+[\w.]+;|package\s+\w+\s*;?$|require\(['"])`)},
+	{"function", []string{"function", "=>", "lambda"}, lazyre.New(`\bfunction\s*\w*\s*\(|\(\s*\w*\s*\)\s*=>|\blambda\s+\w*\s*:`)},
 	{"declaration", []string{"const", "let", "var", "val", "int", "long", "char", "float", "double", "bool", "string", "auto", "fn", "static", "final"},
-		regexp.MustCompile(`(?m)^\s*(const|let|var|val|int|long|char|float|double|bool|string|auto|fn|pub fn|static|final)\s+[\w*&\[\]<>]+\s*(=|:=|\(|;|:)`)},
-	{"assignment", []string{":="}, regexp.MustCompile(`\w\s*:=\s*\S`)},
-	{"return", []string{"return"}, regexp.MustCompile(`(?m)^\s*return\b[^.?!]*;?\s*$`)},
-	{"control flow", []string{"if", "for", "while", "switch", "else"}, regexp.MustCompile(`(?m)^\s*(if|for|while|switch)\s*\(?.*\)?\s*\{\s*$|^\s*(if|for|while|elif|else)\b.*:\s*$`)},
-	{"call", []string{"console.log", "System.out.print", "fmt.Print", "printf", "println", "print"}, regexp.MustCompile(`\b(console\.log|System\.out\.print|fmt\.Print\w*|printf|println!?|print)\s*\(`)},
+		lazyre.New(`(?m)^\s*(const|let|var|val|int|long|char|float|double|bool|string|auto|fn|pub fn|static|final)\s+[\w*&\[\]<>]+\s*(=|:=|\(|;|:)`)},
+	{"assignment", []string{":="}, lazyre.New(`\w\s*:=\s*\S`)},
+	{"return", []string{"return"}, lazyre.New(`(?m)^\s*return\b[^.?!]*;?\s*$`)},
+	{"control flow", []string{"if", "for", "while", "switch", "else"}, lazyre.New(`(?m)^\s*(if|for|while|switch)\s*\(?.*\)?\s*\{\s*$|^\s*(if|for|while|elif|else)\b.*:\s*$`)},
+	{"call", []string{"console.log", "System.out.print", "fmt.Print", "printf", "println", "print"}, lazyre.New(`\b(console\.log|System\.out\.print|fmt\.Print\w*|printf|println!?|print)\s*\(`)},
 	// SQL in capitals only: "select a color from the list" is prose.
 	{"sql", []string{"SELECT", "INSERT", "UPDATE", "CREATE"},
-		regexp.MustCompile(`(?s)\b(SELECT\s+.+?\s+FROM\s+\w|INSERT\s+INTO\s+\w|UPDATE\s+\w+\s+SET\s|CREATE\s+(TABLE|INDEX|VIEW)\s)`)},
+		lazyre.New(`(?s)\b(SELECT\s+.+?\s+FROM\s+\w|INSERT\s+INTO\s+\w|UPDATE\s+\w+\s+SET\s|CREATE\s+(TABLE|INDEX|VIEW)\s)`)},
 	{"stack trace", []string{"Traceback", "panic: ", "at ", "goroutine ", "Exception in thread", "File \""},
-		regexp.MustCompile(`Traceback \(most recent call last\)|(?m)^panic: |(?m)^\s+at [\w$.]+\(|goroutine \d+ \[|Exception in thread|(?m)^\s*File "[^"]+", line \d+`)},
-	{"shell", []string{"$ "}, regexp.MustCompile(`(?m)^\s*\$\s+(sudo\s+)?(git|go|npm|npx|yarn|pip|python3?|docker|kubectl|make|cargo|curl|ls|cd|cat|grep)\b`)},
-	{"markup", []string{"<"}, regexp.MustCompile(`</?(div|span|html|body|script|template|svg|button|input)\b[^>]*>`)},
+		lazyre.New(`Traceback \(most recent call last\)|(?m)^panic: |(?m)^\s+at [\w$.]+\(|goroutine \d+ \[|Exception in thread|(?m)^\s*File "[^"]+", line \d+`)},
+	{"shell", []string{"$ "}, lazyre.New(`(?m)^\s*\$\s+(sudo\s+)?(git|go|npm|npx|yarn|pip|python3?|docker|kubectl|make|cargo|curl|ls|cd|cat|grep)\b`)},
+	{"markup", []string{"<"}, lazyre.New(`</?(div|span|html|body|script|template|svg|button|input)\b[^>]*>`)},
 }
 
 func containsAny(s string, lits []string) bool {
@@ -159,7 +159,7 @@ func containsAny(s string, lits []string) bool {
 }
 
 // statementEndRE matches lines that end like code statements: `;`, `{`, `}` or `);`.
-var statementEndRE = regexp.MustCompile(`(?m)(;|\{|\}|\);)\s*$`)
+var statementEndRE = lazyre.New(`(?m)(;|\{|\}|\);)\s*$`)
 
 // maxCodeScan bounds the text the code rule scans (the regexps cost about 30µs per KB).
 const maxCodeScan = 8 << 10
@@ -212,7 +212,7 @@ var leadIns = map[string]bool{
 	"quickly": true, "just": true, "also": true, "bot": true, "echogate": true,
 }
 
-var urlRE = regexp.MustCompile(`https?://[^\s>]+`)
+var urlRE = lazyre.New(`https?://[^\s>]+`)
 
 // asksForAction reports whether text asks for something tools do, and the verb (or "url").
 func asksForAction(text string) (string, bool) {

@@ -113,10 +113,16 @@ func run() error {
 	if p, err := readMemParts(base, gw.pid()); err == nil {
 		fmt.Printf("  %s\n", p)
 	}
+	if m, err := binaryMappings(gw.pid()); err == nil && *idleOnly {
+		fmt.Printf("  %s\n", m)
+	}
 	if p, err := idleWithPlatforms(ctx, opts, 2*time.Second); err != nil {
 		return err
 	} else {
 		fmt.Printf("idle VmRSS / RssAnon (web + Slack + Discord connected to the fakes): %s\n  %s\n\n", p.mem, p)
+	}
+	if *idleOnly {
+		return nil
 	}
 
 	b := &bench{ctx: ctx, base: base, modelURL: modelURL, gw: gw, model: model, dataDir: dataDir}

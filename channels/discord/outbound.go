@@ -335,8 +335,10 @@ type idSet struct {
 	next int
 }
 
+// newIDSet makes a set of at most max ids. Its map and ring grow with the ids added: an idle
+// channel does not hold storage for a bound it may never reach.
 func newIDSet(max int) *idSet {
-	return &idSet{max: max, ids: make(map[string]struct{}, max), ring: make([]string, 0, max)}
+	return &idSet{max: max, ids: map[string]struct{}{}}
 }
 
 func (s *idSet) add(id string) {

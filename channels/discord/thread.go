@@ -17,8 +17,9 @@ type kindCache struct {
 	next int
 }
 
+// newKindCache makes a cache of at most max channels; like idSet, its ring grows to the bound.
 func newKindCache(max int) *kindCache {
-	return &kindCache{max: max, m: map[string]bool{}, ring: make([]string, max)}
+	return &kindCache{max: max, m: map[string]bool{}}
 }
 
 func (k *kindCache) get(id string) (thread, ok bool) {
@@ -32,11 +33,13 @@ func (k *kindCache) add(id string, thread bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, ok := k.m[id]; !ok {
-		if old := k.ring[k.next]; old != "" {
-			delete(k.m, old)
+		if len(k.ring) < k.max {
+			k.ring = append(k.ring, id)
+		} else {
+			delete(k.m, k.ring[k.next])
+			k.ring[k.next] = id
+			k.next = (k.next + 1) % k.max
 		}
-		k.ring[k.next] = id
-		k.next = (k.next + 1) % k.max
 	}
 	k.m[id] = thread
 }

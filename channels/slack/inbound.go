@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/internal/lazyre"
 )
 
 // reactionNames maps Slack reaction names to canonical emoji. Other reactions are ignored.
@@ -65,7 +65,7 @@ func isEmojiName(s string) bool {
 	return true
 }
 
-var reMention = regexp.MustCompile(`<@([UW][A-Z0-9]+)(?:\|[^>]*)?>`)
+var reMention = lazyre.New(`<@([UW][A-Z0-9]+)(?:\|[^>]*)?>`)
 
 // keepLines removes the bot's mention markup, unescapes Slack's &amp; &lt; &gt; and trims
 // trailing spaces, keeping line breaks (for multi-line prompts and code).

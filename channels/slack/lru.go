@@ -18,8 +18,10 @@ type lruEntry[K comparable, V any] struct {
 	v V
 }
 
+// newLRU makes an LRU of at most max entries. Its map grows with its entries: an idle channel
+// does not hold storage for a bound it may never reach.
 func newLRU[K comparable, V any](max int) *lru[K, V] {
-	return &lru[K, V]{max: max, ll: list.New(), m: make(map[K]*list.Element, max)}
+	return &lru[K, V]{max: max, ll: list.New(), m: map[K]*list.Element{}}
 }
 
 func (c *lru[K, V]) Add(k K, v V) {

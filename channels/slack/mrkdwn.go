@@ -1,10 +1,11 @@
 package slack
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/echogate/echogate/internal/lazyre"
 )
 
 // Slack limits (https://docs.slack.dev/reference/methods/chat.postMessage): text is truncated
@@ -21,17 +22,17 @@ const (
 )
 
 var (
-	reFence     = regexp.MustCompile("^\\s*```")
-	reHeading   = regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
-	reBullet    = regexp.MustCompile(`^(\s*)[-*+]\s+`)
-	reRule      = regexp.MustCompile(`^\s{0,3}([-*_])(\s*[-*_]){2,}\s*$`)
-	reLink      = regexp.MustCompile(`!?\[([^\]\n]*)\]\((\S+?)(?:\s+"[^"]*")?\)`)
-	reAutolink  = regexp.MustCompile(`<((?:https?|mailto):[^>\s]+)>`)
-	reBold      = regexp.MustCompile(`\*\*(\S(?:.*?\S)?)\*\*|__(\S(?:.*?\S)?)__`)
-	reItalic    = regexp.MustCompile(`(^|[^*\w])\*(\S(?:[^*]*?\S)?)\*`)
-	reStrike    = regexp.MustCompile(`~~(\S(?:.*?\S)?)~~`)
-	reTableSep  = regexp.MustCompile(`^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$`)
-	reTableLine = regexp.MustCompile(`^\s*\|.*\|\s*$`)
+	reFence     = lazyre.New("^\\s*```")
+	reHeading   = lazyre.New(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
+	reBullet    = lazyre.New(`^(\s*)[-*+]\s+`)
+	reRule      = lazyre.New(`^\s{0,3}([-*_])(\s*[-*_]){2,}\s*$`)
+	reLink      = lazyre.New(`!?\[([^\]\n]*)\]\((\S+?)(?:\s+"[^"]*")?\)`)
+	reAutolink  = lazyre.New(`<((?:https?|mailto):[^>\s]+)>`)
+	reBold      = lazyre.New(`\*\*(\S(?:.*?\S)?)\*\*|__(\S(?:.*?\S)?)__`)
+	reItalic    = lazyre.New(`(^|[^*\w])\*(\S(?:[^*]*?\S)?)\*`)
+	reStrike    = lazyre.New(`~~(\S(?:.*?\S)?)~~`)
+	reTableSep  = lazyre.New(`^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$`)
+	reTableLine = lazyre.New(`^\s*\|.*\|\s*$`)
 )
 
 // slackEscape escapes the three characters Slack reserves for its markup.

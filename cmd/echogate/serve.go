@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/echogate/echogate/channels"
 	"github.com/echogate/echogate/channels/web"
 	"github.com/echogate/echogate/internal/names"
@@ -172,7 +170,7 @@ func (g *gateway) routes() http.Handler {
 	mux.Handle("PUT /api/budgets", protect(http.HandlerFunc(g.putBudgets)))
 	mux.Handle("/api/chat", protect(g.web.Handler()))
 	mux.Handle("/api/chat/", protect(g.web.Handler()))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", g.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))

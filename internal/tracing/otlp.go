@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // exporter sends spans to an OTLP/HTTP collector as protobuf (application/x-protobuf, gzip), as
@@ -197,8 +196,8 @@ func encodeSpan(s sdktrace.ReadOnlySpan) []byte {
 	if s.Parent().IsRemote() {
 		flags |= 0x200
 	}
-	b = protowire.AppendTag(b, 16, protowire.Fixed32Type)
-	return protowire.AppendFixed32(b, flags)
+	b = wireTag(b, 16, fixed32Type)
+	return wireFixed32(b, flags)
 }
 
 // spanKind maps to OTLP's Span.SpanKind (the SDK numbers them the same way).
@@ -238,17 +237,17 @@ func anyValue(v attribute.Value) []byte {
 	var b []byte
 	switch v.Type() {
 	case attribute.BOOL:
-		b = protowire.AppendTag(b, 2, protowire.VarintType)
-		b = protowire.AppendVarint(b, protowire.EncodeBool(v.AsBool()))
+		b = wireTag(b, 2, varintType)
+		b = wireVarint(b, encodeBool(v.AsBool()))
 	case attribute.INT64:
-		b = protowire.AppendTag(b, 3, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(v.AsInt64()))
+		b = wireTag(b, 3, varintType)
+		b = wireVarint(b, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		b = protowire.AppendTag(b, 4, protowire.Fixed64Type)
-		b = protowire.AppendFixed64(b, math.Float64bits(v.AsFloat64()))
+		b = wireTag(b, 4, fixed64Type)
+		b = wireFixed64(b, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, v.AsString())
+		b = wireTag(b, 1, bytesType)
+		b = wireString(b, v.AsString())
 	case attribute.BOOLSLICE, attribute.INT64SLICE, attribute.FLOAT64SLICE, attribute.STRINGSLICE:
 		var arr []byte
 		for _, e := range sliceValues(v) {
@@ -256,8 +255,8 @@ func anyValue(v attribute.Value) []byte {
 		}
 		b = appendMsg(b, 5, arr)
 	default:
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, v.Emit())
+		b = wireTag(b, 1, bytesType)
+		b = wireString(b, v.Emit())
 	}
 	return b
 }
@@ -287,36 +286,36 @@ func sliceValues(v attribute.Value) []attribute.Value {
 
 // The append helpers write one field; empty strings, bytes and zero numbers are left out, as
 // proto3 does (an empty embedded message is still written: its presence can matter).
-func appendMsg(b []byte, num protowire.Number, msg []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, msg)
+func appendMsg(b []byte, num wireNumber, msg []byte) []byte {
+	b = wireTag(b, num, bytesType)
+	return wireBytes(b, msg)
 }
 
-func appendString(b []byte, num protowire.Number, s string) []byte {
+func appendString(b []byte, num wireNumber, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	b = wireTag(b, num, bytesType)
+	return wireString(b, s)
 }
 
-func appendBytes(b []byte, num protowire.Number, v []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
+func appendBytes(b []byte, num wireNumber, v []byte) []byte {
+	b = wireTag(b, num, bytesType)
+	return wireBytes(b, v)
 }
 
-func appendVarint(b []byte, num protowire.Number, v uint64) []byte {
+func appendVarint(b []byte, num wireNumber, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
+	b = wireTag(b, num, varintType)
+	return wireVarint(b, v)
 }
 
-func appendFixed64(b []byte, num protowire.Number, v uint64) []byte {
+func appendFixed64(b []byte, num wireNumber, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(b, v)
+	b = wireTag(b, num, fixed64Type)
+	return wireFixed64(b, v)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/echogate/echogate/internal/lazyre"
 )
 
 //go:embed migrations/*.sql
@@ -34,7 +35,7 @@ type migration struct {
 // migration must be idempotent (IF NOT EXISTS …): a crash can leave it half applied.
 const noTxMarker = "-- echogate:no-transaction"
 
-var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
+var migrationName = lazyre.New(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
 
 // loadMigrations reads dir of fsys: files named NNNN_name.sql, numbered 1, 2, 3… without gaps.
 func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {

@@ -44,7 +44,6 @@ import (
 	"fmt"
 	"log/slog"
 	neturl "net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +53,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/echogate/echogate/internal/lazyre"
 )
 
 // Defaults applied to a zero Config.
@@ -98,7 +99,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+var schemaRE = lazyre.New(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Store is the PostgreSQL store. Its methods are safe for concurrent use once Open has returned.
 type Store struct {

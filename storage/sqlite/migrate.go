@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/echogate/echogate/internal/lazyre"
 )
 
 //go:embed migrations/*.sql migrations_events/*.sql
@@ -24,7 +25,7 @@ type migration struct {
 	sql     string
 }
 
-var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
+var migrationName = lazyre.New(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
 
 // loadMigrations reads dir of fsys: files named NNNN_name.sql, numbered 1, 2, 3… without gaps.
 func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {

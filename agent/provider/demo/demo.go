@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/internal/hashvec"
+	"github.com/echogate/echogate/internal/lazyre"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -160,8 +160,8 @@ func plan(req agent.Request) (string, []echogate.ToolCall) {
 }
 
 var (
-	fetchRE = regexp.MustCompile(`(?i)^fetch\s+(https?://\S+)`)
-	zoneRE  = regexp.MustCompile(`\b(?:[A-Z][A-Za-z]+/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?|UTC)\b`)
+	fetchRE = lazyre.New(`(?i)^fetch\s+(https?://\S+)`)
+	zoneRE  = lazyre.New(`\b(?:[A-Z][A-Za-z]+/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?|UTC)\b`)
 	timeQs  = []string{"what time", "the time", "time is it", "current time", "time now", "what's the time", "what day", "which day", "today's date", "date today", "what date", "the date"}
 )
 
