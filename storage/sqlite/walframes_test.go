@@ -150,7 +150,10 @@ func plainTurnSteps(s *Store, n int) []turnStep {
 	ended := rec
 	ended.Status, ended.Model, ended.InputTokens, ended.OutputTokens, ended.EndedAt = echogate.TurnDoneSt, "gpt-4o-mini", 120, 30, time.Now()
 	return []turnStep{
-		{"claim event", func() error { _, err := s.ClaimEvent(ctx, ev, []byte(`{"text":"hello there"}`), rec.StartedAt); return err }},
+		{"claim event", func() error {
+			_, err := s.ClaimEvent(ctx, ev, []byte(`{"text":"hello there"}`), rec.StartedAt)
+			return err
+		}},
 		{"create turn", func() error { return s.CreateTurn(ctx, rec) }},
 		{"finish turn", func() error {
 			return s.FinishTurn(ctx, echogate.TurnEnd{
@@ -174,7 +177,10 @@ func toolTurnSteps(s *Store, n int) []turnStep {
 	call := echogate.Message{Role: echogate.RoleAssistant, ToolCalls: []echogate.ToolCall{{ID: "call_1", Name: "get_time", Arguments: `{}`}}}
 	result := echogate.Message{Role: echogate.RoleTool, ToolCallID: "call_1", Content: "2026-12-02T03:00:00Z"}
 	return []turnStep{
-		{"claim event", func() error { _, err := s.ClaimEvent(ctx, ev, []byte(`{"text":"what time is it?"}`), rec.StartedAt); return err }},
+		{"claim event", func() error {
+			_, err := s.ClaimEvent(ctx, ev, []byte(`{"text":"what time is it?"}`), rec.StartedAt)
+			return err
+		}},
 		{"create turn", func() error { return s.CreateTurn(ctx, rec) }},
 		{"user message", func() error {
 			return s.AppendMessages(ctx, key, rec.ID, []echogate.Message{{Role: echogate.RoleUser, Content: "what time is it?"}}, time.Now())
