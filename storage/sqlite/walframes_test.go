@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +24,7 @@ import (
 const walHeader, walFrameHeader, walPage = 32, 24, 4096
 
 // walFrames returns the number of frames in the WAL file of the database at path.
-func walFrames(t *testing.T, path string) int64 {
+func walFrames(t testing.TB, path string) int64 {
 	t.Helper()
 	fi, err := os.Stat(path + "-wal")
 	if os.IsNotExist(err) {
@@ -93,6 +95,18 @@ func pageOwners(t *testing.T, db *sql.DB, pages []uint32) []string {
 	return out
 }
 
+// eventPayload is a claimed event's payload as the dispatcher stores it: the JSON of a web
+// chat message (about 500 bytes).
+var eventPayload = func() []byte {
+	b, err := json.Marshal(echogate.InboundEvent{ID: "web:3f2a9c1e7b", Kind: echogate.KindDirect,
+		Conversation: echogate.ConversationRef{Platform: echogate.PlatformWeb, Channel: "s-4b1d2e", DM: true},
+		Actor:        echogate.Actor{ID: "u1", Name: "Ada"}, Text: "hello there, what can you do?", ReceivedAt: time.Now()})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
 // turnStep is one store call of a turn.
 type turnStep struct {
 	name string
@@ -151,7 +165,7 @@ func plainTurnSteps(s *Store, n int) []turnStep {
 	ended.Status, ended.Model, ended.InputTokens, ended.OutputTokens, ended.EndedAt = echogate.TurnDoneSt, "gpt-4o-mini", 120, 30, time.Now()
 	return []turnStep{
 		{"claim event", func() error {
-			_, err := s.ClaimEvent(ctx, ev, []byte(`{"text":"hello there"}`), rec.StartedAt)
+			_, err := s.ClaimEvent(ctx, ev, eventPayload, rec.StartedAt)
 			return err
 		}},
 		{"create turn", func() error { return s.CreateTurn(ctx, rec) }},
@@ -178,7 +192,7 @@ func toolTurnSteps(s *Store, n int) []turnStep {
 	result := echogate.Message{Role: echogate.RoleTool, ToolCallID: "call_1", Content: "2026-12-02T03:00:00Z"}
 	return []turnStep{
 		{"claim event", func() error {
-			_, err := s.ClaimEvent(ctx, ev, []byte(`{"text":"what time is it?"}`), rec.StartedAt)
+			_, err := s.ClaimEvent(ctx, ev, eventPayload, rec.StartedAt)
 			return err
 		}},
 		{"create turn", func() error { return s.CreateTurn(ctx, rec) }},
@@ -251,4 +265,48 @@ func TestToolTurnWALFrames(t *testing.T) {
 	if evPer > maxEvents {
 		t.Errorf("event log: %.1f WAL frames per one-tool turn, want at most %d", evPer, maxEvents)
 	}
+}
+
+// BenchmarkSequentialTurnWrites measures the store writes of one turn at a time (the spaced
+// turns of a quiet gateway, where no group commit shares pages): ns/op is per turn, and
+// frames/turn what it wrote to both logs, cpu-µs/turn the process's CPU time (the writer and
+// checkpointer goroutines included). Run it with -benchtime of at most 800x, so the WAL does not
+// restart (restartFrames) and the frame count stays exact.
+func BenchmarkSequentialTurnWrites(b *testing.B) {
+	for name, steps := range map[string]func(*Store, int) []turnStep{"plain": plainTurnSteps, "one-tool": toolTurnSteps} {
+		b.Run(name, func(b *testing.B) {
+			s := openTemp(b, Config{})
+			ctx := context.Background()
+			for i := range 4 {
+				key := echogate.SessionKey(fmt.Sprintf("web:s%d", i))
+				if err := s.UpsertSession(ctx, echogate.SessionInfo{Key: key, UserID: "web:u1", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			m0, e0 := walFrames(b, s.path), walFrames(b, s.eventsPath)
+			cpu0 := processCPU(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				for _, st := range steps(s, i) {
+					if err := st.fn(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/turn")
+			frames := walFrames(b, s.path) - m0 + walFrames(b, s.eventsPath) - e0
+			b.ReportMetric(float64(frames)/float64(b.N), "frames/turn")
+		})
+	}
+}
+
+// processCPU returns the CPU time (user and system) the test process used so far.
+func processCPU(t testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
