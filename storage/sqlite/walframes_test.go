@@ -246,7 +246,7 @@ func measureTurns(t *testing.T, steps func(*Store, int) []turnStep, turns int) (
 // the b-trees each step writes and fails when a turn's commits write more than the bounds.
 func TestPlainTurnWALFrames(t *testing.T) {
 	mainPer, evPer := measureTurns(t, plainTurnSteps, 20)
-	const maxMain, maxEvents = 13, 6
+	const maxMain, maxEvents = 11, 5
 	if mainPer > maxMain {
 		t.Errorf("main database: %.1f WAL frames per plain turn, want at most %d", mainPer, maxMain)
 	}
@@ -258,7 +258,7 @@ func TestPlainTurnWALFrames(t *testing.T) {
 // TestToolTurnWALFrames is the same guard for a turn with one tool call.
 func TestToolTurnWALFrames(t *testing.T) {
 	mainPer, evPer := measureTurns(t, toolTurnSteps, 20)
-	const maxMain, maxEvents = 22, 7
+	const maxMain, maxEvents = 19, 5
 	if mainPer > maxMain {
 		t.Errorf("main database: %.1f WAL frames per one-tool turn, want at most %d", mainPer, maxMain)
 	}

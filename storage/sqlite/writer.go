@@ -40,6 +40,7 @@ const (
 type writeReq struct {
 	ctx   context.Context
 	solo  bool // run alone, outside the shared transaction; fn manages its own transaction
+	lazy  bool // written behind: nobody waits (writer_lazy.go)
 	fn    func(tx *wtx) error
 	state atomic.Int32
 	done  chan error // buffered(1)
@@ -54,6 +55,7 @@ type writer struct {
 	stop  chan struct{} // closed by shutdown
 	done  chan struct{} // closed when the goroutine has exited
 	batch []*writeReq
+	lazy  lazyCalls // calls written behind, waiting for the next transaction (writer_lazy.go)
 	seqs  seqCache // last transcript seq per session (seqcache.go); owned by the goroutine
 	stats struct{ batches, calls, busy, retries, restarts atomic.Int64 }
 	// txEnded is set by the connection's commit and rollback hooks, which SQLite calls on the
@@ -214,6 +216,7 @@ func (w *writer) shutdown() {
 func (w *writer) run() {
 	defer close(w.done)
 	var next *writeReq // a solo call met while gathering a batch
+	defer w.lazy.stop()
 	for {
 		req := next
 		next = nil
@@ -223,14 +226,24 @@ func (w *writer) run() {
 				w.drain()
 				return
 			case req = <-w.queue:
+			case <-w.lazy.due():
+				w.flushLazy()
+				if hook := w.lazy.timedOut.Load(); hook != nil {
+					(*hook)()
+				}
+				continue
 			}
 		}
+		if req.lazy && w.lazy.hold(req) {
+			continue
+		}
 		if req.solo {
+			w.flushLazy() // they were queued first
 			w.runSolo(req)
 			w.committed()
 			continue
 		}
-		w.batch = append(w.batch[:0], req)
+		w.batch = append(w.lazy.takeInto(w.batch[:0]), req)
 	gather:
 		for len(w.batch) < maxBatch {
 			select {
@@ -276,15 +289,21 @@ func (w *writer) committed() {
 	}
 }
 
-// drain fails every queued call after stop.
+// drain fails every queued call after stop, except the calls written behind: those commit,
+// with the ones held (their callers were told they would).
 func (w *writer) drain() {
 	for {
 		select {
 		case r := <-w.queue:
+			if r.lazy {
+				w.lazy.calls = append(w.lazy.calls, r)
+				continue
+			}
 			if r.state.CompareAndSwap(reqQueued, reqTaken) {
 				r.done <- ErrClosed
 			}
 		default:
+			w.flushLazy()
 			return
 		}
 	}
@@ -332,14 +351,14 @@ func (w *writer) runBatch(batch []*writeReq) {
 		err = w.runTx(live, results, true)
 	}
 	for i, r := range live {
-		switch {
-		case results[i] != nil:
-			r.done <- results[i]
-		case err != nil:
-			r.done <- err
-		default:
-			r.done <- nil
+		res := results[i]
+		if res == nil {
+			res = err
 		}
+		if r.lazy && res != nil {
+			w.log.Warn("sqlite: a write behind failed", "err", res)
+		}
+		r.done <- res
 	}
 }
 
