@@ -138,4 +138,3 @@ func (w *writer) runTx(calls []*writeReq, results []error, savepoints bool) erro
 func isNoTransaction(err error) bool {
 	return strings.Contains(strings.ToLower(err.Error()), "no transaction is active")
 }
-
