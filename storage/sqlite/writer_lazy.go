@@ -10,10 +10,11 @@ import (
 // turn's end is already durable) need not pay a commit of its own. The writer holds it until
 // its next transaction, which commits it with whatever comes next (typically the next event's
 // claim, which then shares its table and index pages), or for at most lazyDelay when nothing
-// comes. Nobody waits for it: its failure is logged. Close commits the held calls; a crash
+// comes: turns up to a second apart share their commits, and a crash leaves at most a second
+// of completions to the replay. Nobody waits for it: its failure is logged. Close commits the held calls; a crash
 // loses them, which callers must tolerate (see FinishTurn). Calls run in queue order, so a
 // later call (a reopen, a read that flushes first) sees the held call's effect.
-const lazyDelay = 200 * time.Millisecond
+const lazyDelay = time.Second
 
 // lazyCalls are the held calls; owned by the writer goroutine.
 type lazyCalls struct {
@@ -21,6 +22,8 @@ type lazyCalls struct {
 	timer *time.Timer // runs while calls are held
 	// timedOut, when set (tests only), is called after held calls committed on their deadline.
 	timedOut atomic.Pointer[func()]
+	// delay, when set (tests only), replaces lazyDelay.
+	delay atomic.Int64
 }
 
 // hold keeps r for the next transaction and reports true, or reports false when enough calls
@@ -31,10 +34,14 @@ func (l *lazyCalls) hold(r *writeReq) bool {
 	}
 	l.calls = append(l.calls, r)
 	if len(l.calls) == 1 {
+		d := time.Duration(l.delay.Load())
+		if d <= 0 {
+			d = lazyDelay
+		}
 		if l.timer == nil {
-			l.timer = time.NewTimer(lazyDelay)
+			l.timer = time.NewTimer(d)
 		} else {
-			l.timer.Reset(lazyDelay)
+			l.timer.Reset(d)
 		}
 	}
 	return true

@@ -37,10 +37,12 @@ func claim(t *testing.T, s *Store, keys ...string) {
 }
 
 // TestCompletionWrittenBehind: a completion queued behind commits with the event log's next
-// write, in the same transaction, not in one of its own.
+// write, in the same transaction, not in one of its own. (Its deadline is an hour here, so a
+// slow machine cannot commit it alone first.)
 func TestCompletionWrittenBehind(t *testing.T) {
 	s := openTemp(t, Config{})
 	d := s.st.Load()
+	d.ev.wr.lazy.delay.Store(int64(time.Hour))
 	claim(t, s, "web:a")
 	if err := s.completeBehind(d, "web:a", toMicros(time.Now())); err != nil {
 		t.Fatal(err)
@@ -56,10 +58,11 @@ func TestCompletionWrittenBehind(t *testing.T) {
 }
 
 // TestCompletionWrittenBehindAlone: with no write after it, a held completion commits on its
-// own deadline (lazyDelay).
+// own deadline (lazyDelay, 10 ms here).
 func TestCompletionWrittenBehindAlone(t *testing.T) {
 	s := openTemp(t, Config{})
 	d := s.st.Load()
+	d.ev.wr.lazy.delay.Store(int64(10 * time.Millisecond))
 	claim(t, s, "web:a")
 	done := make(chan struct{})
 	hook := func() { close(done) }
