@@ -37,7 +37,8 @@ func (s *Store) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64,
 }
 
 // usageWhere builds the WHERE clause of f with only the set fields, so PostgreSQL can use the
-// matching index (user_id, at), (session, at), (channel, at), (turn) or (at). The shapes are
+// matching index (user_id, at), (session, at), (turn) or (at); channel and agent are
+// filters within one of those (see migration 0011). The shapes are
 // few (2^6), so the statements stay cached. Placeholders start at $1.
 func usageWhere(f echogate.UsageFilter) (string, []any) {
 	var (

@@ -44,6 +44,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp echogate.StoredMessage) e
 	}
 	key := string(cp.Session)
 	err = d.write(ctx, func(tx *wtx) error {
+		s.cps.add(cp.Session) // before the commit: LatestCheckpoint never misses it
 		if _, err := tx.exec(qInsertCheckpoint, key, cp.Seq, cp.Turn, string(body), toMicros(s.stamp(cp.At))); err != nil {
 			return err
 		}
@@ -57,8 +58,12 @@ func (s *Store) SaveCheckpoint(ctx context.Context, cp echogate.StoredMessage) e
 }
 
 // LatestCheckpoint returns the newest checkpoint of the session (fields as SaveCheckpoint
-// describes), or an error wrapping ErrNotFound when it has none.
+// describes), or an error wrapping ErrNotFound when it has none. A session this store knows
+// to have none is answered without a read (cpindex.go).
 func (s *Store) LatestCheckpoint(ctx context.Context, key echogate.SessionKey) (echogate.StoredMessage, error) {
+	if s.cps.none(key) {
+		return echogate.StoredMessage{}, fmt.Errorf("sqlite: latest checkpoint of %q: %w", key, ErrNotFound)
+	}
 	d, err := s.conns(ctx)
 	if err != nil {
 		return echogate.StoredMessage{}, fmt.Errorf("sqlite: latest checkpoint of %q: %w", key, err)

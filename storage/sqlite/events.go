@@ -88,11 +88,15 @@ func (s *Store) ReopenEvent(ctx context.Context, key string) error {
 }
 
 // UnfinishedEvents lists events claimed strictly before `before` and not completed, oldest
-// first (ties by key), at most limit of them (limit <= 0: all).
+// first (ties by key), at most limit of them (limit <= 0: all). Completions written behind
+// (FinishTurn) commit first, so a turn's end that returned is seen.
 func (s *Store) UnfinishedEvents(ctx context.Context, before time.Time, limit int) ([]echogate.ClaimedEvent, error) {
 	d, err := s.evConns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: unfinished events: %w", err)
+	}
+	if err := d.wr.sync(ctx); err != nil {
+		return nil, fail(ctx, err, "unfinished events: commit the completions written behind")
 	}
 	st, err := d.read(ctx, qUnfinished)
 	if err != nil {

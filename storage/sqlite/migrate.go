@@ -81,7 +81,8 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 //
 // The event log (EventsPath) has migrations of its own, applied next. Events recorded in the
 // main database by versions before the event log existed are moved there (copied, then
-// deleted: a crash in between copies again).
+// deleted: a crash in between copies again). Last, it reads which sessions have compression
+// checkpoints (cpindex.go).
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := builtinMigrations()
 	if err != nil {
@@ -101,7 +102,15 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.migrateDB(ctx, d, ems); err != nil {
 		return err
 	}
-	return s.moveEvents(ctx)
+	if err := s.moveEvents(ctx); err != nil {
+		return err
+	}
+	if m, err := s.conns(ctx); err == nil {
+		if err := s.cps.load(ctx, m); err != nil {
+			s.log.Warn("sqlite: read which sessions have checkpoints; every turn reads its own", "err", err)
+		}
+	}
+	return nil
 }
 
 // migrate applies ms to the main database.

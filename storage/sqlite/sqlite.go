@@ -104,6 +104,7 @@ type Store struct {
 
 	mu     sync.Mutex // serializes Open and Close
 	st     atomic.Pointer[dbs]
+	cps    cpIndex // sessions with compression checkpoints (cpindex.go)
 	closed atomic.Bool
 }
 

@@ -171,13 +171,17 @@ func isUniqueViolation(err error) bool {
 
 // FinishTurn writes the end of a turn (see pipeline.TurnLog): it appends end.Messages,
 // updates end.Turn (as UpdateTurn), records end.Usage (setting their IDs) and removes the
-// turn's resume record in the main database, and completes end.EventKey in the event log, at
-// the same time (the two writers commit in parallel; this call waits for both). The two files
-// do not commit atomically: a crash between the commits can leave the event completed while
-// the turn still shows running, which the pipeline reconciles at start (ReopenEvent), or the
-// turn ended while its event is unfinished, which the replay only completes. The parts succeed
-// or fail independently, like separate calls; the error joins theirs (an unknown turn to
-// update or event to complete wraps ErrNotFound).
+// turn's resume record in the main database, and returns once that committed. The completion
+// of end.EventKey in the event log is then written behind (writer_lazy.go): it guards no
+// effect, so it commits with the event log's next write (the next claim, sharing its pages),
+// within lazyDelay, or at Close. The two files do not commit atomically: a crash before the
+// completion leaves the turn ended while its event is unfinished, which the replay only
+// completes; since the completion is issued only after the end committed, it never lands
+// without it (the pipeline still reconciles that case at start, ReopenEvent, for databases
+// written by earlier versions). UnfinishedEvents commits held completions before it reads.
+// The parts succeed or fail independently, like separate calls; the error joins theirs (an
+// unknown turn to update wraps ErrNotFound). An event that was never claimed, or whose
+// completion fails, is logged.
 func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	t := end.Turn
 	switch {
@@ -196,18 +200,6 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	}
 	atUS := toMicros(s.stamp(end.At))
 	var msgErr, turnErr, eventErr, usageErr error
-	// The event's completion goes to the event log's writer, queued first, then the main
-	// part; both writers run at once, and this call waits for both.
-	var (
-		evReq     *writeReq
-		completed int64
-	)
-	if end.EventKey != "" {
-		evReq, eventErr = d.ev.wr.enqueue(ctx, false, func(tx *wtx) (err error) {
-			completed, err = tx.rowsAffected(qCompleteEvent, atUS, end.EventKey)
-			return err
-		})
-	}
 	err = d.write(ctx, func(tx *wtx) error {
 		// A failing statement rolls back only itself: the other parts still commit.
 		msgErr, turnErr, usageErr = nil, nil, nil
@@ -242,11 +234,8 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 			end.Usage[i].ID = 0
 		}
 	}
-	if evReq != nil {
-		eventErr = d.ev.wr.wait(ctx, evReq)
-		if eventErr == nil && completed == 0 {
-			eventErr = ErrNotFound
-		}
+	if end.EventKey != "" {
+		eventErr = s.completeBehind(d, end.EventKey, atUS)
 	}
 	errs := []error{err}
 	if msgErr != nil {
@@ -262,4 +251,16 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 		errs = append(errs, fmt.Errorf("sqlite: finish turn %q: complete event %q: %w", t.ID, end.EventKey, eventErr))
 	}
 	return errors.Join(errs...)
+}
+
+// completeBehind queues the completion of the event key at atUS on the event log's writer, to
+// be written behind (see FinishTurn). It fails only when the store is closing.
+func (s *Store) completeBehind(d *dbs, key string, atUS int64) error {
+	return d.ev.wr.enqueueLazy(context.Background(), func(tx *wtx) error {
+		n, err := tx.rowsAffected(qCompleteEvent, atUS, key)
+		if err == nil && n == 0 {
+			s.log.Warn("sqlite: complete event: it was never claimed", "event_id", key)
+		}
+		return err
+	})
 }

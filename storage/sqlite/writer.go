@@ -3,10 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +37,7 @@ const (
 type writeReq struct {
 	ctx   context.Context
 	solo  bool // run alone, outside the shared transaction; fn manages its own transaction
+	lazy  bool // written behind: nobody waits (writer_lazy.go)
 	fn    func(tx *wtx) error
 	state atomic.Int32
 	done  chan error // buffered(1)
@@ -54,7 +52,8 @@ type writer struct {
 	stop  chan struct{} // closed by shutdown
 	done  chan struct{} // closed when the goroutine has exited
 	batch []*writeReq
-	seqs  seqCache // last transcript seq per session (seqcache.go); owned by the goroutine
+	lazy  lazyCalls // calls written behind, waiting for the next transaction (writer_lazy.go)
+	seqs  seqCache  // last transcript seq per session (seqcache.go); owned by the goroutine
 	stats struct{ batches, calls, busy, retries, restarts atomic.Int64 }
 	// txEnded is set by the connection's commit and rollback hooks, which SQLite calls on the
 	// writer goroutine itself: a transaction ended (committed, rolled back, or a statement
@@ -214,6 +213,7 @@ func (w *writer) shutdown() {
 func (w *writer) run() {
 	defer close(w.done)
 	var next *writeReq // a solo call met while gathering a batch
+	defer w.lazy.stop()
 	for {
 		req := next
 		next = nil
@@ -223,14 +223,24 @@ func (w *writer) run() {
 				w.drain()
 				return
 			case req = <-w.queue:
+			case <-w.lazy.due():
+				w.flushLazy()
+				if hook := w.lazy.timedOut.Load(); hook != nil {
+					(*hook)()
+				}
+				continue
 			}
 		}
+		if req.lazy && w.lazy.hold(req) {
+			continue
+		}
 		if req.solo {
+			w.flushLazy() // they were queued first
 			w.runSolo(req)
 			w.committed()
 			continue
 		}
-		w.batch = append(w.batch[:0], req)
+		w.batch = append(w.lazy.takeInto(w.batch[:0]), req)
 	gather:
 		for len(w.batch) < maxBatch {
 			select {
@@ -276,15 +286,21 @@ func (w *writer) committed() {
 	}
 }
 
-// drain fails every queued call after stop.
+// drain fails every queued call after stop, except the calls written behind: those commit,
+// with the ones held (their callers were told they would).
 func (w *writer) drain() {
 	for {
 		select {
 		case r := <-w.queue:
+			if r.lazy {
+				w.lazy.calls = append(w.lazy.calls, r)
+				continue
+			}
 			if r.state.CompareAndSwap(reqQueued, reqTaken) {
 				r.done <- ErrClosed
 			}
 		default:
+			w.flushLazy()
 			return
 		}
 	}
@@ -297,135 +313,6 @@ func (w *writer) runSolo(req *writeReq) {
 	err := req.fn(&wtx{ctx: req.ctx, w: w})
 	w.seqs.rolledBack() // a solo call commits on its own: keep nothing it may have rolled back
 	req.done <- err
-}
-
-// runBatch runs the calls of batch in one transaction and answers each.
-//
-// It first runs them all without savepoints: nearly every call succeeds, and a SAVEPOINT and
-// RELEASE around each call cost about a tenth of the writer's time. When a call fails, that
-// transaction is rolled back and the batch runs again with each call in its own savepoint, so
-// the failing call fails alone. A write call's fn may therefore run twice; fns only set (never
-// accumulate) state outside their transaction, so a second run is as good as the first.
-func (w *writer) runBatch(batch []*writeReq) {
-	live := make([]*writeReq, 0, len(batch))
-	for _, r := range batch {
-		if !r.state.CompareAndSwap(reqQueued, reqTaken) {
-			continue // its caller left
-		}
-		if err := r.ctx.Err(); err != nil {
-			r.done <- err
-			continue
-		}
-		live = append(live, r)
-	}
-	if len(live) == 0 {
-		return
-	}
-	results := make([]error, len(live)) // nil for calls that succeeded
-	err := errRetrySavepoints
-	if w.hooks || len(live) == 1 {
-		err = w.runTx(live, results, false)
-	}
-	if err == errRetrySavepoints {
-		w.stats.retries.Add(1)
-		clear(results)
-		err = w.runTx(live, results, true)
-	}
-	for i, r := range live {
-		switch {
-		case results[i] != nil:
-			r.done <- results[i]
-		case err != nil:
-			r.done <- err
-		default:
-			r.done <- nil
-		}
-	}
-}
-
-// errRetrySavepoints reports that a call failed in a batch run without savepoints: the
-// transaction was rolled back and the batch must run again with them.
-var errRetrySavepoints = errors.New("sqlite: a call of the batch failed; retry with savepoints")
-
-// runTx runs calls in one transaction, each in its own savepoint when savepoints is set, and
-// commits. It records each failed call's error in results and returns the error that broke the
-// whole transaction (nothing of it was committed), or errRetrySavepoints (see runBatch). A
-// lone call needs no savepoint: its failure is the transaction's.
-func (w *writer) runTx(calls []*writeReq, results []error, savepoints bool) error {
-	ctx := context.Background() // never interrupt a shared transaction; see above
-	tx := &wtx{ctx: ctx, w: w}
-	if _, err := tx.exec("BEGIN IMMEDIATE"); err != nil {
-		// Typically "database is locked": another process held the write lock for longer
-		// than the busy timeout. Nothing ran.
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	var abort error // the transaction is unusable: everything rolls back
-	w.txEnded = false
-	for i, r := range calls {
-		if !savepoints || len(calls) == 1 {
-			err := r.fn(tx)
-			switch {
-			case len(calls) == 1 && err != nil:
-				results[i], abort = err, err
-			case len(calls) == 1 && w.txEnded:
-				abort = errors.New("the transaction ended inside the call")
-			case err != nil || w.txEnded:
-				// A call that ended the transaction (SQLite rolls back by itself on an I/O
-				// error or a full disk) left its neighbours' changes undone: only savepoints
-				// tell which call did what.
-				abort = errRetrySavepoints
-			}
-			if abort != nil {
-				break
-			}
-			continue
-		}
-		if _, err := tx.exec("SAVEPOINT w"); err != nil {
-			abort = fmt.Errorf("savepoint: %w", err)
-			break
-		}
-		if err := r.fn(tx); err != nil {
-			results[i] = err
-			w.seqs.rolledBack()
-			if _, rerr := tx.exec("ROLLBACK TO w"); rerr != nil {
-				// SQLite rolled back the whole transaction itself (I/O error, disk full).
-				abort = fmt.Errorf("%w (transaction rolled back: %v)", err, rerr)
-				break
-			}
-		}
-		if _, err := tx.exec("RELEASE w"); err != nil {
-			abort = fmt.Errorf("release savepoint: %w", err)
-			break
-		}
-	}
-	if abort == nil {
-		if _, err := tx.exec("COMMIT"); err != nil {
-			abort = fmt.Errorf("commit: %w", err)
-		} else {
-			w.seqs.committed()
-		}
-	}
-	if abort != nil {
-		w.seqs.rolledBack()
-		if _, err := tx.exec("ROLLBACK"); err != nil && !isNoTransaction(err) {
-			w.log.Error("sqlite: rollback failed", "err", err)
-		}
-		if abort != errRetrySavepoints {
-			// The calls after the one that broke the transaction never ran; they are
-			// answered with abort too (by runBatch).
-			for i := range results {
-				if results[i] == nil {
-					results[i] = fmt.Errorf("not run or rolled back: %w", abort)
-				}
-			}
-		}
-	}
-	return abort
-}
-
-// isNoTransaction reports the error of ROLLBACK when SQLite already rolled back.
-func isNoTransaction(err error) bool {
-	return strings.Contains(strings.ToLower(err.Error()), "no transaction is active")
 }
 
 // closeConn closes the prepared statements and releases the connection, running PRAGMA

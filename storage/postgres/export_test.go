@@ -1,0 +1,13 @@
+package postgres
+
+import "context"
+
+// MigrateTo applies the first n embedded migrations only (tests of one migration over a
+// database populated at the version before it).
+func (s *Store) MigrateTo(ctx context.Context, n int) error {
+	ms, err := builtinMigrations()
+	if err != nil {
+		return err
+	}
+	return s.migrate(ctx, ms[:n])
+}

@@ -1,0 +1,115 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+// TestMigrateUsageIndexes: a database at version 10 with ledger entries keeps them through
+// 0011, which drops the channel and agent indexes; sums by channel and agent are unchanged.
+func TestMigrateUsageIndexes(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(Config{Path: filepath.Join(t.TempDir(), "echogate.db")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ms, err := builtinMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < 11 || ms[10].name != "0011_usage_indexes" {
+		t.Fatalf("migrations = %d, want 0011_usage_indexes as the 11th", len(ms))
+	}
+	if err := s.migrate(ctx, ms[:10]); err != nil {
+		t.Fatalf("migrate to 10: %v", err)
+	}
+	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for i, r := range []struct {
+		channel, agent string
+		cost           float64
+	}{{"slack:C1", "ops", 0.25}, {"slack:C1", "docs", 0.5}, {"slack:C2", "ops", 1}} {
+		_, err := s.RecordUsage(ctx, echogate.UsageRecord{Turn: "t_1", Session: "slack:C1:1", UserID: "slack:U1", Channel: r.channel, Agent: r.agent,
+			Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 10, CostUSD: r.cost}, At: base.Add(time.Duration(i) * time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	for _, tt := range []struct {
+		f    echogate.UsageFilter
+		want float64
+	}{
+		{echogate.UsageFilter{Channel: "slack:C1"}, 0.75},
+		{echogate.UsageFilter{Channel: "slack:C1", Since: base.Add(time.Hour), Until: base.Add(24 * time.Hour)}, 0.5},
+		{echogate.UsageFilter{Agent: "ops"}, 1.25},
+		{echogate.UsageFilter{Agent: "ops", Since: base, Until: base.Add(2 * time.Hour)}, 0.25},
+	} {
+		if got, err := s.SumUsage(ctx, tt.f); err != nil || got.CostUSD != tt.want {
+			t.Errorf("SumUsage(%s) after 0011 = %v, %v; want cost %v", describeFilter(tt.f), got.CostUSD, err, tt.want)
+		}
+	}
+	var idx int
+	if err := s.st.Load().r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'usage'`).Scan(&idx); err != nil || idx != 4 {
+		t.Errorf("indexes of usage after 0011 = %d, %v; want 4 (at, user, session, turn)", idx, err)
+	}
+}
+
+// TestUsageQueriesUseAnIndex: every ledger query the budgets, /usage and the console make
+// reads through an index, never the whole table, unless it is unbounded by time and by a
+// selective key (an agent's or a channel's spend of all time).
+func TestUsageQueriesUseAnIndex(t *testing.T) {
+	s := openTemp(t, Config{})
+	ctx := context.Background()
+	day := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	next := day.AddDate(0, 0, 1)
+	for name, tt := range map[string]struct {
+		f     echogate.UsageFilter
+		index string // "" means a full scan is expected
+	}{
+		"turn (per-turn budget, turn detail)": {echogate.UsageFilter{Turn: "t_1"}, "usage_by_turn"},
+		"session (per-session budget)":        {echogate.UsageFilter{Session: "web:a"}, "usage_by_session"},
+		"user's day (per-user budget)":        {echogate.UsageFilter{UserID: "web:u", Since: day, Until: next}, "usage_by_user"},
+		"channel's day (per-channel budget)":  {echogate.UsageFilter{Channel: "slack:C1", Since: day, Until: next}, "usage_by_at"},
+		"gateway day":                         {echogate.UsageFilter{Since: day, Until: next}, "usage_by_at"},
+		"agent's session":                     {echogate.UsageFilter{Session: "web:a", Agent: "ops"}, "usage_by_session"},
+		"agent's user day":                    {echogate.UsageFilter{UserID: "web:u", Agent: "ops", Since: day, Until: next}, "usage_by_user"},
+		"agent's month":                       {echogate.UsageFilter{Agent: "ops", Since: day, Until: next.AddDate(0, 1, 0)}, "usage_by_at"},
+		"console: agent since":                {echogate.UsageFilter{Agent: "ops", Since: day}, "usage_by_at"},
+		"console: agent, all time":            {echogate.UsageFilter{Agent: "ops"}, ""},
+	} {
+		where, args := usageWhere(tt.f)
+		rows, err := s.st.Load().r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT coalesce(sum(cost_usd), 0.0) FROM usage`+where, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		got := strings.Join(plan, "; ")
+		want := "SCAN usage"
+		if tt.index != "" {
+			want = "USING INDEX " + tt.index
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("%s: plan of %s = %q, want %q", name, describeFilter(tt.f), got, want)
+		}
+	}
+}
