@@ -205,7 +205,6 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		sw := c.startSSE(w, req.Session)
-		defer sw.release()
 		_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + req.Session),
 			Text: "stop requested", EventID: eventID, Time: now}, Kind: "notice"})
 		return
@@ -247,7 +246,6 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	sw := c.startSSE(w, req.Session)
-	defer sw.release()
 	if err := sw.events(replay); err != nil {
 		c.unsubscribeFrom(s, sub)
 		return
@@ -465,7 +463,6 @@ func (c *Channel) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := c.startSSE(w, id)
-	defer sw.release()
 	if gap {
 		if err := sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + id),
 			Text: "some events were dropped from the replay buffer; reload the history", Time: c.cfg.Now()}, Kind: "gap"}); err != nil {
@@ -512,11 +509,7 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 // is flushed FlushInterval after the first unflushed write (the headers count), so the events of
 // a burst share one flush, and at once with the last event (the handler's return).
 func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) {
-	sub.buf = sw.evs[:0] // only this goroutine reads sub.buf (in pending)
-	defer func() {
-		c.unsubscribeFrom(s, sub)
-		sw.evs = sub.buf[:0]
-	}()
+	defer c.unsubscribeFrom(s, sub)
 	hb := time.NewTicker(c.cfg.Heartbeat)
 	defer hb.Stop()
 	timeout := time.NewTimer(c.cfg.StreamTimeout)
@@ -549,36 +542,50 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 				_ = sw.comment("session closed: re-attach with Last-Event-ID")
 				return
 			}
-			c.mu.Lock()
-			evs, behind, more := s.pending(sub)
-			c.mu.Unlock()
-			if more { // the rest on the next round, without waiting for a publish
-				select {
-				case sub.wake <- struct{}{}:
-				default:
-				}
+			wrote, end := c.writePending(sw, s, sub, isEnd)
+			if end {
+				return // the handler's return flushes the last events with the response's last chunk
 			}
-			if behind {
-				_ = sw.comment("dropped: the client fell behind; re-attach with Last-Event-ID")
-				c.log.Debug("dropped a slow web stream", "session", s.id)
-				return
-			}
-			end := len(evs)
-			for i, e := range evs {
-				if isEnd(e) {
-					end = i + 1
-					break
-				}
-			}
-			if err := sw.buffer(evs[:end]); err != nil || end < len(evs) || end > 0 && isEnd(evs[end-1]) {
-				return // the end: the handler's return flushes it with the response's last chunk
-			}
-			if !dirty && end > 0 {
+			if !dirty && wrote {
 				flush.Reset(c.cfg.FlushInterval)
 				dirty = true
 			}
 		}
 	}
+}
+
+// writePending writes the events published for sub since its last call, up to the first that
+// isEnd reports, with one write (no flush). wrote reports whether it wrote an event; end that
+// the stream is over (its last event written, a write failed, or the client fell behind).
+func (c *Channel) writePending(sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) (wrote, end bool) {
+	sc := getScratch() // held for this batch only
+	defer sc.put()
+	c.mu.Lock()
+	evs, behind, more := s.pending(sub, sc.evs)
+	c.mu.Unlock()
+	sc.evs = evs
+	if more { // the rest on the next round, without waiting for a publish
+		select {
+		case sub.wake <- struct{}{}:
+		default:
+		}
+	}
+	if behind {
+		_ = sw.comment("dropped: the client fell behind; re-attach with Last-Event-ID")
+		c.log.Debug("dropped a slow web stream", "session", s.id)
+		return false, true
+	}
+	n := len(evs)
+	for i, e := range evs {
+		if isEnd(e) {
+			n = i + 1
+			break
+		}
+	}
+	if err := sw.bufferWith(sc, evs[:n]); err != nil {
+		return false, true
+	}
+	return n > 0, n < len(evs) || n > 0 && isEnd(evs[n-1])
 }
 
 // readPost is ReadMutation for the chat API's POSTs.

@@ -139,3 +139,75 @@ func TestRetainedHeapAfterTurns(t *testing.T) {
 	}
 	t.Logf("retained heap: %d bytes per session after %d × %d turns (history ~%d bytes)", perSession, sessions, turns, historyBytes)
 }
+
+// A stream waiting for its turn's next event holds no batch or encoding buffer: those are taken
+// for one write and given back, so what N attached streams cost beyond the events in the replay
+// buffer is their cursors. A regression guard on held bytes: every stream used to keep the
+// batch it last wrote (its events and their encoding, ~10 KB for a burst of deltas) until the
+// turn ended, a thousand concurrent turns holding ~10 MB of buffers between their writes.
+func TestWaitingStreamsHoldNoBuffers(t *testing.T) {
+	const streams, deltas = 100, 30
+	e := newEnv(t, Config{JanitorInterval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type stream struct {
+		session, eventID string
+		body             io.ReadCloser
+		r                *sseReader
+	}
+	all := make([]stream, streams)
+	for i := range all {
+		s := &all[i]
+		s.session = fmt.Sprintf("s%d", i)
+		resp := e.post(t, ctx, "/api/chat", fmt.Sprintf(`{"session":%q,"text":"question"}`, s.session))
+		s.body, s.r = resp.Body, newSSEReader(resp.Body)
+		s.eventID = e.sink.next(t).ID
+	}
+	defer func() {
+		for _, s := range all {
+			s.body.Close()
+		}
+	}()
+	base := heapAlloc()
+
+	delta := strings.Repeat("x", 16)
+	for _, s := range all {
+		e.ch.ObserveTurn(turnEv(echogate.TurnStarted, s.session, s.eventID, ""))
+		for range deltas {
+			e.ch.ObserveTurn(turnEv(echogate.TurnDelta, s.session, s.eventID, delta))
+		}
+	}
+	for _, s := range all { // each stream wrote its events and waits for the next
+		for n := 0; n < 1+deltas; {
+			ev, err := s.r.next()
+			if err != nil {
+				t.Fatalf("session %s: %v after %d events, want %d", s.session, err, n, 1+deltas)
+			}
+			if ev.Type != "" {
+				n++
+			}
+		}
+	}
+	held := int64(heapAlloc()) - int64(base)
+	e.ch.mu.Lock()
+	replay := int64(e.ch.replayBytes)
+	e.ch.mu.Unlock()
+	perStream := (held - replay) / streams
+	t.Logf("%d waiting streams: %d bytes held each beyond the replay buffer's %d", streams, perStream, replay/streams)
+	// The replay buffer's estimate counts its entries; what a stream itself may add is a
+	// cursor, not a batch: 31 events are ~7 KB as wireEvents and ~6 KB encoded.
+	if perStream > 1<<10 {
+		t.Errorf("each waiting stream holds %d bytes beyond the replay buffer, want at most 1 KiB", perStream)
+	}
+
+	for _, s := range all {
+		done := turnEv(echogate.TurnDone, s.session, s.eventID, "answer")
+		done.Status = "done"
+		e.ch.ObserveTurn(done)
+	}
+	for _, s := range all {
+		if evs := s.r.rest(t); len(evs) == 0 || evs[len(evs)-1].Type != "done" {
+			t.Fatalf("session %s ended with %v, want done", s.session, types(evs))
+		}
+	}
+}

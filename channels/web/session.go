@@ -64,7 +64,6 @@ type subscriber struct {
 	wake    chan struct{}
 	next    int64  // the id of the next event to send
 	eventID string // only events of this inbound event; "" means every event
-	buf     []wireEvent
 }
 
 func (s *subscriber) wants(w wireEvent) bool { return s.eventID == "" || w.EventID == s.eventID }
@@ -181,13 +180,11 @@ func (s *session) queue(id string, now time.Time) {
 	s.queued[id] = now
 }
 
-// pending returns the events sub has not read yet and moves its cursor past them. behind is true
-// when some were evicted before it read them.
-//
-// The returned slice is sub's own buffer, valid until its next call: only the stream's goroutine
-// calls it.
-func (s *session) pending(sub *subscriber) (evs []wireEvent, behind, more bool) {
-	all, gap := s.events.appendAfter(sub.buf[:0], sub.next-1, maxBatch)
+// pending appends the events sub has not read yet to buf (reusing its array) and moves its
+// cursor past them. behind is true when some were evicted before it read them; more when the
+// batch stopped at maxBatch events.
+func (s *session) pending(sub *subscriber, buf []wireEvent) (evs []wireEvent, behind, more bool) {
+	all, gap := s.events.appendAfter(buf[:0], sub.next-1, maxBatch)
 	sub.next = s.lastSeq + 1
 	if n := len(all); n > 0 && all[n-1].Seq < s.lastSeq {
 		sub.next, more = all[n-1].Seq+1, true
@@ -199,7 +196,6 @@ func (s *session) pending(sub *subscriber) (evs []wireEvent, behind, more bool) 
 		}
 	}
 	clear(evs[len(evs):len(all)])
-	sub.buf = evs
 	return evs, gap, more
 }
 
