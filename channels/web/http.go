@@ -185,14 +185,46 @@ func (c *Channel) chatEvent(r *http.Request, req *chatRequest) (ev echogate.Inbo
 }
 
 func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
+	a, ok := c.acceptChat(w, r)
+	if !ok {
+		return
+	}
+	sw := c.startSSE(w, a.session)
+	if err := sw.events(a.replay); err != nil {
+		c.unsubscribeFrom(a.s, a.sub)
+		return
+	}
+	if a.sub == nil {
+		return
+	}
+	c.follow(r.Context(), sw, a.s, a.sub, wireEvent.terminal)
+}
+
+// acceptedChat is what handleChat streams once acceptChat took the request: the events to
+// replay, and the subscription to follow (nil when the turn had already finished).
+type acceptedChat struct {
+	session string
+	s       *session
+	sub     *subscriber
+	replay  []wireEvent
+}
+
+// acceptChat checks a chat request and submits its message (or finds the turn of a retried
+// one); ok is false when it answered the request itself (an error, or a stop command's notice).
+//
+// It is handleChat's first half in a function of its own so that its frame (the request, the
+// inbound event) and the deep calls it makes (JSON decoding, the sink) are off the stack while
+// the stream waits for its turn's events: the goroutine's stack, grown by them, is then small
+// enough for the garbage collector to shrink while it waits.
+func (c *Channel) acceptChat(w http.ResponseWriter, r *http.Request) (a acceptedChat, ok bool) {
 	var req chatRequest
 	if !readPost(w, r, c.bodyLimit(), &req, chatFields) {
-		return
+		return a, false
 	}
 	ev, e := c.chatEvent(r, &req)
 	if e != nil {
 		writeError(w, e)
-		return
+		return a, false
 	}
 	eventID, user, now := ev.ID, ev.Actor.ID, ev.ReceivedAt
 	log := c.log.With("session", req.Session, "event_id", eventID)
@@ -202,12 +234,12 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err := c.submit(r.Context(), ev); err != nil {
 			log.Warn("stop not accepted", "err", err)
 			writeError(w, c.sinkError(err))
-			return
+			return a, false
 		}
 		sw := c.startSSE(w, req.Session)
 		_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + req.Session),
 			Text: "stop requested", EventID: eventID, Time: now}, Kind: "notice"})
-		return
+		return a, false
 	}
 
 	c.mu.Lock()
@@ -215,7 +247,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.mu.Unlock()
 		writeError(w, c.sinkError(err))
-		return
+		return a, false
 	}
 	replay := s.replayEvent(eventID, now)
 	_, queued := s.queued[eventID]
@@ -240,20 +272,11 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 			c.mu.Unlock()
 			log.Warn("chat message not accepted", "err", err)
 			writeError(w, c.sinkError(err))
-			return
+			return a, false
 		}
 		log.Debug("chat message accepted")
 	}
-
-	sw := c.startSSE(w, req.Session)
-	if err := sw.events(replay); err != nil {
-		c.unsubscribeFrom(s, sub)
-		return
-	}
-	if finished {
-		return
-	}
-	c.follow(r.Context(), sw, s, sub, func(e wireEvent) bool { return e.terminal() })
+	return acceptedChat{session: req.Session, s: s, sub: sub, replay: replay}, true
 }
 
 type stopRequest struct {

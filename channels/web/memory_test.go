@@ -1,10 +1,13 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -209,5 +212,83 @@ func TestWaitingStreamsHoldNoBuffers(t *testing.T) {
 		if evs := s.r.rest(t); len(evs) == 0 || evs[len(evs)-1].Type != "done" {
 			t.Fatalf("session %s ended with %v, want done", s.session, types(evs))
 		}
+	}
+}
+
+// stackInuse is the bytes of goroutine stacks after a few collections (each may halve a stack
+// that uses under a quarter of itself).
+func stackInuse() uint64 {
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&ms)
+	return ms.StackInuse
+}
+
+// A stream waiting for its turn costs about the stack of an idle keep-alive connection plus the
+// server's small connection reader: the request's checks and the submit (JSON decoding, the
+// sink) run in a call that has returned, so the handler's stack, grown by them, is shrunk by the
+// collector while it waits. A regression guard on bytes: when the handler followed the stream
+// from the frame that had made those calls, a waiting stream held ~12 KB of stack more than an
+// idle connection, ~12 MB for a thousand concurrent turns.
+//
+// The figures are taken in a child process with GODEBUG=adaptivestackstart=0: every goroutine
+// then starts at the minimum stack and holds what it grew to, whatever ran before in the process
+// (by default new goroutines start at the running average, which the other tests move).
+func TestWaitingStreamStack(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation enlarges every frame")
+	}
+	if os.Getenv("WEB_STACK_CHILD") == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, "-test.run=^TestWaitingStreamStack$", "-test.v")
+		cmd.Env = append(os.Environ(), "WEB_STACK_CHILD=1", "GODEBUG=adaptivestackstart=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the measuring child process: %v\n%s", err, out)
+		}
+		t.Logf("%s", bytes.TrimSpace(out))
+		return
+	}
+	const n = 200
+	e := newEnv(t, Config{JanitorInterval: time.Hour})
+	ctx := context.Background()
+	connect := func() *http.Client {
+		c := &http.Client{Transport: &http.Transport{}}
+		t.Cleanup(c.CloseIdleConnections)
+		return c
+	}
+	base := stackInuse()
+	for range n { // idle keep-alive connections: a server and a client goroutine or two each
+		c := connect()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/api/chat/history?session=x", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	idle := stackInuse()
+	for i := range n { // the same again, each with a stream waiting for its turn
+		c := connect()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/api/chat", strings.NewReader(fmt.Sprintf(`{"session":"s%d","text":"question"}`, i)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		e.sink.next(t)
+	}
+	streams := stackInuse()
+	perIdle, perStream := int64(idle-base)/n, int64(streams-idle)/n
+	t.Logf("stack per idle connection %d bytes, per connection with a waiting stream %d", perIdle, perStream)
+	if extra := perStream - perIdle; extra > 6<<10 {
+		t.Errorf("a waiting stream's connection holds %d bytes of stack more than an idle one, want at most 6 KiB", extra)
 	}
 }
