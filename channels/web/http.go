@@ -259,7 +259,7 @@ func (c *Channel) acceptChat(w http.ResponseWriter, r *http.Request) (a accepted
 	}
 	if !accepted {
 		s.queue(eventID, now)
-		s.addHistory(Entry{ID: eventID, Role: "user", User: user, Text: req.Text, At: now}, c.cfg.HistoryMessages)
+		c.addHistory(s, Entry{ID: eventID, Role: "user", User: user, Text: req.Text, At: now})
 	}
 	c.mu.Unlock()
 
@@ -267,7 +267,7 @@ func (c *Channel) acceptChat(w http.ResponseWriter, r *http.Request) (a accepted
 		if err := c.submit(r.Context(), ev); err != nil {
 			c.mu.Lock()
 			delete(s.queued, eventID)
-			s.removeHistory(eventID)
+			c.historyBytes -= s.removeHistory(eventID)
 			s.unsubscribe(sub)
 			c.mu.Unlock()
 			log.Warn("chat message not accepted", "err", err)

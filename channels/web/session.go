@@ -92,9 +92,10 @@ type session struct {
 	// queued holds events accepted by the sink whose turn has not shown an event yet.
 	queued map[string]time.Time
 
-	history []Entry
-	msgSeq  int64
-	prompts []*prompt
+	history      []Entry
+	historyBytes int // entryBytes of history
+	msgSeq       int64
+	prompts      []*prompt
 
 	// answered remembers the latest turns of messages with a client id (their retries are
 	// answered from it once the replay buffer is gone), oldest first.
@@ -252,15 +253,6 @@ func (s *session) unsubscribe(sub *subscriber) {
 	}
 }
 
-func (s *session) addHistory(e Entry, limit int) {
-	if len(s.history) >= limit {
-		n := copy(s.history, s.history[len(s.history)-limit+1:])
-		clear(s.history[n:])
-		s.history = s.history[:n]
-	}
-	s.history = append(s.history, e)
-}
-
 // attachPromptRef records the approval prompt message ref for out and returns the call id it
 // prompts for, when the approval_request event arrived first.
 func (s *session) attachPromptRef(ref echogate.MessageRef, out echogate.Outbound, _ time.Time) string {
@@ -339,15 +331,6 @@ func (s *session) removePrompts(drop func(*prompt) bool) {
 	}
 	clear(s.prompts[len(kept):])
 	s.prompts = kept
-}
-
-func (s *session) removeHistory(id string) {
-	for i := len(s.history) - 1; i >= 0; i-- {
-		if s.history[i].ID == id {
-			s.history = append(s.history[:i], s.history[i+1:]...)
-			return
-		}
-	}
 }
 
 func (s *session) promptByCall(callID string) *prompt {
