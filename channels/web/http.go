@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -227,12 +228,14 @@ func (c *Channel) acceptChat(w http.ResponseWriter, r *http.Request) (a accepted
 		return a, false
 	}
 	eventID, user, now := ev.ID, ev.Actor.ID, ev.ReceivedAt
-	log := c.log.With("session", req.Session, "event_id", eventID)
+	// The request's ids are added to a log line only when one is written: most requests log
+	// nothing at info, and a logger With them cost an allocation and a copy of the handler each.
+	ids := func(args ...any) []any { return append(args, "session", req.Session, "event_id", eventID) }
 
 	if strings.EqualFold(strings.TrimSpace(req.Text), "stop") {
 		// A stop command starts no turn: answer with one notice instead of waiting for a done.
 		if err := c.submit(r.Context(), ev); err != nil {
-			log.Warn("stop not accepted", "err", err)
+			c.log.Warn("stop not accepted", ids("err", err)...)
 			writeError(w, c.sinkError(err))
 			return a, false
 		}
@@ -270,11 +273,13 @@ func (c *Channel) acceptChat(w http.ResponseWriter, r *http.Request) (a accepted
 			c.historyBytes -= s.removeHistory(eventID)
 			s.unsubscribe(sub)
 			c.mu.Unlock()
-			log.Warn("chat message not accepted", "err", err)
+			c.log.Warn("chat message not accepted", ids("err", err)...)
 			writeError(w, c.sinkError(err))
 			return a, false
 		}
-		log.Debug("chat message accepted")
+		if c.log.Enabled(r.Context(), slog.LevelDebug) {
+			c.log.Debug("chat message accepted", ids()...)
+		}
 	}
 	return acceptedChat{session: req.Session, s: s, sub: sub, replay: replay}, true
 }
