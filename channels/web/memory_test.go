@@ -61,15 +61,14 @@ func heapAlloc() uint64 {
 	return ms.HeapAlloc
 }
 
-// N sessions × M turns through POST /api/chat, then the replay grace: what the channel keeps per
-// session is its history and little else (no replay buffer, no stream state). A regression
-// guard on retained bytes, not on time. (Every session used to keep its replay buffer, about
-// ten times its history, until IdleTimeout.)
-func TestRetainedHeapAfterTurns(t *testing.T) {
-	const sessions, turns, workers = 300, 5, 8
-	answer := strings.Repeat("word ", 50)[:240]
+// retainedAfterTurns runs sessions × turns through POST /api/chat (workers at a time), lets the
+// replay grace pass and returns the heap the channel retained per session.
+func retainedAfterTurns(t *testing.T, cfg Config, sessions, turns int, answer string) int64 {
+	t.Helper()
+	const workers = 8
 	clk := newTestClock()
-	e := newEnv(t, Config{Now: clk.Now, JanitorInterval: time.Hour})
+	cfg.Now, cfg.JanitorInterval = clk.Now, time.Hour
+	e := newEnv(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go playTurns(ctx, e, answer)
@@ -127,7 +126,6 @@ func TestRetainedHeapAfterTurns(t *testing.T) {
 		t.Errorf("evictIdle after the grace = %d sessions, %d replays, want 0 and %d", n, released, sessions+1)
 	}
 	retained := int64(heapAlloc()) - int64(base)
-	perSession := retained / sessions
 
 	e.ch.mu.Lock()
 	live, bytes := len(e.ch.sessions), e.ch.replayBytes
@@ -135,12 +133,36 @@ func TestRetainedHeapAfterTurns(t *testing.T) {
 	if live != sessions+1 || bytes != 0 {
 		t.Errorf("after the grace: %d sessions, %d replay bytes; want %d sessions (history kept) and 0", live, bytes, sessions+1)
 	}
+	return retained / int64(sessions)
+}
+
+// N sessions × M turns through POST /api/chat, then the replay grace: what the channel keeps per
+// session is its history and little else (no replay buffer, no stream state). A regression
+// guard on retained bytes, not on time. (Every session used to keep its replay buffer, about
+// ten times its history, until IdleTimeout.)
+func TestRetainedHeapAfterTurns(t *testing.T) {
+	const sessions, turns = 300, 5
+	answer := strings.Repeat("word ", 50)[:240]
+	perSession := retainedAfterTurns(t, Config{}, sessions, turns, answer)
 	// The history alone: per turn the question and the answer, two entries of ~100 bytes.
 	historyBytes := int64(turns * (len(answer) + 16 + 2*128))
 	if limit := 2<<10 + historyBytes; perSession > limit {
 		t.Errorf("retained heap after %d sessions × %d turns = %d bytes per session, want at most %d", sessions, turns, perSession, limit)
 	}
 	t.Logf("retained heap: %d bytes per session after %d × %d turns (history ~%d bytes)", perSession, sessions, turns, historyBytes)
+}
+
+// The same with the histories bounded far below what the sessions said (HistoryTotalBytes):
+// the retained heap is the bound plus a session's bare state, however many sessions there were.
+func TestRetainedHeapBoundedByHistoryTotal(t *testing.T) {
+	const sessions, turns, total = 300, 5, 64 << 10
+	answer := strings.Repeat("word ", 50)[:240]
+	perSession := retainedAfterTurns(t, Config{HistoryTotalBytes: total}, sessions, turns, answer)
+	// Unbounded, each session would keep ~2.5 KB of history (see TestRetainedHeapAfterTurns).
+	if limit := int64(total/sessions + 1<<10); perSession > limit {
+		t.Errorf("retained heap after %d sessions × %d turns with HistoryTotalBytes %d = %d bytes per session, want at most %d", sessions, turns, total, perSession, limit)
+	}
+	t.Logf("retained heap with HistoryTotalBytes %d: %d bytes per session after %d × %d turns", total, perSession, sessions, turns)
 }
 
 // A stream waiting for its turn's next event holds no batch or encoding buffer: those are taken
