@@ -35,7 +35,7 @@ var (
 	sessionsFlag = flag.String("sessions", "16,200,1000", "concurrent sessions of the throughput scenarios")
 	duration     = flag.Duration("duration", 8*time.Second, "measurement window of each throughput scenario (after the sessions joined)")
 	afterFlag    = flag.String("after", "15s", "comma list of waits after the load whose VmRSS is reported, e.g. 15s,5m")
-	profileDir   = flag.String("profile", "", "directory for the gateway's CPU profile (serve -cpuprofile) and heap profile at exit")
+	profileDir   = flag.String("profile", "", "directory for the gateway's CPU profile (serve -cpuprofile), heap profile at exit, and heap and goroutine snapshots (serve -snapshot-dir) halfway through each throughput window and at each -after")
 	binFlag      = flag.String("bin", "", "an echogate binary to measure instead of building ./cmd/echogate")
 	keep         = flag.Bool("keep", false, "keep the data directory and the gateway's log")
 )
@@ -96,7 +96,8 @@ func run() error {
 		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
 			return err
 		}
-		opts.args = []string{"-cpuprofile", filepath.Join(*profileDir, "cpu.pprof"), "-memprofile", filepath.Join(*profileDir, "heap.pprof")}
+		opts.args = []string{"-cpuprofile", filepath.Join(*profileDir, "cpu.pprof"), "-memprofile", filepath.Join(*profileDir, "heap.pprof"),
+			"-snapshot-dir", *profileDir}
 	}
 	gw, base, existing, err := startGateway(ctx, opts)
 	if err != nil {
@@ -144,7 +145,7 @@ func run() error {
 		return fmt.Errorf("gateway exit: %w", err)
 	}
 	if *profileDir != "" {
-		fmt.Printf("\nprofiles: go tool pprof -top %s/cpu.pprof (and heap.pprof)\n", *profileDir)
+		fmt.Printf("\nprofiles: go tool pprof -top %s/cpu.pprof (and heap.pprof; heap-N.pprof and goroutine-N.pprof are the snapshots)\n", *profileDir)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -22,6 +23,7 @@ type bench struct {
 	direct50, direct99 time.Duration
 	peak               memInfo
 	rounds             int // throughput scenarios run so far
+	snapshots          int // SIGUSR1 snapshots asked of the gateway so far (-profile)
 }
 
 // overheads runs the instant-model scenarios: plain turns and one-tool turns, one session.
@@ -142,7 +144,7 @@ func (b *bench) throughput(sessions int) error {
 	other0 := b.othersCPU()
 	measuring.Store(true)
 	began := time.Now()
-	peak := b.sampleMem(ctx, *duration)
+	peak := b.sampleMem(ctx, *duration, fmt.Sprintf("%d sessions, mid-load", sessions))
 	measuring.Store(false)
 	elapsed := time.Since(began)
 	cpu1, _ := cpuTime(b.gw.pid())
@@ -176,17 +178,21 @@ func (b *bench) othersCPU() time.Duration {
 	return m + self
 }
 
-// sampleMem samples the gateway's memory every 100 ms for d and returns the peak.
-func (b *bench) sampleMem(ctx context.Context, d time.Duration) memInfo {
+// sampleMem samples the gateway's memory every 100 ms for d and returns the peak. With -profile
+// it takes the gateway's snapshot (what) halfway through.
+func (b *bench) sampleMem(ctx context.Context, d time.Duration, what string) memInfo {
 	var peak memInfo
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	end := time.After(d)
+	mid := time.After(d / 2)
 	for {
 		if m, err := readMem(b.gw.pid()); err == nil {
 			peak.rss, peak.anon = max(peak.rss, m.rss), max(peak.anon, m.anon)
 		}
 		select {
+		case <-mid:
+			b.snapshot(what)
 		case <-t.C:
 		case <-end:
 			b.peak.rss, b.peak.anon = max(b.peak.rss, peak.rss), max(b.peak.anon, peak.anon)
@@ -208,6 +214,7 @@ func (b *bench) afterLoad(idle memInfo, waits []time.Duration) error {
 			return err
 		}
 		fmt.Printf("  %s after load: %s (%.2f× idle RSS)\n", w, m, float64(m.rss)/float64(idle.rss))
+		b.snapshot(fmt.Sprintf("%s after load", w))
 		if p, err := readMemParts(b.base, b.gw.pid()); err == nil {
 			fmt.Printf("    %s\n", p)
 		}
@@ -215,6 +222,20 @@ func (b *bench) afterLoad(idle memInfo, waits []time.Duration) error {
 	db := dirBytes(b.dataDir)
 	fmt.Printf("database: %s after %d turns, %.0f bytes per turn (data dir, WAL included)\n", mib(db), b.turns, float64(db)/float64(max(b.turns, 1)))
 	return nil
+}
+
+// snapshot asks the gateway (serve -snapshot-dir) for its heap and goroutine profiles of this
+// moment, when -profile is set, and says which numbered files hold them.
+func (b *bench) snapshot(what string) {
+	if *profileDir == "" {
+		return
+	}
+	b.snapshots++
+	if err := b.gw.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		fmt.Printf("  snapshot %d (%s): %v\n", b.snapshots, what, err)
+		return
+	}
+	fmt.Printf("  snapshot %d: %s → %s/{heap,goroutine}-%d.pprof\n", b.snapshots, what, *profileDir, b.snapshots)
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

@@ -25,7 +25,7 @@ func BenchmarkObserveTurn(b *testing.B) {
 				select {
 				case <-sub.wake:
 					ch.mu.Lock()
-					_, _, _ = s.pending(sub)
+					_, _, _ = s.pending(sub, nil)
 					ch.mu.Unlock()
 				case <-stop:
 					return
@@ -68,15 +68,15 @@ func BenchmarkEncodeEvents(b *testing.B) {
 	evs := []wireEvent{ev(echogate.TurnStarted, 1, ""), ev(echogate.TurnDelta, 2, "Hello, "), ev(echogate.TurnDelta, 3, "this is <the> answer"),
 		ev(echogate.TurnDelta, 4, " to \"your\" question.\n"), ev(echogate.TurnDone, 5, "Hello, this is <the> answer to \"your\" question.\n")}
 	evs[4].Status = "done"
-	sw := sseWriters.Get().(*sseWriter)
+	sc := getScratch()
 	b.ReportAllocs()
 	for b.Loop() {
-		sw.buf.Reset()
+		sc.buf.Reset()
 		for _, e := range evs {
-			if err := sw.append(e); err != nil {
+			if err := sc.append(e); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	b.ReportMetric(float64(sw.buf.Len()), "bytes/turn")
+	b.ReportMetric(float64(sc.buf.Len()), "bytes/turn")
 }

@@ -61,9 +61,9 @@ func TestAppendEventLeavesBadTimes(t *testing.T) {
 	if got, ok := appendEvent([]byte("x"), &w); ok || string(got) != "x" {
 		t.Errorf("appendEvent(year 10000) = %q, %v; want the buffer unchanged and false", got, ok)
 	}
-	var sw sseWriter
-	sw.enc = json.NewEncoder(&sw.buf)
-	if err := sw.append(w); err == nil || sw.buf.Len() != 0 {
-		t.Errorf("append(year 10000) = %v with %d bytes buffered, want an error and nothing buffered", err, sw.buf.Len())
+	var sc sseScratch
+	sc.enc = json.NewEncoder(&sc.buf)
+	if err := sc.append(w); err == nil || sc.buf.Len() != 0 {
+		t.Errorf("append(year 10000) = %v with %d bytes buffered, want an error and nothing buffered", err, sc.buf.Len())
 	}
 }

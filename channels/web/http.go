@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -185,30 +186,63 @@ func (c *Channel) chatEvent(r *http.Request, req *chatRequest) (ev echogate.Inbo
 }
 
 func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
+	a, ok := c.acceptChat(w, r)
+	if !ok {
+		return
+	}
+	sw := c.startSSE(w, a.session)
+	if err := sw.events(a.replay); err != nil {
+		c.unsubscribeFrom(a.s, a.sub)
+		return
+	}
+	if a.sub == nil {
+		return
+	}
+	c.follow(r.Context(), sw, a.s, a.sub, wireEvent.terminal)
+}
+
+// acceptedChat is what handleChat streams once acceptChat took the request: the events to
+// replay, and the subscription to follow (nil when the turn had already finished).
+type acceptedChat struct {
+	session string
+	s       *session
+	sub     *subscriber
+	replay  []wireEvent
+}
+
+// acceptChat checks a chat request and submits its message (or finds the turn of a retried
+// one); ok is false when it answered the request itself (an error, or a stop command's notice).
+//
+// It is handleChat's first half in a function of its own so that its frame (the request, the
+// inbound event) and the deep calls it makes (JSON decoding, the sink) are off the stack while
+// the stream waits for its turn's events: the goroutine's stack, grown by them, is then small
+// enough for the garbage collector to shrink while it waits.
+func (c *Channel) acceptChat(w http.ResponseWriter, r *http.Request) (a acceptedChat, ok bool) {
 	var req chatRequest
 	if !readPost(w, r, c.bodyLimit(), &req, chatFields) {
-		return
+		return a, false
 	}
 	ev, e := c.chatEvent(r, &req)
 	if e != nil {
 		writeError(w, e)
-		return
+		return a, false
 	}
 	eventID, user, now := ev.ID, ev.Actor.ID, ev.ReceivedAt
-	log := c.log.With("session", req.Session, "event_id", eventID)
+	// The request's ids are added to a log line only when one is written: most requests log
+	// nothing at info, and a logger With them cost an allocation and a copy of the handler each.
+	ids := func(args ...any) []any { return append(args, "session", req.Session, "event_id", eventID) }
 
 	if strings.EqualFold(strings.TrimSpace(req.Text), "stop") {
 		// A stop command starts no turn: answer with one notice instead of waiting for a done.
 		if err := c.submit(r.Context(), ev); err != nil {
-			log.Warn("stop not accepted", "err", err)
+			c.log.Warn("stop not accepted", ids("err", err)...)
 			writeError(w, c.sinkError(err))
-			return
+			return a, false
 		}
 		sw := c.startSSE(w, req.Session)
-		defer sw.release()
 		_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + req.Session),
 			Text: "stop requested", EventID: eventID, Time: now}, Kind: "notice"})
-		return
+		return a, false
 	}
 
 	c.mu.Lock()
@@ -216,7 +250,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.mu.Unlock()
 		writeError(w, c.sinkError(err))
-		return
+		return a, false
 	}
 	replay := s.replayEvent(eventID, now)
 	_, queued := s.queued[eventID]
@@ -228,7 +262,7 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if !accepted {
 		s.queue(eventID, now)
-		s.addHistory(Entry{ID: eventID, Role: "user", User: user, Text: req.Text, At: now}, c.cfg.HistoryMessages)
+		c.addHistory(s, Entry{ID: eventID, Role: "user", User: user, Text: req.Text, At: now})
 	}
 	c.mu.Unlock()
 
@@ -236,26 +270,18 @@ func (c *Channel) handleChat(w http.ResponseWriter, r *http.Request) {
 		if err := c.submit(r.Context(), ev); err != nil {
 			c.mu.Lock()
 			delete(s.queued, eventID)
-			s.removeHistory(eventID)
+			c.historyBytes -= s.removeHistory(eventID)
 			s.unsubscribe(sub)
 			c.mu.Unlock()
-			log.Warn("chat message not accepted", "err", err)
+			c.log.Warn("chat message not accepted", ids("err", err)...)
 			writeError(w, c.sinkError(err))
-			return
+			return a, false
 		}
-		log.Debug("chat message accepted")
+		if c.log.Enabled(r.Context(), slog.LevelDebug) {
+			c.log.Debug("chat message accepted", ids()...)
+		}
 	}
-
-	sw := c.startSSE(w, req.Session)
-	defer sw.release()
-	if err := sw.events(replay); err != nil {
-		c.unsubscribeFrom(s, sub)
-		return
-	}
-	if finished {
-		return
-	}
-	c.follow(r.Context(), sw, s, sub, func(e wireEvent) bool { return e.terminal() })
+	return acceptedChat{session: req.Session, s: s, sub: sub, replay: replay}, true
 }
 
 type stopRequest struct {
@@ -465,7 +491,6 @@ func (c *Channel) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := c.startSSE(w, id)
-	defer sw.release()
 	if gap {
 		if err := sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + id),
 			Text: "some events were dropped from the replay buffer; reload the history", Time: c.cfg.Now()}, Kind: "gap"}); err != nil {
@@ -512,11 +537,7 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 // is flushed FlushInterval after the first unflushed write (the headers count), so the events of
 // a burst share one flush, and at once with the last event (the handler's return).
 func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) {
-	sub.buf = sw.evs[:0] // only this goroutine reads sub.buf (in pending)
-	defer func() {
-		c.unsubscribeFrom(s, sub)
-		sw.evs = sub.buf[:0]
-	}()
+	defer c.unsubscribeFrom(s, sub)
 	hb := time.NewTicker(c.cfg.Heartbeat)
 	defer hb.Stop()
 	timeout := time.NewTimer(c.cfg.StreamTimeout)
@@ -549,36 +570,50 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 				_ = sw.comment("session closed: re-attach with Last-Event-ID")
 				return
 			}
-			c.mu.Lock()
-			evs, behind, more := s.pending(sub)
-			c.mu.Unlock()
-			if more { // the rest on the next round, without waiting for a publish
-				select {
-				case sub.wake <- struct{}{}:
-				default:
-				}
+			wrote, end := c.writePending(sw, s, sub, isEnd)
+			if end {
+				return // the handler's return flushes the last events with the response's last chunk
 			}
-			if behind {
-				_ = sw.comment("dropped: the client fell behind; re-attach with Last-Event-ID")
-				c.log.Debug("dropped a slow web stream", "session", s.id)
-				return
-			}
-			end := len(evs)
-			for i, e := range evs {
-				if isEnd(e) {
-					end = i + 1
-					break
-				}
-			}
-			if err := sw.buffer(evs[:end]); err != nil || end < len(evs) || end > 0 && isEnd(evs[end-1]) {
-				return // the end: the handler's return flushes it with the response's last chunk
-			}
-			if !dirty && end > 0 {
+			if !dirty && wrote {
 				flush.Reset(c.cfg.FlushInterval)
 				dirty = true
 			}
 		}
 	}
+}
+
+// writePending writes the events published for sub since its last call, up to the first that
+// isEnd reports, with one write (no flush). wrote reports whether it wrote an event; end that
+// the stream is over (its last event written, a write failed, or the client fell behind).
+func (c *Channel) writePending(sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) (wrote, end bool) {
+	sc := getScratch() // held for this batch only
+	defer sc.put()
+	c.mu.Lock()
+	evs, behind, more := s.pending(sub, sc.evs)
+	c.mu.Unlock()
+	sc.evs = evs
+	if more { // the rest on the next round, without waiting for a publish
+		select {
+		case sub.wake <- struct{}{}:
+		default:
+		}
+	}
+	if behind {
+		_ = sw.comment("dropped: the client fell behind; re-attach with Last-Event-ID")
+		c.log.Debug("dropped a slow web stream", "session", s.id)
+		return false, true
+	}
+	n := len(evs)
+	for i, e := range evs {
+		if isEnd(e) {
+			n = i + 1
+			break
+		}
+	}
+	if err := sw.bufferWith(sc, evs[:n]); err != nil {
+		return false, true
+	}
+	return n > 0, n < len(evs) || n > 0 && isEnd(evs[n-1])
 }
 
 // readPost is ReadMutation for the chat API's POSTs.

@@ -64,7 +64,6 @@ type subscriber struct {
 	wake    chan struct{}
 	next    int64  // the id of the next event to send
 	eventID string // only events of this inbound event; "" means every event
-	buf     []wireEvent
 }
 
 func (s *subscriber) wants(w wireEvent) bool { return s.eventID == "" || w.EventID == s.eventID }
@@ -93,9 +92,10 @@ type session struct {
 	// queued holds events accepted by the sink whose turn has not shown an event yet.
 	queued map[string]time.Time
 
-	history []Entry
-	msgSeq  int64
-	prompts []*prompt
+	history      []Entry
+	historyBytes int // entryBytes of history
+	msgSeq       int64
+	prompts      []*prompt
 
 	// answered remembers the latest turns of messages with a client id (their retries are
 	// answered from it once the replay buffer is gone), oldest first.
@@ -181,13 +181,11 @@ func (s *session) queue(id string, now time.Time) {
 	s.queued[id] = now
 }
 
-// pending returns the events sub has not read yet and moves its cursor past them. behind is true
-// when some were evicted before it read them.
-//
-// The returned slice is sub's own buffer, valid until its next call: only the stream's goroutine
-// calls it.
-func (s *session) pending(sub *subscriber) (evs []wireEvent, behind, more bool) {
-	all, gap := s.events.appendAfter(sub.buf[:0], sub.next-1, maxBatch)
+// pending appends the events sub has not read yet to buf (reusing its array) and moves its
+// cursor past them. behind is true when some were evicted before it read them; more when the
+// batch stopped at maxBatch events.
+func (s *session) pending(sub *subscriber, buf []wireEvent) (evs []wireEvent, behind, more bool) {
+	all, gap := s.events.appendAfter(buf[:0], sub.next-1, maxBatch)
 	sub.next = s.lastSeq + 1
 	if n := len(all); n > 0 && all[n-1].Seq < s.lastSeq {
 		sub.next, more = all[n-1].Seq+1, true
@@ -199,7 +197,6 @@ func (s *session) pending(sub *subscriber) (evs []wireEvent, behind, more bool) 
 		}
 	}
 	clear(evs[len(evs):len(all)])
-	sub.buf = evs
 	return evs, gap, more
 }
 
@@ -254,15 +251,6 @@ func (s *session) unsubscribe(sub *subscriber) {
 		delete(s.subs, sub)
 		close(sub.wake)
 	}
-}
-
-func (s *session) addHistory(e Entry, limit int) {
-	if len(s.history) >= limit {
-		n := copy(s.history, s.history[len(s.history)-limit+1:])
-		clear(s.history[n:])
-		s.history = s.history[:n]
-	}
-	s.history = append(s.history, e)
 }
 
 // attachPromptRef records the approval prompt message ref for out and returns the call id it
@@ -343,15 +331,6 @@ func (s *session) removePrompts(drop func(*prompt) bool) {
 	}
 	clear(s.prompts[len(kept):])
 	s.prompts = kept
-}
-
-func (s *session) removeHistory(id string) {
-	for i := len(s.history) - 1; i >= 0; i-- {
-		if s.history[i].ID == id {
-			s.history = append(s.history[:i], s.history[i+1:]...)
-			return
-		}
-	}
 }
 
 func (s *session) promptByCall(callID string) *prompt {

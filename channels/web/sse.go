@@ -13,26 +13,49 @@ import (
 )
 
 // sseWriter writes Server-Sent Events in batches, each batch one write bounded by a write
-// deadline, flushed at once (events) or by the caller (buffer). The events are encoded into buf, reused across batches and (through
-// sseWriters) across streams, so an event costs no allocation of its own.
+// deadline, flushed at once (events) or by the caller (buffer). It holds no buffer of its own:
+// each batch is encoded into a scratch taken from scratches for that write only, so a stream
+// waiting for its turn's next event (most of a turn, with a model taking hundreds of
+// milliseconds) holds a few words, and a thousand waiting streams share the scratches of the
+// few that write at that moment.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	buf     bytes.Buffer
-	enc     *json.Encoder // writes into buf, for the events appendEvent leaves to encoding/json
-	evs     []wireEvent   // the subscriber's batch buffer while follow runs (see session.pending)
-	one     [1]wireEvent
 }
 
-// sseWriters holds released writers. A writer whose buffer grew past maxPooledBuf is not kept.
-var sseWriters = sync.Pool{New: func() any {
-	sw := &sseWriter{}
-	sw.enc = json.NewEncoder(&sw.buf)
-	return sw
+// sseScratch is what writing one batch needs: the encoded bytes, an encoder for the events
+// appendEvent leaves to encoding/json, and the batch read from the replay buffer (see follow).
+type sseScratch struct {
+	buf bytes.Buffer
+	enc *json.Encoder // writes into buf
+	evs []wireEvent
+	one [1]wireEvent
+}
+
+// scratches holds the scratches not in use. One that grew past maxPooledBuf or maxBatch events
+// (a long answer replayed at once) is not kept.
+var scratches = sync.Pool{New: func() any {
+	sc := &sseScratch{}
+	sc.enc = json.NewEncoder(&sc.buf)
+	return sc
 }}
 
 const maxPooledBuf = 64 << 10
+
+func getScratch() *sseScratch { return scratches.Get().(*sseScratch) }
+
+// put gives sc back; the caller must not use it (or a slice of its evs) afterwards.
+func (sc *sseScratch) put() {
+	if sc.buf.Cap() > maxPooledBuf || cap(sc.evs) > maxBatch {
+		return
+	}
+	sc.buf.Reset()
+	clear(sc.evs[:cap(sc.evs)]) // the events' strings are the replay buffer's
+	sc.evs = sc.evs[:0]
+	sc.one[0] = wireEvent{}
+	scratches.Put(sc)
+}
 
 func (c *Channel) startSSE(w http.ResponseWriter, session string) *sseWriter {
 	h := w.Header()
@@ -41,27 +64,14 @@ func (c *Channel) startSSE(w http.ResponseWriter, session string) *sseWriter {
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("X-Echogate-Session", session)
 	w.WriteHeader(http.StatusOK)
-	sw := sseWriters.Get().(*sseWriter)
-	sw.w, sw.rc, sw.timeout = w, http.NewResponseController(w), c.cfg.WriteTimeout
-	return sw
-}
-
-// release gives sw back for another stream; the caller must not use it afterwards.
-func (s *sseWriter) release() {
-	if s.buf.Cap() > maxPooledBuf || cap(s.evs) > maxBatch {
-		return
-	}
-	s.w, s.rc = nil, nil
-	s.buf.Reset()
-	clear(s.evs[:cap(s.evs)])
-	s.evs = s.evs[:0]
-	s.one[0] = wireEvent{}
-	sseWriters.Put(s)
+	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: c.cfg.WriteTimeout}
 }
 
 func (s *sseWriter) event(e wireEvent) error {
-	s.one[0] = e
-	return s.events(s.one[:])
+	sc := getScratch()
+	defer sc.put()
+	sc.one[0] = e
+	return s.eventsWith(sc, sc.one[:])
 }
 
 // events writes evs with one write and one flush.
@@ -69,66 +79,74 @@ func (s *sseWriter) events(evs []wireEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if err := s.buffer(evs); err != nil {
+	sc := getScratch()
+	defer sc.put()
+	return s.eventsWith(sc, evs)
+}
+
+func (s *sseWriter) eventsWith(sc *sseScratch, evs []wireEvent) error {
+	if err := s.bufferWith(sc, evs); err != nil {
 		return err
 	}
 	return s.flush()
 }
 
-// buffer writes evs with one write to the response, without flushing it: they reach the
-// client with the next flush, or once the response's own buffer fills.
-func (s *sseWriter) buffer(evs []wireEvent) error {
-	s.buf.Reset()
+// bufferWith writes evs, encoded in sc, with one write to the response, without flushing it:
+// they reach the client with the next flush, or once the response's own buffer fills. evs may
+// be sc.evs.
+func (s *sseWriter) bufferWith(sc *sseScratch, evs []wireEvent) error {
+	sc.buf.Reset()
 	for _, e := range evs {
-		if err := s.append(e); err != nil {
+		if err := sc.append(e); err != nil {
 			return err
 		}
 	}
-	return s.write()
+	return s.write(&sc.buf)
 }
 
 // append encodes e into buf as one SSE event.
-func (s *sseWriter) append(e wireEvent) error {
-	mark := s.buf.Len()
+func (sc *sseScratch) append(e wireEvent) error {
+	mark := sc.buf.Len()
 	if e.Seq > 0 {
 		var num [20]byte
-		s.buf.WriteString("id: ")
-		s.buf.Write(strconv.AppendInt(num[:0], e.Seq, 10))
-		s.buf.WriteByte('\n')
+		sc.buf.WriteString("id: ")
+		sc.buf.Write(strconv.AppendInt(num[:0], e.Seq, 10))
+		sc.buf.WriteByte('\n')
 	}
-	s.buf.WriteString("event: ")
-	writeField(&s.buf, string(e.Type))
-	s.buf.WriteString("\ndata: ")
+	sc.buf.WriteString("event: ")
+	writeField(&sc.buf, string(e.Type))
+	sc.buf.WriteString("\ndata: ")
 	// JSON escapes every newline.
-	if data, ok := appendEvent(s.buf.AvailableBuffer(), &e); ok {
-		s.buf.Write(data)
-		s.buf.WriteString("\n\n")
-	} else if err := s.enc.Encode(e); err != nil { // Encode ends with a newline
-		s.buf.Truncate(mark)
+	if data, ok := appendEvent(sc.buf.AvailableBuffer(), &e); ok {
+		sc.buf.Write(data)
+		sc.buf.WriteString("\n\n")
+	} else if err := sc.enc.Encode(e); err != nil { // Encode ends with a newline
+		sc.buf.Truncate(mark)
 		return fmt.Errorf("web: encode event: %w", err)
 	} else {
-		s.buf.WriteByte('\n')
+		sc.buf.WriteByte('\n')
 	}
 	return nil
 }
 
 func (s *sseWriter) comment(text string) error {
-	s.buf.Reset()
-	s.buf.WriteString(": ")
-	writeField(&s.buf, text)
-	s.buf.WriteString("\n\n")
-	if err := s.write(); err != nil {
+	sc := getScratch()
+	defer sc.put()
+	sc.buf.WriteString(": ")
+	writeField(&sc.buf, text)
+	sc.buf.WriteString("\n\n")
+	if err := s.write(&sc.buf); err != nil {
 		return err
 	}
 	return s.flush()
 }
 
-func (s *sseWriter) write() error {
-	if s.buf.Len() == 0 {
+func (s *sseWriter) write(b *bytes.Buffer) error {
+	if b.Len() == 0 {
 		return nil
 	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) // unsupported writers just have none
-	_, err := s.w.Write(s.buf.Bytes())
+	_, err := s.w.Write(b.Bytes())
 	return err
 }
 

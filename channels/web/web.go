@@ -69,6 +69,11 @@ type Config struct {
 	MaxSessions int
 	// HistoryMessages is how many messages per session History keeps. Default 200.
 	HistoryMessages int
+	// HistoryTotalBytes bounds the histories of all sessions together (their messages' text
+	// and ids plus about a hundred bytes a message). Past it, the histories of sessions with no
+	// running or queued turn and no attached stream are dropped, least recently active first:
+	// such a session's History is then empty until its next message. Default 8 MiB.
+	HistoryTotalBytes int
 	// StreamTimeout ends an SSE stream that waited this long for its turn to finish (the client
 	// can re-attach). Default 10m.
 	StreamTimeout time.Duration
@@ -108,6 +113,7 @@ const (
 	defaultIdleTimeout     = 15 * time.Minute
 	defaultMaxSessions     = 10000
 	defaultHistoryMessages = 200
+	defaultHistoryTotal    = 8 << 20
 	defaultStreamTimeout   = 10 * time.Minute
 	defaultWriteTimeout    = 30 * time.Second
 	defaultFlushInterval   = 10 * time.Millisecond
@@ -139,7 +145,7 @@ func (c Config) withDefaults() (Config, error) {
 		v    int
 	}{
 		{"MaxTextBytes", c.MaxTextBytes}, {"ReplayEvents", c.ReplayEvents}, {"ReplayBytes", c.ReplayBytes}, {"ReplayTotalBytes", c.ReplayTotalBytes}, {"SubscriberBuffer", c.SubscriberBuffer},
-		{"MaxSessions", c.MaxSessions}, {"HistoryMessages", c.HistoryMessages},
+		{"MaxSessions", c.MaxSessions}, {"HistoryMessages", c.HistoryMessages}, {"HistoryTotalBytes", c.HistoryTotalBytes},
 	} {
 		if n.v < 0 {
 			return c, fmt.Errorf("web: config %s is negative (%d): use a positive number or 0 for the default", n.name, n.v)
@@ -181,6 +187,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.HistoryMessages == 0 {
 		c.HistoryMessages = defaultHistoryMessages
 	}
+	if c.HistoryTotalBytes == 0 {
+		c.HistoryTotalBytes = defaultHistoryTotal
+	}
 	if c.StreamTimeout == 0 {
 		c.StreamTimeout = defaultStreamTimeout
 	}
@@ -209,13 +218,14 @@ type Channel struct {
 	cfg Config
 	log *slog.Logger
 
-	mu          sync.Mutex
-	sessions    map[string]*session
-	replayBytes int // the replay buffers' bytes, all sessions together
-	sink        channels.Sink
-	state       runState
-	started     chan struct{} // closed when Run starts
-	stopped     chan struct{} // closed when Run returns: open streams end
+	mu           sync.Mutex
+	sessions     map[string]*session
+	replayBytes  int // the replay buffers' bytes, all sessions together
+	historyBytes int // the histories' bytes (entryBytes), all sessions together
+	sink         channels.Sink
+	state        runState
+	started      chan struct{} // closed when Run starts
+	stopped      chan struct{} // closed when Run returns: open streams end
 }
 
 type runState uint8
@@ -368,7 +378,7 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.Mes
 	s.msgSeq++
 	ref := echogate.MessageRef{Platform: echogate.PlatformWeb, Channel: id, ID: "m" + strconv.FormatInt(s.msgSeq, 10)}
 	kind := outboundKind(out.Kind)
-	s.addHistory(Entry{ID: ref.ID, Role: kind, Text: out.Text, Turn: out.Turn, At: now}, c.cfg.HistoryMessages)
+	c.addHistory(s, Entry{ID: ref.ID, Role: kind, Text: out.Text, Turn: out.Turn, At: now})
 	var promptCall string
 	if out.Kind == echogate.OutApprovalPrompt {
 		promptCall = s.attachPromptRef(ref, out, now)
@@ -433,6 +443,7 @@ func (c *Channel) shedReplays(target int) {
 // dropSession forgets s. c.mu must be held.
 func (c *Channel) dropSession(s *session) {
 	c.replayBytes -= s.events.bytes
+	c.historyBytes -= s.historyBytes
 	delete(c.sessions, s.id)
 }
 

@@ -6,46 +6,61 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"sync"
+	"syscall"
 
 	"github.com/echogate/echogate/internal/memtrim"
 )
 
-// profiles are serve's -cpuprofile and -memprofile: a CPU profile of the whole run and a heap
-// profile written at exit, for `go tool pprof`.
+// profiles are serve's profiling flags: a CPU profile of the whole run (-cpuprofile), a heap
+// profile written at exit (-memprofile), and snapshots taken on SIGUSR1 while serve runs
+// (-snapshot-dir), for `go tool pprof`.
 type profiles struct {
-	cpu *os.File
-	mem string
+	cpu  *os.File
+	mem  string
+	snap *snapshots
 }
 
 // serveFlags defines serve's flags on fs.
-func serveFlags(fs *flag.FlagSet) (cpu, mem *string) {
+func serveFlags(fs *flag.FlagSet) (cpu, mem, snap *string) {
 	cpu = fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof)")
 	mem = fs.String("memprofile", "", "write a heap profile to `FILE` at exit")
-	return cpu, mem
+	snap = fs.String("snapshot-dir", "", "on each SIGUSR1, write the heap and goroutine profiles of that moment to `DIR` (heap-N.pprof, goroutine-N.pprof)")
+	return cpu, mem, snap
 }
 
-// parseServeFlags parses serve's flags and starts the CPU profile if asked. stop ends the
-// profiles; call it once, at exit.
+// parseServeFlags parses serve's flags and starts the CPU profile and the snapshot handler if
+// asked. stop ends them; call it once, at exit.
 func parseServeFlags(args []string, stderr io.Writer) (*profiles, error) {
 	fs := flag.NewFlagSet("echogate serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cpu, mem := serveFlags(fs)
+	cpu, mem, snap := serveFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q (serve takes only -cpuprofile and -memprofile; configure it with --config or the environment)", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q (serve takes only -cpuprofile, -memprofile and -snapshot-dir; configure it with --config or the environment)", fs.Args())
 	}
 	p := &profiles{mem: *mem}
+	if *snap != "" {
+		if err := os.MkdirAll(*snap, 0o755); err != nil {
+			return nil, fmt.Errorf("-snapshot-dir: %w", err)
+		}
+		p.snap = startSnapshots(*snap, stderr)
+	}
 	if *cpu != "" {
 		f, err := os.Create(*cpu)
 		if err != nil {
+			p.snap.stop()
 			return nil, fmt.Errorf("-cpuprofile: %w", err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
+			p.snap.stop()
 			return nil, fmt.Errorf("-cpuprofile: %w", err)
 		}
 		p.cpu = f
@@ -54,6 +69,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*profiles, error) {
 }
 
 func (p *profiles) stop() error {
+	p.snap.stop()
 	if p.cpu != nil {
 		pprof.StopCPUProfile()
 		if err := p.cpu.Close(); err != nil {
@@ -63,16 +79,82 @@ func (p *profiles) stop() error {
 	if p.mem == "" {
 		return nil
 	}
-	f, err := os.Create(p.mem)
-	if err != nil {
+	runtime.GC() // the live heap, not garbage waiting for collection
+	if err := writeProfile("heap", p.mem); err != nil {
 		return fmt.Errorf("-memprofile: %w", err)
 	}
-	runtime.GC() // the live heap, not garbage waiting for collection
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+	return nil
+}
+
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 		f.Close()
-		return fmt.Errorf("-memprofile: %w", err)
+		return err
 	}
 	return f.Close()
+}
+
+// snapshots writes the heap and goroutine profiles on each SIGUSR1 until stop. The heap profile
+// is as of the latest garbage collection (no collection is forced, so a snapshot under load
+// shows what the load holds, not what a collection at that moment would keep).
+type snapshots struct {
+	sig  chan os.Signal
+	done chan struct{}
+	wg   sync.WaitGroup
+	// wrote, when set (tests), receives the outcome of each snapshot.
+	wrote chan error
+}
+
+func startSnapshots(dir string, stderr io.Writer) *snapshots {
+	return startSnapshotsNotify(dir, stderr, nil)
+}
+
+func startSnapshotsNotify(dir string, stderr io.Writer, wrote chan error) *snapshots {
+	s := &snapshots{sig: make(chan os.Signal, 1), done: make(chan struct{}), wrote: wrote}
+	signal.Notify(s.sig, syscall.SIGUSR1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for n := 1; ; n++ {
+			select {
+			case <-s.done:
+				return
+			case <-s.sig:
+			}
+			err := writeSnapshot(dir, n)
+			if err != nil {
+				fmt.Fprintln(stderr, "echogate serve: -snapshot-dir:", err)
+			}
+			if s.wrote != nil {
+				s.wrote <- err
+			}
+		}
+	}()
+	return s
+}
+
+// writeSnapshot writes snapshot n's heap-N.pprof and goroutine-N.pprof into dir.
+func writeSnapshot(dir string, n int) error {
+	for _, name := range []string{"heap", "goroutine"} {
+		if err := writeProfile(name, filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop ends the handler (nil-safe) and waits for it.
+func (s *snapshots) stop() {
+	if s == nil {
+		return
+	}
+	signal.Stop(s.sig)
+	close(s.done)
+	s.wg.Wait()
 }
 
 // addMemTrim registers serve's memory trimmer: when load ends, the freed heap goes back to the

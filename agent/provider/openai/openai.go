@@ -190,12 +190,26 @@ const maxIdleConns = 1024
 // still holds two goroutines and its buffers. Turns of an active conversation come sooner.
 const idleConnTimeout = 30 * time.Second
 
-// newTransport is http.DefaultTransport with enough idle connections for concurrent sessions.
+// Buffers of one connection to the endpoint, which it keeps for as long as it is open (idle
+// ones too), one connection per concurrent turn: net/http's default is 4 KiB each way. A
+// request's head is a few hundred bytes, and a body past the write buffer goes to the socket
+// in the same two writes whatever the buffer's size; the read buffer holds a response's head
+// (a long header line is read in pieces) and the stream's chunks on their way to the stream's
+// own line reader (readers).
+const (
+	connReadBuffer  = 2 << 10
+	connWriteBuffer = 1 << 10
+)
+
+// newTransport is http.DefaultTransport with enough idle connections for concurrent sessions
+// and smaller per-connection buffers.
 func newTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = maxIdleConns
 	tr.MaxIdleConnsPerHost = maxIdleConns
 	tr.IdleConnTimeout = idleConnTimeout
+	tr.ReadBufferSize = connReadBuffer
+	tr.WriteBufferSize = connWriteBuffer
 	return tr
 }
 

@@ -35,20 +35,10 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 		Usage:   echogate.Usage{Kind: echogate.UsageModel, Model: req.Model},
 		Model:   req.Model,
 	}
-	creq, err := p.chatRequest(req)
+	body, err := p.chatBody(&req)
 	if err != nil {
 		resp.Usage.Failed = true
 		return resp, err
-	}
-	key := ""
-	if req.CacheKey != "" && p.cacheKey {
-		key = promptCacheKey(req.CacheKey)
-	}
-	body, err := p.encodeChat(creq, key)
-	putMessages(creq.Messages) // encoded: nothing refers to them any more
-	if err != nil {
-		resp.Usage.Failed = true
-		return resp, fmt.Errorf("openai: chat with %s: encode the request: %w: %w", req.Model, err, ErrBadRequest)
 	}
 	var st *streamState
 	err = p.retry(ctx, "chat", req.Model, func(actx context.Context) (int, error) {
@@ -67,6 +57,28 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 		p.log.Debug("openai: answered by a model snapshot", "model", req.Model, "served", st.served)
 	}
 	return resp, nil
+}
+
+// chatBody builds and encodes the request of req. It is a call of its own (never inlined) so
+// that its values (go-openai's request, the arguments and results of the calls building it) are
+// not part of Generate's frame, which stays on the turn's stack while the answer streams.
+//
+//go:noinline
+func (p *Provider) chatBody(req *agent.Request) ([]byte, error) {
+	creq, err := p.chatRequest(*req)
+	if err != nil {
+		return nil, err
+	}
+	key := ""
+	if req.CacheKey != "" && p.cacheKey {
+		key = promptCacheKey(req.CacheKey)
+	}
+	body, err := p.encodeChat(creq, key)
+	putMessages(creq.Messages) // encoded: nothing refers to them any more
+	if err != nil {
+		return nil, fmt.Errorf("openai: chat with %s: encode the request: %w: %w", req.Model, err, ErrBadRequest)
+	}
+	return body, nil
 }
 
 // streamOnce makes one streaming attempt, accumulating into st.

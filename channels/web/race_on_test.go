@@ -1,0 +1,6 @@
+//go:build race
+
+package web
+
+// raceEnabled: the race detector enlarges stack frames.
+const raceEnabled = true
