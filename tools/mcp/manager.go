@@ -262,7 +262,6 @@ func (s *server) supervise(ctx context.Context) {
 	failures := 0 // drives the backoff; only a session that stayed up resets it
 	for {
 		established, err := s.runSession(ctx)
-		s.unregisterAll()
 		if ctx.Err() != nil {
 			s.setDown("stopped", false)
 			return
@@ -309,9 +308,12 @@ func backoff(min, max time.Duration, n int) time.Duration {
 	return half + rand.N(half+1)
 }
 
+// setDown marks the server disconnected and removes its tools in one step under s.mu, so
+// Status and Ready never report a server connected whose tools are gone (nor offer tools of
+// a server they report down).
 func (s *server) setDown(reason string, keepReason bool) {
 	s.mu.Lock()
-	changed := s.connected || (keepReason && s.lastErr != reason)
+	changed := s.connected || (keepReason && s.lastErr != reason) || len(s.registered) > 0
 	if s.connected {
 		s.since = time.Now()
 	}
@@ -320,6 +322,10 @@ func (s *server) setDown(reason string, keepReason bool) {
 	if keepReason {
 		s.lastErr = reason
 	}
+	for name := range s.registered {
+		s.m.reg.Remove(name)
+	}
+	clear(s.registered)
 	s.mu.Unlock()
 	if changed {
 		s.m.notify()
