@@ -17,8 +17,10 @@ type upsertCounter struct {
 	upserts atomic.Int64
 }
 
+// UpsertSession counts the call once the record is written, so a test that waits for the count
+// then sees the record.
 func (s *upsertCounter) UpsertSession(ctx context.Context, si echogate.SessionInfo) error {
-	s.upserts.Add(1)
+	defer s.upserts.Add(1)
 	return s.MemStore.UpsertSession(ctx, si)
 }
 
