@@ -14,8 +14,12 @@ import (
 func TestDeferredLoggerWritesWhatWithWrites(t *testing.T) {
 	stamp := regexp.MustCompile(`time=\S+ |"time":"[^"]*",`)
 	for name, mk := range map[string]func(*bytes.Buffer) slog.Handler{
-		"text": func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo}) },
-		"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo}) },
+		"text": func(b *bytes.Buffer) slog.Handler {
+			return slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo})
+		},
+		"json": func(b *bytes.Buffer) slog.Handler {
+			return slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelInfo})
+		},
 	} {
 		write := func(deferred bool) string {
 			var b bytes.Buffer
@@ -50,7 +54,9 @@ func BenchmarkTurnLoggers(b *testing.B) {
 		{"deferred", func() *slog.Logger {
 			return deferredLogger(base, slog.Any("session", echogate.SessionKey("web:s1")), slog.String("event_id", "e1"), slog.String("channel", "web"))
 		}},
-		{"with", func() *slog.Logger { return base.With("session", echogate.SessionKey("web:s1"), "event_id", "e1", "channel", "web") }},
+		{"with", func() *slog.Logger {
+			return base.With("session", echogate.SessionKey("web:s1"), "event_id", "e1", "channel", "web")
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
