@@ -51,9 +51,11 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 			p.recordSession(ctx, t, src == histChanged)
 		}
 		// A concurrent append of this turn's own messages may already be visible.
+		own := false
 		for len(hist) > 0 && hist[len(hist)-1].Turn == t.id {
-			hist = hist[:len(hist)-1]
+			hist, own = hist[:len(hist)-1], true
 		}
+		t.noteHistory(hist, own)
 		return nil
 	}}
 	if slices.ContainsFunc(msgs, func(m echogate.Message) bool { return len(m.Attachments) > 0 }) {

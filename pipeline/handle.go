@@ -28,6 +28,7 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	}
 	var opts []turnOption
 	if it.replay {
+		p.hist.drop(ev.SessionKey()) // recovery may write the transcript: see histthrough.go
 		rc := p.recoverEvent(ctx, ctl, log, ev)
 		if rc.deferred {
 			done.take() // left unfinished, for a later replay

@@ -104,7 +104,7 @@ func TestHistoryCacheExtendKeepsEarlierViews(t *testing.T) {
 	for range 40 { // more turns than histRoom: both the in-place and the copying path
 		cached := c.get("a")
 		views = append(views, view{cached, fmt.Sprint(seqs(cached))})
-		all := c.extend("a", cached, stored("a", next, 2, 10))
+		all := c.extend("a", cached, stored("a", next, 2, 10), false)
 		next += 2
 		if got, want := fmt.Sprint(seqs(all)), fmt.Sprint(seqsFrom(next-5, 5)); got != want {
 			t.Fatalf("extend to seq %d = %s, want the window %s", next-1, got, want)
@@ -112,7 +112,7 @@ func TestHistoryCacheExtendKeepsEarlierViews(t *testing.T) {
 	}
 	// A stale view (its entry was extended since) extends by a copy from itself.
 	stale := views[len(views)-1].got
-	all := c.extend("a", stale, stored("a", 900, 1, 10))
+	all := c.extend("a", stale, stored("a", 900, 1, 10), false)
 	if got := seqs(all); got[len(got)-1] != 900 || got[len(got)-2] != stale[len(stale)-1].Seq {
 		t.Errorf("extend of a stale view = %v, want it followed by 900", got)
 	}

@@ -7,9 +7,6 @@ import (
 	"github.com/echogate/echogate"
 )
 
-// WorkersStarted is the number of mailbox worker goroutines p started.
-func WorkersStarted(p *Pipeline) int64 { return p.workersStarted.Load() }
-
 // A worker whose mailbox ran empty waits for the next mailbox and drains it in the same
 // goroutine, and exits when the pipeline closes.
 func TestWorkerWaitsForTheNextMailbox(t *testing.T) {
