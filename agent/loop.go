@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,23 +37,28 @@ func Run(ctx context.Context, in Input, rt Runtime) Result {
 
 type runner struct {
 	rt      Runtime
-	catalog map[string]tools.Spec
 	maxIter int
 	conc    int
 
 	state State
 	res   Result
 	texts []string // assistant texts of this run
+
+	// buf is the array state.Messages lives in while it has not outgrown it, from buf[1]:
+	// buf[0] is the system message of the requests (requestMessages), set once (sysSet).
+	buf    []echogate.Message
+	sysSet bool
 }
 
+// msgHeadroom is the room adopt leaves after the messages for the ones the turn adds (an
+// answer, a few rounds of tool calls and results) before state.Messages must grow.
+const msgHeadroom = 8
+
 func newRunner(rt Runtime) *runner {
-	r := &runner{rt: rt, catalog: make(map[string]tools.Spec, len(rt.Tools))}
+	r := &runner{rt: rt}
 	if rt.Params.Plan {
 		rt.Tools = append(append([]tools.Spec(nil), rt.Tools...), PlanSpec)
 		r.rt = rt
-	}
-	for _, s := range rt.Tools {
-		r.catalog[s.Name] = s
 	}
 	r.maxIter = rt.Params.MaxIterations
 	if r.maxIter <= 0 {
@@ -67,7 +73,10 @@ func newRunner(rt Runtime) *runner {
 
 func (r *runner) run(ctx context.Context, in Input) Result {
 	if in.State != nil {
-		r.state = cloneState(*in.State)
+		st := *in.State
+		st.Messages = nil
+		r.state = cloneState(st)
+		r.adopt(in.State.Messages)
 		if err := r.resume(ctx, in.Resume); err != nil {
 			return r.finish(StatusError, "", err)
 		}
@@ -84,7 +93,7 @@ func (r *runner) run(ctx context.Context, in Input) Result {
 		if in.Resume != nil {
 			return r.finish(StatusError, "", fmt.Errorf("%w: resume given without state", ErrBadResume))
 		}
-		r.state.Messages = append([]echogate.Message(nil), in.Messages...)
+		r.adopt(in.Messages)
 	}
 
 	for {
@@ -205,7 +214,7 @@ func (r *runner) runPending(ctx context.Context) error {
 			}
 			continue
 		}
-		spec, ok := r.catalog[call.Name]
+		spec, ok := r.spec(call.Name)
 		if !ok {
 			r.addToolResult(call, tools.Errorf("unknown tool %q; available tools: %s", call.Name, r.toolNames()))
 			r.state.Pending = r.state.Pending[1:]
@@ -233,7 +242,7 @@ func (r *runner) runPending(ctx context.Context) error {
 		batch := []echogate.ToolCall{call}
 		if spec.Safety == tools.Safe {
 			for _, next := range r.state.Pending[1:] {
-				ns, ok := r.catalog[next.Name]
+				ns, ok := r.spec(next.Name)
 				if !ok || ns.Safety != tools.Safe || r.authorize(ctx, next, ns).Verdict != Allow {
 					break
 				}
@@ -321,7 +330,8 @@ func (r *runner) callModel(ctx context.Context, system string, final bool) (Resp
 		return Response{}, errors.New("agent: no model configured")
 	}
 	if r.rt.Compact != nil {
-		msgs, changed, err := r.rt.Compact(ctx, r.state.Messages)
+		n := len(r.state.Messages)
+		msgs, changed, err := r.rt.Compact(ctx, r.state.Messages[:n:n])
 		if err != nil {
 			return Response{}, fmt.Errorf("agent: compress context: %w", err)
 		}
@@ -331,11 +341,7 @@ func (r *runner) callModel(ctx context.Context, system string, final bool) (Resp
 		}
 	}
 	p := r.rt.Params
-	msgs := make([]echogate.Message, 0, len(r.state.Messages)+2)
-	if sys := system + planPrompt(r.state.Plan); sys != "" {
-		msgs = append(msgs, echogate.Message{Role: echogate.RoleSystem, Content: sys})
-	}
-	msgs = append(msgs, r.state.Messages...)
+	msgs := r.requestMessages(system + planPrompt(r.state.Plan))
 	req := Request{Model: p.Model, Messages: msgs, MaxTokens: p.MaxTokens, Temperature: p.Temperature, Hints: p.Hints, CacheKey: p.CacheKey}
 	if req.CacheKey == "" {
 		req.CacheKey = string(p.Hints.Session)
@@ -449,17 +455,63 @@ func (r *runner) finish(st Status, reason string, err error) Result {
 	r.res.Pause = nil
 	r.state.Pending = nil
 	r.state.PauseKind = ""
-	r.res.State = cloneState(r.state)
+	// The run is over: its state is handed out as it is, not copied. Its messages are capped
+	// so that an append by the caller never writes into an array a request was given.
+	final := r.state
+	final.Messages = final.Messages[:len(final.Messages):len(final.Messages)]
+	r.res.State = final
 	r.res.Answer = strings.Join(r.texts, "\n\n")
 	return r.res
 }
 
+// adopt makes a copy of msgs the state's messages, in a new buf: a free slot before them for
+// the system message, room after them for the turn's own.
+func (r *runner) adopt(msgs []echogate.Message) {
+	r.buf = make([]echogate.Message, 1+len(msgs), 1+len(msgs)+msgHeadroom)
+	copy(r.buf[1:], msgs)
+	r.state.Messages = r.buf[1:]
+	r.sysSet = false
+}
+
+// requestMessages returns a request's messages: the system message sys (none when empty), then
+// the state's messages. While the state's messages still live in buf, and sys is the system
+// message of the earlier requests, that is a view of buf, not a copy; otherwise the messages
+// move to a new buf first (a compaction replaced them, they outgrew it, or the plan changed
+// sys: a request given earlier must keep its own system message). The view is capped at its
+// length, so an append to it copies instead of writing into buf.
+func (r *runner) requestMessages(sys string) []echogate.Message {
+	n := len(r.state.Messages)
+	if sys == "" {
+		return r.state.Messages[:n:n]
+	}
+	inBuf := n > 0 && cap(r.state.Messages) == cap(r.buf)-1 && &r.state.Messages[0] == &r.buf[1]
+	if !inBuf || (r.sysSet && r.buf[0].Content != sys) {
+		r.adopt(r.state.Messages)
+	}
+	if !r.sysSet {
+		r.buf[0] = echogate.Message{Role: echogate.RoleSystem, Content: sys}
+		r.sysSet = true
+	}
+	return r.buf[: 1+n : 1+n]
+}
+
+// spec returns the catalogue's spec of the tool named name (the last one, should two share it).
+func (r *runner) spec(name string) (tools.Spec, bool) {
+	for i := len(r.rt.Tools) - 1; i >= 0; i-- {
+		if r.rt.Tools[i].Name == name {
+			return r.rt.Tools[i], true
+		}
+	}
+	return tools.Spec{}, false
+}
+
 func (r *runner) toolNames() string {
-	names := make([]string, 0, len(r.catalog))
-	for n := range r.catalog {
-		names = append(names, n)
+	names := make([]string, 0, len(r.rt.Tools))
+	for _, s := range r.rt.Tools {
+		names = append(names, s.Name)
 	}
 	sort.Strings(names)
+	names = slices.Compact(names)
 	if len(names) == 0 {
 		return "none"
 	}

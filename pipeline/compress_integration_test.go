@@ -19,6 +19,7 @@ import (
 type memCheckpoints struct {
 	mu    sync.Mutex
 	saved []echogate.StoredMessage
+	reads int // LatestCheckpoint calls
 }
 
 func (m *memCheckpoints) SaveCheckpoint(ctx context.Context, cp echogate.StoredMessage) error {
@@ -31,6 +32,7 @@ func (m *memCheckpoints) SaveCheckpoint(ctx context.Context, cp echogate.StoredM
 func (m *memCheckpoints) LatestCheckpoint(ctx context.Context, key echogate.SessionKey) (echogate.StoredMessage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.reads++
 	for i := len(m.saved) - 1; i >= 0; i-- {
 		if m.saved[i].Session == key {
 			return m.saved[i], nil
@@ -198,6 +200,13 @@ func TestLongConversationIsCompressed(t *testing.T) {
 	if saved[0].Seq <= 0 {
 		t.Errorf("checkpoint covers seq %d, want the summarized transcript", saved[0].Seq)
 	}
+	// The checkpoint is read from the store only while the history cache has not served the
+	// conversation yet: later turns know it from their predecessor (read or stored by it).
+	checkpoints.mu.Lock()
+	if reads := checkpoints.reads; reads > 2 {
+		t.Errorf("LatestCheckpoint read %d times in %d turns, want at most 2 (before the history is cached)", reads, turns)
+	}
+	checkpoints.mu.Unlock()
 	// The transcript itself is untouched: every question and answer is stored.
 	if got := len(h.transcript(session)); got != 2*turns+2 {
 		t.Errorf("transcript has %d messages, want %d", got, 2*turns+2)

@@ -37,11 +37,13 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	}
 	// Loading the history before the new message and fetching its images for the model are
 	// independent. (The message itself is saved meanwhile by the turn's start writes.)
-	var hist []echogate.StoredMessage
+	var (
+		hist []echogate.StoredMessage
+		src  histSource
+	)
 	in := msgs
 	fns := []func() error{func() (err error) {
 		limit := max(p.cfg.HistoryMessages-len(msgs), 1)
-		var src histSource
 		if hist, src, err = p.history(ctx, key, limit); err != nil {
 			return fmt.Errorf("pipeline: load history: %w", err)
 		}
@@ -49,9 +51,11 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 			p.recordSession(ctx, t, src == histChanged)
 		}
 		// A concurrent append of this turn's own messages may already be visible.
+		own := false
 		for len(hist) > 0 && hist[len(hist)-1].Turn == t.id {
-			hist = hist[:len(hist)-1]
+			hist, own = hist[:len(hist)-1], true
 		}
+		t.noteHistory(hist, own)
 		return nil
 	}}
 	if slices.ContainsFunc(msgs, func(m echogate.Message) bool { return len(m.Attachments) > 0 }) {
@@ -65,7 +69,9 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 		return agent.Input{}, err
 	}
 	var head []echogate.Message // the latest checkpoint, when the Compactor keeps them
-	if rb, ok := p.d.Compactor.(historyRebuilder); ok {
+	if rb, ok := p.d.Compactor.(continuedRebuilder); ok && src == histCached && !p.replicas {
+		head, hist = rb.RebuildContinued(ctx, key, hist)
+	} else if rb, ok := p.d.Compactor.(historyRebuilder); ok {
 		head, hist = rb.Rebuild(ctx, key, hist)
 	}
 	return agent.Input{System: system, Messages: contextMessages(head, hist, in, note)}, nil
@@ -84,6 +90,13 @@ func contextMessages(head []echogate.Message, hist []echogate.StoredMessage, in 
 // messages after it, which are sanitized like the whole history. It never fails the turn.
 type historyRebuilder interface {
 	Rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage)
+}
+
+// continuedRebuilder is a historyRebuilder that can skip the store for a transcript that
+// continues the one the session's previous turn saw (the history cache served it, so the
+// session was not deleted or changed elsewhere since): it reuses the checkpoint it knows.
+type continuedRebuilder interface {
+	RebuildContinued(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage)
 }
 
 // sanitizeHistory turns stored messages into a sequence every OpenAI-compatible API accepts:

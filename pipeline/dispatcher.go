@@ -47,8 +47,14 @@ type Pipeline struct {
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
 	workers    sync.WaitGroup
-	started    chan struct{} // closed when Run has started accepting events
-	runAt      time.Time     // when Run began; events claimed since are this process's own
+	// handoff gives a mailbox to a worker waiting for one; closing ends the waits (workers.go).
+	handoff     chan mailboxJob
+	closing     chan struct{}
+	idleWorkers atomic.Int32
+	// workersStarted counts the worker goroutines started.
+	workersStarted atomic.Int64
+	started        chan struct{} // closed when Run has started accepting events
+	runAt          time.Time     // when Run began; events claimed since are this process's own
 
 	overrideMu sync.Mutex
 	overrides  map[echogate.SessionKey]string // /model choices, bounded by maxOverrides
@@ -116,6 +122,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
+		handoff: make(chan mailboxJob), closing: make(chan struct{}),
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
 		snaps: newSnapshotCache(snapshotCacheBytes)}
 	p.locker, p.replicas = d.Store.(SessionLocker)
@@ -195,6 +202,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 // shutdown stops intake and drains running turns within the bound.
 func (p *Pipeline) shutdown() {
 	p.state.Store(stateClosing)
+	close(p.closing) // waiting workers exit; running ones finish their mailboxes
 	// Barrier: a Submit that saw "running" under a shard lock has finished spawning its worker.
 	for i := range p.shards {
 		p.shards[i].mu.Lock()
@@ -327,8 +335,7 @@ func (p *Pipeline) enqueueLocked(sh *shard, mb *mailbox, it item) {
 	p.d.Metrics.Mailbox(1, 0)
 	if !mb.active {
 		mb.active = true
-		p.workers.Add(1)
-		go p.work(sh, mb)
+		p.startWorkerLocked(sh, mb)
 	}
 }
 
@@ -340,9 +347,8 @@ func (p *Pipeline) reapLocked(sh *shard, mb *mailbox) {
 	}
 }
 
-// work drains one mailbox, one turn at a time, and exits (reaping the mailbox) when it is empty.
-func (p *Pipeline) work(sh *shard, mb *mailbox) {
-	defer p.workers.Done()
+// drain handles mb's events, one turn at a time, until it is empty, and reaps it.
+func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 	for {
 		sh.mu.Lock()
 		if len(mb.queue) == 0 {

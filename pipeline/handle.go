@@ -14,7 +14,8 @@ import (
 // fallback text and logged with the turn id.
 func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	ev := it.ev
-	log := p.log.With("session", ev.SessionKey(), "event_id", ev.ID, "channel", ev.Conversation.Platform)
+	log := deferredLogger(p.log, slog.Any("session", ev.SessionKey()), slog.String("event_id", ev.ID),
+		slog.String("channel", ev.Conversation.Platform))
 	done := &completion{p: p, key: ev.DedupeKey(), log: log}
 	ctx = withCompletion(ctx, done)
 	defer func() {
@@ -27,6 +28,7 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	}
 	var opts []turnOption
 	if it.replay {
+		p.hist.drop(ev.SessionKey()) // recovery may write the transcript: see histthrough.go
 		rc := p.recoverEvent(ctx, ctl, log, ev)
 		if rc.deferred {
 			done.take() // left unfinished, for a later replay

@@ -48,9 +48,12 @@ type histShard struct {
 
 type histEntry struct {
 	key   echogate.SessionKey
-	msgs  []echogate.StoredMessage // never modified in place: replaced whole
+	msgs  []echogate.StoredMessage // elements never modified; appended to in place (extend)
 	bytes int
 	used  uint64 // the cache's epoch when the entry was last read or written
+	// complete: msgs ends with the entries of the session's last turn, added by it after its
+	// end was written (writeThrough), so no store read is needed to continue it.
+	complete bool
 }
 
 func newHistoryCache(window int) *historyCache {
@@ -68,17 +71,23 @@ func (c *historyCache) shard(key echogate.SessionKey) *histShard {
 // get returns the cached entries of key (nil when none). The slice is the cache's own: callers
 // must not modify its elements (the turn only reads its history, see history).
 func (c *historyCache) get(key echogate.SessionKey) []echogate.StoredMessage {
+	msgs, _ := c.lookup(key)
+	return msgs
+}
+
+// lookup is get, also telling whether the entry is complete (histEntry).
+func (c *historyCache) lookup(key echogate.SessionKey) (msgs []echogate.StoredMessage, complete bool) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	el, ok := sh.m[key]
 	if !ok {
-		return nil
+		return nil, false
 	}
 	sh.lru.MoveToFront(el)
 	e := el.Value.(*histEntry)
 	e.used = c.epoch.Load()
-	return e.msgs
+	return e.msgs[:len(e.msgs):len(e.msgs)], e.complete // the room after it is extend's
 }
 
 // sweep drops the entries that were neither read nor written since the previous sweep and
@@ -127,20 +136,33 @@ func (c *historyCache) put(key echogate.SessionKey, msgs []echogate.StoredMessag
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if el, ok := sh.m[key]; ok {
+	c.putLocked(sh, key, msgs, false)
+}
+
+// putLocked is put with sh (key's shard) locked and msgs already cut to the window.
+func (c *historyCache) putLocked(sh *histShard, key echogate.SessionKey, msgs []echogate.StoredMessage, complete bool) {
+	// The room after the entries counts too (extend): about 160 bytes an entry.
+	bytes := storedSize(msgs) + 160*(cap(msgs)-len(msgs))
+	el, ok := sh.m[key]
+	if ok {
 		sh.bytes -= el.Value.(*histEntry).bytes
-		sh.lru.Remove(el)
-		delete(sh.m, key)
 	}
-	if len(msgs) == 0 {
+	if len(msgs) == 0 || bytes > histCacheBytes/histShards {
+		// Nothing to anchor on, or one transcript larger than a shard's budget: read it each time.
+		if ok {
+			sh.lru.Remove(el)
+			delete(sh.m, key)
+		}
 		return
 	}
-	e := &histEntry{key: key, msgs: msgs, bytes: storedSize(msgs), used: c.epoch.Load()}
-	if e.bytes > histCacheBytes/histShards {
-		return // one transcript larger than a shard's budget: read it each time
+	if ok {
+		e := el.Value.(*histEntry)
+		e.msgs, e.bytes, e.used, e.complete = msgs, bytes, c.epoch.Load(), complete
+		sh.lru.MoveToFront(el)
+	} else {
+		sh.m[key] = sh.lru.PushFront(&histEntry{key: key, msgs: msgs, bytes: bytes, used: c.epoch.Load(), complete: complete})
 	}
-	sh.m[key] = sh.lru.PushFront(e)
-	sh.bytes += e.bytes
+	sh.bytes += bytes
 	for sh.bytes > histCacheBytes/histShards {
 		old := sh.lru.Back()
 		oe := old.Value.(*histEntry)
@@ -149,6 +171,39 @@ func (c *historyCache) put(key echogate.SessionKey, msgs []echogate.StoredMessag
 		sh.bytes -= oe.bytes
 	}
 }
+
+// extend caches cached (what get returned for key) followed by newer, and returns that. It
+// appends newer in place when key's entry is still cached and its array has room after it:
+// every slice handed out of the entry ends at or before its length (get, tail), so nothing
+// reads where it writes. Otherwise the entries move to a new array with room for histRoom
+// more, so a conversation copies its window once per histRoom messages, not on every turn.
+//
+// complete marks the result complete (writeThrough) or not.
+func (c *historyCache) extend(key echogate.SessionKey, cached, newer []echogate.StoredMessage, complete bool) []echogate.StoredMessage {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var cur []echogate.StoredMessage
+	if el, ok := sh.m[key]; ok {
+		cur = el.Value.(*histEntry).msgs
+	}
+	var all []echogate.StoredMessage
+	if len(cur) > 0 && len(cur) == len(cached) && &cur[0] == &cached[0] && len(newer) <= cap(cur)-len(cur) {
+		all = append(cur, newer...)
+	} else {
+		keep := cached[min(len(cached), max(0, len(cached)+len(newer)-c.window)):]
+		all = make([]echogate.StoredMessage, 0, len(keep)+len(newer)+histRoom)
+		all = append(append(all, keep...), newer...)
+	}
+	if len(all) > c.window {
+		all = all[len(all)-c.window:]
+	}
+	c.putLocked(sh, key, all, complete)
+	return all
+}
+
+// histRoom is the entries a cached transcript has room for after it (see extend).
+const histRoom = 16
 
 // drop forgets key (its session was deleted here).
 func (c *historyCache) drop(key echogate.SessionKey) { c.put(key, nil) }
@@ -186,7 +241,14 @@ func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit i
 	}
 	var all []echogate.StoredMessage
 	src = histRead
-	if cached := p.hist.get(key); len(cached) > 0 {
+	cached, complete := p.hist.lookup(key)
+	if len(cached) > 0 && complete && !p.replicas {
+		// This process wrote the session's last turn through to the cache (writeThrough) and
+		// is the only one writing its transcript: nothing newer can be in the store.
+		p.d.Metrics.HistoryCache(true)
+		return tail(cached, limit), histCached, nil
+	}
+	if len(cached) > 0 {
 		newer, ok, err := p.d.Store.HistorySince(ctx, key, cached[len(cached)-1], window)
 		if err != nil {
 			return nil, histRead, err
@@ -195,9 +257,7 @@ func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit i
 			p.d.Metrics.HistoryCache(true)
 			all = cached
 			if len(newer) > 0 {
-				all = make([]echogate.StoredMessage, 0, len(cached)+len(newer))
-				all = append(append(all, cached...), newer...)
-				p.hist.put(key, all)
+				all = p.hist.extend(key, cached, newer, false)
 			}
 			return tail(all, limit), histCached, nil
 		}

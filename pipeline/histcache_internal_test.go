@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -87,4 +88,71 @@ func seqs(ms []echogate.StoredMessage) []int64 {
 		out[i] = m.Seq
 	}
 	return out
+}
+
+// extend appends in place while it can: the views handed out before keep their entries, a
+// stale view extends by a copy, and the window holds.
+func TestHistoryCacheExtendKeepsEarlierViews(t *testing.T) {
+	c := newHistoryCache(5)
+	c.put("a", stored("a", 1, 3, 10))
+	type view struct {
+		got  []echogate.StoredMessage
+		seqs string
+	}
+	var views []view
+	next := 4
+	for range 40 { // more turns than histRoom: both the in-place and the copying path
+		cached := c.get("a")
+		views = append(views, view{cached, fmt.Sprint(seqs(cached))})
+		all := c.extend("a", cached, stored("a", next, 2, 10), false)
+		next += 2
+		if got, want := fmt.Sprint(seqs(all)), fmt.Sprint(seqsFrom(next-5, 5)); got != want {
+			t.Fatalf("extend to seq %d = %s, want the window %s", next-1, got, want)
+		}
+	}
+	// A stale view (its entry was extended since) extends by a copy from itself.
+	stale := views[len(views)-1].got
+	all := c.extend("a", stale, stored("a", 900, 1, 10), false)
+	if got := seqs(all); got[len(got)-1] != 900 || got[len(got)-2] != stale[len(stale)-1].Seq {
+		t.Errorf("extend of a stale view = %v, want it followed by 900", got)
+	}
+	for i, v := range views {
+		if got := fmt.Sprint(seqs(v.got)); got != v.seqs {
+			t.Errorf("view %d = %s after later extends, want %s as handed out", i, got, v.seqs)
+		}
+	}
+}
+
+func seqsFrom(from, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(from + i)
+	}
+	return out
+}
+
+// sinceStore answers HistorySince with the two entries of one more turn each time.
+type sinceStore struct {
+	Store
+	next int64
+}
+
+func (s *sinceStore) HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) ([]echogate.StoredMessage, bool, error) {
+	out := stored(key, int(s.next), 2, 200)
+	s.next += 2
+	return out, true, nil
+}
+
+// BenchmarkHistoryCachedTurn is what a turn of an ongoing conversation pays for its history
+// window of 50 entries when cached: the store's answer (two entries) added to the cached window.
+func BenchmarkHistoryCachedTurn(b *testing.B) {
+	st := &sinceStore{next: 51}
+	p := &Pipeline{hist: newHistoryCache(50), d: Deps{Store: st}}
+	p.hist.put("s", stored("s", 1, 50, 200))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, src, err := p.history(context.Background(), "s", 49); err != nil || src != histCached {
+			b.Fatalf("history = %v, %v; want it cached", src, err)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
+	"github.com/echogate/echogate/tools"
 )
 
 // countingStore counts the transcript reads of the pipeline.
@@ -41,10 +43,19 @@ func contentsOf(req agent.Request) string {
 	return strings.Join(out, "|")
 }
 
+// lockingStore declares a store shared by replicas (a SessionLocker that always grants the
+// lock): the pipeline then checks its cached transcripts against the store at every turn.
+type lockingStore struct{ pipeline.Store }
+
+func (lockingStore) TryLockSession(ctx context.Context, key echogate.SessionKey) (func(), bool, error) {
+	return func() {}, true, nil
+}
+
+// With replicas, a turn asks the store only for what follows the newest cached entry.
 func TestHistoryCacheReadsOnlyNewerEntries(t *testing.T) {
 	mem := pipelinetest.NewMemStore()
 	cs := &countingStore{MemStore: mem}
-	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = cs }},
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = lockingStore{cs} }},
 		agenttest.Reply("one"), agenttest.Reply("two"), agenttest.Reply("three"))
 	for _, text := range []string{"a", "b", "c"} {
 		h.submit(msg("s1", "ann", text))
@@ -61,8 +72,70 @@ func TestHistoryCacheReadsOnlyNewerEntries(t *testing.T) {
 	}
 }
 
+// In the only process writing its store, a turn that ended done writes its entries through
+// to the history cache: the next turn reads nothing. Any other end (here a failed model call)
+// drops the entry, and the next turn reads the transcript whole.
+func TestHistoryCacheWrittenThrough(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	cs := &countingStore{MemStore: mem}
+	h := start(t, opts{store: mem, tools: []tools.Tool{newTool("current_time", tools.Safe, "12:00")}, deps: func(d *pipeline.Deps) { d.Store = cs }},
+		agenttest.Reply("one"), agenttest.Reply("two"), agenttest.CallTool("current_time", "{}"), agenttest.Reply("three"),
+		agenttest.Reply("four"), agenttest.Step{Err: errors.New("model down")}, agenttest.Reply("six"), agenttest.Reply("seven"))
+	turn := func(text string) {
+		t.Helper()
+		h.submit(msg("s1", "ann", text))
+		h.waitDone()
+	}
+	for _, text := range []string{"a", "b", "c", "d"} {
+		turn(text)
+	}
+	// Turns 1 and 2 read (nothing was cached to continue); turns 3 and 4 continue the cache.
+	if h, s := cs.history.Load(), cs.since.Load(); h != 2 || s != 0 {
+		t.Errorf("after 4 turns: History %d, HistorySince %d; want 2 and 0", h, s)
+	}
+	reqs := h.model.Requests()
+	if got, want := contentsOf(reqs[4]), "user:a|assistant:one|user:b|assistant:two|user:c|assistant:|tool:12:00|assistant:three|user:d"; got != want {
+		t.Errorf("fourth turn's request = %s, want %s (the tool turn's call and result in between)", got, want)
+	}
+	if got, want := contentsOf(reqs[4]), transcriptOf(t, mem, "web:s1", "d"); got != want {
+		t.Errorf("fourth turn's request = %s, want the stored transcript %s", got, want)
+	}
+	turn("e") // fails: its entries are not written through
+	turn("f")
+	if h := cs.history.Load(); h != 3 {
+		t.Errorf("History reads after a failed turn = %d, want 3 (the next turn reads whole)", h)
+	}
+	turn("g")
+	if h, s := cs.history.Load(), cs.since.Load(); h != 3 || s != 0 {
+		t.Errorf("after the turn after it: History %d, HistorySince %d; want 3 and 0", h, s)
+	}
+	reqs = h.model.Requests()
+	if got, want := contentsOf(reqs[len(reqs)-1]), transcriptOf(t, mem, "web:s1", "g"); got != want {
+		t.Errorf("last request = %s, want the stored transcript %s", got, want)
+	}
+}
+
+// transcriptOf renders the session's stored transcript up to and including the user message
+// text, as contentsOf renders a request.
+func transcriptOf(t *testing.T, mem *pipelinetest.MemStore, key echogate.SessionKey, text string) string {
+	t.Helper()
+	hist, err := mem.History(context.Background(), key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, sm := range hist {
+		out = append(out, string(sm.Message.Role)+":"+sm.Message.Content)
+		if sm.Message.Role == echogate.RoleUser && sm.Message.Content == text {
+			break
+		}
+	}
+	return strings.Join(out, "|")
+}
+
 func TestHistoryCacheSeesChangesMadeElsewhere(t *testing.T) {
-	h := start(t, opts{}, agenttest.Reply("one"), agenttest.Reply("two"), agenttest.Reply("three"), agenttest.Reply("four"))
+	mem := pipelinetest.NewMemStore()
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = lockingStore{mem} }}, agenttest.Reply("one"), agenttest.Reply("two"), agenttest.Reply("three"), agenttest.Reply("four"))
 	ctx := context.Background()
 	key := echogate.SessionKey("web:s1")
 	for _, text := range []string{"a", "b"} {

@@ -17,8 +17,10 @@ type upsertCounter struct {
 	upserts atomic.Int64
 }
 
+// UpsertSession counts the call once the record is written, so a test that waits for the count
+// then sees the record.
 func (s *upsertCounter) UpsertSession(ctx context.Context, si echogate.SessionInfo) error {
-	s.upserts.Add(1)
+	defer s.upserts.Add(1)
 	return s.MemStore.UpsertSession(ctx, si)
 }
 
@@ -27,7 +29,8 @@ func (s *upsertCounter) UpsertSession(ctx context.Context, si echogate.SessionIn
 func TestSessionRecordWrittenOncePerMinute(t *testing.T) {
 	mem := pipelinetest.NewMemStore()
 	uc := &upsertCounter{MemStore: mem}
-	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = uc }},
+	// Replicas (lockingStore): a session deleted by another process is noticed at the next turn.
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = lockingStore{uc} }},
 		agenttest.Reply("1"), agenttest.Reply("2"), agenttest.Reply("3"), agenttest.Reply("4"), agenttest.Reply("5"))
 	ctx := context.Background()
 	key := echogate.SessionKey("web:s1")
@@ -59,7 +62,7 @@ func TestSessionRecordWrittenOncePerMinute(t *testing.T) {
 	if err != nil || !info.UpdatedAt.Equal(*h.now.Load()) {
 		t.Errorf("session after the later turn = %+v, %v; want UpdatedAt moved to now", info, err)
 	}
-	// Deleted meanwhile (the admin API): the next turn records the session again.
+	// Deleted meanwhile by another replica: the next turn records the session again.
 	if err := mem.DeleteSession(ctx, key); err != nil {
 		t.Fatal(err)
 	}

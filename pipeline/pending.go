@@ -51,10 +51,14 @@ func (x *pendingIndex) add(key echogate.SessionKey) { x.keys.Store(key, struct{}
 
 func (x *pendingIndex) remove(key echogate.SessionKey) { x.keys.Delete(key) }
 
+// errNoPause is getPending's answer from the index: every event of a session without a pause
+// gets it, so it is made once.
+var errNoPause = fmt.Errorf("pipeline: no paused turn in the session: %w", echogate.ErrNotFound)
+
 // getPending reads the session's paused turn, or answers ErrNotFound from the index.
 func (p *Pipeline) getPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error) {
 	if !p.pending.mayHave(key) {
-		return echogate.PendingTurn{}, fmt.Errorf("pipeline: no paused turn in %s: %w", key, echogate.ErrNotFound)
+		return echogate.PendingTurn{}, errNoPause
 	}
 	return p.d.Store.GetPending(ctx, key)
 }

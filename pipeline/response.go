@@ -141,9 +141,11 @@ func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
 	defer cancel()
-	if err := p.d.Store.FinishTurn(ectx, end); err != nil {
+	err := p.d.Store.FinishTurn(ectx, end)
+	if err != nil {
 		t.log.Error("pipeline: record the end of the turn", "usage_entries", len(end.Usage), "err", err)
 	}
+	p.writeThrough(t, end, input, err == nil)
 	for _, u := range end.Usage {
 		if u.ID != 0 {
 			t.observeUsage(u)

@@ -45,7 +45,9 @@ type SessionStore interface {
 	// DeleteSession removes the session, its transcript, pending state and grants (the usage
 	// ledger is kept: money spent stays on the books).
 	DeleteSession(ctx context.Context, key echogate.SessionKey) error
-	// AppendMessages appends to the transcript in order, assigning Seq.
+	// AppendMessages appends to the transcript in order, assigning Seq: one more than the
+	// session's last entry for each (FinishTurn appends its Messages the same way). The history
+	// cache numbers the entries it writes through so (histthrough.go).
 	AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
 	// History returns the last `limit` transcript entries, oldest first.
 	History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error)

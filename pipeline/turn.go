@@ -57,6 +57,10 @@ type Turn struct {
 	inputSaved bool
 	// unrecorded: the session record this turn did not write (see withUnrecordedSession).
 	unrecorded *echogate.SessionInfo
+	// histLast is the newest transcript entry the context was built on, when histBase
+	// (noteHistory, histthrough.go).
+	histLast echogate.StoredMessage
+	histBase bool
 	// cont: the partial streamed message of a dead turn this turn's answer goes into
 	// (withContinued, posting.go).
 	cont echogate.MessageRef

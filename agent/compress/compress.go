@@ -24,7 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"log/slog"
 	"strings"
 	"sync"
@@ -219,6 +219,10 @@ type Compressor struct {
 type lineage struct {
 	covers  int64    // Seq covered by the checkpoint at the head of the conversation (0: none)
 	anchors []anchor // stored messages after it, oldest first
+	// cp is the session's latest checkpoint as this process last read or wrote it (nil: none),
+	// when cpKnown; RebuildContinued uses it instead of reading the store.
+	cp      *echogate.StoredMessage
+	cpKnown bool
 }
 
 type anchor struct {
@@ -310,10 +314,12 @@ func (c *Compressor) Compact(ctx context.Context, session echogate.SessionKey, m
 
 	covers, known := c.advance(session, p.summarize)
 	if known {
-		err := c.store.SaveCheckpoint(ctx, echogate.StoredMessage{Session: session, Seq: covers, Message: cp, At: c.cfg.Now()})
+		saved := echogate.StoredMessage{Session: session, Seq: covers, Message: cp, At: c.cfg.Now()}
+		err := c.store.SaveCheckpoint(ctx, saved)
 		if err != nil {
 			log.Warn("context compression: checkpoint not stored; the next turn compresses again", "err", err)
 		}
+		c.noteCheckpoint(session, saved, err == nil)
 	} else {
 		log.Debug("context compression: checkpoint not stored: the turn's transcript positions are unknown (resumed turn)")
 	}
@@ -367,20 +373,43 @@ func (c *Compressor) dropOldest(msgs []echogate.Message, p plan, limit int) []ec
 // plain history is used. A checkpoint that covers the newest stored message or more is stale (the
 // session was deleted and started again) and is ignored.
 func (c *Compressor) Rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage) {
-	cp, err := c.store.LatestCheckpoint(ctx, session)
+	return c.rebuild(ctx, session, hist, false)
+}
+
+// RebuildContinued is Rebuild for a turn whose transcript continues the one the session's
+// previous turn in this process started from (the session was neither deleted nor changed
+// elsewhere since: the caller knows it, e.g. from its history cache). It uses the checkpoint
+// that turn read or that its compaction stored, and reads the store only when it knows none.
+func (c *Compressor) RebuildContinued(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage) {
+	return c.rebuild(ctx, session, hist, true)
+}
+
+func (c *Compressor) rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage, continued bool) ([]echogate.Message, []echogate.StoredMessage) {
+	var (
+		cp  echogate.StoredMessage
+		err error
+	)
+	if known, have, ok := c.knownCheckpoint(session); continued && ok {
+		cp = known
+		if !have {
+			err = echogate.ErrNotFound
+		}
+	} else {
+		cp, err = c.store.LatestCheckpoint(ctx, session)
+	}
 	switch {
 	case errors.Is(err, echogate.ErrNotFound):
-		c.remember(session, 0, hist)
+		c.remember(session, 0, hist, nil, true)
 		return nil, hist
 	case err != nil:
 		c.log.Warn("context compression: load checkpoint failed; using the plain history", "session", session, "err", err)
-		c.remember(session, 0, hist)
+		c.remember(session, 0, hist, nil, false)
 		return nil, hist
 	}
 	if len(hist) == 0 || cp.Seq >= hist[len(hist)-1].Seq || strings.TrimSpace(cp.Message.Content) == "" {
 		c.log.Warn("context compression: ignoring a stale checkpoint that does not match the transcript",
 			"session", session, "covers_seq", cp.Seq, "history", len(hist))
-		c.remember(session, 0, hist)
+		c.remember(session, 0, hist, &cp, true)
 		return nil, hist
 	}
 	i := 0
@@ -392,7 +421,7 @@ func (c *Compressor) Rebuild(ctx context.Context, session echogate.SessionKey, h
 			"session", session, "covers_seq", cp.Seq, "first_loaded_seq", hist[0].Seq)
 	}
 	rest := hist[i:]
-	c.remember(session, cp.Seq, rest)
+	c.remember(session, cp.Seq, rest, &cp, true)
 	msg := cp.Message
 	if msg.Role == "" {
 		msg.Role = echogate.RoleUser
@@ -400,9 +429,35 @@ func (c *Compressor) Rebuild(ctx context.Context, session echogate.SessionKey, h
 	return []echogate.Message{msg, {Role: echogate.RoleAssistant, Content: ackText}}, rest
 }
 
-// remember records the transcript positions of the messages a turn starts from.
-func (c *Compressor) remember(session echogate.SessionKey, covers int64, rest []echogate.StoredMessage) {
-	l := &lineage{covers: covers, anchors: make([]anchor, len(rest))}
+// knownCheckpoint returns the session's latest checkpoint as this process last read or wrote it:
+// ok is false when it does not know it, have is false when it knows there is none.
+func (c *Compressor) knownCheckpoint(session echogate.SessionKey) (cp echogate.StoredMessage, have, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.lines[session]
+	if l == nil || !l.cpKnown {
+		return echogate.StoredMessage{}, false, false
+	}
+	if l.cp == nil {
+		return echogate.StoredMessage{}, false, true
+	}
+	return *l.cp, true, true
+}
+
+// noteCheckpoint records the checkpoint Compact stored (saved) or failed to store (then the
+// store is read again at the next turn).
+func (c *Compressor) noteCheckpoint(session echogate.SessionKey, cp echogate.StoredMessage, saved bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.lines[session]; l != nil {
+		l.cp, l.cpKnown = &cp, saved
+	}
+}
+
+// remember records the transcript positions of the messages a turn starts from, and the
+// session's latest checkpoint (cp, nil for none) when known.
+func (c *Compressor) remember(session echogate.SessionKey, covers int64, rest []echogate.StoredMessage, cp *echogate.StoredMessage, known bool) {
+	l := &lineage{covers: covers, anchors: make([]anchor, len(rest)), cp: cp, cpKnown: known}
 	for i, sm := range rest {
 		l.anchors[i] = anchor{fp: fingerprint(sm.Message), seq: sm.Seq}
 	}
@@ -453,23 +508,27 @@ func (c *Compressor) advance(session echogate.SessionKey, summarized []echogate.
 }
 
 // fingerprint identifies a message's content for matching against stored messages.
+//
+// It is compared only within the process (anchors against the messages of the same turn), so a
+// per-process seed is fine; maphash is several times faster than FNV over long contents, and
+// every turn fingerprints its whole history.
 func fingerprint(m echogate.Message) uint64 {
-	h := fnv.New64a()
-	sep := []byte{0}
+	var h maphash.Hash
+	h.SetSeed(fingerprintSeed)
 	for _, s := range []string{string(m.Role), m.Content, m.ToolCallID, m.Name} {
-		h.Write([]byte(s))
-		h.Write(sep)
+		h.WriteString(s)
+		h.WriteByte(0)
 	}
 	for _, tc := range m.ToolCalls {
-		h.Write([]byte(tc.ID))
-		h.Write(sep)
-		h.Write([]byte(tc.Name))
-		h.Write(sep)
-		h.Write([]byte(tc.Arguments))
-		h.Write(sep)
+		for _, s := range []string{tc.ID, tc.Name, tc.Arguments} {
+			h.WriteString(s)
+			h.WriteByte(0)
+		}
 	}
 	return h.Sum64()
 }
+
+var fingerprintSeed = maphash.MakeSeed()
 
 // IsCheckpoint reports whether m is a checkpoint message made by a Compressor.
 func IsCheckpoint(m echogate.Message) bool {

@@ -836,3 +836,88 @@ func TestCompactShrinksAnOversizedCheckpoint(t *testing.T) {
 		t.Errorf("prompt = %d tokens, want <= %d", n, c.Limit())
 	}
 }
+
+// countingCheckpoints counts the store reads.
+type countingCheckpoints struct {
+	*memCheckpoints
+	reads int
+}
+
+func (s *countingCheckpoints) LatestCheckpoint(ctx context.Context, session echogate.SessionKey) (echogate.StoredMessage, error) {
+	s.reads++
+	return s.memCheckpoints.LatestCheckpoint(ctx, session)
+}
+
+// RebuildContinued reads the store only when the process does not know the latest checkpoint:
+// none read yet, or the last save failed. What it knows is what it read or stored.
+func TestRebuildContinuedUsesTheKnownCheckpoint(t *testing.T) {
+	c, _, mem := newTestCompressor(t, Config{}, agenttest.Step{Text: summaryText})
+	store := &countingCheckpoints{memCheckpoints: mem}
+	c.store = store
+	ctx := context.Background()
+	hist, next := longTurn()
+
+	c.RebuildContinued(ctx, testSession, hist) // nothing known: reads (none)
+	c.RebuildContinued(ctx, testSession, hist) // knows there is none
+	if store.reads != 1 {
+		t.Fatalf("reads after two turns without a checkpoint = %d, want 1", store.reads)
+	}
+	msgs := append(append([]echogate.Message(nil), messagesOf(hist)...), next)
+	if _, changed, err := c.Compact(ctx, testSession, msgs, nil); err != nil || !changed {
+		t.Fatalf("Compact = %v, %v; want changed", changed, err)
+	}
+	all := stored(testSession, append(conversation(13), next, assistant("answer 13")))
+	head, rest := c.RebuildContinued(ctx, testSession, all[len(all)-20:])
+	if store.reads != 1 || len(head) != 2 || head[0].Content != mem.all()[0].Message.Content || rest[0].Seq != 23 {
+		t.Fatalf("after the compaction: %d reads, head %s, rest from seq %d; want 1 read, the stored checkpoint, seq 23",
+			store.reads, roles(head), rest[0].Seq)
+	}
+	// Rebuild (a transcript the caller cannot vouch for) always reads.
+	c.Rebuild(ctx, testSession, all[len(all)-20:])
+	if store.reads != 2 {
+		t.Errorf("reads after Rebuild = %d, want 2", store.reads)
+	}
+	// A failed save leaves the checkpoint unknown: the next turn reads it.
+	mem.saveErr = errors.New("disk full")
+	c.noteCheckpoint(testSession, echogate.StoredMessage{}, false)
+	c.RebuildContinued(ctx, testSession, all[len(all)-20:])
+	if store.reads != 3 {
+		t.Errorf("reads after a failed save = %d, want 3", store.reads)
+	}
+}
+
+func messagesOf(hist []echogate.StoredMessage) []echogate.Message {
+	out := make([]echogate.Message, len(hist))
+	for i, sm := range hist {
+		out[i] = sm.Message
+	}
+	return out
+}
+
+// fingerprint tells apart messages that differ in any field, also where the fields meet.
+func TestFingerprintSeparatesFields(t *testing.T) {
+	base := echogate.Message{Role: echogate.RoleAssistant, Content: "ab", ToolCallID: "c1", Name: "n",
+		ToolCalls: []echogate.ToolCall{{ID: "a", Name: "b", Arguments: `{"x":1}`}}}
+	variants := map[string]func(m *echogate.Message){
+		"content":        func(m *echogate.Message) { m.Content = "ac" },
+		"shifted border": func(m *echogate.Message) { m.Content, m.ToolCallID = "abc", "1" },
+		"role":           func(m *echogate.Message) { m.Role = echogate.RoleUser },
+		"call arguments": func(m *echogate.Message) {
+			m.ToolCalls = []echogate.ToolCall{{ID: "a", Name: "b", Arguments: `{"x":2}`}}
+		},
+		"call border": func(m *echogate.Message) {
+			m.ToolCalls = []echogate.ToolCall{{ID: "ab", Name: "", Arguments: `{"x":1}`}}
+		},
+	}
+	same := base
+	if fingerprint(same) != fingerprint(base) {
+		t.Fatal("fingerprint of equal messages differs")
+	}
+	for name, change := range variants {
+		m := base
+		change(&m)
+		if fingerprint(m) == fingerprint(base) {
+			t.Errorf("%s: fingerprint = the original's, want a different one", name)
+		}
+	}
+}

@@ -38,3 +38,18 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckNoLimits is what every model call pays on a gateway without budgets.
+func BenchmarkCheckNoLimits(b *testing.B) {
+	tr, err := New(Config{Prices: testPrices}, &fakeLedger{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := agent.Request{Model: "gpt-4o", Messages: []echogate.Message{{Role: echogate.RoleUser, Content: "hello"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := tr.Check(context.Background(), Scope{Turn: "t1", Session: "s", UserID: "u1", Channel: "c"}, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -89,6 +89,7 @@ type Tracker struct {
 	ledger Ledger
 	log    *slog.Logger
 	limits atomic.Pointer[Limits]
+	period atomic.Pointer[period] // the day the last check fell in (bounds)
 
 	mu       sync.Mutex
 	cache    map[echogate.UsageFilter]cached
@@ -193,7 +194,13 @@ type window struct {
 
 // windows returns the limits that apply to s, most specific first.
 func (t *Tracker) windows(l Limits, s Scope, now time.Time) []window {
-	day, nextDay, month, nextMonth := t.bounds(now)
+	if l == (Limits{}) {
+		return nil // no budgets: nothing to compute, on every model call
+	}
+	var day, nextDay, month, nextMonth time.Time
+	if l.PerUserDayUSD > 0 || l.PerChannelDayUSD > 0 || l.PerDayUSD > 0 || l.PerMonthUSD > 0 {
+		day, nextDay, month, nextMonth = t.bounds(now)
+	}
 	var w []window
 	add := func(kind LimitKind, limit float64, ok bool, f echogate.UsageFilter, resets time.Time) {
 		if limit > 0 && ok {
@@ -212,13 +219,21 @@ func (t *Tracker) windows(l Limits, s Scope, now time.Time) []window {
 
 // bounds returns the start of now's day and month and of the next ones, in the configured
 // location (DST-safe: days are calendar days, not 24h).
+// The bounds of the last day asked for are kept: every check of that day reuses them.
 func (t *Tracker) bounds(now time.Time) (day, nextDay, month, nextMonth time.Time) {
+	if p := t.period.Load(); p != nil && !now.Before(p.day) && now.Before(p.nextDay) {
+		return p.day, p.nextDay, p.month, p.nextMonth
+	}
 	n := now.In(t.cfg.Location)
 	y, m, d := n.Date()
-	day = time.Date(y, m, d, 0, 0, 0, 0, t.cfg.Location)
-	month = time.Date(y, m, 1, 0, 0, 0, 0, t.cfg.Location)
-	return day, day.AddDate(0, 0, 1), month, month.AddDate(0, 1, 0)
+	p := &period{day: time.Date(y, m, d, 0, 0, 0, 0, t.cfg.Location), month: time.Date(y, m, 1, 0, 0, 0, 0, t.cfg.Location)}
+	p.nextDay, p.nextMonth = p.day.AddDate(0, 0, 1), p.month.AddDate(0, 1, 0)
+	t.period.Store(p)
+	return p.day, p.nextDay, p.month, p.nextMonth
 }
+
+// period is a calendar day and its month, in the tracker's location (see bounds).
+type period struct{ day, nextDay, month, nextMonth time.Time }
 
 // Check returns nil when the call req may run within every budget that applies to s: for each
 // limit, the spend so far must be below it and the spend plus the call's estimate (Estimate) must

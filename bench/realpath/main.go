@@ -31,6 +31,7 @@ import (
 var (
 	modelServer  = flag.Bool("model-server", false, "run as the benchmark's model server (internal)")
 	modelLatency = flag.Duration("model-latency", 200*time.Millisecond, "model latency in the throughput scenarios")
+	overheadFlag = flag.String("overhead", "plain,tool", "overhead scenarios to run: plain, tool, or both (to profile one alone)")
 	turnsFlag    = flag.Int("turns", 1000, "turns in each overhead scenario")
 	sessionsFlag = flag.String("sessions", "16,200,1000", "concurrent sessions of the throughput scenarios")
 	duration     = flag.Duration("duration", 8*time.Second, "measurement window of each throughput scenario (after the sessions joined)")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -43,6 +44,9 @@ func (b *bench) overheads() error {
 	fmt.Printf("direct model call (streaming, instant model): p50 %s p99 %s\n", ms(d50), ms(d99))
 	fmt.Printf("%-22s %8s %14s %14s %14s %12s %14s\n", "overhead scenario", "turns", "turn p50", "overhead p50", "overhead p99", "CPU/turn", "others/turn")
 	for _, sc := range []struct{ name, prefix string }{{"plain turn", ""}, {"one-tool turn", toolPrefix}} {
+		if !overheadWanted(sc.name) {
+			continue
+		}
 		// A short warm-up so connections, caches and the first session's state exist.
 		if _, err := b.sequential(c, sc.prefix, "warm-"+sc.name, 20); err != nil {
 			return err
@@ -64,6 +68,17 @@ func (b *bench) overheads() error {
 			ms(pct(lat, 50)-d50), ms(pct(lat, 99)-d99), ms((cpu1-cpu0)/n), ms((other1-other0)/n))
 	}
 	return nil
+}
+
+// overheadWanted reports whether -overhead selects the scenario named name ("plain turn"
+// matches "plain", "one-tool turn" matches "tool").
+func overheadWanted(name string) bool {
+	for _, f := range strings.Split(*overheadFlag, ",") {
+		if f = strings.TrimSpace(f); f != "" && strings.Contains(name, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // sequential runs n turns one after the other in one session and returns their latencies.

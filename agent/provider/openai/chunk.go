@@ -109,6 +109,7 @@ func (s *chunkScanner) choice(ch *goopenai.ChatCompletionStreamChoice) bool {
 				return true
 			}
 			d := &ch.Delta
+			seenCalls := false
 			return s.object(func(key []byte) bool {
 				switch string(key) {
 				case "content":
@@ -120,7 +121,11 @@ func (s *chunkScanner) choice(ch *goopenai.ChatCompletionStreamChoice) bool {
 				case "reasoning_content":
 					return s.str(&d.ReasoningContent, "")
 				case "tool_calls":
-					return s.null() && d.ToolCalls == nil
+					if seenCalls {
+						return false // a repeated array would be decoded over the first; leave it to json
+					}
+					seenCalls = true
+					return s.toolCalls(&d.ToolCalls)
 				case "function_call":
 					return s.null() && d.FunctionCall == nil
 				}
@@ -128,6 +133,76 @@ func (s *chunkScanner) choice(ch *goopenai.ChatCompletionStreamChoice) bool {
 			})
 		}
 		return s.unknown(key, choiceFields)
+	})
+}
+
+// toolCalls reads a delta's tool_calls: null, or an array of call objects (a null element is
+// left to json.Unmarshal).
+func (s *chunkScanner) toolCalls(dst *[]goopenai.ToolCall) bool {
+	if s.null() {
+		*dst = nil
+		return true
+	}
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	calls := make([]goopenai.ToolCall, 0, 1)
+	if s.peek() == ']' {
+		s.i++
+		*dst = calls
+		return true
+	}
+	for {
+		calls = append(calls, goopenai.ToolCall{})
+		if s.null() || !s.toolCall(&calls[len(calls)-1]) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			*dst = calls
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (s *chunkScanner) toolCall(tc *goopenai.ToolCall) bool {
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "index":
+			if s.null() {
+				tc.Index = nil
+				return true
+			}
+			if tc.Index == nil {
+				tc.Index = new(int)
+			}
+			return s.int(tc.Index)
+		case "id":
+			return s.str(&tc.ID, "")
+		case "type":
+			return s.str((*string)(&tc.Type), string(goopenai.ToolTypeFunction))
+		case "function":
+			if s.null() {
+				return true // json leaves a struct as it is
+			}
+			f := &tc.Function
+			return s.object(func(key []byte) bool {
+				switch string(key) {
+				case "name":
+					return s.str(&f.Name, "")
+				case "arguments":
+					return s.str(&f.Arguments, "")
+				}
+				return s.unknown(key, functionFields)
+			})
+		}
+		return s.unknown(key, toolCallFields)
 	})
 }
 
@@ -200,6 +275,8 @@ var (
 	chunkFields            = []string{"id", "object", "created", "model", "choices", "system_fingerprint", "prompt_annotations", "prompt_filter_results", "usage"}
 	choiceFields           = []string{"index", "delta", "logprobs", "finish_reason", "content_filter_results"}
 	deltaFields            = []string{"content", "role", "function_call", "tool_calls", "refusal", "reasoning_content"}
+	toolCallFields         = []string{"index", "id", "type", "function"}
+	functionFields         = []string{"name", "arguments"}
 	usageFields            = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
 	promptDetailFields     = []string{"audio_tokens", "cached_tokens"}
 	completionDetailFields = []string{"audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"}

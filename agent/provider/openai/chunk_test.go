@@ -19,6 +19,13 @@ var chunkSeeds = []string{
 	`{"id":"c","choices":[{"index":0,"delta":{"content":"caf\u00e9 — ünïcödé"}}]}`,
 	`{"id":"c","choices":[{"index":0,"delta":{"reasoning_content":"thinking","refusal":null}}]}`,
 	`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"current_time","arguments":""}}]}}]}`,
+	`{"id":"chatcmpl-fake2","object":"chat.completion.chunk","created":1700000000,"model":"m","system_fingerprint":"fp_fake","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"logprobs":null,"finish_reason":null}],"usage":null}`,
+	`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{\"q\":\"\u00e9\"}"}},{"index":1,"id":"b","function":null}]}}]}`,
+	`{"id":"c","choices":[{"delta":{"tool_calls":[{"index":null,"Index":2,"function":{"name":"f","name":"g","Arguments":"x"}}]}}]}`,
+	`{"id":"c","choices":[{"delta":{"tool_calls":[null]}}]}`, `{"id":"c","choices":[{"delta":{"tool_calls":[]}}]}`,
+	`{"id":"c","choices":[{"delta":{"tool_calls":[{"index":1.5}]}}]}`, `{"id":"c","choices":[{"delta":{"tool_calls":{}}}]}`,
+	`{"id":"c","choices":[{"delta":{"tool_calls":[{"index":0}],"tool_calls":null}}]}`,
+	`{"id":"c","choices":[{"delta":{"tool_calls":[{"index":0,"id":"x","extra":[1,{"a":null}]}]}}]}`,
 	`{"id":"c","choices":[{"index":0,"delta":{"function_call":{"name":"f","arguments":"{}"}}}]}`,
 	`{"id":"c","choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[]}}]}`,
 	`{"ID":"upper","Model":"m"}`,
@@ -71,14 +78,14 @@ func FuzzDecodeChunk(f *testing.F) {
 }
 
 // TestDecodeChunkFastPath guards that the common chunks (a text delta with OpenAI's extra keys,
-// the finish, the usage) are read by the scanner, not json.Unmarshal (15 allocations for a
+// the finish, the usage, a tool call's first and later deltas) are read by the scanner, not json.Unmarshal (15 allocations for a
 // text delta): the chunk itself, its choices slice, one string (the content or the finish
 // reason; none for the id, object, model and fingerprint the previous chunk had), and the
 // usage with its two details.
 func TestDecodeChunkFastPath(t *testing.T) {
 	var prev goopenai.ChatCompletionStreamResponse
 	_ = json.Unmarshal([]byte(chunkSeeds[0]), &prev)
-	for seed, want := range map[int]float64{1: 3, 2: 3, 3: 5} {
+	for seed, want := range map[int]float64{1: 3, 2: 3, 3: 5, 7: 7, 8: 7} {
 		data := []byte(chunkSeeds[seed])
 		if !(&chunkScanner{b: data, prev: &prev}).chunk(&goopenai.ChatCompletionStreamResponse{}) {
 			t.Errorf("seed %d: not read by the scanner", seed)
@@ -105,6 +112,28 @@ func TestDecodeChunkFastPath(t *testing.T) {
 
 func BenchmarkDecodeChunk(b *testing.B) {
 	data := []byte(chunkSeeds[1])
+	var prev goopenai.ChatCompletionStreamResponse
+	_ = json.Unmarshal(data, &prev)
+	b.Run("scanner", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c goopenai.ChatCompletionStreamResponse
+			_ = decodeChunk(data, &c, &prev)
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c goopenai.ChatCompletionStreamResponse
+			_ = json.Unmarshal(data, &c)
+		}
+	})
+}
+
+// BenchmarkDecodeToolCallChunk is a tool call's arguments delta, as the scanner and as
+// json.Unmarshal read it.
+func BenchmarkDecodeToolCallChunk(b *testing.B) {
+	data := []byte(chunkSeeds[8])
 	var prev goopenai.ChatCompletionStreamResponse
 	_ = json.Unmarshal(data, &prev)
 	b.Run("scanner", func(b *testing.B) {
