@@ -67,32 +67,13 @@ func (s *chunkScanner) choices(c *goopenai.ChatCompletionStreamResponse) bool {
 		c.Choices = nil
 		return true
 	}
-	if s.peek() != '[' {
-		return false
-	}
-	s.i++
 	if c.Choices == nil {
 		c.Choices = make([]goopenai.ChatCompletionStreamChoice, 0, 1) // n is 1
 	}
-	if s.peek() == ']' {
-		s.i++
-		return true
-	}
-	for {
+	return s.array(func() bool {
 		c.Choices = append(c.Choices, goopenai.ChatCompletionStreamChoice{})
-		if !s.choice(&c.Choices[len(c.Choices)-1]) {
-			return false
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
+		return s.choice(&c.Choices[len(c.Choices)-1])
+	})
 }
 
 func (s *chunkScanner) choice(ch *goopenai.ChatCompletionStreamChoice) bool {
@@ -143,32 +124,15 @@ func (s *chunkScanner) toolCalls(dst *[]goopenai.ToolCall) bool {
 		*dst = nil
 		return true
 	}
-	if s.peek() != '[' {
-		return false
-	}
-	s.i++
 	calls := make([]goopenai.ToolCall, 0, 1)
-	if s.peek() == ']' {
-		s.i++
-		*dst = calls
-		return true
-	}
-	for {
+	ok := s.array(func() bool {
 		calls = append(calls, goopenai.ToolCall{})
-		if s.null() || !s.toolCall(&calls[len(calls)-1]) {
-			return false
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			*dst = calls
-			return true
-		default:
-			return false
-		}
+		return !s.null() && s.toolCall(&calls[len(calls)-1])
+	})
+	if ok {
+		*dst = calls
 	}
+	return ok
 }
 
 func (s *chunkScanner) toolCall(tc *goopenai.ToolCall) bool {

@@ -169,6 +169,33 @@ func (s *chunkScanner) object(field func(key []byte) bool) bool {
 	}
 }
 
+// array reads a JSON array, calling elem for each element (with the scanner at its start);
+// false when the input is not an array or elem refuses an element.
+func (s *chunkScanner) array(elem func() bool) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
 // unknown skips the value of a key the struct has no field for (OpenAI's service_tier and
 // obfuscation, a proxy's extras), as json.Unmarshal ignores it.
 func (s *chunkScanner) unknown(key []byte, fields []string) bool {
@@ -192,25 +219,7 @@ func (s *chunkScanner) skip(depth int) bool {
 	case c == '{':
 		return s.object(func([]byte) bool { return s.skip(depth + 1) })
 	case c == '[':
-		s.i++
-		if s.peek() == ']' {
-			s.i++
-			return true
-		}
-		for {
-			if !s.skip(depth + 1) {
-				return false
-			}
-			switch s.peek() {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return true
-			default:
-				return false
-			}
-		}
+		return s.array(func() bool { return s.skip(depth + 1) })
 	case c == '-' || c >= '0' && c <= '9':
 		return s.number()
 	}
