@@ -14,26 +14,9 @@ import (
 // and new usage ids continue after the old ones.
 func TestMigrateTurnPages(t *testing.T) {
 	ctx := context.Background()
-	s, err := New(Config{Path: filepath.Join(t.TempDir(), "echogate.db")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ms, err := builtinMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) < 10 || ms[9].name != "0010_turn_pages" {
-		t.Fatalf("migrations = %d, want 0010_turn_pages as the 10th", len(ms))
-	}
-	if err := s.migrate(ctx, ms[:9]); err != nil {
-		t.Fatalf("migrate to 9: %v", err)
-	}
+	s := openAtVersion(t, 10, "0010_turn_pages")
 	d := s.st.Load()
-	err = d.wr.do(ctx, true, func(tx *wtx) error {
+	err := d.wr.do(ctx, true, func(tx *wtx) error {
 		for _, q := range []string{
 			`INSERT INTO turns (id, session, event_key, user_id, status, model, input_tokens, cached_input_tokens, cost_usd, started_at, ended_at, agent, posting)
 			 VALUES ('t_01', 'web:a', 'web:e1', 'web:u', 'done', 'm', 7, 5, 0.5, 1000, 2000, 'ag', '{"x":1}')`,
@@ -84,4 +67,30 @@ func TestMigrateTurnPages(t *testing.T) {
 		('turns_by_session', 'turns_by_started', 'usage_by_at', 'usage_by_user', 'usage_by_session', 'usage_by_turn')`).Scan(&idx); err != nil || idx != 6 {
 		t.Errorf("indexes after 0010 and 0011 = %d, %v; want 6", idx, err)
 	}
+}
+
+// openAtVersion opens a store in a temporary directory migrated up to the migration before
+// next (named so, the next-th in order), for the tests of migration next on populated data.
+func openAtVersion(t *testing.T, next int, name string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := New(Config{Path: filepath.Join(t.TempDir(), "echogate.db")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ms, err := builtinMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < next || ms[next-1].name != name {
+		t.Fatalf("migrations = %d, want %s as number %d", len(ms), name, next)
+	}
+	if err := s.migrate(ctx, ms[:next-1]); err != nil {
+		t.Fatalf("migrate to %d: %v", next-1, err)
+	}
+	return s
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,24 +14,7 @@ import (
 // 0011, which drops the channel and agent indexes; sums by channel and agent are unchanged.
 func TestMigrateUsageIndexes(t *testing.T) {
 	ctx := context.Background()
-	s, err := New(Config{Path: filepath.Join(t.TempDir(), "echogate.db")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ms, err := builtinMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) < 11 || ms[10].name != "0011_usage_indexes" {
-		t.Fatalf("migrations = %d, want 0011_usage_indexes as the 11th", len(ms))
-	}
-	if err := s.migrate(ctx, ms[:10]); err != nil {
-		t.Fatalf("migrate to 10: %v", err)
-	}
+	s := openAtVersion(t, 11, "0011_usage_indexes")
 	storagetest.RunUsageSumsAcrossMigration(t, s, s.Migrate)
 	var idx int
 	if err := s.st.Load().r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'usage'`).Scan(&idx); err != nil || idx != 4 {
