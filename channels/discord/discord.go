@@ -275,13 +275,7 @@ func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
 		}
 		done, err := c.breaker.Allow()
 		if err != nil {
-			detail := fmt.Sprintf("reconnect breaker open after %d connection failures within %s; next attempt after the %s cool-down", c.cfg.BreakerFailures, c.cfg.BreakerWindow, c.cfg.BreakerCooldown)
-			if lastErr != nil {
-				detail += " (last error: " + lastErr.Error() + ")"
-			}
-			c.setDown(detail)
-			c.log.Error("discord: "+detail, "shard", c.cfg.ShardID)
-			if !c.sleep(ctx, c.cfg.BreakerCooldown+c.cfg.Jitter(c.cfg.BackoffInitial)) {
+			if !c.waitBreaker(ctx, lastErr) {
 				c.setDown("stopped")
 				return nil
 			}
@@ -345,6 +339,18 @@ func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
 			return nil
 		}
 	}
+}
+
+// waitBreaker reports the open reconnect breaker (with lastErr, the last connection failure)
+// and waits out its cool-down; false when ctx ended first.
+func (c *Channel) waitBreaker(ctx context.Context, lastErr error) bool {
+	detail := fmt.Sprintf("reconnect breaker open after %d connection failures within %s; next attempt after the %s cool-down", c.cfg.BreakerFailures, c.cfg.BreakerWindow, c.cfg.BreakerCooldown)
+	if lastErr != nil {
+		detail += " (last error: " + lastErr.Error() + ")"
+	}
+	c.setDown(detail)
+	c.log.Error("discord: "+detail, "shard", c.cfg.ShardID)
+	return c.sleep(ctx, c.cfg.BreakerCooldown+c.cfg.Jitter(c.cfg.BackoffInitial))
 }
 
 // watch waits while the connection is up: it reports the connection to the breaker once it has
