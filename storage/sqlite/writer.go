@@ -54,16 +54,16 @@ type writer struct {
 	// no call runs directly, so none overtakes a call queued before it.
 	pending atomic.Int64
 	conn    *sql.Conn
-	log   *slog.Logger
-	cp    *checkpointer
-	stmts map[string]*sql.Stmt // guarded by mu
-	queue chan *writeReq
-	stop  chan struct{} // closed by shutdown
-	done  chan struct{} // closed when the goroutine has exited
-	batch []*writeReq
-	lazy  lazyCalls // calls written behind, waiting for the next transaction (writer_lazy.go)
-	seqs  seqCache  // last transcript seq per session (seqcache.go); guarded by mu
-	stats struct{ batches, calls, busy, retries, restarts atomic.Int64 }
+	log     *slog.Logger
+	cp      *checkpointer
+	stmts   map[string]*sql.Stmt // guarded by mu
+	queue   chan *writeReq
+	stop    chan struct{} // closed by shutdown
+	done    chan struct{} // closed when the goroutine has exited
+	batch   []*writeReq
+	lazy    lazyCalls // calls written behind, waiting for the next transaction (writer_lazy.go)
+	seqs    seqCache  // last transcript seq per session (seqcache.go); guarded by mu
+	stats   struct{ batches, calls, busy, retries, restarts atomic.Int64 }
 	// txEnded is set by the connection's commit and rollback hooks, which SQLite calls on the
 	// goroutine running the transaction, with mu held: a transaction ended (committed, rolled
 	// back, or a statement committed on its own outside one).
