@@ -4,7 +4,7 @@ import "github.com/echogate/echogate"
 
 // seqCache remembers each session's last transcript seq as the writer committed it, so an
 // append need not ask for max(seq) first (a third of FinishTurn's statement time at 1000
-// sessions, bench/turns). It belongs to the writer: guarded by its mu.
+// sessions, bench/turns). It belongs to the writer goroutine: no lock.
 //
 // A call's new seqs stay pending until its transaction commits; any rollback (of the
 // transaction or of one call's savepoint) drops every pending seq, and deleting a transcript

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,9 +15,7 @@ import (
 // the next transaction, each inside its own SAVEPOINT, so one call's failure rolls back only its
 // own changes, and the batch pays for one commit (WAL append and lock round trip) instead of
 // one per call. A call returns only after the transaction that holds its changes committed, so
-// read-your-writes holds for every reader that starts afterwards. A call that finds the writer
-// idle, with nothing queued, runs its transaction on its own goroutine instead
-// (writer_direct.go): the same transaction, without the two goroutine hand-offs.
+// read-your-writes holds for every reader that starts afterwards.
 //
 // Cancellation: a call whose ctx ends while it is queued is dropped and returns ctx's error;
 // nothing of it is written. Once the writer has started a call's statements, the call finishes
@@ -47,26 +44,20 @@ type writeReq struct {
 }
 
 type writer struct {
-	// mu is held by whoever uses the connection and the state below it (stmts, batch, lazy,
-	// seqs, txEnded): the goroutine for each batch it runs, a direct call for its own.
-	mu sync.Mutex
-	// pending counts the calls queued and not yet done with (answered or held): while any is,
-	// no call runs directly, so none overtakes a call queued before it.
-	pending atomic.Int64
-	conn    *sql.Conn
-	log     *slog.Logger
-	cp      *checkpointer
-	stmts   map[string]*sql.Stmt // guarded by mu
-	queue   chan *writeReq
-	stop    chan struct{} // closed by shutdown
-	done    chan struct{} // closed when the goroutine has exited
-	batch   []*writeReq
-	lazy    lazyCalls // calls written behind, waiting for the next transaction (writer_lazy.go)
-	seqs    seqCache  // last transcript seq per session (seqcache.go); guarded by mu
-	stats   struct{ batches, calls, busy, retries, restarts atomic.Int64 }
+	conn  *sql.Conn
+	log   *slog.Logger
+	cp    *checkpointer
+	stmts map[string]*sql.Stmt // owned by the writer goroutine
+	queue chan *writeReq
+	stop  chan struct{} // closed by shutdown
+	done  chan struct{} // closed when the goroutine has exited
+	batch []*writeReq
+	lazy  lazyCalls // calls written behind, waiting for the next transaction (writer_lazy.go)
+	seqs  seqCache  // last transcript seq per session (seqcache.go); owned by the goroutine
+	stats struct{ batches, calls, busy, retries, restarts atomic.Int64 }
 	// txEnded is set by the connection's commit and rollback hooks, which SQLite calls on the
-	// goroutine running the transaction, with mu held: a transaction ended (committed, rolled
-	// back, or a statement committed on its own outside one).
+	// writer goroutine itself: a transaction ended (committed, rolled back, or a statement
+	// committed on its own outside one).
 	txEnded bool
 	hooks   bool // txEnded is maintained
 	// enqueued, when set (tests only), is called after a call entered the queue. It is read
@@ -85,7 +76,6 @@ func newWriter(conn *sql.Conn, log *slog.Logger, cp *checkpointer) *writer {
 		done:  make(chan struct{}),
 		batch: make([]*writeReq, 0, maxBatch),
 	}
-	w.lazy.init()
 	w.watchTx()
 	go w.run()
 	return w
@@ -158,15 +148,9 @@ func (t *wtx) rowsAffected(query string, args ...any) (int64, error) {
 	return res.RowsAffected()
 }
 
-// do runs fn directly when the writer is idle (writer_direct.go), else queues it and waits for
-// its outcome. It blocks while the queue is full and until the transaction holding fn's changes
-// committed; see the cancellation rules above.
+// do queues fn and waits for its outcome. It blocks while the queue is full and until the
+// transaction holding fn's changes committed; see the cancellation rules above.
 func (w *writer) do(ctx context.Context, solo bool, fn func(tx *wtx) error) error {
-	if !solo {
-		if ran, err := w.direct(ctx, fn); ran {
-			return err
-		}
-	}
 	req, err := w.enqueue(ctx, solo, fn)
 	if err != nil {
 		return err
@@ -183,14 +167,11 @@ func (w *writer) enqueue(ctx context.Context, solo bool, fn func(tx *wtx) error)
 	req := &writeReq{ctx: ctx, solo: solo, fn: fn, done: make(chan error, 1)}
 	// Loaded before queueing, so a hook installed while this call waits is not told about it.
 	hook := w.enqueued.Load()
-	w.pending.Add(1) // before it is in the queue: no direct call overtakes it
 	select {
 	case w.queue <- req:
 	case <-w.stop:
-		w.pending.Add(-1)
 		return nil, ErrClosed
 	case <-ctx.Done():
-		w.pending.Add(-1)
 		return nil, ctx.Err()
 	}
 	if hook != nil {
@@ -239,71 +220,48 @@ func (w *writer) run() {
 		if req == nil {
 			select {
 			case <-w.stop:
-				w.mu.Lock()
 				w.drain()
-				w.mu.Unlock()
 				return
 			case req = <-w.queue:
 			case <-w.lazy.due():
-				w.mu.Lock()
 				w.flushLazy()
-				w.mu.Unlock()
 				if hook := w.lazy.timedOut.Load(); hook != nil {
 					(*hook)()
 				}
 				continue
 			}
 		}
-		w.mu.Lock()
-		next = w.serve(req)
-		w.mu.Unlock()
-	}
-}
-
-// serve runs the queued call req, with the calls queued after it in the same transaction, and
-// returns a solo call met while gathering them (to be served next). Called with mu held.
-func (w *writer) serve(req *writeReq) (next *writeReq) {
-	if req.lazy && w.lazy.hold(req) {
-		w.pending.Add(-1)
-		return nil
-	}
-	if req.solo {
-		w.flushLazy() // they were queued first
-		w.runSolo(req)
-		w.pending.Add(-1)
-		w.committed()
-		return nil
-	}
-	w.batch = append(w.lazy.takeInto(w.batch[:0]), req)
-	queued := 1
-gather:
-	for len(w.batch) < maxBatch {
-		select {
-		case r := <-w.queue:
-			if r.solo {
-				next = r
+		if req.lazy && w.lazy.hold(req) {
+			continue
+		}
+		if req.solo {
+			w.flushLazy() // they were queued first
+			w.runSolo(req)
+			w.committed()
+			continue
+		}
+		w.batch = append(w.lazy.takeInto(w.batch[:0]), req)
+	gather:
+		for len(w.batch) < maxBatch {
+			select {
+			case r := <-w.queue:
+				if r.solo {
+					next = r
+					break gather
+				}
+				w.batch = append(w.batch, r)
+			default:
 				break gather
 			}
-			w.batch = append(w.batch, r)
-			queued++
-		default:
-			break gather
 		}
+		t0 := time.Now()
+		w.runBatch(w.batch)
+		w.stats.busy.Add(int64(time.Since(t0)))
+		w.stats.batches.Add(1)
+		w.stats.calls.Add(int64(len(w.batch)))
+		clear(w.batch)
+		w.committed()
 	}
-	w.runCounted()
-	w.pending.Add(-int64(queued))
-	return next
-}
-
-// runCounted runs w.batch as one transaction, counts it and empties it. Called with mu held.
-func (w *writer) runCounted() {
-	t0 := time.Now()
-	w.runBatch(w.batch)
-	w.stats.busy.Add(int64(time.Since(t0)))
-	w.stats.batches.Add(1)
-	w.stats.calls.Add(int64(len(w.batch)))
-	clear(w.batch)
-	w.committed()
 }
 
 // committed runs after each batch or solo call: it asks the checkpointer for a checkpoint and,
@@ -329,12 +287,11 @@ func (w *writer) committed() {
 }
 
 // drain fails every queued call after stop, except the calls written behind: those commit,
-// with the ones held (their callers were told they would). Called with mu held.
+// with the ones held (their callers were told they would).
 func (w *writer) drain() {
 	for {
 		select {
 		case r := <-w.queue:
-			w.pending.Add(-1)
 			if r.lazy {
 				w.lazy.calls = append(w.lazy.calls, r)
 				continue
@@ -361,8 +318,6 @@ func (w *writer) runSolo(req *writeReq) {
 // closeConn closes the prepared statements and releases the connection, running PRAGMA
 // optimize first (bounded to a second). Call after shutdown.
 func (w *writer) closeConn() error {
-	w.mu.Lock() // a direct call that began before shutdown finishes first
-	defer w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if _, err := w.conn.ExecContext(ctx, "PRAGMA optimize"); err != nil {
