@@ -83,8 +83,9 @@ func (t *Turn) emit(e agent.Event) {
 		t.enter(StateStreaming)
 	case agent.EventToolCall:
 		t.enter(StateToolExec)
-		t.writeInput()      // the tool may read it (see startTurn); issued now, awaited there
-		t.flushUsageAsync() // the turn goes on: its spend so far goes to the ledger now
+		// The tool may read the question (see startTurn), and the turn goes on: its spend so
+		// far goes to the ledger now. Both in one write, issued now, awaited by the tool run.
+		t.writeProgress()
 	case agent.EventToolRunStart:
 		t.enter(StateToolExec)
 	}

@@ -99,6 +99,47 @@ func (t *Turn) writeInput() {
 	})
 }
 
+// writeProgress is what a turn writes when the model asks for a tool: the input messages,
+// unless they were issued or folded already, together with the usage buffered so far, in one
+// RecordProgress (one commit); else the usage alone (flushUsageAsync). Neither is awaited
+// here: a tool run waits for the input (started), the turn's end for the usage (inFlight).
+// When the write fails the usage goes back to the buffer, for the end to record, before the
+// input's failure is reported (started returns only after that).
+func (t *Turn) writeProgress() {
+	w := &t.w
+	issued := false
+	if w.inputDone != nil {
+		w.inputOnce.Do(func() {
+			issued = true
+			w.timer.Stop()
+			usage := t.usage.take()
+			t.usage.inFlight.Add(1)
+			wctx, cancel := context.WithTimeout(w.ctx, stageTimeout)
+			go func() {
+				defer cancel()
+				defer t.usage.inFlight.Done()
+				err := t.p.d.Store.RecordProgress(wctx, t.ev.SessionKey(), t.id, w.input, usage, t.p.cfg.Now())
+				if err != nil {
+					err = fmt.Errorf("pipeline: save user message and usage: %w", err)
+					t.usage.putBack(usage)
+				}
+				w.inputErr = err
+				close(w.inputDone)
+				if err != nil {
+					w.stop(err)
+					return
+				}
+				for _, u := range usage {
+					t.observeUsage(u)
+				}
+			}()
+		})
+	}
+	if !issued {
+		t.flushUsageAsync()
+	}
+}
+
 // foldInput takes the write of the input messages over for the ResponseStage when it was not
 // issued yet: it returns them, to be appended before the answer. It returns nil when they
 // were written (or are being written) already.

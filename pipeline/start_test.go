@@ -22,6 +22,8 @@ type startStore struct {
 	createErr error
 	updateErr error
 	userSaved chan struct{} // closed by the test to let the user's message be written
+	// progressErr fails RecordProgress (the question and the first usage of a tool turn).
+	progressErr error
 }
 
 func (s *startStore) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
@@ -51,6 +53,21 @@ func (s *startStore) AppendMessages(ctx context.Context, key echogate.SessionKey
 		}
 	}
 	return s.MemStore.AppendMessages(ctx, key, turn, msgs, at)
+}
+
+// RecordProgress holds the user's message like AppendMessages, and fails when progressErr is set.
+func (s *startStore) RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error {
+	if s.progressErr != nil {
+		return s.progressErr
+	}
+	if s.userSaved != nil && len(msgs) > 0 && msgs[0].Role == echogate.RoleUser {
+		select {
+		case <-s.userSaved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.MemStore.RecordProgress(ctx, key, turn, msgs, usage, at)
 }
 
 // The turn record and the user's message are written behind the model call: when the model
@@ -165,6 +182,67 @@ func TestTurnEndWriteFailureStillCompletesTheEvent(t *testing.T) {
 type countingWrites struct {
 	*pipelinetest.MemStore
 	appends, creates, updates, finishes atomic.Int64
+	usages, progresses                  atomic.Int64
+	progressMsgs, progressUsage         atomic.Int64 // what the RecordProgress calls carried
+}
+
+func (s *countingWrites) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64, error) {
+	s.usages.Add(1)
+	return s.MemStore.RecordUsage(ctx, r)
+}
+
+func (s *countingWrites) RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error {
+	s.progresses.Add(1)
+	s.progressMsgs.Add(int64(len(msgs)))
+	s.progressUsage.Add(int64(len(usage)))
+	return s.MemStore.RecordProgress(ctx, key, turn, msgs, usage, at)
+}
+
+// When the model asks for a tool, the user's message and the usage of that model call are
+// written in one RecordProgress (one commit), not an AppendMessages and a RecordUsage; the
+// second call's usage and the rest of the transcript come with the turn's end.
+func TestToolTurnWritesQuestionAndUsageTogether(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	cw := &countingWrites{MemStore: mem}
+	h := start(t, opts{store: mem, tools: []tools.Tool{newTool("lookup", tools.Safe, "found")}, deps: func(d *pipeline.Deps) { d.Store = cw }},
+		agenttest.CallTool("lookup", `{}`), agenttest.Reply("an answer"))
+	h.submit(msg("s1", "ann", "hi"))
+	if done := h.waitDone(); done.Status != string(echogate.TurnDoneSt) {
+		t.Fatalf("done = %+v, want done", done)
+	}
+	if p, m, u := cw.progresses.Load(), cw.progressMsgs.Load(), cw.progressUsage.Load(); p != 1 || m != 1 || u != 1 {
+		t.Errorf("RecordProgress calls = %d carrying %d messages and %d usage entries, want 1 carrying 1 and 1", p, m, u)
+	}
+	if n := cw.usages.Load(); n != 1 {
+		t.Errorf("RecordUsage calls = %d, want 1 (the second model call's, with the end)", n)
+	}
+	if n := cw.finishes.Load(); n != 1 {
+		t.Errorf("FinishTurn calls = %d, want 1", n)
+	}
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hi|assistant→lookup|tool:found|assistant:an answer"; got != want {
+		t.Errorf("transcript = %s, want %s", got, want)
+	}
+	led, err := mem.ListUsage(context.Background(), echogate.UsageFilter{Session: "web:s1"}, 0)
+	if err != nil || len(led) != 2 {
+		t.Errorf("ledger = %+v, %v; want the two model calls' entries", led, err)
+	}
+}
+
+// A failed RecordProgress fails the turn like a failed write of the user's message, and the
+// usage it carried is not lost: the turn's end records it.
+func TestToolTurnProgressFailureKeepsTheUsage(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	ss := &startStore{MemStore: mem, progressErr: errors.New("disk full")}
+	h := start(t, opts{store: mem, tools: []tools.Tool{newTool("lookup", tools.Safe, "found")}, deps: func(d *pipeline.Deps) { d.Store = ss }},
+		agenttest.CallTool("lookup", `{}`), agenttest.Reply("an answer"))
+	h.submit(msg("s1", "ann", "hi"))
+	if done := h.waitDone(); done.Status != string(echogate.TurnFailed) {
+		t.Fatalf("done = %+v, want status failed", done)
+	}
+	led, err := mem.ListUsage(context.Background(), echogate.UsageFilter{Session: "web:s1"}, 0)
+	if err != nil || len(led) != 1 {
+		t.Errorf("ledger = %+v, %v; want the first model call's entry, recorded with the end", led, err)
+	}
 }
 
 func (s *countingWrites) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {

@@ -102,6 +102,11 @@ type TurnLog interface {
 	// turn record that cannot be written must not keep the transcript from being saved or the
 	// event from being completed. The error joins the parts' errors.
 	FinishTurn(ctx context.Context, end echogate.TurnEnd) error
+	// RecordProgress appends msgs under turn (as AppendMessages) and records the ledger
+	// entries usage (as RecordUsage, setting their IDs) in one transaction: both are written
+	// or neither. A turn calls it when the model first asks for a tool, so the question and
+	// the spend so far share one commit.
+	RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error
 	// RecordPosting records ref as the message the streamed answer of turn was created as,
 	// as soon as the platform created it and before more of the answer is shown: recovery
 	// edits that message into the full answer instead of posting a second one. It replaces an

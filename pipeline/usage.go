@@ -35,6 +35,17 @@ func (l *usageLedger) take() []echogate.UsageRecord {
 	return buf
 }
 
+// putBack returns entries whose write failed to the front of the buffer, for a later write
+// (the turn's end) to record.
+func (l *usageLedger) putBack(recs []echogate.UsageRecord) {
+	if len(recs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(append(make([]echogate.UsageRecord, 0, len(recs)+len(l.buf)), recs...), l.buf...)
+}
+
 // reportUsage is the single entry point of usage into the ledger. An entry is kept until the
 // model asks for a tool (the turn goes on: written then, see flushUsageAsync), the next model
 // call's budget check (flushUsage) or the turn's end, which records it in its last round trip.

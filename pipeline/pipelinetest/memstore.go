@@ -310,6 +310,26 @@ func (s *MemStore) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int
 	return r.ID, nil
 }
 
+// RecordProgress appends msgs and records usage (setting their IDs) at once, as
+// AppendMessages and RecordUsage would one after the other.
+func (s *MemStore) RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		s.seq[key]++
+		s.messages[key] = append(s.messages[key], echogate.StoredMessage{Seq: s.seq[key], Session: key, Turn: turn, Message: m, At: at.UTC()})
+	}
+	for i, r := range usage {
+		r.ID = int64(len(s.usage) + 1)
+		r.At = r.At.UTC()
+		s.usage = append(s.usage, r)
+		usage[i].ID = r.ID
+	}
+	return nil
+}
+
 func match(r echogate.UsageRecord, f echogate.UsageFilter) bool {
 	return (f.Turn == "" || r.Turn == f.Turn) && (f.Session == "" || r.Session == f.Session) &&
 		(f.UserID == "" || r.UserID == f.UserID) && (f.Channel == "" || r.Channel == f.Channel) &&

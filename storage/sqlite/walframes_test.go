@@ -180,9 +180,9 @@ func plainTurnSteps(s *Store, n int) []turnStep {
 }
 
 // toolTurnSteps are the store writes of a turn with one tool call: the model asks for a tool,
-// so the user's message and the first call's usage are written before the tool runs (two calls
-// the pipeline issues at once; here one after the other, the worst case), then the end with
-// the call, its result and the answer, the second call's usage and the event's completion.
+// so the user's message and the first call's usage are written before the tool runs (one
+// RecordProgress), then the end with the call, its result and the answer, the second call's
+// usage and the event's completion.
 func toolTurnSteps(s *Store, n int) []turnStep {
 	ctx := context.Background()
 	key, ev, rec, usage := turnFixture(n)
@@ -196,10 +196,10 @@ func toolTurnSteps(s *Store, n int) []turnStep {
 			return err
 		}},
 		{"create turn", func() error { return s.CreateTurn(ctx, rec) }},
-		{"user message", func() error {
-			return s.AppendMessages(ctx, key, rec.ID, []echogate.Message{{Role: echogate.RoleUser, Content: "what time is it?"}}, time.Now())
+		{"progress", func() error {
+			return s.RecordProgress(ctx, key, rec.ID, []echogate.Message{{Role: echogate.RoleUser, Content: "what time is it?"}},
+				[]echogate.UsageRecord{usage}, time.Now())
 		}},
-		{"first usage", func() error { _, err := s.RecordUsage(ctx, usage); return err }},
 		{"finish turn", func() error {
 			return s.FinishTurn(ctx, echogate.TurnEnd{
 				Session: key, Turn: ended, EventKey: ev, At: ended.EndedAt,

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"HistoryLimit", r.historyLimit},
 		{"HistorySince", r.historySince},
 		{"FinishTurn", r.finishTurn},
+		{"RecordProgress", r.recordProgress},
 		{"ResumeTurn", r.resumeTurn},
 		{"ResumeTurnRace", r.resumeTurnRace},
 		{"ResumeTurnOfRunningRecord", r.resumeTurnOfRunningRecord},

@@ -41,6 +41,7 @@ type Store interface {
 	GetResume(ctx context.Context, eventKey string) (echogate.TurnResume, error)
 	RecordToolRun(ctx context.Context, turn, callID string, result []byte, at time.Time) error
 	FinishTurn(ctx context.Context, end echogate.TurnEnd) error
+	RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error
 	RecordPosting(ctx context.Context, turn string, ref echogate.MessageRef) error
 	GetPosting(ctx context.Context, turn string) (echogate.MessageRef, error)
 
