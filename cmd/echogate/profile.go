@@ -9,9 +9,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/echogate/echogate/internal/memtrim"
 )
@@ -158,10 +160,38 @@ func (s *snapshots) stop() {
 }
 
 // addMemTrim registers serve's memory trimmer: when load ends, the freed heap goes back to the
-// OS within seconds instead of minutes (internal/memtrim).
+// OS within seconds instead of minutes (internal/memtrim), and so does what a store holds in
+// memory outside the Go heap (SQLite's page caches and idle connections).
 func (c *core) addMemTrim() {
 	if c.workers == nil {
 		c.workers = map[string]func(context.Context) error{}
 	}
-	c.workers["memtrim"] = func(ctx context.Context) error { return memtrim.Run(ctx, memtrim.Config{}) }
+	c.workers["memtrim"] = func(ctx context.Context) error {
+		return memtrim.Run(ctx, memtrim.Config{Release: c.releaseMemory(ctx)})
+	}
+}
+
+// memoryReleaser is a store that can give back memory it holds while the process is quiet
+// (sqlite.Store.ReleaseMemory).
+type memoryReleaser interface {
+	ReleaseMemory(ctx context.Context) error
+}
+
+// releaseTimeout bounds the store's part of one release: it waits behind queued writes.
+const releaseTimeout = 5 * time.Second
+
+// releaseMemory returns memtrim's Release: the store's memory first, so that what it frees is
+// returned with the rest of the free heap.
+func (c *core) releaseMemory(ctx context.Context) func() {
+	r, ok := c.store.(memoryReleaser)
+	return func() {
+		if ok {
+			rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+			if err := r.ReleaseMemory(rctx); err != nil && ctx.Err() == nil {
+				c.log.Debug("store: release memory", "err", err)
+			}
+			cancel()
+		}
+		debug.FreeOSMemory()
+	}
 }
