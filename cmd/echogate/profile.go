@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -31,7 +33,7 @@ type profiles struct {
 func serveFlags(fs *flag.FlagSet) (cpu, mem, snap *string) {
 	cpu = fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof)")
 	mem = fs.String("memprofile", "", "write a heap profile to `FILE` at exit")
-	snap = fs.String("snapshot-dir", "", "on each SIGUSR1, write the heap and goroutine profiles of that moment to `DIR` (heap-N.pprof, goroutine-N.pprof)")
+	snap = fs.String("snapshot-dir", "", "on each SIGUSR1, write the heap and goroutine profiles and the runtime's metrics of that moment to `DIR` (heap-N.pprof, goroutine-N.pprof, metrics-N.txt)")
 	return cpu, mem, snap
 }
 
@@ -139,14 +141,37 @@ func startSnapshotsNotify(dir string, stderr io.Writer, wrote chan error) *snaps
 	return s
 }
 
-// writeSnapshot writes snapshot n's heap-N.pprof and goroutine-N.pprof into dir.
+// writeSnapshot writes snapshot n's heap-N.pprof, goroutine-N.pprof and metrics-N.txt into dir.
 func writeSnapshot(dir string, n int) error {
 	for _, name := range []string{"heap", "goroutine"} {
 		if err := writeProfile(name, filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n))); err != nil {
 			return err
 		}
 	}
-	return nil
+	return writeRuntimeMetrics(filepath.Join(dir, fmt.Sprintf("metrics-%d.txt", n)))
+}
+
+// writeRuntimeMetrics writes every scalar runtime/metrics value to path, one "name value" a
+// line: what the profiles do not say about memory, such as the heap's unused bytes in spans
+// in use (fragmentation), the stack bytes in use against those allocated (/gc/scan/stack),
+// the goroutines' starting stack size and the runtime's metadata by class.
+func writeRuntimeMetrics(path string) error {
+	descs := metrics.All()
+	samples := make([]metrics.Sample, len(descs))
+	for i := range descs {
+		samples[i].Name = descs[i].Name
+	}
+	metrics.Read(samples)
+	var b strings.Builder
+	for _, sm := range samples {
+		switch sm.Value.Kind() {
+		case metrics.KindUint64:
+			fmt.Fprintf(&b, "%s %d\n", sm.Name, sm.Value.Uint64())
+		case metrics.KindFloat64:
+			fmt.Fprintf(&b, "%s %g\n", sm.Name, sm.Value.Float64())
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // stop ends the handler (nil-safe) and waits for it.
