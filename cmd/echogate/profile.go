@@ -9,9 +9,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/echogate/echogate/internal/memtrim"
 )
@@ -29,7 +33,7 @@ type profiles struct {
 func serveFlags(fs *flag.FlagSet) (cpu, mem, snap *string) {
 	cpu = fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof)")
 	mem = fs.String("memprofile", "", "write a heap profile to `FILE` at exit")
-	snap = fs.String("snapshot-dir", "", "on each SIGUSR1, write the heap and goroutine profiles of that moment to `DIR` (heap-N.pprof, goroutine-N.pprof)")
+	snap = fs.String("snapshot-dir", "", "on each SIGUSR1, write the heap and goroutine profiles and the runtime's metrics of that moment to `DIR` (heap-N.pprof, goroutine-N.pprof, metrics-N.txt)")
 	return cpu, mem, snap
 }
 
@@ -137,14 +141,37 @@ func startSnapshotsNotify(dir string, stderr io.Writer, wrote chan error) *snaps
 	return s
 }
 
-// writeSnapshot writes snapshot n's heap-N.pprof and goroutine-N.pprof into dir.
+// writeSnapshot writes snapshot n's heap-N.pprof, goroutine-N.pprof and metrics-N.txt into dir.
 func writeSnapshot(dir string, n int) error {
 	for _, name := range []string{"heap", "goroutine"} {
 		if err := writeProfile(name, filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n))); err != nil {
 			return err
 		}
 	}
-	return nil
+	return writeRuntimeMetrics(filepath.Join(dir, fmt.Sprintf("metrics-%d.txt", n)))
+}
+
+// writeRuntimeMetrics writes every scalar runtime/metrics value to path, one "name value" a
+// line: what the profiles do not say about memory, such as the heap's unused bytes in spans
+// in use (fragmentation), the stack bytes in use against those allocated (/gc/scan/stack),
+// the goroutines' starting stack size and the runtime's metadata by class.
+func writeRuntimeMetrics(path string) error {
+	descs := metrics.All()
+	samples := make([]metrics.Sample, len(descs))
+	for i := range descs {
+		samples[i].Name = descs[i].Name
+	}
+	metrics.Read(samples)
+	var b strings.Builder
+	for _, sm := range samples {
+		switch sm.Value.Kind() {
+		case metrics.KindUint64:
+			fmt.Fprintf(&b, "%s %d\n", sm.Name, sm.Value.Uint64())
+		case metrics.KindFloat64:
+			fmt.Fprintf(&b, "%s %g\n", sm.Name, sm.Value.Float64())
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // stop ends the handler (nil-safe) and waits for it.
@@ -158,10 +185,38 @@ func (s *snapshots) stop() {
 }
 
 // addMemTrim registers serve's memory trimmer: when load ends, the freed heap goes back to the
-// OS within seconds instead of minutes (internal/memtrim).
+// OS within seconds instead of minutes (internal/memtrim), and so does what a store holds in
+// memory outside the Go heap (SQLite's page caches and idle connections).
 func (c *core) addMemTrim() {
 	if c.workers == nil {
 		c.workers = map[string]func(context.Context) error{}
 	}
-	c.workers["memtrim"] = func(ctx context.Context) error { return memtrim.Run(ctx, memtrim.Config{}) }
+	c.workers["memtrim"] = func(ctx context.Context) error {
+		return memtrim.Run(ctx, memtrim.Config{Release: c.releaseMemory(ctx)})
+	}
+}
+
+// memoryReleaser is a store that can give back memory it holds while the process is quiet
+// (sqlite.Store.ReleaseMemory).
+type memoryReleaser interface {
+	ReleaseMemory(ctx context.Context) error
+}
+
+// releaseTimeout bounds the store's part of one release: it waits behind queued writes.
+const releaseTimeout = 5 * time.Second
+
+// releaseMemory returns memtrim's Release: the store's memory first, so that what it frees is
+// returned with the rest of the free heap.
+func (c *core) releaseMemory(ctx context.Context) func() {
+	r, ok := c.store.(memoryReleaser)
+	return func() {
+		if ok {
+			rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+			if err := r.ReleaseMemory(rctx); err != nil && ctx.Err() == nil {
+				c.log.Debug("store: release memory", "err", err)
+			}
+			cancel()
+		}
+		debug.FreeOSMemory()
+	}
 }

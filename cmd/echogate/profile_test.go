@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
 
 // TestSnapshotOnSignal: each SIGUSR1 writes the numbered heap and goroutine profiles (gzipped
-// pprof protos) into -snapshot-dir.
+// pprof protos) and the runtime's metrics into -snapshot-dir.
 func TestSnapshotOnSignal(t *testing.T) {
 	dir := t.TempDir()
 	wrote := make(chan error)
@@ -29,6 +31,7 @@ func TestSnapshotOnSignal(t *testing.T) {
 		for _, name := range []string{"heap", "goroutine"} {
 			checkPprof(t, filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n)))
 		}
+		checkRuntimeMetrics(t, filepath.Join(dir, fmt.Sprintf("metrics-%d.txt", n)))
 	}
 	if stderr.Len() > 0 {
 		t.Errorf("stderr = %q, want nothing", stderr.String())
@@ -65,5 +68,27 @@ func checkPprof(t *testing.T, path string) {
 	}
 	if b, err := io.ReadAll(zr); err != nil || len(b) == 0 {
 		t.Fatalf("%s: %d bytes, %v", path, len(b), err)
+	}
+}
+
+// checkRuntimeMetrics checks that path holds the memory figures the profiles lack, as numbers.
+func checkRuntimeMetrics(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("metrics file: %v", err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("%s: line %q is not \"name value\"", path, line)
+		}
+		got[name] = val
+	}
+	for _, name := range []string{"/memory/classes/heap/unused:bytes", "/gc/scan/stack:bytes", "/gc/stack/starting-size:bytes", "/memory/classes/metadata/other:bytes"} {
+		if _, err := strconv.ParseFloat(got[name], 64); err != nil {
+			t.Errorf("%s: %s = %q, want a number", path, name, got[name])
+		}
 	}
 }

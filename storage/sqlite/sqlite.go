@@ -181,10 +181,13 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 func (s *Store) Path() string { return s.path }
 
 // Page cache bounds per connection, KiB. SQLite's pages live in the C heap of the embedded
-// library (modernc.org/libc), outside the Go heap: every connection's cache fills up to its
-// bound under load and stays full while the connection is open, so the sum (two writers, the
-// readers, two checkpointers) is resident memory the process never returns. Misses are
-// reads of the file through the OS page cache.
+// library (modernc.org/libc), outside the Go heap, until ReleaseMemory or the connection's
+// close. The connections' caches share one LRU (the library is built with
+// SQLITE_ENABLE_MEMORY_MANAGEMENT), bounded by the sum of their bounds, so one connection's
+// pages can take another's share; and each 4 KiB page with its header takes an 8 KiB slot of
+// the allocator (a writer's full 2 MiB cache is ~3.9 MiB resident), so the resident bound is
+// about twice the sum (two writers, the readers, two checkpointers). Misses are reads of the
+// file through the OS page cache.
 const (
 	writerCacheKiB = 2048
 	readerCacheKiB = 1024

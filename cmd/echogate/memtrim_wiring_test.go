@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+)
+
+// releasingStore is a store that counts ReleaseMemory calls (only that method is called).
+type releasingStore struct {
+	store
+	calls int
+	err   error
+}
+
+func (s *releasingStore) ReleaseMemory(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("no deadline")
+	}
+	s.calls++
+	return s.err
+}
+
+// memtrim's release gives back the store's memory too, with a bound on how long it waits, and
+// a store that fails to does not stop the heap's release.
+func TestReleaseMemoryCallsStore(t *testing.T) {
+	for name, st := range map[string]*releasingStore{
+		"ok":     {},
+		"failed": {err: errors.New("closed")},
+	} {
+		c := &core{store: st, log: slog.New(slog.DiscardHandler)}
+		release := c.releaseMemory(context.Background())
+		release()
+		release()
+		if st.calls != 2 {
+			t.Errorf("%s: store ReleaseMemory calls after two releases = %d, want 2", name, st.calls)
+		}
+	}
+	// A store without ReleaseMemory (PostgreSQL) releases only the heap.
+	c := &core{store: struct{ store }{}, log: slog.New(slog.DiscardHandler)}
+	c.releaseMemory(context.Background())()
+}
