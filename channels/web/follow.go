@@ -13,12 +13,14 @@ import (
 //
 // Writes are coalesced in flush windows of FlushInterval. The headers open the first window; an
 // event that finds the stream idle is written and flushed at once and opens the next. While a
-// window is open the stream is lazy: a publish wakes it only for the stream's first token
-// (written and flushed at once), for the event that ends the stream (written at once, flushed by
-// the handler's return) and when its unread events near what the replay buffer keeps; the rest
-// of the window's events go out with one write and one flush when it closes. So an event waits
-// at most FlushInterval, the first token and the end not at all, and a fast model's burst of
-// deltas costs this goroutine one wake-up, not one per delta.
+// window is open the stream is lazy: a publish wakes it only for the stream's first token once
+// the headers went out (written and flushed at once), for the event that ends the stream
+// (written at once, flushed by the handler's return) and when its unread events near what the
+// replay buffer keeps; the rest of the window's events go out with one write and one flush when
+// it closes. So an event waits at most FlushInterval, the end not at all, the first token not at
+// all unless it came within the first window (then it goes at most FlushInterval after the
+// request, usually with the turn's end: a turn that fast is one write), and a fast model's burst
+// of deltas costs this goroutine one wake-up, not one per delta.
 func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) {
 	defer c.unsubscribeFrom(s, sub)
 	hb := time.NewTicker(c.cfg.Heartbeat)
@@ -31,6 +33,18 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 	sub.lazy = true
 	c.mu.Unlock()
 	open, dirty := true, true // a window is open (window runs); written since the last flush
+	flush := func() error {
+		if err := sw.flush(); err != nil {
+			return err
+		}
+		dirty = false
+		if !sub.shown { // read by publishers under c.mu; written only here
+			c.mu.Lock()
+			sub.shown = true
+			c.mu.Unlock()
+		}
+		return nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -55,10 +69,9 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 				return
 			}
 			if b.wrote || dirty {
-				if err := sw.flush(); err != nil {
+				if err := flush(); err != nil {
 					return
 				}
-				dirty = false
 			}
 			if open = b.wrote; open {
 				window.Reset(c.cfg.FlushInterval)
@@ -76,11 +89,10 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 				continue
 			}
 			dirty = true
-			if !open || b.firstToken {
-				if err := sw.flush(); err != nil {
+			if !open || b.firstToken && sub.shown {
+				if err := flush(); err != nil {
 					return
 				}
-				dirty = false
 			}
 			if !open {
 				open = true
@@ -95,7 +107,7 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 // lim.events entries or lim.bytes: a lazy stream is woken well before that. Channel.mu must be
 // held.
 func (s *session) needsWake(sub *subscriber, w *wireEvent, lim ringLimits) bool {
-	if !sub.lazy || w.terminal() || w.Type == echogate.TurnDelta && !sub.tokens {
+	if !sub.lazy || w.terminal() || w.Type == echogate.TurnDelta && !sub.tokens && sub.shown {
 		return true
 	}
 	return s.lastSeq-sub.next+1 >= int64(lim.events/4) || s.events.bytes >= lim.bytes/2

@@ -66,6 +66,7 @@ type subscriber struct {
 	eventID string // only events of this inbound event; "" means every event
 	lazy    bool   // in its flush window: woken only for what must go out at once (needsWake)
 	tokens  bool   // a delta was written to the stream
+	shown   bool   // the stream was flushed to the client (its headers went out)
 }
 
 func (s *subscriber) wants(w wireEvent) bool { return s.eventID == "" || w.EventID == s.eventID }
