@@ -36,7 +36,7 @@ var (
 	sessionsFlag = flag.String("sessions", "16,200,1000", "concurrent sessions of the throughput scenarios")
 	duration     = flag.Duration("duration", 8*time.Second, "measurement window of each throughput scenario (after the sessions joined)")
 	afterFlag    = flag.String("after", "15s", "comma list of waits after the load whose VmRSS is reported, e.g. 15s,5m")
-	profileDir   = flag.String("profile", "", "directory for the gateway's CPU profile (serve -cpuprofile), heap profile at exit, and heap and goroutine snapshots (serve -snapshot-dir) halfway through each throughput window and at each -after")
+	profileDir   = flag.String("profile", "", "directory for the gateway's CPU profile (serve -cpuprofile; the Slack gateway's in slack-cpu.pprof), heap profile at exit, and heap and goroutine snapshots (serve -snapshot-dir) halfway through each throughput window and at each -after")
 	binFlag      = flag.String("bin", "", "an echogate binary to measure instead of building ./cmd/echogate")
 	keep         = flag.Bool("keep", false, "keep the data directory and the gateway's log")
 )

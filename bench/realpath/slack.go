@@ -51,6 +51,9 @@ func (b *bench) slackOverheads(base gatewayOpts, tmp string) error {
 	srv.AddUser(slacktest.User{ID: benchUser, Name: "bench", DisplayName: "Bench", RealName: "Bench User"})
 	o := base
 	o.args = nil
+	if *profileDir != "" {
+		o.args = []string{"-cpuprofile", filepath.Join(*profileDir, "slack-cpu.pprof")}
+	}
 	o.dataDir = filepath.Join(tmp, "slack-data")
 	o.logFile = filepath.Join(tmp, "gateway-slack.log")
 	o.extraEnv = append(append([]string(nil), base.extraEnv...),

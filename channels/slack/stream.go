@@ -24,9 +24,10 @@ var nativeUnsupported = map[string]bool{
 // StartStream prepares a streamed reply to out and returns at once; nothing is posted until the
 // first Append. Text is shown with Slack's native streaming (chat.startStream / appendStream /
 // stopStream) when the reply goes in a thread and the workspace supports it, else as one posted
-// message edited with chat.update. Updates happen at most once per StreamUpdateInterval and only
-// when the channel's budget has room beyond what finals need. The stream's background flusher
-// ends with Finish or when ctx ends.
+// message edited with chat.update, whose first text waits firstEditHold (200 ms by default) so
+// that a reply finished by then is posted once, whole. Updates happen at most once per
+// StreamUpdateInterval and only when the channel's budget has room beyond what finals need. The
+// stream's background flusher ends with Finish or when ctx ends.
 func (c *Channel) StartStream(ctx context.Context, out echogate.Outbound) (_ echogate.Stream, err error) {
 	defer c.recovered(&err, "start stream")
 	ch, thread, err := c.target(out)
@@ -115,6 +116,15 @@ func (s *stream) snapshot() string {
 	return s.text.String()
 }
 
+// firstEditHold is how long an edited reply's first text waits before it is posted: an answer
+// finished within it (a fast model's short answer, a command) is posted once, whole, by Finish,
+// instead of as a partial message and an edit of it a moment later, which cost a second Web API
+// call of the channel's budget and showed the first word alone. It is a fifth of the update
+// interval, at most 200 ms; native streams start at once (a stream is their only message).
+func firstEditHold(interval time.Duration) time.Duration {
+	return min(interval/5, 200*time.Millisecond)
+}
+
 func (s *stream) flusher() {
 	defer close(s.flusherDone)
 	defer s.c.recovered(nil, "stream flush")
@@ -127,15 +137,20 @@ func (s *stream) flusher() {
 			return
 		case <-s.dirty:
 		}
-		if !s.lastFlush.IsZero() {
-			if wait := s.lastFlush.Add(interval).Sub(s.c.cfg.Clock.Now()); wait > 0 {
-				select {
-				case <-s.stop:
-					return
-				case <-s.ctx.Done():
-					return
-				case <-s.c.cfg.Clock.After(wait):
-				}
+		var wait time.Duration
+		switch {
+		case !s.lastFlush.IsZero():
+			wait = s.lastFlush.Add(interval).Sub(s.c.cfg.Clock.Now())
+		case !s.native:
+			wait = firstEditHold(interval)
+		}
+		if wait > 0 {
+			select {
+			case <-s.stop:
+				return // Finish shows the text (and posts it, when nothing was posted yet)
+			case <-s.ctx.Done():
+				return
+			case <-s.c.cfg.Clock.After(wait):
 			}
 		}
 		s.lastFlush = s.c.cfg.Clock.Now()

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -529,91 +528,6 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 	c.mu.Lock()
 	s.unsubscribe(sub)
 	c.mu.Unlock()
-}
-
-// follow writes the events of sub until isEnd reports true for one, the client leaves, the
-// channel stops, the stream times out or the client fell further behind than the replay buffer
-// holds. Each wake-up writes everything published since the last one in one write; the stream
-// is flushed FlushInterval after the first unflushed write (the headers count), so the events of
-// a burst share one flush, and at once with the last event (the handler's return).
-func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) {
-	defer c.unsubscribeFrom(s, sub)
-	hb := time.NewTicker(c.cfg.Heartbeat)
-	defer hb.Stop()
-	timeout := time.NewTimer(c.cfg.StreamTimeout)
-	defer timeout.Stop()
-	flush := time.NewTimer(c.cfg.FlushInterval) // the headers, unless events come first
-	defer flush.Stop()
-	dirty := true // written since the last flush, and flush is armed
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.stopped:
-			_ = sw.comment("gateway shutting down: re-attach with Last-Event-ID")
-			return
-		case <-timeout.C:
-			_ = sw.event(wireEvent{TurnEvent: echogate.TurnEvent{Type: typeNotice, Session: echogate.SessionKey("web:" + s.id),
-				Text: "stream timed out before the turn ended: re-attach with GET /api/chat/stream", Time: c.cfg.Now()}, Kind: "timeout"})
-			return
-		case <-flush.C:
-			dirty = false
-			if err := sw.flush(); err != nil {
-				return
-			}
-		case <-hb.C:
-			if err := sw.comment("ping"); err != nil {
-				return
-			}
-		case _, ok := <-sub.wake:
-			if !ok {
-				_ = sw.comment("session closed: re-attach with Last-Event-ID")
-				return
-			}
-			wrote, end := c.writePending(sw, s, sub, isEnd)
-			if end {
-				return // the handler's return flushes the last events with the response's last chunk
-			}
-			if !dirty && wrote {
-				flush.Reset(c.cfg.FlushInterval)
-				dirty = true
-			}
-		}
-	}
-}
-
-// writePending writes the events published for sub since its last call, up to the first that
-// isEnd reports, with one write (no flush). wrote reports whether it wrote an event; end that
-// the stream is over (its last event written, a write failed, or the client fell behind).
-func (c *Channel) writePending(sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool) (wrote, end bool) {
-	sc := getScratch() // held for this batch only
-	defer sc.put()
-	c.mu.Lock()
-	evs, behind, more := s.pending(sub, sc.evs)
-	c.mu.Unlock()
-	sc.evs = evs
-	if more { // the rest on the next round, without waiting for a publish
-		select {
-		case sub.wake <- struct{}{}:
-		default:
-		}
-	}
-	if behind {
-		_ = sw.comment("dropped: the client fell behind; re-attach with Last-Event-ID")
-		c.log.Debug("dropped a slow web stream", "session", s.id)
-		return false, true
-	}
-	n := len(evs)
-	for i, e := range evs {
-		if isEnd(e) {
-			n = i + 1
-			break
-		}
-	}
-	if err := sw.bufferWith(sc, evs[:n]); err != nil {
-		return false, true
-	}
-	return n > 0, n < len(evs) || n > 0 && isEnd(evs[n-1])
 }
 
 // readPost is ReadMutation for the chat API's POSTs.

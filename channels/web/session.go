@@ -64,6 +64,9 @@ type subscriber struct {
 	wake    chan struct{}
 	next    int64  // the id of the next event to send
 	eventID string // only events of this inbound event; "" means every event
+	lazy    bool   // in its flush window: woken only for what must go out at once (needsWake)
+	tokens  bool   // a delta was written to the stream
+	shown   bool   // the stream was flushed to the client (its headers went out)
 }
 
 func (s *subscriber) wants(w wireEvent) bool { return s.eventID == "" || w.EventID == s.eventID }
@@ -139,7 +142,7 @@ func (s *session) publish(w wireEvent, lim ringLimits) int {
 	}
 	s.events.push(w, lim)
 	for sub := range s.subs {
-		if !sub.wants(w) {
+		if !sub.wants(w) || !s.needsWake(sub, &w, lim) {
 			continue
 		}
 		select {

@@ -19,9 +19,10 @@ import (
 // milliseconds) holds a few words, and a thousand waiting streams share the scratches of the
 // few that write at that moment.
 type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	timeout  time.Duration
+	deadline time.Time // the connection's write deadline (see armDeadline)
 }
 
 // sseScratch is what writing one batch needs: the encoded bytes, an encoder for the events
@@ -145,14 +146,27 @@ func (s *sseWriter) write(b *bytes.Buffer) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) // unsupported writers just have none
+	s.armDeadline()
 	_, err := s.w.Write(b.Bytes())
 	return err
 }
 
+// armDeadline gives the next write to the client at least timeout to complete. It moves the
+// connection's deadline only when less than that is left, and then to one and a half timeouts
+// ahead, so the writes and flushes of a stream share one deadline update (a timer change in the
+// runtime) instead of making one each. Writers without deadlines just have none.
+func (s *sseWriter) armDeadline() {
+	now := time.Now()
+	if s.deadline.Sub(now) >= s.timeout {
+		return
+	}
+	s.deadline = now.Add(s.timeout + s.timeout/2)
+	_ = s.rc.SetWriteDeadline(s.deadline)
+}
+
 // flush sends what was written (and the headers) to the client.
 func (s *sseWriter) flush() error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	s.armDeadline()
 	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/echogate/echogate"
 )
@@ -105,5 +107,39 @@ func TestSSEReattachDuringLongAnswer(t *testing.T) {
 			}
 		}
 		cancel()
+	}
+}
+
+// deadlineRecorder is a ResponseWriter that records the write deadlines set on it.
+type deadlineRecorder struct {
+	httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// Each write to a client has at least WriteTimeout to complete, and a stream's batches share
+// one deadline update instead of one per write and one per flush.
+func TestSSEWriteDeadlineShared(t *testing.T) {
+	const timeout = time.Minute
+	rec := &deadlineRecorder{ResponseRecorder: *httptest.NewRecorder()}
+	sw := &sseWriter{w: rec, rc: http.NewResponseController(rec), timeout: timeout}
+	start := time.Now()
+	for i := range 10 {
+		if err := sw.event(wireEvent{TurnEvent: turnEv(echogate.TurnDelta, "s", "e", fmt.Sprint(i))}); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	if len(rec.deadlines) != 1 {
+		t.Fatalf("write deadlines set for 10 batches = %d, want 1", len(rec.deadlines))
+	}
+	if d := rec.deadlines[0]; d.Before(start.Add(timeout)) {
+		t.Errorf("write deadline = now+%s, want at least now+%s", d.Sub(start), timeout)
+	}
+	if got := strings.Count(rec.Body.String(), "event: delta"); got != 10 {
+		t.Errorf("events written = %d, want 10", got)
 	}
 }

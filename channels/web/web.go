@@ -82,7 +82,7 @@ type Config struct {
 	// one write to the socket. The event that ends a stream is sent at once. Default 10ms.
 	FlushInterval time.Duration
 	// WriteTimeout bounds one write to a client; a client that does not read is disconnected.
-	// Default 30s.
+	// A write gets at least WriteTimeout and at most one and a half. Default 30s.
 	WriteTimeout time.Duration
 	// DefaultUser is the user id of requests that name none. Default "web-user".
 	DefaultUser string
