@@ -175,10 +175,7 @@ func (s *MemStore) AppendMessages(ctx context.Context, key echogate.SessionKey, 
 		return err
 	}
 	defer s.mu.Unlock()
-	for _, m := range msgs {
-		s.seq[key]++
-		s.messages[key] = append(s.messages[key], echogate.StoredMessage{Seq: s.seq[key], Session: key, Turn: turn, Message: m, At: at.UTC()})
-	}
+	s.appendLocked(key, turn, msgs, at)
 	return nil
 }
 
@@ -310,6 +307,14 @@ func (s *MemStore) RecordUsage(ctx context.Context, r echogate.UsageRecord) (int
 	return r.ID, nil
 }
 
+// appendLocked appends msgs to key's transcript under turn; s.mu is held.
+func (s *MemStore) appendLocked(key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) {
+	for _, m := range msgs {
+		s.seq[key]++
+		s.messages[key] = append(s.messages[key], echogate.StoredMessage{Seq: s.seq[key], Session: key, Turn: turn, Message: m, At: at.UTC()})
+	}
+}
+
 // RecordProgress appends msgs and records usage (setting their IDs) at once, as
 // AppendMessages and RecordUsage would one after the other.
 func (s *MemStore) RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error {
@@ -317,10 +322,7 @@ func (s *MemStore) RecordProgress(ctx context.Context, key echogate.SessionKey, 
 		return err
 	}
 	defer s.mu.Unlock()
-	for _, m := range msgs {
-		s.seq[key]++
-		s.messages[key] = append(s.messages[key], echogate.StoredMessage{Seq: s.seq[key], Session: key, Turn: turn, Message: m, At: at.UTC()})
-	}
+	s.appendLocked(key, turn, msgs, at)
 	for i, r := range usage {
 		r.ID = int64(len(s.usage) + 1)
 		r.At = r.At.UTC()
