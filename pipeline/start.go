@@ -76,28 +76,7 @@ func (t *Turn) startTurn(ctx context.Context, stop context.CancelCauseFunc, begi
 
 // writeInput issues the write of the input messages unless it was issued or folded already.
 // It does not wait for it: see started.
-func (t *Turn) writeInput() {
-	w := &t.w
-	if w.inputDone == nil {
-		return
-	}
-	w.inputOnce.Do(func() {
-		w.timer.Stop()
-		wctx, cancel := context.WithTimeout(w.ctx, stageTimeout)
-		go func() {
-			defer cancel()
-			err := t.p.d.Store.AppendMessages(wctx, t.ev.SessionKey(), t.id, w.input, t.p.cfg.Now())
-			if err != nil {
-				err = fmt.Errorf("pipeline: save user message: %w", err)
-			}
-			w.inputErr = err
-			close(w.inputDone)
-			if err != nil {
-				w.stop(err)
-			}
-		}()
-	})
-}
+func (t *Turn) writeInput() { t.issueInput(false) }
 
 // writeProgress is what a turn writes when the model asks for a tool: the input messages,
 // unless they were issued or folded already, together with the usage buffered so far, in one
@@ -106,38 +85,62 @@ func (t *Turn) writeInput() {
 // When the write fails the usage goes back to the buffer, for the end to record, before the
 // input's failure is reported (started returns only after that).
 func (t *Turn) writeProgress() {
-	w := &t.w
-	issued := false
-	if w.inputDone != nil {
-		w.inputOnce.Do(func() {
-			issued = true
-			w.timer.Stop()
-			usage := t.usage.take()
-			t.usage.inFlight.Add(1)
-			wctx, cancel := context.WithTimeout(w.ctx, stageTimeout)
-			go func() {
-				defer cancel()
-				defer t.usage.inFlight.Done()
-				err := t.p.d.Store.RecordProgress(wctx, t.ev.SessionKey(), t.id, w.input, usage, t.p.cfg.Now())
-				if err != nil {
-					err = fmt.Errorf("pipeline: save user message and usage: %w", err)
-					t.usage.putBack(usage)
-				}
-				w.inputErr = err
-				close(w.inputDone)
-				if err != nil {
-					w.stop(err)
-					return
-				}
-				for _, u := range usage {
-					t.observeUsage(u)
-				}
-			}()
-		})
-	}
-	if !issued {
+	if !t.issueInput(true) {
 		t.flushUsageAsync()
 	}
+}
+
+// issueInput issues the write of the input messages, with the usage buffered so far when
+// withUsage, unless it was issued or folded already, and reports whether it issued it.
+func (t *Turn) issueInput(withUsage bool) (issued bool) {
+	w := &t.w
+	if w.inputDone == nil {
+		return false
+	}
+	w.inputOnce.Do(func() {
+		issued = true
+		w.timer.Stop()
+		var usage []echogate.UsageRecord
+		if withUsage {
+			usage = t.usage.take()
+			t.usage.inFlight.Add(1)
+		}
+		wctx, cancel := context.WithTimeout(w.ctx, stageTimeout)
+		go func() {
+			defer cancel()
+			if withUsage {
+				defer t.usage.inFlight.Done()
+			}
+			err := t.saveInput(wctx, withUsage, usage)
+			w.inputErr = err
+			close(w.inputDone)
+			if err != nil {
+				w.stop(err)
+				return
+			}
+			for _, u := range usage {
+				t.observeUsage(u)
+			}
+		}()
+	})
+	return issued
+}
+
+// saveInput writes the input messages, with usage in the same transaction when withUsage.
+// When that write fails, usage goes back to the turn's buffer.
+func (t *Turn) saveInput(ctx context.Context, withUsage bool, usage []echogate.UsageRecord) error {
+	key, now := t.ev.SessionKey(), t.p.cfg.Now()
+	if !withUsage {
+		if err := t.p.d.Store.AppendMessages(ctx, key, t.id, t.w.input, now); err != nil {
+			return fmt.Errorf("pipeline: save user message: %w", err)
+		}
+		return nil
+	}
+	if err := t.p.d.Store.RecordProgress(ctx, key, t.id, t.w.input, usage, now); err != nil {
+		t.usage.putBack(usage)
+		return fmt.Errorf("pipeline: save user message and usage: %w", err)
+	}
+	return nil
 }
 
 // foldInput takes the write of the input messages over for the ResponseStage when it was not
