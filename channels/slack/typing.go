@@ -152,8 +152,13 @@ func (t *typing) show(ctx context.Context) bool {
 		t.mu.Lock()
 		text := t.text
 		t.mu.Unlock()
-		err := c.call(ctx, "assistant.threads.setStatus", t.ch, prioLow, func(ctx context.Context) error {
-			return c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: text})
+		err := c.call(ctx, "assistant.threads.setStatus", t.ch, prioLow, func(rctx context.Context) error {
+			// Once sent, a status update is not cut off by the turn's end: Slack may still apply
+			// a request the client gave up on, after the clear that follows it, and the thread
+			// would be left showing the status. It stays bounded by RequestTimeout.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), c.cfg.RequestTimeout)
+			defer cancel()
+			return c.api.SetAssistantThreadsStatusContext(sctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: text})
 		})
 		if err == nil {
 			t.status = true
