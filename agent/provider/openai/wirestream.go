@@ -40,11 +40,13 @@ type chatStream struct {
 }
 
 // openStream sends a streaming chat request with body to the endpoint.
-func (p *Provider) openStream(ctx context.Context, body []byte) (*chatStream, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/chat/completions", bytes.NewReader(body))
+func (p *Provider) openStream(ctx context.Context, body *reqBody) (*chatStream, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/chat/completions", body.reader())
 	if err != nil {
 		return nil, err
 	}
+	req.ContentLength = int64(len(body.b))
+	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")
