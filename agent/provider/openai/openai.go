@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -202,9 +203,17 @@ const (
 )
 
 // newTransport is http.DefaultTransport with enough idle connections for concurrent sessions
-// and smaller per-connection buffers.
+// and smaller per-connection buffers, its connections copyConns.
 func newTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return copyConn{c}, nil
+	}
 	tr.MaxIdleConns = maxIdleConns
 	tr.MaxIdleConnsPerHost = maxIdleConns
 	tr.IdleConnTimeout = idleConnTimeout

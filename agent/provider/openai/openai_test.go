@@ -219,6 +219,37 @@ func TestGenerateStreamsText(t *testing.T) {
 	}
 }
 
+// An answer of more chunks than maxErrorLines streams whole: the blank line ending each event
+// counts against the limit of non-data lines only until the next data line.
+func TestGenerateLongAnswer(t *testing.T) {
+	h := newHarness(t, nil)
+	answer := strings.Repeat("word ", 2*maxErrorLines) // chunks of 4 characters: 750 events
+	h.f.Enqueue(agenttest.Answer{Text: answer, FragmentSize: 4})
+	resp, err := h.p.Generate(context.Background(), userReq("write a lot"), func(agent.Delta) error { return nil })
+	if err != nil || resp.Message.Content != answer {
+		t.Fatalf("Generate = %d of %d chars, %v; want the whole answer, nil", len(resp.Message.Content), len(answer), err)
+	}
+}
+
+// More non-data lines than maxErrorLines between two data lines end the stream.
+func TestGenerateTooManyEmptyLines(t *testing.T) {
+	chunk := `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, chunk+strings.Repeat("\n", maxErrorLines+1)+chunk)
+	}))
+	defer srv.Close()
+	p, err := New(Config{BaseURL: srv.URL + "/v1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.newTimer = newFakeTimers().newTimer
+	_, err = p.Generate(context.Background(), userReq("hi"), func(agent.Delta) error { return nil })
+	if !errors.Is(err, ErrStreamBroken) || !strings.Contains(err.Error(), errTooManyEmpty.Error()) {
+		t.Errorf("Generate = %v, want %v after the first chunk", err, errTooManyEmpty)
+	}
+}
+
 func TestGenerateParallelToolCalls(t *testing.T) {
 	h := newHarness(t, nil)
 	calls := []echogate.ToolCall{
@@ -939,6 +970,30 @@ func BenchmarkGenerate500Tokens(b *testing.B) {
 		resp, err := h.p.Generate(context.Background(), req, func(agent.Delta) error { return nil })
 		if err != nil || len(resp.Message.Content) != len(answer) {
 			b.Fatalf("Generate = %d chars, %v", len(resp.Message.Content), err)
+		}
+	}
+}
+
+// BenchmarkGenerateShortAnswer is a chat turn as the real-path benchmark makes it: a
+// conversation of about 5 KB, a short answer in a dozen chunks.
+func BenchmarkGenerateShortAnswer(b *testing.B) {
+	h := newHarness(b, nil)
+	h.f.Respond(func(agenttest.ChatRequest) (agenttest.Answer, bool) {
+		return agenttest.TextAnswer("Hello! This is the benchmark model's short answer."), true
+	})
+	req := userReq("the latest message")
+	for i := range 40 {
+		role := echogate.RoleUser
+		if i%2 == 1 {
+			role = echogate.RoleAssistant
+		}
+		req.Messages = append([]echogate.Message{{Role: role, Content: fmt.Sprintf("message %d of the conversation so far, %s", i, strings.Repeat("words ", 15))}}, req.Messages...)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := h.p.Generate(context.Background(), req, func(agent.Delta) error { return nil }); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -46,6 +46,7 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 		err := p.streamOnce(actx, body, st, onDelta)
 		return st.delivered, err
 	})
+	body.release()
 	st.fill(&resp)
 	if err != nil {
 		resp.Usage.Failed = true
@@ -64,7 +65,7 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 // not part of Generate's frame, which stays on the turn's stack while the answer streams.
 //
 //go:noinline
-func (p *Provider) chatBody(req *agent.Request) ([]byte, error) {
+func (p *Provider) chatBody(req *agent.Request) (*reqBody, error) {
 	creq, err := p.chatRequest(*req)
 	if err != nil {
 		return nil, err
@@ -73,16 +74,18 @@ func (p *Provider) chatBody(req *agent.Request) ([]byte, error) {
 	if req.CacheKey != "" && p.cacheKey {
 		key = promptCacheKey(req.CacheKey)
 	}
-	body, err := p.encodeChat(creq, key)
+	body := getReqBody()
+	body.b, err = p.appendChatBody(body.b, &creq, key)
 	putMessages(creq.Messages) // encoded: nothing refers to them any more
 	if err != nil {
+		body.release()
 		return nil, fmt.Errorf("openai: chat with %s: encode the request: %w: %w", req.Model, err, ErrBadRequest)
 	}
 	return body, nil
 }
 
 // streamOnce makes one streaming attempt, accumulating into st.
-func (p *Provider) streamOnce(ctx context.Context, body []byte, st *streamState, onDelta func(agent.Delta) error) error {
+func (p *Provider) streamOnce(ctx context.Context, body *reqBody, st *streamState, onDelta func(agent.Delta) error) error {
 	// The idle clock runs from here until the response headers arrive, then during each wait
 	// for the next chunk; it is paused while a chunk is handed to onDelta.
 	actx, idle, stop := p.watchIdle(ctx)

@@ -126,6 +126,11 @@ func sameSpec(a, b tools.Spec) bool {
 // sized from the request instead of reflected over, boxed, copied out and copied again to
 // splice the tools in.
 func (p *Provider) encodeChat(creq goopenai.ChatCompletionRequest, cacheKey string) ([]byte, error) {
+	return p.appendChatBody(nil, &creq, cacheKey)
+}
+
+// appendChatBody is encodeChat appending to dst (a reused buffer).
+func (p *Provider) appendChatBody(dst []byte, creq *goopenai.ChatCompletionRequest, cacheKey string) ([]byte, error) {
 	if t := float64(creq.Temperature); math.IsNaN(t) || math.IsInf(t, 0) {
 		return nil, &json.UnsupportedValueError{Value: reflect.ValueOf(creq.Temperature), Str: strconv.FormatFloat(t, 'g', -1, 32)}
 	}
@@ -136,5 +141,8 @@ func (p *Provider) encodeChat(creq goopenai.ChatCompletionRequest, cacheKey stri
 			return nil, err
 		}
 	}
-	return appendChat(make([]byte, 0, chatSize(&creq)+len(tools)), &creq, cacheKey, tools), nil
+	if size := chatSize(creq) + len(tools); cap(dst)-len(dst) < size {
+		dst = append(make([]byte, 0, len(dst)+size), dst...)
+	}
+	return appendChat(dst, creq, cacheKey, tools), nil
 }

@@ -22,30 +22,31 @@ import (
 // maxStreamLine bounds one SSE line (a chunk); OpenAI's are far below it.
 const maxStreamLine = 4 << 20
 
-// maxErrorLines bounds the non-data lines a stream may send before it is given up on, as
-// go-openai's EmptyMessagesLimit does.
+// maxErrorLines bounds the non-data lines a stream may send between two data lines before it is
+// given up on, as go-openai's EmptyMessagesLimit does (the blank line ending every event is one).
 const maxErrorLines = 300
 
 var errTooManyEmpty = errors.New("stream has sent too many empty messages")
 
 // chatStream is one streaming response.
 type chatStream struct {
-	body  io.ReadCloser
-	r     *bufio.Reader
-	errs  bytes.Buffer // non-data lines: an error object split over lines, or noise
-	lines int
-	done  bool
+	body io.ReadCloser
+	r    *bufio.Reader
+	errs bytes.Buffer // non-data lines: an error object split over lines, or noise
+	done bool
 	// cur is the chunk Recv returns, reused (its choices array too); prev the one before it,
 	// whose strings the next chunk reuses when it repeats them.
 	cur, prev goopenai.ChatCompletionStreamResponse
 }
 
 // openStream sends a streaming chat request with body to the endpoint.
-func (p *Provider) openStream(ctx context.Context, body []byte) (*chatStream, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/chat/completions", bytes.NewReader(body))
+func (p *Provider) openStream(ctx context.Context, body *reqBody) (*chatStream, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/chat/completions", body.reader())
 	if err != nil {
 		return nil, err
 	}
+	req.ContentLength = int64(len(body.b))
+	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")
@@ -115,7 +116,7 @@ func (s *chatStream) next() ([]byte, error) {
 	if s.done {
 		return nil, io.EOF
 	}
-	for {
+	for lines := 0; ; {
 		line, err := s.readLine()
 		if err != nil {
 			return nil, s.streamError(err)
@@ -139,7 +140,7 @@ func (s *chatStream) next() ([]byte, error) {
 			if len(line) > 0 && line[0] != ':' && !bytes.HasPrefix(line, []byte("event:")) && !bytes.HasPrefix(line, []byte("id:")) && !bytes.HasPrefix(line, []byte("retry:")) {
 				s.errs.Write(line)
 			}
-			if s.lines++; s.lines > maxErrorLines {
+			if lines++; lines > maxErrorLines {
 				return nil, errTooManyEmpty
 			}
 			continue
