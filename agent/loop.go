@@ -93,7 +93,7 @@ func (r *runner) run(ctx context.Context, in Input) Result {
 		if in.Resume != nil {
 			return r.finish(StatusError, "", fmt.Errorf("%w: resume given without state", ErrBadResume))
 		}
-		r.adopt(in.Messages)
+		r.adoptInput(in)
 	}
 
 	for {
@@ -469,6 +469,20 @@ func (r *runner) finish(st Status, reason string, err error) Result {
 func (r *runner) adopt(msgs []echogate.Message) {
 	r.buf = make([]echogate.Message, 1+len(msgs), 1+len(msgs)+msgHeadroom)
 	copy(r.buf[1:], msgs)
+	r.state.Messages = r.buf[1:]
+	r.sysSet = false
+}
+
+// adoptInput makes a new run's messages the state's: in place in in.Buf when it holds them (see
+// Input.Buf), else in a copy (adopt).
+func (r *runner) adoptInput(in Input) {
+	n := len(in.Messages)
+	if len(in.Buf) == 0 || cap(in.Messages) != cap(in.Buf)-1 || (n > 0 && &in.Messages[0] != &in.Buf[:2][1]) {
+		r.adopt(in.Messages)
+		return
+	}
+	r.buf = in.Buf[: 1+n : cap(in.Buf)]
+	r.buf[0] = echogate.Message{}
 	r.state.Messages = r.buf[1:]
 	r.sysSet = false
 }
