@@ -132,7 +132,20 @@ type Input struct {
 	Messages []echogate.Message
 	State    *State  // resume from a paused run
 	Resume   *Resume // the decision or answer for State.Pending[0]
+	// Buf, when set, hands the run the array a new run's Messages were built in, so that it
+	// keeps them there instead of in a copy (the turn's largest allocation after the history
+	// itself): Messages must be Buf[1:1+len(Messages)], Buf[0] is the run's slot for the system
+	// message and the capacity after the messages the room for the ones the turn adds (see
+	// NewBuf). The run then writes into Buf's array: the caller must not use Buf afterwards,
+	// nor modify Messages' elements. A Buf that does not hold Messages this way is ignored (the
+	// messages are copied).
+	Buf []echogate.Message
 }
+
+// NewBuf returns an Input.Buf for n messages: length 1 (the system message's slot), room for n
+// messages and the ones a turn usually adds. Build the messages in Buf[1:1] by appending, at
+// most n of them.
+func NewBuf(n int) []echogate.Message { return make([]echogate.Message, 1, 1+n+msgHeadroom) }
 
 // Resume is a human's answer to a pause.
 type Resume struct {

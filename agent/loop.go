@@ -31,8 +31,11 @@ const (
 // It never panics on tool code: ExecuteTool is expected to recover; a Go error from it fails the
 // turn. Whatever the status, the Result carries the messages and usage produced so far.
 func Run(ctx context.Context, in Input, rt Runtime) Result {
-	r := newRunner(rt)
-	return r.run(ctx, in)
+	// The whole turn runs on top of this frame and run's: neither holds a Runtime or a Result,
+	// which live in the runner.
+	r := newRunner(&rt)
+	r.run(ctx, in)
+	return r.res
 }
 
 type runner struct {
@@ -54,11 +57,10 @@ type runner struct {
 // answer, a few rounds of tool calls and results) before state.Messages must grow.
 const msgHeadroom = 8
 
-func newRunner(rt Runtime) *runner {
-	r := &runner{rt: rt}
+func newRunner(rt *Runtime) *runner {
+	r := &runner{rt: *rt}
 	if rt.Params.Plan {
-		rt.Tools = append(append([]tools.Spec(nil), rt.Tools...), PlanSpec)
-		r.rt = rt
+		r.rt.Tools = append(append([]tools.Spec(nil), rt.Tools...), PlanSpec)
 	}
 	r.maxIter = rt.Params.MaxIterations
 	if r.maxIter <= 0 {
@@ -71,47 +73,39 @@ func newRunner(rt Runtime) *runner {
 	return r
 }
 
-func (r *runner) run(ctx context.Context, in Input) Result {
+// run runs the loop; its outcome is r.res.
+func (r *runner) run(ctx context.Context, in Input) {
 	if in.State != nil {
-		st := *in.State
-		st.Messages = nil
-		r.state = cloneState(st)
-		r.adopt(in.State.Messages)
-		if err := r.resume(ctx, in.Resume); err != nil {
-			return r.finish(StatusError, "", err)
-		}
-		if r.res.Status == StatusPaused {
-			return r.res
-		}
-		if res, ended := r.checkStop(ctx); ended {
-			return res
-		}
-		for _, m := range in.Messages {
-			r.addMessage(m)
+		if !r.continuePaused(ctx, in) {
+			return
 		}
 	} else {
 		if in.Resume != nil {
-			return r.finish(StatusError, "", fmt.Errorf("%w: resume given without state", ErrBadResume))
+			r.finish(StatusError, "", fmt.Errorf("%w: resume given without state", ErrBadResume))
+			return
 		}
-		r.adopt(in.Messages)
+		r.adoptInput(in)
 	}
 
 	for {
-		if res, ended := r.checkStop(ctx); ended {
-			return res
+		if r.checkStop(ctx) {
+			return
 		}
 		final := r.state.Iteration >= r.maxIter-1
 		resp, err := r.callModel(ctx, in.System, final)
 		if err != nil {
 			switch {
 			case errors.Is(err, ErrBudget):
-				return r.finish(StatusAborted, "budget", err)
+				r.finish(StatusAborted, "budget", err)
+				return
 			case r.stopping() || errors.Is(err, ErrStopped):
 				r.keepPartial(resp)
-				return r.finish(StatusAborted, "stopped", nil)
+				r.finish(StatusAborted, "stopped", nil)
+				return
 			default:
 				r.keepPartial(resp)
-				return r.finish(StatusError, "", err)
+				r.finish(StatusError, "", err)
+				return
 			}
 		}
 		msg := resp.Message
@@ -128,7 +122,8 @@ func (r *runner) run(ctx context.Context, in Input) Result {
 			if final && len(resp.Message.ToolCalls) > 0 {
 				reason = "max_iterations"
 			}
-			return r.finish(StatusDone, reason, nil)
+			r.finish(StatusDone, reason, nil)
+			return
 		}
 		for _, c := range msg.ToolCalls {
 			r.emit(Event{Type: EventToolCall, Iteration: r.state.Iteration, Call: c})
@@ -136,14 +131,38 @@ func (r *runner) run(ctx context.Context, in Input) Result {
 		r.state.Pending = append([]echogate.ToolCall(nil), msg.ToolCalls...)
 		if err := r.runPending(ctx); err != nil {
 			if r.stopping() || errors.Is(err, ErrStopped) {
-				return r.finish(StatusAborted, "stopped", nil)
+				r.finish(StatusAborted, "stopped", nil)
+				return
 			}
-			return r.finish(StatusError, "", err)
+			r.finish(StatusError, "", err)
+			return
 		}
 		if r.res.Status == StatusPaused {
-			return r.res
+			return
 		}
 	}
+}
+
+// continuePaused starts a run from the paused state in.State: the pending calls resolved with
+// in.Resume, then in.Messages. It reports whether the loop goes on (false: the run ended or
+// paused again, see r.res). It is run's, kept out of run's frame, which the turn's model calls
+// run on top of.
+func (r *runner) continuePaused(ctx context.Context, in Input) bool {
+	st := *in.State
+	st.Messages = nil
+	r.state = cloneState(st)
+	r.adopt(in.State.Messages)
+	if err := r.resume(ctx, in.Resume); err != nil {
+		r.finish(StatusError, "", err)
+		return false
+	}
+	if r.res.Status == StatusPaused || r.checkStop(ctx) {
+		return false
+	}
+	for _, m := range in.Messages {
+		r.addMessage(m)
+	}
+	return true
 }
 
 // resume resolves State.Pending[0] with the human's decision, then the remaining pending calls.
@@ -425,14 +444,17 @@ func (r *runner) addToolResult(call echogate.ToolCall, res tools.Result) {
 	})
 }
 
-func (r *runner) checkStop(ctx context.Context) (Result, bool) {
+// checkStop ends the run (finish) and reports true when it is stopping or ctx ended.
+func (r *runner) checkStop(ctx context.Context) bool {
 	if r.stopping() {
-		return r.finish(StatusAborted, "stopped", nil), true
+		r.finish(StatusAborted, "stopped", nil)
+		return true
 	}
 	if err := ctx.Err(); err != nil {
-		return r.finish(StatusError, "", fmt.Errorf("agent: %w", err)), true
+		r.finish(StatusError, "", fmt.Errorf("agent: %w", err))
+		return true
 	}
-	return Result{}, false
+	return false
 }
 
 func (r *runner) stopping() bool { return r.rt.IsStopping != nil && r.rt.IsStopping() }
@@ -448,7 +470,8 @@ func (r *runner) finishPaused() {
 	r.res.Answer = strings.Join(r.texts, "\n\n")
 }
 
-func (r *runner) finish(st Status, reason string, err error) Result {
+// finish ends the run with status st: r.res is its Result.
+func (r *runner) finish(st Status, reason string, err error) {
 	r.res.Status = st
 	r.res.FinishReason = reason
 	r.res.Err = err
@@ -461,7 +484,6 @@ func (r *runner) finish(st Status, reason string, err error) Result {
 	final.Messages = final.Messages[:len(final.Messages):len(final.Messages)]
 	r.res.State = final
 	r.res.Answer = strings.Join(r.texts, "\n\n")
-	return r.res
 }
 
 // adopt makes a copy of msgs the state's messages, in a new buf: a free slot before them for
@@ -469,6 +491,20 @@ func (r *runner) finish(st Status, reason string, err error) Result {
 func (r *runner) adopt(msgs []echogate.Message) {
 	r.buf = make([]echogate.Message, 1+len(msgs), 1+len(msgs)+msgHeadroom)
 	copy(r.buf[1:], msgs)
+	r.state.Messages = r.buf[1:]
+	r.sysSet = false
+}
+
+// adoptInput makes a new run's messages the state's: in place in in.Buf when it holds them (see
+// Input.Buf), else in a copy (adopt).
+func (r *runner) adoptInput(in Input) {
+	n := len(in.Messages)
+	if len(in.Buf) == 0 || cap(in.Messages) != cap(in.Buf)-1 || (n > 0 && &in.Messages[0] != &in.Buf[:2][1]) {
+		r.adopt(in.Messages)
+		return
+	}
+	r.buf = in.Buf[: 1+n : cap(in.Buf)]
+	r.buf[0] = echogate.Message{}
 	r.state.Messages = r.buf[1:]
 	r.sysSet = false
 }

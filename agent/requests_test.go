@@ -52,30 +52,85 @@ func TestRequestsNeverChangeAfterTheCall(t *testing.T) {
 			return s
 		}()},
 	} {
-		t.Run(name, func(t *testing.T) {
-			m := &snapModel{fakeModel: fakeModel{steps: tt.steps}}
-			exec := func(ctx context.Context, c echogate.ToolCall) (tools.Result, error) {
-				return tools.Result{Content: "12:00"}, nil
-			}
-			rt := runtimeFor(m, &recorder{}, exec, timeSpec)
-			rt.Params.Plan = tt.plan
-			hist := append(user("earlier"), echogate.Message{Role: echogate.RoleAssistant, Content: "yes"}, echogate.Message{Role: echogate.RoleUser, Content: "now"})
-			res := Run(context.Background(), Input{System: "sys", Messages: hist}, rt)
-			if res.Status != StatusDone {
-				t.Fatalf("Run = %s (%v), want done", res.Status, res.Err)
-			}
-			// The caller may append to the state it got back.
-			_ = append(res.State.Messages, echogate.Message{Role: echogate.RoleUser, Content: "appended by the caller"})
-			if len(m.reqs) != len(tt.steps) {
-				t.Fatalf("model calls = %d, want %d", len(m.reqs), len(tt.steps))
-			}
-			for i, req := range m.reqs {
-				if !reflect.DeepEqual(req.Messages, m.snaps[i]) {
-					t.Errorf("request %d messages = %+v, want them as given: %+v", i, req.Messages, m.snaps[i])
+		for _, buffered := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/buf=%v", name, buffered), func(t *testing.T) {
+				m := &snapModel{fakeModel: fakeModel{steps: tt.steps}}
+				exec := func(ctx context.Context, c echogate.ToolCall) (tools.Result, error) {
+					return tools.Result{Content: "12:00"}, nil
 				}
+				rt := runtimeFor(m, &recorder{}, exec, timeSpec)
+				rt.Params.Plan = tt.plan
+				hist := append(user("earlier"), echogate.Message{Role: echogate.RoleAssistant, Content: "yes"}, echogate.Message{Role: echogate.RoleUser, Content: "now"})
+				in := Input{System: "sys", Messages: hist}
+				if buffered {
+					in.Buf = NewBuf(len(hist))
+					in.Messages = append(in.Buf[1:1], hist...)
+				}
+				res := Run(context.Background(), in, rt)
+				if res.Status != StatusDone {
+					t.Fatalf("Run = %s (%v), want done", res.Status, res.Err)
+				}
+				// The caller may append to the state it got back.
+				_ = append(res.State.Messages, echogate.Message{Role: echogate.RoleUser, Content: "appended by the caller"})
+				if len(m.reqs) != len(tt.steps) {
+					t.Fatalf("model calls = %d, want %d", len(m.reqs), len(tt.steps))
+				}
+				for i, req := range m.reqs {
+					if !reflect.DeepEqual(req.Messages, m.snaps[i]) {
+						t.Errorf("request %d messages = %+v, want them as given: %+v", i, req.Messages, m.snaps[i])
+					}
+				}
+				if hist[2].Content != "now" || len(hist) != 3 {
+					t.Errorf("input messages = %+v, want them untouched", hist)
+				}
+			})
+		}
+	}
+}
+
+// A new run's messages built in Input.Buf stay there: the loop's requests are views of that
+// array, not of a copy (the copy was the largest allocation of a turn after its history). A
+// Buf that does not hold the messages is ignored.
+func TestRunKeepsMessagesInBuf(t *testing.T) {
+	hist := append(user("earlier"), echogate.Message{Role: echogate.RoleAssistant, Content: "yes"}, echogate.Message{Role: echogate.RoleUser, Content: "now"})
+	for name, tt := range map[string]struct {
+		in      func() ([]echogate.Message, Input)
+		inPlace bool
+	}{
+		"in buf": {inPlace: true, in: func() ([]echogate.Message, Input) {
+			buf := NewBuf(len(hist))
+			msgs := append(buf[1:1], hist...)
+			return buf, Input{System: "sys", Messages: msgs, Buf: buf}
+		}},
+		"no buf": {in: func() ([]echogate.Message, Input) {
+			return nil, Input{System: "sys", Messages: append([]echogate.Message(nil), hist...)}
+		}},
+		"messages elsewhere": {in: func() ([]echogate.Message, Input) {
+			buf := NewBuf(len(hist))
+			return buf, Input{System: "sys", Messages: append([]echogate.Message(nil), hist...), Buf: buf}
+		}},
+		"messages capped": {in: func() ([]echogate.Message, Input) {
+			buf := NewBuf(len(hist))
+			msgs := append(buf[1:1], hist...)
+			return buf, Input{System: "sys", Messages: msgs[:len(msgs):len(msgs)], Buf: buf}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := &fakeModel{steps: []step{{text: []string{"ok"}}}}
+			buf, in := tt.in()
+			res := Run(context.Background(), in, runtimeFor(m, &recorder{}, nil))
+			if res.Status != StatusDone || len(m.reqs) != 1 {
+				t.Fatalf("Run = %s (%v), %d requests; want done, 1", res.Status, res.Err, len(m.reqs))
 			}
-			if hist[2].Content != "now" || len(hist) != 3 {
-				t.Errorf("input messages = %+v, want them untouched", hist)
+			got := m.reqs[0].Messages
+			if len(got) != 1+len(hist) || got[0].Content != "sys" || got[3].Content != "now" {
+				t.Fatalf("request messages = %+v, want the system prompt and the input", got)
+			}
+			if inPlace := buf != nil && &got[0] == &buf[0]; inPlace != tt.inPlace {
+				t.Errorf("request messages in Buf = %v, want %v", inPlace, tt.inPlace)
+			}
+			if !tt.inPlace && in.Messages[0].Role == echogate.RoleSystem {
+				t.Errorf("input messages changed: %+v", in.Messages)
 			}
 		})
 	}

@@ -41,7 +41,7 @@ func pausedAuthority(ev echogate.InboundEvent, requestedBy string, approvers map
 	default:
 		return rightIgnore // a reaction, a button, anything but a message
 	}
-	if isStop(ev) || isDecisionWord(ev.Text) || ev.Actor.IsBot {
+	if isStop(&ev) || isDecisionWord(ev.Text) || ev.Actor.IsBot {
 		return rightIgnore
 	}
 	if strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0 {
@@ -70,10 +70,10 @@ func (p *Pipeline) ownTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 			"so it can't be cleared now. Try again once it is decided.")
 		return
 	}
-	if p.command(ctx, log, ev) {
+	if p.command(ctx, log, &ev) {
 		return
 	}
-	p.runTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, withPauseHeld())
+	p.runTurn(ctx, ctl, log, &ev, []echogate.Message{userMessage(&ev)}, withPauseHeld())
 }
 
 // mayStop reports whether ev stops the turn ctl runs right away: only once a turn runs (runTurn

@@ -66,7 +66,8 @@ func isStopCommand(text string) bool {
 
 // command handles the chat commands. It reports whether ev was one; a command always ends its
 // exchange with an answer (see answerCommand), so no client waits for a turn that never comes.
-func (p *Pipeline) command(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) bool {
+func (p *Pipeline) command(ctx context.Context, log *slog.Logger, evp *echogate.InboundEvent) bool {
+	ev := *evp
 	name, arg, ok := parseCommand(ev.Text)
 	if !ok {
 		if ev.Interaction != "" { // an interaction always gets its answer

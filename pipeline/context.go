@@ -74,15 +74,17 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	} else if rb, ok := p.d.Compactor.(historyRebuilder); ok {
 		head, hist = rb.Rebuild(ctx, key, hist)
 	}
-	return agent.Input{System: system, Messages: contextMessages(head, hist, in, note)}, nil
+	buf, all := contextMessages(head, hist, in, note)
+	return agent.Input{System: system, Messages: all, Buf: buf}, nil
 }
 
 // contextMessages is the turn's model context: head, the sanitized history, the note and the
-// turn's input, built in one slice.
-func contextMessages(head []echogate.Message, hist []echogate.StoredMessage, in []echogate.Message, note string) []echogate.Message {
-	all := make([]echogate.Message, 0, len(head)+len(hist)+len(in)+1)
-	all = append(sanitizeHistory(append(all, head...), hist), in...)
-	return insertNote(all, len(in), note)
+// turn's input, built in one slice, all, in an agent.Input.Buf (buf), so that the agent loop
+// keeps them where they are instead of in a copy of its own.
+func contextMessages(head []echogate.Message, hist []echogate.StoredMessage, in []echogate.Message, note string) (buf, all []echogate.Message) {
+	buf = agent.NewBuf(len(head) + len(hist) + len(in) + 1)
+	all = append(sanitizeHistory(append(buf[1:1], head...), hist), in...)
+	return buf, insertNote(all, len(in), note)
 }
 
 // historyRebuilder is an optional capability of a Compactor (agent/compress has it): it starts a

@@ -84,11 +84,14 @@ func TestContextMessagesOneAllocation(t *testing.T) {
 		hist = append(hist, echogate.StoredMessage{Seq: int64(i + 1), Message: echogate.Message{Role: role, Content: "m"}})
 	}
 	in := []echogate.Message{{Role: echogate.RoleUser, Content: "new"}}
-	got := contextMessages(head, hist, in, "the note")
+	buf, got := contextMessages(head, hist, in, "the note")
+	if len(buf) != 1 || cap(got) != cap(buf)-1 || &buf[1:2][0] != &got[0] {
+		t.Fatalf("contextMessages: the messages are not in buf[1:], so the agent loop copies them")
+	}
 	if len(got) != 44 || got[42].Role != echogate.RoleSystem || got[42].Content != "the note" || got[43].Content != "new" || got[0].Content != "summary" {
 		t.Fatalf("contextMessages = %d messages, note at 42 %+v, last %+v", len(got), got[42], got[43])
 	}
-	if n := testing.AllocsPerRun(50, func() { _ = contextMessages(head, hist, in, "the note") }); n != 1 {
+	if n := testing.AllocsPerRun(50, func() { _, _ = contextMessages(head, hist, in, "the note") }); n != 1 {
 		t.Errorf("contextMessages: %v allocations, want 1", n)
 	}
 }
@@ -101,6 +104,6 @@ func BenchmarkContextMessages(b *testing.B) {
 	in := []echogate.Message{{Role: echogate.RoleUser, Content: "new"}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = contextMessages(nil, hist, in, "note")
+		_, _ = contextMessages(nil, hist, in, "note")
 	}
 }

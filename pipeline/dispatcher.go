@@ -260,7 +260,7 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	sh.mu.Lock()
 	mb := sh.boxes[key]
 	running := mb != nil && mb.cur != nil
-	if isStop(ev) && running && p.mayStop(mb.cur, ev) {
+	if isStop(&ev) && running && p.mayStop(mb.cur, ev) {
 		mb.cur.stop()
 		sh.mu.Unlock()
 		p.stopped(ctx, ev)
@@ -286,7 +286,7 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	if err == nil {
 		first, err = p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
 	}
-	if err == nil && first && isStop(ev) {
+	if err == nil && first && isStop(&ev) {
 		// The turn may run on another replica, which polls the stored stops; the event still
 		// queues here, for a paused turn it cancels.
 		p.requestStop(ctx, ev)
@@ -370,7 +370,7 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 			// Left claimed and unfinished: the replay sweep takes it up later.
 			p.log.Error("pipeline: session is locked elsewhere; event left for replay", "session", mb.key, "event_id", it.ev.ID, "err", err)
 		} else {
-			p.handle(ctx, ctl, it)
+			p.handle(ctx, ctl, &it)
 			unlock()
 		}
 		cancel()
@@ -409,7 +409,7 @@ func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (fu
 }
 
 // isStop reports whether ev asks to stop the running turn.
-func isStop(ev echogate.InboundEvent) bool {
+func isStop(ev *echogate.InboundEvent) bool {
 	if ev.Actor.IsBot && !ev.Actor.IsSelf {
 		return false
 	}

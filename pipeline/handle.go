@@ -12,9 +12,9 @@ import (
 
 // handle processes one dequeued event. It never returns an error: failures are answered with the
 // fallback text and logged with the turn id.
-func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
-	ev := it.ev
-	log := deferredLogger(p.log, slog.Any("session", ev.SessionKey()), slog.String("event_id", ev.ID),
+func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it *item) {
+	ev := &it.ev
+	log := deferredLogger(p.log, slog.Any("session", sessionOf(ev)), slog.String("event_id", ev.ID),
 		slog.String("channel", ev.Conversation.Platform))
 	done := &completion{p: p, key: ev.DedupeKey(), log: log}
 	ctx = withCompletion(ctx, done)
@@ -28,24 +28,9 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	}
 	var opts []turnOption
 	if it.replay {
-		p.hist.drop(ev.SessionKey()) // recovery may write the transcript: see histthrough.go
-		rc := p.recoverEvent(ctx, ctl, log, ev)
-		if rc.deferred {
-			done.take() // left unfinished, for a later replay
-			if !p.deferReplay(it) {
-				log.Warn("pipeline: the deferred event waits for the next start")
-			}
+		var handled bool
+		if opts, handled = p.recoverReplay(ctx, ctl, log, done, it); handled {
 			return
-		}
-		if rc.handled {
-			return
-		}
-		if rc.inputSaved {
-			// The dead turn saved the user's message already: answer it without saving it again.
-			opts = append(opts, withInputSaved())
-		}
-		if !rc.cont.IsZero() {
-			opts = append(opts, withContinued(rc.cont))
 		}
 	}
 	ctx, wait, opt := p.writeSession(ctx, log, ev)
@@ -56,12 +41,39 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it item) {
 	p.route(ctx, ctl, log, ev, opts)
 }
 
+// recoverReplay recovers a replayed event (recoverEvent) and returns the options of the turn that
+// answers it, or handled when nothing is left to do. It is handle's, kept out of handle's
+// frame: a turn runs on top of that frame (stack size, see work).
+func (p *Pipeline) recoverReplay(ctx context.Context, ctl *turnCtl, log *slog.Logger, done *completion, it *item) (opts []turnOption, handled bool) {
+	ev := &it.ev
+	p.hist.drop(ev.SessionKey()) // recovery may write the transcript: see histthrough.go
+	rc := p.recoverEvent(ctx, ctl, log, ev)
+	if rc.deferred {
+		done.take() // left unfinished, for a later replay
+		if !p.deferReplay(*it) {
+			log.Warn("pipeline: the deferred event waits for the next start")
+		}
+		return nil, true
+	}
+	if rc.handled {
+		return nil, true
+	}
+	if rc.inputSaved {
+		// The dead turn saved the user's message already: answer it without saving it again.
+		opts = append(opts, withInputSaved())
+	}
+	if !rc.cont.IsZero() {
+		opts = append(opts, withContinued(rc.cont))
+	}
+	return opts, false
+}
+
 // writeSession writes the session record while the pause is looked up and the turn starts:
 // nothing reads it before the turn ends, and its write joins the turn's first commit (group
 // commit). A session active in the last minute has it already (see sessionMarks): then the
 // returned option lets the turn write it should its transcript show it gone. wait waits for
 // the write (also reachable from ctx, see waitSessionWrite).
-func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) (context.Context, func(), turnOption) {
+func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev *echogate.InboundEvent) (context.Context, func(), turnOption) {
 	key, now := ev.SessionKey(), p.cfg.Now()
 	info := echogate.SessionInfo{Key: key, Conversation: ev.Conversation, UserID: ev.Actor.QualifiedID(ev.Conversation.Platform),
 		Ephemeral: ev.Ephemeral, CreatedAt: now, UpdatedAt: now}
@@ -95,8 +107,8 @@ func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev echoga
 
 // route sends the event where it belongs: to the session's paused turn, to a command, or to a
 // new turn.
-func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, opts []turnOption) {
-	pend, err := p.getPending(ctx, ev.SessionKey())
+func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, opts []turnOption) {
+	pend, err := p.getPending(ctx, sessionOf(ev))
 	switch {
 	case err == nil:
 		p.handlePaused(ctx, ctl, log, ev, pend)
@@ -119,6 +131,15 @@ func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev
 		return
 	}
 	p.runTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, opts...)
+}
+
+// sessionOf is ev.SessionKey() without the copy of ev its value receiver makes in the
+// caller's frame, which a turn runs on top of (see work).
+func sessionOf(ev *echogate.InboundEvent) echogate.SessionKey {
+	if ev.Session != "" {
+		return ev.Session
+	}
+	return ev.Conversation.SessionKey()
 }
 
 type sessionWriteKey struct{}

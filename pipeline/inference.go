@@ -22,6 +22,12 @@ func (s InferenceStage) Process(ctx context.Context, t *Turn) error {
 	// A routing model reports the usage of failed attempts through the context, attributed
 	// to this turn.
 	t.res = agent.Run(router.WithUsageReporter(ctx, t.reportUsage), t.in, s.p.runtime(t))
+	// The turn's context is not needed any more, nor, unless the turn pauses, the conversation
+	// in its state: neither is kept while the ResponseStage posts and waits for its writes.
+	t.in = agent.Input{}
+	if t.res.Status != agent.StatusPaused {
+		t.res.State.Messages = nil
+	}
 	return nil
 }
 

@@ -27,7 +27,8 @@ type decision struct {
 // handlePaused applies an event to the session's paused turn: a decision resumes it (a new
 // turn, durable together with the decision before anything acts on it), a stop cancels it,
 // anything else leaves it waiting.
-func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) {
+func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Logger, evp *echogate.InboundEvent, pend echogate.PendingTurn) {
+	ev := *evp
 	st, err := decodePaused(pend)
 	if err != nil {
 		p.dropUnreadable(ctx, ctl, log, ev, pend, err)
@@ -37,7 +38,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	if !p.authorized(ctx, ctl, log, ev, pend, prof) {
 		return
 	}
-	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(ev) && p.command(ctx, log, ev) {
+	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(&ev) && p.command(ctx, log, &ev) {
 		return // a command leaves the pause as it is
 	}
 	d := p.decide(ev, pend, log)
@@ -66,7 +67,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	if d.notice != "" {
 		p.notify(ctx, log, ev, d.notice)
 	}
-	p.runTurn(ctx, ctl, log, ev, d.extra, withResume(r, st, &d.resume), withProfile(prof))
+	p.runTurn(ctx, ctl, log, &ev, d.extra, withResume(r, st, &d.resume), withProfile(prof))
 }
 
 // resumeDurably writes the decision and the resumed turn's record in place of the pause, in one
@@ -108,7 +109,7 @@ func (p *Pipeline) dropUnreadable(ctx context.Context, ctl *turnCtl, log *slog.L
 	p.d.Metrics.ApprovalPending(-1)
 	p.closePausedTurn(ctx, pend, echogate.TurnFailed)
 	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf {
-		p.runTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)})
+		p.runTurn(ctx, ctl, log, &ev, []echogate.Message{userMessage(&ev)})
 	}
 }
 
@@ -156,7 +157,7 @@ func decideAsk(ev echogate.InboundEvent, d decision) decision {
 	switch {
 	case ev.Kind == echogate.KindReaction:
 		return decision{ignore: true}
-	case isStop(ev):
+	case isStop(&ev):
 		return decision{stop: "Stopped. I won't wait for an answer."}
 	}
 	d.resume.Answer, d.name = ev.Text, "answered"
@@ -206,7 +207,7 @@ func (p *Pipeline) decideText(ev echogate.InboundEvent, pend echogate.PendingTur
 		return decision{stop: "Stopped. The pending tool call was not run."}
 	default:
 		d.resume.Reason, d.name = "not approved: user sent a new message", "superseded"
-		d.extra = []echogate.Message{userMessage(ev)}
+		d.extra = []echogate.Message{userMessage(&ev)}
 	}
 	return d
 }

@@ -82,7 +82,8 @@ type recovery struct {
 // record; a turn of the event that ended (or paused) means only the event's completion was
 // lost; a turn left running is closed as interrupted, and the event answered again. A turn
 // log that cannot be read defers the event (see recovery.deferred).
-func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent) recovery {
+func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Logger, evp *echogate.InboundEvent) recovery {
+	ev := *evp
 	rp, err := p.readReplayed(ctx, log, ev)
 	if err != nil {
 		log.Error("pipeline: turn log unreadable; the replayed event is left unfinished for a later replay", "err", err)
@@ -238,7 +239,7 @@ func (p *Pipeline) posted(ctx context.Context, log *slog.Logger, ev echogate.Inb
 				Content: res.Content, IsError: res.IsError})
 		}
 	case !p.savedInput(ctx, log, ev, map[string]bool{tr.ID: true}):
-		msgs = append(msgs, userMessage(ev))
+		msgs = append(msgs, userMessage(&ev))
 	}
 	msgs = append(msgs, echogate.Message{Role: echogate.RoleAssistant, Content: text})
 	tr.Status, tr.EndedAt = echogate.TurnDoneSt, p.cfg.Now()
@@ -304,7 +305,7 @@ func (p *Pipeline) recoverResumed(ctx context.Context, ctl *turnCtl, log *slog.L
 	log.Warn("resumed turn interrupted by a stop or crash; continuing it", "turn", r.Turn, "tool", r.Paused.Tool,
 		"tool_started", !r.ToolStartedAt.IsZero(), "tool_result", len(r.ToolResult) > 0)
 	d := p.decide(ev, r.Paused, log) // only its superseding message, if any: the decision is the recorded one
-	p.runTurn(ctx, ctl, log, ev, d.extra, withResume(r, st, &rs), withContinued(p.postingOf(ctx, log, r.Turn)))
+	p.runTurn(ctx, ctl, log, &ev, d.extra, withResume(r, st, &rs), withContinued(p.postingOf(ctx, log, r.Turn)))
 }
 
 // runApproved runs the approved call of a resumed turn at most once across crashes: its start
@@ -353,7 +354,7 @@ func (p *Pipeline) notify(ctx context.Context, log *slog.Logger, ev echogate.Inb
 }
 
 // fail answers with the fallback text after an unrecoverable error before the turn ran.
-func (p *Pipeline) fail(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, turnID string, err error) {
+func (p *Pipeline) fail(ctx context.Context, log *slog.Logger, ev *echogate.InboundEvent, turnID string, err error) {
 	p.d.Metrics.DegradedAnswer()
 	log.Error("turn failed", "turn", turnID, "err", err)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
@@ -362,7 +363,7 @@ func (p *Pipeline) fail(ctx context.Context, log *slog.Logger, ev echogate.Inbou
 	if turnID != "" {
 		text += " (ref " + turnID + ")"
 	}
-	p.notify(cctx, log, ev, text)
+	p.notify(cctx, log, *ev, text)
 }
 
 // parallel runs fns concurrently and returns their errors joined. The stores batch concurrent

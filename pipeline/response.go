@@ -135,7 +135,7 @@ func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input
 	if len(input) > 0 {
 		msgs = append(append(make([]echogate.Message, 0, len(input)+len(msgs)), input...), msgs...)
 	}
-	end := echogate.TurnEnd{Session: t.ev.SessionKey(), Messages: msgs, Turn: rec, At: p.cfg.Now(), Usage: t.usage.take()}
+	end := echogate.TurnEnd{Session: t.rec.Session, Messages: msgs, Turn: rec, At: p.cfg.Now(), Usage: t.usage.take()}
 	if c := completionFrom(ctx); c != nil && c.take() {
 		end.EventKey = c.key
 	}

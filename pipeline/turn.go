@@ -97,10 +97,10 @@ func withResume(r echogate.TurnResume, st *agent.State, rs *agent.Resume) turnOp
 }
 
 // newTurn is the turn of ev; ok is false when no replier serves its platform.
-func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) (*Turn, bool) {
-	t := &Turn{p: p, id: ids.New("t_"), ev: ev, start: p.cfg.Now(), ctl: ctl, msgs: msgs,
+func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) (*Turn, bool) {
+	t := &Turn{p: p, id: ids.New("t_"), ev: *ev, start: p.cfg.Now(), ctl: ctl, msgs: msgs,
 		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel,
-		prof: p.profileFor(ev)}
+		prof: p.profileFor(*ev)}
 	for _, o := range opts {
 		o(t)
 	}
@@ -143,13 +143,13 @@ func (t *Turn) enter(to State) bool {
 }
 
 // runTurn runs the three stages for one event.
-func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) {
+func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) {
 	t, ok := p.newTurn(ctl, log, ev, msgs, opts...)
 	if !ok {
 		return
 	}
 	ctx, endTurn := p.span(ctx, "echogate.turn", map[string]string{
-		"echogate.session": string(ev.SessionKey()), "echogate.turn": t.id, "echogate.channel": ev.Conversation.Platform,
+		"echogate.session": string(t.rec.Session), "echogate.turn": t.id, "echogate.channel": ev.Conversation.Platform,
 		"echogate.event_id": ev.ID, "echogate.resumed": fmt.Sprint(t.resume != nil)})
 	defer func() {
 		endTurn(t.res.Err, map[string]string{"echogate.status": string(t.res.Status),
@@ -194,8 +194,8 @@ func (t *Turn) firstState() State {
 }
 
 // userMessage is the transcript message of an inbound event.
-func userMessage(ev echogate.InboundEvent) echogate.Message {
-	text := withThreadContext(ev, ev.Text)
+func userMessage(ev *echogate.InboundEvent) echogate.Message {
+	text := withThreadContext(*ev, ev.Text)
 	if len(ev.Attachments) > 0 {
 		var b strings.Builder
 		b.WriteString(text)

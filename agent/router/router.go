@@ -386,14 +386,14 @@ type attempt struct {
 // The Response names the model that answered (or failed last) in Model and Usage.Model, and says
 // why in RouteReason ("route code: fenced code block; fallback after gpt-4o: 503").
 func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(agent.Delta) error) (agent.Response, error) {
-	// The logger with the request's ids is built only when something is logged: an answered call logs nothing at info.
-	log := func() *slog.Logger { return r.log.With("session", req.Hints.Session, "channel", req.Hints.Channel) }
+	// The model call runs on top of this frame, in every turn: what is only needed when an
+	// attempt fails or is skipped (notes, logs, errors) lives in genState and its methods.
+	g := &genState{r: r, session: req.Hints.Session, channel: req.Hints.Channel}
 	choice, err := r.Choose(req)
 	if err != nil {
 		return agent.Response{Model: req.Model, Usage: echogate.Usage{Kind: echogate.UsageModel, Model: req.Model, Failed: true}}, err
 	}
-	notes := []string{choice.Reason}
-	reason := func() string { return strings.Join(notes, "; ") }
+	g.route, g.notes = choice.Route, []string{choice.Reason}
 
 	var (
 		delivered bool  // answer text reached onDelta: no failover any more
@@ -413,21 +413,17 @@ func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(a
 		return nil
 	}
 
-	var pending *attempt // the last failed attempt, not yet reported
-	var skipped []string
 	for i, name := range choice.Models {
 		b := r.breakers[name]
 		done, ok := b.allow()
 		if !ok {
-			skipped = append(skipped, name)
-			notes = append(notes, "skipped "+name+": breaker "+b.cb.State().String())
-			log().Warn("model skipped: circuit breaker not allowing calls", "model", name, "route", choice.Route, "state", b.cb.State().String())
+			g.skip(name, b)
 			continue
 		}
-		if pending != nil {
+		if g.pending != nil {
 			// Another attempt starts: the previous one is final, report it now.
-			r.reportFailed(ctx, pending.resp.Usage, log())
-			pending = nil
+			r.reportFailed(ctx, g.pending.resp.Usage, g.log())
+			g.pending = nil
 		}
 		areq := req
 		areq.Model = name
@@ -448,39 +444,86 @@ func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(a
 		done(counted)
 
 		if err == nil {
-			resp.RouteReason = reason()
-			if r.log.Enabled(ctx, slog.LevelDebug) {
-				log().Debug("model answered", "model", name, "route", choice.Route, "reason", resp.RouteReason)
-			}
+			g.answered(ctx, name, &resp)
 			return resp, nil
 		}
-		resp.Usage.Failed = true
-		if !r.failover(ctx, err, delivered, cbErr) {
-			resp.RouteReason = reason()
-			return resp, fmt.Errorf("router: %s (%s): %w", name, resp.RouteReason, err)
+		if err := g.failed(ctx, name, &resp, err, delivered, cbErr, i == len(choice.Models)-1); err != nil {
+			return resp, err
 		}
-		short := shortError(err)
-		if i < len(choice.Models)-1 {
-			notes = append(notes, "fallback after "+name+": "+short)
-			log().Warn("model unavailable, falling back", "model", name, "route", choice.Route, "err", err)
-		} else {
-			notes = append(notes, name+" failed: "+short)
-		}
-		pending = &attempt{resp: resp, err: err}
 	}
-	if pending != nil {
-		pending.resp.RouteReason = reason()
-		log().Error("every model of the route failed", "route", choice.Route, "reason", pending.resp.RouteReason, "err", pending.err)
-		return pending.resp, fmt.Errorf("router: every model failed (%s): %w", pending.resp.RouteReason, pending.err)
+	return g.end(choice.Models[0])
+}
+
+// genState is what Generate keeps about the route's attempts besides the running one: the
+// route, the notes of its RouteReason, the models skipped and the last failed attempt.
+type genState struct {
+	r       *Router
+	session echogate.SessionKey
+	channel string
+	route   string
+	notes   []string
+	skipped []string
+	pending *attempt // the last failed attempt, not yet reported
+}
+
+// log is the router's logger with the request's ids, built only when something is logged (an
+// answered call logs nothing at info).
+func (g *genState) log() *slog.Logger {
+	return g.r.log.With("session", g.session, "channel", g.channel)
+}
+
+func (g *genState) reason() string { return strings.Join(g.notes, "; ") }
+
+// skip notes a model its breaker did not let through.
+func (g *genState) skip(name string, b *breaker) {
+	g.skipped = append(g.skipped, name)
+	g.notes = append(g.notes, "skipped "+name+": breaker "+b.cb.State().String())
+	g.log().Warn("model skipped: circuit breaker not allowing calls", "model", name, "route", g.route, "state", b.cb.State().String())
+}
+
+// answered completes the response of the model that answered.
+func (g *genState) answered(ctx context.Context, name string, resp *agent.Response) {
+	resp.RouteReason = g.reason()
+	if g.r.log.Enabled(ctx, slog.LevelDebug) {
+		g.log().Debug("model answered", "model", name, "route", g.route, "reason", resp.RouteReason)
 	}
-	first := choice.Models[0]
-	log().Error("every model of the route is skipped by its breaker", "route", choice.Route, "models", strings.Join(skipped, ","))
+}
+
+// failed handles an attempt that failed with err: it returns the error to end Generate with,
+// or nil when the next model may be tried (the attempt is then pending, reported when the next
+// starts or the route ends).
+func (g *genState) failed(ctx context.Context, name string, resp *agent.Response, err error, delivered bool, cbErr error, last bool) error {
+	resp.Usage.Failed = true
+	if !g.r.failover(ctx, err, delivered, cbErr) {
+		resp.RouteReason = g.reason()
+		return fmt.Errorf("router: %s (%s): %w", name, resp.RouteReason, err)
+	}
+	short := shortError(err)
+	if !last {
+		g.notes = append(g.notes, "fallback after "+name+": "+short)
+		g.log().Warn("model unavailable, falling back", "model", name, "route", g.route, "err", err)
+	} else {
+		g.notes = append(g.notes, name+" failed: "+short)
+	}
+	g.pending = &attempt{resp: *resp, err: err}
+	return nil
+}
+
+// end is Generate's outcome when no model answered: the last failure, or, when every model
+// was skipped, ErrBreakerOpen.
+func (g *genState) end(first string) (agent.Response, error) {
+	if p := g.pending; p != nil {
+		p.resp.RouteReason = g.reason()
+		g.log().Error("every model of the route failed", "route", g.route, "reason", p.resp.RouteReason, "err", p.err)
+		return p.resp, fmt.Errorf("router: every model failed (%s): %w", p.resp.RouteReason, p.err)
+	}
+	g.log().Error("every model of the route is skipped by its breaker", "route", g.route, "models", strings.Join(g.skipped, ","))
 	return agent.Response{
 			Model:       first,
 			Usage:       echogate.Usage{Kind: echogate.UsageModel, Model: first, Failed: true},
-			RouteReason: reason(),
+			RouteReason: g.reason(),
 		}, fmt.Errorf("router: no model available (%s): every breaker of %s is open; retry after the cool-down (%s): %w",
-			reason(), strings.Join(skipped, ", "), r.cfg.Breaker.CoolDown, ErrBreakerOpen)
+			g.reason(), strings.Join(g.skipped, ", "), g.r.cfg.Breaker.CoolDown, ErrBreakerOpen)
 }
 
 // outcome is what a breaker learns from one attempt: nil (success), errCounted (the model failed)
