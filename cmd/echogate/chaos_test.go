@@ -44,6 +44,7 @@ type chaosRun struct {
 	approvalKill atomic.Int32 // kills asked for 0–20 ms after a ✅
 	approvals    atomic.Int32 // ✅ acknowledged
 	redelivered  atomic.Int32 // deliveries that needed more than one push
+	answered     atomic.Int32 // messages whose answer arrived
 }
 
 // requestKill asks the test goroutine for a SIGKILL; false when a kill already asked for
@@ -141,6 +142,7 @@ func (c *chaosRun) session(i int, burst *sync.WaitGroup, errs chan<- error) {
 			errs <- err
 			return
 		}
+		c.answered.Add(1)
 	}
 }
 
@@ -253,8 +255,19 @@ func TestChaos(t *testing.T) {
 
 	random := time.NewTimer(time.Duration(1500+rand.IntN(1500)) * time.Millisecond)
 	defer random.Stop()
+	// The random kills are paced by time, so a faster gateway finished the run with fewer than
+	// -chaos.kills of them (22 of 25 once). pace adds one whenever the answers get ahead of the
+	// kills: the k-th kill comes by the time k/(kills+2) of the messages are answered, so the
+	// last is due with traffic still running, whatever the turns' speed.
+	total := *chaosSessions * *chaosMessages
+	pace := time.NewTicker(50 * time.Millisecond)
+	defer pace.Stop()
 	for running := true; running; {
 		select {
+		case <-pace.C:
+			if due := (c.kills + 1) * total / (*chaosKills + 2); c.kills < *chaosKills && int(c.answered.Load()) >= due {
+				c.restart(fmt.Sprintf("with %d of %d messages answered (pacing the kills over the run)", c.answered.Load(), total))
+			}
 		case <-burstAcked:
 			burstAcked = nil
 			c.restart("right after a burst of acknowledged first messages")
