@@ -16,11 +16,15 @@ build:
 run: build
 	./$(BIN) serve
 
-## test: every test with the race detector (Postgres tests run when DATABASE_URL is set; CI sets it)
+## test: every test with the race detector (Postgres tests run when DATABASE_URL is set; CI sets it),
+## then every benchmark once, so a broken benchmark fails here rather than in make bench
 test:
 	$(GO) vet $(PKGS)
 	@$(pg-skip-note)
-	@rc=0; $(GO) test -race -count=1 -timeout 20m $(PKGS) || rc=$$?; $(pg-skip-note); exit $$rc
+	@rc=0; $(GO) test -race -count=1 -timeout 20m $(PKGS) || rc=$$?; $(pg-skip-note); \
+	echo "benchmarks, one iteration each (a failing benchmark is a broken test; make bench gives the figures):"; \
+	log=$$(mktemp); if $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 10m $(PKGS) > $$log 2>&1; then \
+		echo "benchmarks ok"; else rc=1; grep -E -B2 -A20 '^(--- FAIL|FAIL|panic)' $$log | head -80; fi; rm -f $$log; exit $$rc
 
 # pg-skip-note says, before and after the run, which suites `go test` reports as ok although they
 # skipped: without a PostgreSQL URL the PostgreSQL tests skip (CI sets one; they fail there).
