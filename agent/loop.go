@@ -489,24 +489,32 @@ func (r *runner) finish(st Status, reason string, err error) {
 // adopt makes a copy of msgs the state's messages, in a new buf: a free slot before them for
 // the system message, room after them for the turn's own.
 func (r *runner) adopt(msgs []echogate.Message) {
-	r.buf = make([]echogate.Message, 1+len(msgs), 1+len(msgs)+msgHeadroom)
-	copy(r.buf[1:], msgs)
-	r.state.Messages = r.buf[1:]
-	r.sysSet = false
+	buf := make([]echogate.Message, 1+len(msgs), 1+len(msgs)+msgHeadroom)
+	copy(buf[1:], msgs)
+	r.setBuf(buf)
 }
 
 // adoptInput makes a new run's messages the state's: in place in in.Buf when it holds them (see
 // Input.Buf), else in a copy (adopt).
 func (r *runner) adoptInput(in Input) {
-	n := len(in.Messages)
-	if len(in.Buf) == 0 || cap(in.Messages) != cap(in.Buf)-1 || (n > 0 && &in.Messages[0] != &in.Buf[:2][1]) {
+	if !heldAfterSlot(in.Messages, in.Buf) {
 		r.adopt(in.Messages)
 		return
 	}
-	r.buf = in.Buf[: 1+n : cap(in.Buf)]
-	r.buf[0] = echogate.Message{}
-	r.state.Messages = r.buf[1:]
-	r.sysSet = false
+	buf := in.Buf[:1+len(in.Messages)]
+	buf[0] = echogate.Message{}
+	r.setBuf(buf)
+}
+
+// setBuf makes buf[1:] the state's messages; buf[0] is not yet the system message.
+func (r *runner) setBuf(buf []echogate.Message) {
+	r.buf, r.state.Messages, r.sysSet = buf, buf[1:], false
+}
+
+// heldAfterSlot reports whether msgs is buf[1:1+len(msgs)] with the rest of buf's capacity:
+// the messages live in buf right after its system message's slot.
+func heldAfterSlot(msgs, buf []echogate.Message) bool {
+	return len(buf) > 0 && cap(msgs) == cap(buf)-1 && (len(msgs) == 0 || &msgs[0] == &buf[:2][1])
 }
 
 // requestMessages returns a request's messages: the system message sys (none when empty), then
@@ -520,7 +528,7 @@ func (r *runner) requestMessages(sys string) []echogate.Message {
 	if sys == "" {
 		return r.state.Messages[:n:n]
 	}
-	inBuf := n > 0 && cap(r.state.Messages) == cap(r.buf)-1 && &r.state.Messages[0] == &r.buf[1]
+	inBuf := n > 0 && heldAfterSlot(r.state.Messages, r.buf)
 	if !inBuf || (r.sysSet && r.buf[0].Content != sys) {
 		r.adopt(r.state.Messages)
 	}
