@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/tools"
@@ -52,10 +49,6 @@ type runner struct {
 	buf    []echogate.Message
 	sysSet bool
 }
-
-// msgHeadroom is the room adopt leaves after the messages for the ones the turn adds (an
-// answer, a few rounds of tool calls and results) before state.Messages must grow.
-const msgHeadroom = 8
 
 func newRunner(rt *Runtime) *runner {
 	r := &runner{rt: *rt}
@@ -211,137 +204,6 @@ func (r *runner) resume(ctx context.Context, rs *Resume) error {
 	return r.runPending(ctx)
 }
 
-// runPending works through state.Pending: denied and unknown calls get an error result, allowed
-// safe calls run concurrently in a batch, everything else runs serially; an Ask verdict or an
-// ask_user call pauses. It returns an error only for a failed turn.
-func (r *runner) runPending(ctx context.Context) error {
-	for len(r.state.Pending) > 0 {
-		if r.stopping() {
-			return ErrStopped
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		call := r.state.Pending[0]
-		if call.Name == PlanToolName && r.rt.Params.Plan {
-			var res tools.Result
-			r.state.Plan, res = applyPlan(r.state.Plan, call.Arguments)
-			r.addToolResult(call, res)
-			r.state.Pending = r.state.Pending[1:]
-			if !res.IsError {
-				r.emit(Event{Type: EventPlan, Iteration: r.state.Iteration, Call: call, Text: r.state.Plan.Render()})
-			}
-			continue
-		}
-		spec, ok := r.spec(call.Name)
-		if !ok {
-			r.addToolResult(call, tools.Errorf("unknown tool %q; available tools: %s", call.Name, r.toolNames()))
-			r.state.Pending = r.state.Pending[1:]
-			continue
-		}
-		d := r.authorize(ctx, call, spec)
-		switch d.Verdict {
-		case Deny:
-			reason := d.Reason
-			if reason == "" {
-				reason = "not allowed: tool " + call.Name + " is denied by policy"
-			}
-			r.addToolResult(call, tools.Result{Content: reason, IsError: true})
-			r.state.Pending = r.state.Pending[1:]
-			continue
-		case Ask:
-			r.state.PauseKind = echogate.PauseApproval
-			r.emit(Event{Type: EventApprovalRequested, Iteration: r.state.Iteration, Call: call})
-			r.res.Status = StatusPaused
-			r.res.Pause = &Pause{Kind: echogate.PauseApproval, Call: call}
-			r.finishPaused()
-			return nil
-		}
-		// Allowed. Gather the run of consecutive allowed safe calls into one concurrent batch.
-		batch := []echogate.ToolCall{call}
-		if spec.Safety == tools.Safe {
-			for _, next := range r.state.Pending[1:] {
-				ns, ok := r.spec(next.Name)
-				if !ok || ns.Safety != tools.Safe || r.authorize(ctx, next, ns).Verdict != Allow {
-					break
-				}
-				batch = append(batch, next)
-			}
-		}
-		results, errs := r.executeBatch(ctx, batch)
-		var asked *echogate.ToolCall
-		var question string
-		for i, c := range batch {
-			if errs[i] != nil {
-				var ask *tools.AskUserError
-				if errors.As(errs[i], &ask) && asked == nil {
-					asked, question = &batch[i], ask.Question
-					continue
-				}
-				return fmt.Errorf("agent: tool %s: %w", c.Name, errs[i])
-			}
-			r.addToolResult(c, results[i])
-		}
-		r.state.Pending = r.state.Pending[len(batch):]
-		if asked != nil {
-			// Keep the asking call first in Pending; results of the others are already in.
-			r.state.Pending = append([]echogate.ToolCall{*asked}, r.state.Pending...)
-			r.pauseAsk(*asked, question)
-			return nil
-		}
-	}
-	return nil
-}
-
-func (r *runner) pauseAsk(call echogate.ToolCall, question string) {
-	if len(r.state.Pending) == 0 || r.state.Pending[0].ID != call.ID {
-		r.state.Pending = append([]echogate.ToolCall{call}, r.state.Pending...)
-	}
-	r.state.PauseKind = echogate.PauseAsk
-	r.emit(Event{Type: EventAsk, Iteration: r.state.Iteration, Call: call, Text: question})
-	r.res.Status = StatusPaused
-	r.res.Pause = &Pause{Kind: echogate.PauseAsk, Call: call, Question: question}
-	r.finishPaused()
-}
-
-func (r *runner) executeBatch(ctx context.Context, batch []echogate.ToolCall) ([]tools.Result, []error) {
-	results := make([]tools.Result, len(batch))
-	errs := make([]error, len(batch))
-	if len(batch) == 1 {
-		results[0], errs[0] = r.execute(ctx, batch[0])
-		return results, errs
-	}
-	sem := make(chan struct{}, r.conc)
-	var wg sync.WaitGroup
-	for i := range batch {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i], errs[i] = r.execute(ctx, batch[i])
-		}()
-	}
-	wg.Wait()
-	return results, errs
-}
-
-func (r *runner) execute(ctx context.Context, call echogate.ToolCall) (tools.Result, error) {
-	if r.rt.ExecuteTool == nil {
-		return tools.Result{}, fmt.Errorf("agent: no tool executor configured for %s", call.Name)
-	}
-	r.emit(Event{Type: EventToolRunStart, Iteration: r.state.Iteration, Call: call})
-	res, err := r.rt.ExecuteTool(ctx, call)
-	r.emit(Event{Type: EventToolRunEnd, Iteration: r.state.Iteration, Call: call, Result: res, Err: err})
-	return res, err
-}
-
-func (r *runner) authorize(ctx context.Context, call echogate.ToolCall, spec tools.Spec) Decision {
-	if r.rt.Authorize == nil {
-		return Decision{Verdict: Allow}
-	}
-	return r.rt.Authorize(ctx, call, spec)
-}
-
 // callModel makes one model call with the current state. final makes it the last call of the
 // turn: no tools, and a note asking for an answer.
 func (r *runner) callModel(ctx context.Context, system string, final bool) (Response, error) {
@@ -484,82 +346,6 @@ func (r *runner) finish(st Status, reason string, err error) {
 	final.Messages = final.Messages[:len(final.Messages):len(final.Messages)]
 	r.res.State = final
 	r.res.Answer = strings.Join(r.texts, "\n\n")
-}
-
-// adopt makes a copy of msgs the state's messages, in a new buf: a free slot before them for
-// the system message, room after them for the turn's own.
-func (r *runner) adopt(msgs []echogate.Message) {
-	buf := make([]echogate.Message, 1+len(msgs), 1+len(msgs)+msgHeadroom)
-	copy(buf[1:], msgs)
-	r.setBuf(buf)
-}
-
-// adoptInput makes a new run's messages the state's: in place in in.Buf when it holds them (see
-// Input.Buf), else in a copy (adopt).
-func (r *runner) adoptInput(in Input) {
-	if !heldAfterSlot(in.Messages, in.Buf) {
-		r.adopt(in.Messages)
-		return
-	}
-	buf := in.Buf[:1+len(in.Messages)]
-	buf[0] = echogate.Message{}
-	r.setBuf(buf)
-}
-
-// setBuf makes buf[1:] the state's messages; buf[0] is not yet the system message.
-func (r *runner) setBuf(buf []echogate.Message) {
-	r.buf, r.state.Messages, r.sysSet = buf, buf[1:], false
-}
-
-// heldAfterSlot reports whether msgs is buf[1:1+len(msgs)] with the rest of buf's capacity:
-// the messages live in buf right after its system message's slot.
-func heldAfterSlot(msgs, buf []echogate.Message) bool {
-	return len(buf) > 0 && cap(msgs) == cap(buf)-1 && (len(msgs) == 0 || &msgs[0] == &buf[:2][1])
-}
-
-// requestMessages returns a request's messages: the system message sys (none when empty), then
-// the state's messages. While the state's messages still live in buf, and sys is the system
-// message of the earlier requests, that is a view of buf, not a copy; otherwise the messages
-// move to a new buf first (a compaction replaced them, they outgrew it, or the plan changed
-// sys: a request given earlier must keep its own system message). The view is capped at its
-// length, so an append to it copies instead of writing into buf.
-func (r *runner) requestMessages(sys string) []echogate.Message {
-	n := len(r.state.Messages)
-	if sys == "" {
-		return r.state.Messages[:n:n]
-	}
-	inBuf := n > 0 && heldAfterSlot(r.state.Messages, r.buf)
-	if !inBuf || (r.sysSet && r.buf[0].Content != sys) {
-		r.adopt(r.state.Messages)
-	}
-	if !r.sysSet {
-		r.buf[0] = echogate.Message{Role: echogate.RoleSystem, Content: sys}
-		r.sysSet = true
-	}
-	return r.buf[: 1+n : 1+n]
-}
-
-// spec returns the catalogue's spec of the tool named name (the last one, should two share it).
-func (r *runner) spec(name string) (tools.Spec, bool) {
-	for i := len(r.rt.Tools) - 1; i >= 0; i-- {
-		if r.rt.Tools[i].Name == name {
-			return r.rt.Tools[i], true
-		}
-	}
-	return tools.Spec{}, false
-}
-
-func (r *runner) toolNames() string {
-	names := make([]string, 0, len(r.rt.Tools))
-	for _, s := range r.rt.Tools {
-		names = append(names, s.Name)
-	}
-	sort.Strings(names)
-	names = slices.Compact(names)
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
 }
 
 func cloneState(s State) State {
