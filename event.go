@@ -152,8 +152,9 @@ type InboundEvent struct {
 	Interaction string `json:",omitempty"`
 }
 
-// SessionKey returns the event's session.
-func (e InboundEvent) SessionKey() SessionKey {
+// SessionKey returns the event's session. InboundEvent's methods take it by pointer: it is a few
+// hundred bytes, and a turn calls them on frames that every model call runs on top of.
+func (e *InboundEvent) SessionKey() SessionKey {
 	if e.Session != "" {
 		return e.Session
 	}
@@ -161,7 +162,7 @@ func (e InboundEvent) SessionKey() SessionKey {
 }
 
 // DedupeKey is the key under which the event is recorded as processed.
-func (e InboundEvent) DedupeKey() string { return e.Conversation.Platform + ":" + e.ID }
+func (e *InboundEvent) DedupeKey() string { return e.Conversation.Platform + ":" + e.ID }
 
 // OutboundKind says what an Outbound message is, so channels can prioritise and render it.
 type OutboundKind uint8

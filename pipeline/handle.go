@@ -14,7 +14,7 @@ import (
 // fallback text and logged with the turn id.
 func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it *item) {
 	ev := &it.ev
-	log := deferredLogger(p.log, slog.Any("session", sessionOf(ev)), slog.String("event_id", ev.ID),
+	log := deferredLogger(p.log, slog.Any("session", ev.SessionKey()), slog.String("event_id", ev.ID),
 		slog.String("channel", ev.Conversation.Platform))
 	done := &completion{p: p, key: ev.DedupeKey(), log: log}
 	ctx = withCompletion(ctx, done)
@@ -108,7 +108,7 @@ func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev *echog
 // route sends the event where it belongs: to the session's paused turn, to a command, or to a
 // new turn.
 func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, opts []turnOption) {
-	pend, err := p.getPending(ctx, sessionOf(ev))
+	pend, err := p.getPending(ctx, ev.SessionKey())
 	switch {
 	case err == nil:
 		p.handlePaused(ctx, ctl, log, ev, pend)
@@ -131,15 +131,6 @@ func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev
 		return
 	}
 	p.runTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, opts...)
-}
-
-// sessionOf is ev.SessionKey() without the copy of ev its value receiver makes in the
-// caller's frame, which a turn runs on top of (see work).
-func sessionOf(ev *echogate.InboundEvent) echogate.SessionKey {
-	if ev.Session != "" {
-		return ev.Session
-	}
-	return ev.Conversation.SessionKey()
 }
 
 type sessionWriteKey struct{}
