@@ -121,15 +121,10 @@ func sameSpec(a, b tools.Spec) bool {
 	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.Parameters, b.Parameters)
 }
 
-// encodeChat builds the body of a streaming chat request: what json.Marshal of the wire
-// structs above gives, byte for byte (TestEncodeChatMatchesMarshal), appended into one buffer
-// sized from the request instead of reflected over, boxed, copied out and copied again to
-// splice the tools in.
-func (p *Provider) encodeChat(creq goopenai.ChatCompletionRequest, cacheKey string) ([]byte, error) {
-	return p.appendChatBody(nil, &creq, cacheKey)
-}
-
-// appendChatBody is encodeChat appending to dst (a reused buffer).
+// appendChatBody appends the body of a streaming chat request to dst (a reused buffer, or nil):
+// what json.Marshal of the wire structs above gives, byte for byte
+// (TestEncodeChatMatchesMarshal), appended into a buffer sized from the request instead of
+// reflected over, boxed, copied out and copied again to splice the tools in.
 func (p *Provider) appendChatBody(dst []byte, creq *goopenai.ChatCompletionRequest, cacheKey string) ([]byte, error) {
 	if t := float64(creq.Temperature); math.IsNaN(t) || math.IsInf(t, 0) {
 		return nil, &json.UnsupportedValueError{Value: reflect.ValueOf(creq.Temperature), Str: strconv.FormatFloat(t, 'g', -1, 32)}

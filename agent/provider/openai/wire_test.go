@@ -8,6 +8,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/tools"
+	goopenai "github.com/sashabaranov/go-openai"
 )
 
 // goldenRequest is the representative request of TestChatRequestGolden.
@@ -162,4 +163,9 @@ func TestToolsCacheFollowsTheCatalogue(t *testing.T) {
 		Tools: []tools.Spec{{Name: "bad name!"}}}); err == nil {
 		t.Error("chatRequest with an invalid tool name = nil error, want one (validated even with a cache)")
 	}
+}
+
+// encodeChat is appendChatBody into a new buffer, the form the wire tests compare.
+func (p *Provider) encodeChat(creq goopenai.ChatCompletionRequest, cacheKey string) ([]byte, error) {
+	return p.appendChatBody(nil, &creq, cacheKey)
 }

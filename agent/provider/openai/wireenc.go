@@ -152,7 +152,7 @@ func appendPart(b []byte, pt *goopenai.ChatMessagePart) []byte {
 }
 
 // appendFloat32 encodes f as encoding/json does (its floatEncoder, 32 bits); f is finite
-// (encodeChat refuses NaN and ±Inf as encoding/json does).
+// (appendChatBody refuses NaN and ±Inf as encoding/json does).
 func appendFloat32(b []byte, f float32) []byte {
 	v := float64(f)
 	abs := math.Abs(v)
