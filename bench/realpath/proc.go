@@ -92,3 +92,47 @@ func dirBytes(dir string) int64 {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// counters are a process's cumulative kernel counters that make per-turn costs comparable
+// across runs on a noisy machine, unlike CPU time: its read and write system calls (syscr +
+// syscw of /proc/PID/io: socket, file and WAL I/O alike) and its threads' context switches
+// (voluntary and not, summed over /proc/PID/task: a goroutine handoff that wakes a parked
+// thread is one or two of them).
+type counters struct{ syscalls, switches int64 }
+
+// readCounters reads counters of pid. Threads that exited are not counted; Go's rarely do.
+func readCounters(pid int) (counters, error) {
+	var c counters
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return c, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "syscr" || k == "syscw" {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			c.syscalls += n
+		}
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return c, err
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			if k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches" {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				c.switches += n
+			}
+		}
+	}
+	return c, nil
+}
+
+// perTurn formats a counter's growth over n turns.
+func perTurn(from, to int64, n int) string { return fmt.Sprintf("%.1f", float64(to-from)/float64(n)) }

@@ -42,7 +42,7 @@ func (b *bench) overheads() error {
 	d50, d99 := pct(direct, 50), pct(direct, 99)
 	b.direct50, b.direct99 = d50, d99
 	fmt.Printf("direct model call (streaming, instant model): p50 %s p99 %s\n", ms(d50), ms(d99))
-	fmt.Printf("%-22s %8s %14s %14s %14s %12s %14s\n", "overhead scenario", "turns", "turn p50", "overhead p50", "overhead p99", "CPU/turn", "others/turn")
+	fmt.Printf("%-22s %8s %14s %14s %14s %12s %14s %14s %14s\n", "overhead scenario", "turns", "turn p50", "overhead p50", "overhead p99", "CPU/turn", "others/turn", "syscalls/turn", "switches/turn")
 	for _, sc := range []struct{ name, prefix string }{{"plain turn", ""}, {"one-tool turn", toolPrefix}} {
 		if !overheadWanted(sc.name) {
 			continue
@@ -56,16 +56,22 @@ func (b *bench) overheads() error {
 			return err
 		}
 		other0 := b.othersCPU()
+		k0, err := readCounters(b.gw.pid())
+		if err != nil {
+			return err
+		}
 		lat, err := b.sequential(c, sc.prefix, "o-"+sc.name, *turnsFlag)
 		if err != nil {
 			return err
 		}
 		cpu1, _ := cpuTime(b.gw.pid())
 		other1 := b.othersCPU()
+		k1, _ := readCounters(b.gw.pid())
 		slices.Sort(lat)
 		n := time.Duration(len(lat))
-		fmt.Printf("%-22s %8d %14s %14s %14s %12s %14s\n", sc.name, len(lat), ms(pct(lat, 50)),
-			ms(pct(lat, 50)-d50), ms(pct(lat, 99)-d99), ms((cpu1-cpu0)/n), ms((other1-other0)/n))
+		fmt.Printf("%-22s %8d %14s %14s %14s %12s %14s %14s %14s\n", sc.name, len(lat), ms(pct(lat, 50)),
+			ms(pct(lat, 50)-d50), ms(pct(lat, 99)-d99), ms((cpu1-cpu0)/n), ms((other1-other0)/n),
+			perTurn(k0.syscalls, k1.syscalls, len(lat)), perTurn(k0.switches, k1.switches, len(lat)))
 	}
 	return nil
 }
