@@ -22,9 +22,10 @@
 //     Emit, Authorize, ExecuteTool and ReportUsage from tool goroutines too: the Lifecycle,
 //     the usage ledger, the grant cache and the responder guard themselves; everything else
 //     in a Turn is written only by the worker.
-//   - Background writes of a turn (its record, its question, usage entries) are goroutines
-//     bounded by stageTimeout, waited for before the turn's end is written (started,
-//     usage.inFlight).
+//   - Background writes of a turn (its record, usage entries) are goroutines bounded by
+//     stageTimeout, waited for before the turn's end is written (started, usage.inFlight);
+//     its question is written by the first that needs it durable (a tool run, the next model
+//     call, a timer), on that goroutine, else with the turn's end (start.go).
 //   - A stop sets the turn's stopping flag and cancels its context; the ResponseStage runs on
 //     a fresh bounded context so a stopped turn is still answered and recorded.
 //   - Every queue has a bound: Config.MailboxSize events per session (ErrMailboxFull beyond).

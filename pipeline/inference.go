@@ -52,24 +52,29 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 		ReportUsage: t.reportUsage,
 	}
 	t.prof.hints(&rt.Params.Hints)
-	if p.d.Budget != nil || t.prof.Budget != nil {
-		rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
-			// The check must see this turn's spend so far.
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
-			t.flushUsage(fctx)
-			cancel()
-			t.usage.inFlight.Wait()
-			scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}
-			if p.d.Budget != nil {
-				if err := p.d.Budget.Check(ctx, scope, req); err != nil {
-					return err
-				}
-			}
-			if t.prof.Budget != nil {
-				return t.prof.Budget.Check(ctx, scope, req) // the agent's own limits, on top
-			}
+	budgets := p.d.Budget != nil || t.prof.Budget != nil
+	rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
+		// A tool the model asked for that did not run (denied, unknown, the plan) left the
+		// question and the spend due (writeProgress): the turn goes on, they are written now.
+		t.flushProgress()
+		if !budgets {
 			return nil
 		}
+		// The check must see this turn's spend so far.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		t.flushUsage(fctx)
+		cancel()
+		t.usage.inFlight.Wait()
+		scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}
+		if p.d.Budget != nil {
+			if err := p.d.Budget.Check(ctx, scope, req); err != nil {
+				return err
+			}
+		}
+		if t.prof.Budget != nil {
+			return t.prof.Budget.Check(ctx, scope, req) // the agent's own limits, on top
+		}
+		return nil
 	}
 	if p.d.Compactor != nil {
 		rt.Compact = func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {
@@ -90,7 +95,7 @@ func (t *Turn) emit(e agent.Event) {
 	case agent.EventToolCall:
 		t.enter(StateToolExec)
 		// The tool may read the question (see startTurn), and the turn goes on: its spend so
-		// far goes to the ledger now. Both in one write, issued now, awaited by the tool run.
+		// far goes to the ledger. Both in one write, which the tool run issues and awaits.
 		t.writeProgress()
 	case agent.EventToolRunStart:
 		t.enter(StateToolExec)

@@ -21,9 +21,12 @@ const startWriteDelay = 2 * time.Second
 type turnWrites struct {
 	startDone chan struct{}
 	startErr  error
-	// The input messages are issued at most once by inputOnce, or folded into the
-	// ResponseStage's append.
-	inputOnce sync.Once
+	// The input messages are issued at most once (inputAt leaves inputPending under mu), or
+	// folded into the ResponseStage's append; progress (the model asked for a tool) makes the
+	// write that issues them carry the usage buffered so far.
+	mu        sync.Mutex
+	inputAt   inputState
+	progress  bool
 	inputDone chan struct{}
 	inputErr  error
 	timer     *time.Timer
@@ -31,6 +34,15 @@ type turnWrites struct {
 	stop      context.CancelCauseFunc
 	ctx       context.Context
 }
+
+// inputState is where the write of a turn's input messages is.
+type inputState uint8
+
+const (
+	inputPending inputState = iota // not issued yet
+	inputIssued                    // written, or being written, by issueInput
+	inputFolded                    // taken over by the ResponseStage's append (foldInput)
+)
 
 // startTurn writes the turn's record (status running) in the background, and arranges the
 // write of its input messages. The input messages are written behind:
@@ -65,65 +77,96 @@ func (t *Turn) startTurn(ctx context.Context, stop context.CancelCauseFunc, begi
 		}
 	}()
 	if len(input) == 0 {
-		w.inputOnce.Do(func() { close(w.inputDone) })
+		w.inputAt = inputFolded // nothing to write
+		close(w.inputDone)
 		return
 	}
 	w.timer = time.AfterFunc(startWriteDelay, t.writeInput)
 	if t.p.replicas {
-		t.writeInput()
+		go t.writeInput()
 	}
 }
 
-// writeInput issues the write of the input messages unless it was issued or folded already.
-// It does not wait for it: see started.
-func (t *Turn) writeInput() { t.issueInput(false) }
+// writeInput writes the input messages, with the usage buffered so far once the model asked
+// for a tool, unless they were issued or folded already. It blocks until that write ended.
+func (t *Turn) writeInput() { t.issueInput() }
 
-// writeProgress is what a turn writes when the model asks for a tool: the input messages,
-// unless they were issued or folded already, together with the usage buffered so far, in one
-// RecordProgress (one commit); else the usage alone (flushUsageAsync). Neither is awaited
-// here: a tool run waits for the input (started), the turn's end for the usage (inFlight).
-// When the write fails the usage goes back to the buffer, for the end to record, before the
-// input's failure is reported (started returns only after that).
+// writeProgress is what a turn does when the model asks for a tool: its input messages and
+// the usage buffered so far are due together, in one RecordProgress (one commit), written by
+// the first that needs them: the tool run (started), the next model call (flushProgress),
+// the delay's timer, or, when nothing ran, the turn's end, which writes both anyway. It
+// issues no write itself: the tool run, which must wait for the write, issues it on its own
+// goroutine and waits for it there, without a goroutine of the write's and two handoffs.
+// When the input messages were issued already (a later tool call of the turn), the usage
+// goes to the ledger now (flushUsageAsync), awaited by the turn's end (inFlight).
 func (t *Turn) writeProgress() {
-	if !t.issueInput(true) {
+	w := &t.w
+	if w.inputDone == nil {
+		t.flushUsageAsync()
+		return
+	}
+	w.mu.Lock()
+	pending := w.inputAt == inputPending
+	if pending {
+		w.progress = true
+	}
+	w.mu.Unlock()
+	if !pending {
 		t.flushUsageAsync()
 	}
 }
 
-// issueInput issues the write of the input messages, with the usage buffered so far when
-// withUsage, unless it was issued or folded already, and reports whether it issued it.
-func (t *Turn) issueInput(withUsage bool) (issued bool) {
+// flushProgress writes the input messages and the usage when the model asked for a tool that
+// did not run (denied, unknown, the plan): the next model call's budget check must see the
+// spend, and the turn goes on.
+func (t *Turn) flushProgress() {
 	w := &t.w
 	if w.inputDone == nil {
-		return false
+		return
 	}
-	w.inputOnce.Do(func() {
-		issued = true
-		w.timer.Stop()
-		var usage []echogate.UsageRecord
-		if withUsage {
-			usage = t.usage.take()
-			t.usage.inFlight.Add(1)
-		}
-		wctx, cancel := context.WithTimeout(w.ctx, stageTimeout)
-		go func() {
-			defer cancel()
-			if withUsage {
-				defer t.usage.inFlight.Done()
-			}
-			err := t.saveInput(wctx, withUsage, usage)
-			w.inputErr = err
-			close(w.inputDone)
-			if err != nil {
-				w.stop(err)
-				return
-			}
-			for _, u := range usage {
-				t.observeUsage(u)
-			}
-		}()
-	})
-	return issued
+	w.mu.Lock()
+	due := w.progress && w.inputAt == inputPending
+	w.mu.Unlock()
+	if due {
+		t.issueInput()
+	}
+}
+
+// issueInput writes the input messages, with the usage buffered so far when the model asked
+// for a tool, unless they were issued or folded already. It blocks for the write, on the
+// caller's goroutine; whoever else needs the write waits for inputDone.
+func (t *Turn) issueInput() {
+	w := &t.w
+	if w.inputDone == nil {
+		return
+	}
+	w.mu.Lock()
+	if w.inputAt != inputPending {
+		w.mu.Unlock()
+		return
+	}
+	w.inputAt = inputIssued
+	withUsage := w.progress
+	var usage []echogate.UsageRecord
+	if withUsage {
+		usage = t.usage.take()
+		t.usage.inFlight.Add(1)
+		defer t.usage.inFlight.Done()
+	}
+	w.mu.Unlock()
+	w.timer.Stop()
+	wctx, cancel := context.WithTimeout(w.ctx, stageTimeout)
+	defer cancel()
+	err := t.saveInput(wctx, withUsage, usage)
+	w.inputErr = err
+	close(w.inputDone)
+	if err != nil {
+		w.stop(err)
+		return
+	}
+	for _, u := range usage {
+		t.observeUsage(u)
+	}
 }
 
 // saveInput writes the input messages, with usage in the same transaction when withUsage.
@@ -151,20 +194,23 @@ func (t *Turn) foldInput() []echogate.Message {
 	if w.inputDone == nil {
 		return nil
 	}
-	folded := false
-	w.inputOnce.Do(func() {
-		w.timer.Stop()
-		folded = true
-		close(w.inputDone)
-	})
+	w.mu.Lock()
+	folded := w.inputAt == inputPending
+	if folded {
+		w.inputAt = inputFolded
+	}
+	w.mu.Unlock()
 	if !folded {
 		return nil
 	}
+	w.timer.Stop()
+	close(w.inputDone)
 	return w.input
 }
 
-// started issues the input write if needed, waits for the start writes and returns their
-// error, or ctx's.
+// started writes the input messages if nobody did (see issueInput), waits for the start
+// writes and returns their error, or ctx's. A write it issues itself it waits for, whatever
+// ctx does (the write is bounded by stageTimeout; the ResponseStage waits for it anyway).
 func (t *Turn) started(ctx context.Context) error {
 	w := &t.w
 	if w.startDone == nil {

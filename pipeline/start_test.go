@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
@@ -225,6 +227,40 @@ func TestToolTurnWritesQuestionAndUsageTogether(t *testing.T) {
 	led, err := mem.ListUsage(context.Background(), echogate.UsageFilter{Session: "web:s1"}, 0)
 	if err != nil || len(led) != 2 {
 		t.Errorf("ledger = %+v, %v; want the two model calls' entries", led, err)
+	}
+}
+
+// When the tool the model asked for does not run (here: it does not exist), the question and
+// the spend so far are written all the same before the next model call, in one RecordProgress:
+// the turn goes on, and its spend must reach the ledger (budgets read it) before it spends more.
+func TestToolTurnWritesProgressBeforeTheNextCallWhenNoToolRuns(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	cw := &countingWrites{MemStore: mem}
+	second := agenttest.Reply("an answer")
+	second.Expect = func(agent.Request) error {
+		led, err := mem.ListUsage(context.Background(), echogate.UsageFilter{Session: "web:s1"}, 0)
+		if err != nil || len(led) != 1 {
+			return fmt.Errorf("before the second model call the ledger holds %+v (%v), want the first call's entry", led, err)
+		}
+		if hist, err := mem.History(context.Background(), "web:s1", 0); err != nil || len(hist) != 1 || hist[0].Message.Content != "hi" {
+			return fmt.Errorf("before the second model call the transcript is %+v (%v), want the question", hist, err)
+		}
+		return nil
+	}
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = cw }},
+		agenttest.CallTool("no_such_tool", `{}`), second)
+	h.submit(msg("s1", "ann", "hi"))
+	if done := h.waitDone(); done.Status != string(echogate.TurnDoneSt) {
+		t.Fatalf("done = %+v, want done", done)
+	}
+	if p, m, u := cw.progresses.Load(), cw.progressMsgs.Load(), cw.progressUsage.Load(); p != 1 || m != 1 || u != 1 {
+		t.Errorf("RecordProgress calls = %d carrying %d messages and %d usage entries, want 1 carrying 1 and 1", p, m, u)
+	}
+	if n := cw.usages.Load(); n != 1 {
+		t.Errorf("RecordUsage calls = %d, want 1 (the second model call's, with the end)", n)
+	}
+	if tr := h.transcript("s1"); len(tr) != 4 || tr[0] != "user:hi" || !strings.HasPrefix(tr[2], "tool:unknown tool") || tr[3] != "assistant:an answer" {
+		t.Errorf("transcript = %q, want the question, the call, its error and the answer, each once", tr)
 	}
 }
 
