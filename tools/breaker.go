@@ -202,14 +202,21 @@ func (b *Breaker) Call(ctx context.Context, args json.RawMessage) (Result, error
 		defer cancel()
 	}
 	res, err := safeCall(callCtx, b.tool, args)
+	if err == nil {
+		done(nil)
+		return res, nil
+	}
+	return b.failed(ctx, callCtx, res, err, done)
+}
 
+// failed classifies a call that returned an error (see BreakerConfig) and reports it to the
+// breaker through done. It is Call's, apart so that a call that succeeds does not pay for the
+// error targets, which escape.
+func (b *Breaker) failed(ctx, callCtx context.Context, res Result, err error, done func(error)) (Result, error) {
 	var fail *FailureError
 	var ask *AskUserError
 	var panicked *PanicError
 	switch {
-	case err == nil:
-		done(nil)
-		return res, nil
 	case errors.As(err, &ask):
 		done(nil) // the tool works; it asked the user a question
 		return res, err
