@@ -19,8 +19,8 @@ import (
 // and null mean {}. The returned error, if any, is an IsError result the model can act on.
 func decodeArgs(tool string, args json.RawMessage, dst any, example string) (tools.Result, bool) {
 	trimmed := bytes.TrimSpace(args)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		trimmed = []byte("{}")
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) || bytes.Equal(trimmed, []byte("{}")) {
+		return tools.Result{}, true // nothing to set: dst keeps its zero value
 	}
 	if trimmed[0] != '{' {
 		return tools.Errorf("%s: arguments must be a JSON object like %s, got %s", tool, example, clipArg(trimmed)), false
