@@ -44,6 +44,10 @@ type runner struct {
 	res   Result
 	texts []string // assistant texts of this run
 
+	// one holds the outcome of a batch of one call (executeBatch), consumed before the next.
+	one    [1]tools.Result
+	oneErr [1]error
+
 	// buf is the array state.Messages lives in while it has not outgrown it, from buf[1]:
 	// buf[0] is the system message of the requests (requestMessages), set once (sysSet).
 	buf    []echogate.Message
@@ -121,7 +125,9 @@ func (r *runner) run(ctx context.Context, in Input) {
 		for _, c := range msg.ToolCalls {
 			r.emit(Event{Type: EventToolCall, Iteration: r.state.Iteration, Call: c})
 		}
-		r.state.Pending = append([]echogate.ToolCall(nil), msg.ToolCalls...)
+		// Pending is worked off by reslicing; nothing writes into its array, so it can be the
+		// message's own (capped: an append copies).
+		r.state.Pending = msg.ToolCalls[:len(msg.ToolCalls):len(msg.ToolCalls)]
 		if err := r.runPending(ctx); err != nil {
 			if r.stopping() || errors.Is(err, ErrStopped) {
 				r.finish(StatusAborted, "stopped", nil)

@@ -59,17 +59,19 @@ func (r *runner) runPending(ctx context.Context) error {
 			r.finishPaused()
 			return nil
 		}
-		// Allowed. Gather the run of consecutive allowed safe calls into one concurrent batch.
-		batch := []echogate.ToolCall{call}
+		// Allowed. Gather the run of consecutive allowed safe calls into one concurrent batch:
+		// the front of Pending.
+		n := 1
 		if spec.Safety == tools.Safe {
 			for _, next := range r.state.Pending[1:] {
 				ns, ok := r.spec(next.Name)
 				if !ok || ns.Safety != tools.Safe || r.authorize(ctx, next, ns).Verdict != Allow {
 					break
 				}
-				batch = append(batch, next)
+				n++
 			}
 		}
+		batch := r.state.Pending[:n:n]
 		results, errs := r.executeBatch(ctx, batch)
 		var asked *echogate.ToolCall
 		var question string
@@ -106,13 +108,16 @@ func (r *runner) pauseAsk(call echogate.ToolCall, question string) {
 	r.finishPaused()
 }
 
+// executeBatch runs the calls of batch, concurrently when there are several, and returns
+// their outcomes in order. A single call runs on the loop's goroutine, its outcome in r.one:
+// the caller consumes it before the next batch.
 func (r *runner) executeBatch(ctx context.Context, batch []echogate.ToolCall) ([]tools.Result, []error) {
+	if len(batch) == 1 {
+		r.one[0], r.oneErr[0] = r.execute(ctx, batch[0])
+		return r.one[:], r.oneErr[:]
+	}
 	results := make([]tools.Result, len(batch))
 	errs := make([]error, len(batch))
-	if len(batch) == 1 {
-		results[0], errs[0] = r.execute(ctx, batch[0])
-		return results, errs
-	}
 	sem := make(chan struct{}, r.conc)
 	var wg sync.WaitGroup
 	for i := range batch {
