@@ -61,9 +61,11 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 			return nil
 		}
 		// The check must see this turn's spend so far.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
-		t.flushUsage(fctx)
-		cancel()
+		if t.usage.buffered() {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+			t.flushUsage(fctx)
+			cancel()
+		}
 		t.usage.inFlight.Wait()
 		scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}
 		if p.d.Budget != nil {

@@ -47,16 +47,21 @@ func (t *Turn) executeTool(ctx context.Context, call echogate.ToolCall) (tools.R
 // runTool runs the call under its span and metrics.
 func (t *Turn) runTool(ctx context.Context, tool tools.Tool, call echogate.ToolCall) (res tools.Result, err error) {
 	start := time.Now()
-	ctx, endSpan := t.p.span(ctx, "execute_tool "+call.Name, map[string]string{
-		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.Name, "gen_ai.tool.call.id": call.ID})
+	var endSpan func(error, map[string]string)
+	if t.p.d.Tracer != nil { // the span's name and attributes are built only for a tracer
+		ctx, endSpan = t.p.span(ctx, "execute_tool "+call.Name, map[string]string{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.Name, "gen_ai.tool.call.id": call.ID})
+	}
 	defer func() {
-		var spanErr error
-		if err != nil {
-			spanErr = err
-		} else if res.IsError {
-			spanErr = errors.New(capText(res.Content, 200))
+		if endSpan != nil {
+			var spanErr error
+			if err != nil {
+				spanErr = err
+			} else if res.IsError {
+				spanErr = errors.New(capText(res.Content, 200))
+			}
+			endSpan(spanErr, nil)
 		}
-		endSpan(spanErr, nil)
 		result := "ok"
 		switch {
 		case err != nil:
@@ -89,6 +94,12 @@ func (t *Turn) callTool(ctx context.Context, tool tools.Tool, call echogate.Tool
 	if err == nil {
 		return res, nil
 	}
+	return t.toolFailed(ctx, cctx, call, res, err)
+}
+
+// toolFailed is callTool's answer to a call that returned err (apart, so that a call that
+// succeeds does not pay for the error target, which escapes).
+func (t *Turn) toolFailed(ctx, cctx context.Context, call echogate.ToolCall, res tools.Result, err error) (tools.Result, error) {
 	var ask *tools.AskUserError
 	switch {
 	case errors.As(err, &ask):

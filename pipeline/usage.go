@@ -26,6 +26,13 @@ func (l *usageLedger) totals() (in, out, cached int64, cost float64) {
 	return l.in, l.out, l.cached, l.cost
 }
 
+// buffered reports whether entries wait in the buffer.
+func (l *usageLedger) buffered() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buf) > 0
+}
+
 // take returns the buffered entries and empties the buffer.
 func (l *usageLedger) take() []echogate.UsageRecord {
 	l.mu.Lock()
