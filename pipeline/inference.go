@@ -41,8 +41,8 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 			MaxTokens:       p.cfg.MaxTokens,
 			ToolConcurrency: p.cfg.ToolConcurrency,
 			Plan:            !p.cfg.NoPlan,
-			Hints: agent.Hints{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel,
-				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.ev.SessionKey())},
+			Hints: agent.Hints{Session: t.key, UserID: t.userID, Channel: t.channel,
+				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.key)},
 		},
 		Tools:       t.toolSpecs(),
 		Authorize:   t.authorize,
@@ -67,7 +67,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 			cancel()
 		}
 		t.usage.inFlight.Wait()
-		scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.ev.SessionKey(), Trigger: echogate.TriggerMessage}
+		scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.key, Trigger: echogate.TriggerMessage}
 		if p.d.Budget != nil {
 			if err := p.d.Budget.Check(ctx, scope, req); err != nil {
 				return err
@@ -80,7 +80,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 	}
 	if p.d.Compactor != nil {
 		rt.Compact = func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {
-			return p.d.Compactor.Compact(ctx, t.ev.SessionKey(), msgs, t.reportUsage)
+			return p.d.Compactor.Compact(ctx, t.key, msgs, t.reportUsage)
 		}
 	}
 	return rt

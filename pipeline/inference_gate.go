@@ -53,7 +53,7 @@ func (t *Turn) granted(ctx context.Context, tool string) bool {
 	if !g.loaded {
 		g.loaded = true
 		g.tools = map[string]bool{}
-		gs, err := t.p.d.Store.Grants(ctx, t.ev.SessionKey())
+		gs, err := t.p.d.Store.Grants(ctx, t.key)
 		if err != nil {
 			t.log.Warn("pipeline: load session grants", "err", err)
 		}

@@ -89,7 +89,7 @@ func (t *Turn) callTool(ctx context.Context, tool tools.Tool, call echogate.Tool
 	if len(strings.TrimSpace(call.Arguments)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	cctx = tools.WithCaller(cctx, tools.Caller{UserID: t.userID, Session: t.ev.SessionKey(), Channel: t.channel, Turn: t.id})
+	cctx = tools.WithCaller(cctx, tools.Caller{UserID: t.userID, Session: t.key, Channel: t.channel, Turn: t.id})
 	res, err = tool.Call(cctx, args)
 	if err == nil {
 		return res, nil

@@ -172,7 +172,7 @@ func (t *Turn) issueInput() {
 // saveInput writes the input messages, with usage in the same transaction when withUsage.
 // When that write fails, usage goes back to the turn's buffer.
 func (t *Turn) saveInput(ctx context.Context, withUsage bool, usage []echogate.UsageRecord) error {
-	key, now := t.ev.SessionKey(), t.p.cfg.Now()
+	key, now := t.key, t.p.cfg.Now()
 	if !withUsage {
 		if err := t.p.d.Store.AppendMessages(ctx, key, t.id, t.w.input, now); err != nil {
 			return fmt.Errorf("pipeline: save user message: %w", err)

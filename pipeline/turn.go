@@ -25,6 +25,7 @@ type Turn struct {
 	p       *Pipeline
 	id      string
 	ev      echogate.InboundEvent
+	key     echogate.SessionKey // ev's, built once (SessionKey builds a string)
 	log     *slog.Logger
 	userID  string
 	channel string
@@ -98,7 +99,7 @@ func withResume(r echogate.TurnResume, st *agent.State, rs *agent.Resume) turnOp
 
 // newTurn is the turn of ev; ok is false when no replier serves its platform.
 func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) (*Turn, bool) {
-	t := &Turn{p: p, id: ids.New("t_"), ev: *ev, start: p.cfg.Now(), ctl: ctl, msgs: msgs,
+	t := &Turn{p: p, id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
 		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel,
 		prof: p.profileFor(*ev)}
 	for _, o := range opts {
@@ -121,7 +122,7 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 	}
 	t.out = newResponder(p, t)
 	t.out.restorePlan(t.resume)
-	t.rec = echogate.TurnRecord{ID: t.id, Session: ev.SessionKey(), EventKey: ev.DedupeKey(), UserID: t.userID,
+	t.rec = echogate.TurnRecord{ID: t.id, Session: t.key, EventKey: ev.DedupeKey(), UserID: t.userID,
 		Agent: t.prof.Name, Status: echogate.TurnRunning, Model: t.prof.Model, StartedAt: t.start}
 	return t, true
 }
