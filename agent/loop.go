@@ -44,6 +44,11 @@ type runner struct {
 	res   Result
 	texts []string // assistant texts of this run
 
+	// partial is the text the current model call streamed so far (kept when it fails), in
+	// an array the run's calls share; onDelta is r.delta, made once.
+	partial []byte
+	onDelta func(Delta) error
+
 	// one holds the outcome of a batch of one call (executeBatch), consumed before the next.
 	one    [1]tools.Result
 	oneErr [1]error
@@ -245,20 +250,11 @@ func (r *runner) callModel(ctx context.Context, system string, final bool) (Resp
 	}
 	iter := r.state.Iteration
 	r.emit(Event{Type: EventLLMRequestStart, Iteration: iter, Model: req.Model})
-	var partial strings.Builder
-	resp, err := r.rt.Model.Generate(ctx, req, func(d Delta) error {
-		if r.stopping() {
-			return ErrStopped
-		}
-		if d.Text != "" {
-			partial.WriteString(d.Text)
-			r.emit(Event{Type: EventAnswerDelta, Iteration: iter, Text: d.Text})
-		}
-		if d.Reasoning != "" {
-			r.emit(Event{Type: EventReasoningDelta, Iteration: iter, Text: d.Reasoning})
-		}
-		return nil
-	})
+	r.partial = r.partial[:0]
+	if r.onDelta == nil {
+		r.onDelta = r.delta
+	}
+	resp, err := r.rt.Model.Generate(ctx, req, r.onDelta)
 	r.state.Iteration++
 	if resp.Model != "" {
 		r.res.Model, r.res.RouteReason = resp.Model, resp.RouteReason
@@ -275,10 +271,26 @@ func (r *runner) callModel(ctx context.Context, system string, final bool) (Resp
 	}
 	r.reportUsage(u)
 	r.emit(Event{Type: EventLLMRequestEnd, Iteration: iter, Model: u.Model, Usage: u, Err: err})
-	if err != nil && resp.Message.Content == "" && partial.Len() > 0 {
-		resp.Message.Content = partial.String()
+	if err != nil && resp.Message.Content == "" && len(r.partial) > 0 {
+		resp.Message.Content = string(r.partial)
 	}
 	return resp, err
+}
+
+// delta is the model call's stream callback (r.onDelta): it passes each delta on as an event
+// of the call's iteration and keeps its text in r.partial.
+func (r *runner) delta(d Delta) error {
+	if r.stopping() {
+		return ErrStopped
+	}
+	if d.Text != "" {
+		r.partial = append(r.partial, d.Text...)
+		r.emit(Event{Type: EventAnswerDelta, Iteration: r.state.Iteration, Text: d.Text})
+	}
+	if d.Reasoning != "" {
+		r.emit(Event{Type: EventReasoningDelta, Iteration: r.state.Iteration, Text: d.Reasoning})
+	}
+	return nil
 }
 
 // keepPartial records the text streamed before a failure or stop, so it is not lost.
