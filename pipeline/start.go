@@ -89,7 +89,7 @@ func (t *Turn) startTurn(ctx context.Context, stop context.CancelCauseFunc, begi
 
 // writeInput writes the input messages, with the usage buffered so far once the model asked
 // for a tool, unless they were issued or folded already. It blocks until that write ended.
-func (t *Turn) writeInput() { t.issueInput() }
+func (t *Turn) writeInput() { t.issueInput(false) }
 
 // writeProgress is what a turn does when the model asks for a tool: its input messages and
 // the usage buffered so far are due together, in one RecordProgress (one commit), written by
@@ -118,30 +118,20 @@ func (t *Turn) writeProgress() {
 
 // flushProgress writes the input messages and the usage when the model asked for a tool that
 // did not run (denied, unknown, the plan): the next model call's budget check must see the
-// spend, and the turn goes on.
-func (t *Turn) flushProgress() {
-	w := &t.w
-	if w.inputDone == nil {
-		return
-	}
-	w.mu.Lock()
-	due := w.progress && w.inputAt == inputPending
-	w.mu.Unlock()
-	if due {
-		t.issueInput()
-	}
-}
+// spend, and the turn goes on. Without such a request it writes nothing.
+func (t *Turn) flushProgress() { t.issueInput(true) }
 
 // issueInput writes the input messages, with the usage buffered so far when the model asked
-// for a tool, unless they were issued or folded already. It blocks for the write, on the
-// caller's goroutine; whoever else needs the write waits for inputDone.
-func (t *Turn) issueInput() {
+// for a tool, unless they were issued or folded already, or (onlyProgress) unless the model
+// asked for one. It blocks for the write, on the caller's goroutine; whoever else needs the
+// write waits for inputDone.
+func (t *Turn) issueInput(onlyProgress bool) {
 	w := &t.w
 	if w.inputDone == nil {
 		return
 	}
 	w.mu.Lock()
-	if w.inputAt != inputPending {
+	if w.inputAt != inputPending || (onlyProgress && !w.progress) {
 		w.mu.Unlock()
 		return
 	}

@@ -200,6 +200,18 @@ func (s *countingWrites) RecordProgress(ctx context.Context, key echogate.Sessio
 	return s.MemStore.RecordProgress(ctx, key, turn, msgs, usage, at)
 }
 
+// wantOneProgress checks a one-tool turn's writes: one RecordProgress with the question and
+// the first model call's usage, and one RecordUsage (the second call's, with the end).
+func (s *countingWrites) wantOneProgress(t *testing.T) {
+	t.Helper()
+	if p, m, u := s.progresses.Load(), s.progressMsgs.Load(), s.progressUsage.Load(); p != 1 || m != 1 || u != 1 {
+		t.Errorf("RecordProgress calls = %d carrying %d messages and %d usage entries, want 1 carrying 1 and 1", p, m, u)
+	}
+	if n := s.usages.Load(); n != 1 {
+		t.Errorf("RecordUsage calls = %d, want 1 (the second model call's, with the end)", n)
+	}
+}
+
 // When the model asks for a tool, the user's message and the usage of that model call are
 // written in one RecordProgress (one commit), not an AppendMessages and a RecordUsage; the
 // second call's usage and the rest of the transcript come with the turn's end.
@@ -212,12 +224,7 @@ func TestToolTurnWritesQuestionAndUsageTogether(t *testing.T) {
 	if done := h.waitDone(); done.Status != string(echogate.TurnDoneSt) {
 		t.Fatalf("done = %+v, want done", done)
 	}
-	if p, m, u := cw.progresses.Load(), cw.progressMsgs.Load(), cw.progressUsage.Load(); p != 1 || m != 1 || u != 1 {
-		t.Errorf("RecordProgress calls = %d carrying %d messages and %d usage entries, want 1 carrying 1 and 1", p, m, u)
-	}
-	if n := cw.usages.Load(); n != 1 {
-		t.Errorf("RecordUsage calls = %d, want 1 (the second model call's, with the end)", n)
-	}
+	cw.wantOneProgress(t)
 	if n := cw.finishes.Load(); n != 1 {
 		t.Errorf("FinishTurn calls = %d, want 1", n)
 	}
@@ -253,12 +260,7 @@ func TestToolTurnWritesProgressBeforeTheNextCallWhenNoToolRuns(t *testing.T) {
 	if done := h.waitDone(); done.Status != string(echogate.TurnDoneSt) {
 		t.Fatalf("done = %+v, want done", done)
 	}
-	if p, m, u := cw.progresses.Load(), cw.progressMsgs.Load(), cw.progressUsage.Load(); p != 1 || m != 1 || u != 1 {
-		t.Errorf("RecordProgress calls = %d carrying %d messages and %d usage entries, want 1 carrying 1 and 1", p, m, u)
-	}
-	if n := cw.usages.Load(); n != 1 {
-		t.Errorf("RecordUsage calls = %d, want 1 (the second model call's, with the end)", n)
-	}
+	cw.wantOneProgress(t)
 	if tr := h.transcript("s1"); len(tr) != 4 || tr[0] != "user:hi" || !strings.HasPrefix(tr[2], "tool:unknown tool") || tr[3] != "assistant:an answer" {
 		t.Errorf("transcript = %q, want the question, the call, its error and the answer, each once", tr)
 	}
