@@ -17,7 +17,7 @@ const contextSectionBudget = 1500
 // sections. When resuming, the paused state already holds the conversation; only the system
 // prompt is rebuilt.
 func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, rs *agent.Resume, msgs []echogate.Message) (agent.Input, error) {
-	key := t.ev.SessionKey()
+	key := t.key
 	query := ""
 	if len(msgs) > 0 {
 		query = msgs[len(msgs)-1].Content
@@ -154,7 +154,7 @@ func sanitizeHistory(out []echogate.Message, hist []echogate.StoredMessage) []ec
 // the cached one (changed): the session may have been deleted since, and its record must exist
 // again before the turn ends. A changed transcript also drops the session's mark.
 func (p *Pipeline) recordSession(ctx context.Context, t *turn, changed bool) {
-	key := t.ev.SessionKey()
+	key := t.key
 	if changed {
 		p.marks.forget(key)
 	}

@@ -352,7 +352,7 @@ func (p *Pipeline) prepareAttachments(ctx context.Context, t *turn, msgs []echog
 	if p.d.Files == nil {
 		return msgs
 	}
-	model := p.modelOverride(t.ev.SessionKey())
+	model := p.modelOverride(t.key)
 	if model == "" {
 		model = t.prof.Model
 	}

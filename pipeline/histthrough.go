@@ -29,7 +29,7 @@ func (p *Pipeline) writeThrough(t *Turn, end echogate.TurnEnd, folded []echogate
 	if p.replicas {
 		return // the entries are checked against the store at every turn (HistorySince)
 	}
-	key := t.ev.SessionKey()
+	key := t.key
 	cur := p.hist.get(key)
 	if !ok || !t.histBase || t.resume != nil || t.inputSaved || t.approved != nil || end.Turn.Status != echogate.TurnDoneSt ||
 		len(cur) == 0 || cur[len(cur)-1].Seq != t.histLast.Seq || cur[len(cur)-1].Turn != t.histLast.Turn {

@@ -23,7 +23,7 @@ func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string
 		t.enter(StateFailed)
 		return out.Text, fmt.Errorf("pipeline: encode paused state: %w", err)
 	}
-	pend := echogate.PendingTurn{Session: t.ev.SessionKey(), Turn: t.id, Kind: pz.Kind, CallID: pz.Call.ID, Tool: pz.Call.Name,
+	pend := echogate.PendingTurn{Session: t.key, Turn: t.id, Kind: pz.Kind, CallID: pz.Call.ID, Tool: pz.Call.Name,
 		State: state, RequestedBy: t.userID, CreatedAt: p.cfg.Now()}
 	if pz.Kind == echogate.PauseApproval && p.cfg.OnTimeout == OnTimeoutDeny {
 		pend.ExpiresAt = p.cfg.Now().Add(p.cfg.ApprovalTimeout)

@@ -25,7 +25,7 @@ import (
 
 // prompt renders the system prompt and the turn's note.
 func (p *Pipeline) prompt(ctx context.Context, t *turn, query string) (system, note string) {
-	q := echogate.ContextQuery{Session: t.ev.SessionKey(), UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
+	q := echogate.ContextQuery{Session: t.key, UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
 	var sys, per strings.Builder
 	sys.WriteString(t.prof.SystemPrompt) // the agent's (profile.go)
 	fmt.Fprintf(&sys, "\n\nConversation on %s.", t.ev.Conversation.Platform)

@@ -46,9 +46,9 @@ func newResponder(p *Pipeline, t *Turn) *responder {
 }
 
 func (r *responder) outbound(kind echogate.OutboundKind, text string) echogate.Outbound {
-	ev := r.t.ev
+	ev := &r.t.ev
 	return echogate.Outbound{Kind: kind, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text,
-		Session: ev.SessionKey(), Turn: r.t.id}
+		Session: r.t.key, Turn: r.t.id}
 }
 
 // event delivers a turn event to an observing channel. Safe for concurrent use.
@@ -56,7 +56,7 @@ func (r *responder) event(e echogate.TurnEvent) {
 	if r.obs == nil {
 		return
 	}
-	e.Session, e.Turn, e.EventID = r.t.ev.SessionKey(), r.t.id, r.t.ev.ID
+	e.Session, e.Turn, e.EventID = r.t.key, r.t.id, r.t.ev.ID
 	if e.Time.IsZero() {
 		e.Time = r.p.cfg.Now()
 	}

@@ -156,7 +156,7 @@ func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input
 
 // afterFinish removes an ephemeral session and announces the end of the turn.
 func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
-	key, status, rec, resumed := t.ev.SessionKey(), t.rec.Status, t.rec, t.resume != nil
+	key, status, rec, resumed := t.key, t.rec.Status, t.rec, t.resume != nil
 	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
 	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
 		waitSessionWrite(ctx) // never delete before the session's own upsert landed
