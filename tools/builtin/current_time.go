@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // IANA zones also in scratch containers without /usr/share/zoneinfo
 
-	"github.com/echogate/echogate/internal/jsonenc"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -83,22 +81,25 @@ func (c *currentTime) Call(ctx context.Context, raw json.RawMessage) (tools.Resu
 	}
 	now := c.now().In(loc)
 	abbr, offset := now.Zone()
-	// The object encoding/json would make of {time, weekday, timezone, abbreviation,
-	// utc_offset, unix}, built by hand: this is the tool the model calls most.
-	b := make([]byte, 0, 160)
-	b = append(b, `{"time":"`...)
-	b = now.AppendFormat(b, time.RFC3339)
-	b = append(b, `","weekday":`...)
-	b = jsonenc.AppendString(b, now.Weekday().String())
-	b = append(b, `,"timezone":`...)
-	b = jsonenc.AppendString(b, loc.String())
-	b = append(b, `,"abbreviation":`...)
-	b = jsonenc.AppendString(b, abbr)
-	b = append(b, `,"utc_offset":"`...)
-	b = appendOffset(b, offset)
-	b = append(b, `","unix":`...)
-	b = strconv.AppendInt(b, now.Unix(), 10)
-	b = append(b, '}')
+	out := struct {
+		Time         string `json:"time"`
+		Weekday      string `json:"weekday"`
+		Timezone     string `json:"timezone"`
+		Abbreviation string `json:"abbreviation"`
+		UTCOffset    string `json:"utc_offset"`
+		Unix         int64  `json:"unix"`
+	}{
+		Time:         now.Format(time.RFC3339),
+		Weekday:      now.Weekday().String(),
+		Timezone:     loc.String(),
+		Abbreviation: abbr,
+		UTCOffset:    formatOffset(offset),
+		Unix:         now.Unix(),
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("current_time: encode result: %w", err)
+	}
 	return tools.Result{Content: string(b)}, nil
 }
 
@@ -111,12 +112,10 @@ func loadZone(name string) (*time.Location, error) {
 	return time.LoadLocation(name)
 }
 
-// appendOffset appends a UTC offset in seconds as ±hh:mm.
-func appendOffset(b []byte, sec int) []byte {
-	sign := byte('+')
+func formatOffset(sec int) string {
+	sign := '+'
 	if sec < 0 {
 		sign, sec = '-', -sec
 	}
-	h, m := sec/3600, sec%3600/60
-	return append(b, sign, byte('0'+h/10), byte('0'+h%10), ':', byte('0'+m/10), byte('0'+m%10))
+	return fmt.Sprintf("%c%02d:%02d", sign, sec/3600, sec%3600/60)
 }
