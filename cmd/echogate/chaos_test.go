@@ -59,29 +59,29 @@ func (c *chaosRun) requestKill(reason string) bool {
 }
 
 // deliver pushes an event until the gateway acknowledges it, with Slack's redelivery: the same
-// event id and an increasing retry_attempt. It returns false when it gave up.
-func (c *chaosRun) deliver(inner map[string]any) bool {
+// event id and an increasing retry_attempt. A push that found no live connection waits for
+// the gateway to connect again. It returns the last attempt's error when it gave up.
+func (c *chaosRun) deliver(inner map[string]any) error {
 	evID := fmt.Sprintf("Ev%016x", rand.Uint64())
+	var err error
 	for attempt := 0; attempt < 200; attempt++ {
 		if attempt > 0 {
 			c.redelivered.Add(1)
 		}
-		env, err := c.srv.Push(inner, slacktest.Delivery{EventID: evID, RetryAttempt: attempt})
+		var env string
+		env, err = c.srv.Push(inner, slacktest.Delivery{EventID: evID, RetryAttempt: attempt})
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		if err == nil {
 			err = c.srv.WaitFor(ctx, func() bool { return c.srv.Acks(env) > 0 })
-		} else {
-			err = c.srv.WaitFor(ctx, func() bool { return c.srv.OpenConnections() > 0 })
-			if err == nil {
-				err = fmt.Errorf("reconnected")
-			}
+		} else if werr := c.srv.WaitFor(ctx, func() bool { return c.srv.OpenConnections() > 0 }); werr != nil {
+			err = fmt.Errorf("%w; no connection since: %w", err, werr)
 		}
 		cancel()
 		if err == nil {
-			return true
+			return nil
 		}
 	}
-	return false
+	return fmt.Errorf("200 deliveries, the last: %w", err)
 }
 
 // answers are the complete answers carrying tag: the final message of a turn's answer names
@@ -130,12 +130,12 @@ func (c *chaosRun) session(i int, burst *sync.WaitGroup, errs chan<- error) {
 			text = "run it " + tag
 		}
 		ts := fmt.Sprintf("%d.%06d", 1700000000+i*1000+k, 100)
-		ok := c.deliver(slacktest.DM(ch, user, ts, text))
+		err := c.deliver(slacktest.DM(ch, user, ts, text))
 		if k == 0 {
 			burst.Done()
 		}
-		if !ok {
-			errs <- fmt.Errorf("%s: never acknowledged", tag)
+		if err != nil {
+			errs <- fmt.Errorf("%s: never acknowledged: %w", tag, err)
 			return
 		}
 		if err := c.await(ch, user, tag, tool); err != nil {
@@ -175,8 +175,8 @@ func (c *chaosRun) await(ch, user, tag string, tool bool) error {
 			return nil
 		}
 		approved[todo] = true
-		if !c.deliver(slacktest.Reaction(user, "white_check_mark", ch, todo, c.srv.BotUserID())) {
-			return fmt.Errorf("%s: ✅ never acknowledged", tag)
+		if err := c.deliver(slacktest.Reaction(user, "white_check_mark", ch, todo, c.srv.BotUserID())); err != nil {
+			return fmt.Errorf("%s: ✅ never acknowledged: %w", tag, err)
 		}
 		c.approvals.Add(1)
 		if c.approvalKill.Load() < 2 {

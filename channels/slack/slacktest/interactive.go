@@ -111,6 +111,7 @@ func (s *Server) pushEnvelope(typ string, payload map[string]any) (string, error
 	}
 	env := map[string]any{"envelope_id": id, "type": typ, "accepts_response_payload": true, "payload": payload}
 	if err := conn.writeJSON(env); err != nil {
+		s.dropConn(conn)
 		return "", fmt.Errorf("slacktest: push %s: %w", typ, err)
 	}
 	return id, nil

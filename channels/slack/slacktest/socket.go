@@ -187,9 +187,21 @@ func (s *Server) Push(inner map[string]any, d Delivery) (string, error) {
 		"payload": json.RawMessage(Callback(d.TeamID, d.EventID, inner)),
 	}
 	if err := conn.writeJSON(env); err != nil {
+		s.dropConn(conn)
 		return "", fmt.Errorf("slacktest: push %s: %w", d.EventID, err)
 	}
 	return d.EnvelopeID, nil
+}
+
+// dropConn forgets and closes a connection a write failed on, as Slack drops a socket it
+// cannot write to: until its reader noticed, OpenConnections would count it, and a caller
+// waiting for a connection to push on again would retry on the dead one at once.
+func (s *Server) dropConn(wc *wsConn) {
+	s.mu.Lock()
+	delete(s.conns, wc)
+	s.notifyLocked()
+	s.mu.Unlock()
+	_ = wc.c.UnderlyingConn().Close()
 }
 
 func retryReason(n int) string {
