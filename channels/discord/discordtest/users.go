@@ -120,8 +120,8 @@ func (s *Server) DeleteMessage(id string) bool {
 	if ok {
 		m.Deleted = true
 	}
-	s.mu.Unlock()
 	s.notify()
+	s.mu.Unlock()
 	return ok
 }
 
