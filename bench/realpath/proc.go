@@ -78,17 +78,24 @@ func readMem(pid int) (memInfo, error) {
 }
 
 // dirBytes sums the sizes of the regular files under dir (the SQLite file, its WAL and shm).
-func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+// dirBytes sums the sizes of the regular files under dir: the database files, and apart from
+// them SQLite's write-ahead logs and their shared-memory indexes (-wal, -shm), which hold
+// commits not yet copied back and are bounded by the store's checkpointer rather than by the
+// number of turns (emptied after an idle spell).
+func dirBytes(dir string) (files, logs int64) {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+				if strings.HasSuffix(path, "-wal") || strings.HasSuffix(path, "-shm") {
+					logs += fi.Size()
+				} else {
+					files += fi.Size()
+				}
 			}
 		}
 		return nil
 	})
-	return n
+	return files, logs
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
