@@ -80,7 +80,7 @@ func (c *currentTime) Call(ctx context.Context, raw json.RawMessage) (tools.Resu
 		loc = l
 	}
 	now := c.now().In(loc)
-	abbr, offset := now.Zone()
+	abbr, _ := now.Zone()
 	out := struct {
 		Time         string `json:"time"`
 		Weekday      string `json:"weekday"`
@@ -93,7 +93,7 @@ func (c *currentTime) Call(ctx context.Context, raw json.RawMessage) (tools.Resu
 		Weekday:      now.Weekday().String(),
 		Timezone:     loc.String(),
 		Abbreviation: abbr,
-		UTCOffset:    formatOffset(offset),
+		UTCOffset:    now.Format("-07:00"), // ±hh:mm, +00:00 for UTC
 		Unix:         now.Unix(),
 	}
 	b, err := json.Marshal(out)
@@ -110,12 +110,4 @@ func loadZone(name string) (*time.Location, error) {
 		return nil, fmt.Errorf("not an IANA time zone name")
 	}
 	return time.LoadLocation(name)
-}
-
-func formatOffset(sec int) string {
-	sign := '+'
-	if sec < 0 {
-		sign, sec = '-', -sec
-	}
-	return fmt.Sprintf("%c%02d:%02d", sign, sec/3600, sec%3600/60)
 }
