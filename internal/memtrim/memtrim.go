@@ -37,6 +37,10 @@ type Config struct {
 	// Release returns the free heap to the OS; default debug.FreeOSMemory (which collects
 	// first).
 	Release func()
+	// AtStart counts the process's start as a busy period of its own: the first quiet interval
+	// releases once (without follow-ups) what start-up left behind, such as its garbage and
+	// the executable's pages only start-up touched (serve's Release drops those).
+	AtStart bool
 	// Tick is the interval source; default a time.Ticker of Every.
 	Tick func(d time.Duration) (<-chan time.Time, func())
 }
@@ -81,7 +85,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
 	tick, stop := cfg.Tick(cfg.Every)
 	defer stop()
-	w := watcher{quiet: cfg.QuietBytes, busy: cfg.BusyBytes, last: cfg.Allocated()}
+	w := watcher{quiet: cfg.QuietBytes, busy: cfg.BusyBytes, last: cfg.Allocated(), start: cfg.AtStart}
 	if cfg.FollowUp > 0 {
 		w.follow = max(1, int(cfg.FollowUp/cfg.Every))
 		w.followUps = cfg.FollowUps
@@ -108,6 +112,7 @@ type watcher struct {
 	followUps   int    // follow-ups per busy period (0 means 1 when follow is set)
 	countdown   int    // intervals left until the pending follow-up; 0: none pending
 	left        int    // follow-ups left after the pending one
+	start       bool   // the start-up release is pending (Config.AtStart)
 }
 
 // observe takes the allocation counter at the end of an interval and reports whether to
@@ -118,8 +123,12 @@ func (w *watcher) observe(allocated uint64) bool {
 	delta := allocated - w.last
 	w.last = allocated
 	w.since += delta
+	if w.start && delta < w.quiet && w.since < w.busy {
+		w.start, w.since = false, 0
+		return true
+	}
 	if delta < w.quiet && w.since >= w.busy {
-		w.since = 0
+		w.since, w.start = 0, false
 		w.countdown, w.left = w.follow, max(1, w.followUps)-1
 		return true
 	}

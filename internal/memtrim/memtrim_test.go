@@ -23,15 +23,7 @@ func TestReleasesOnceAfterBusy(t *testing.T) {
 		"small load never busy": {[]uint64{10 * mib, 0, 10 * mib, 0}, nil},
 	} {
 		w := watcher{quiet: 2 * mib, busy: 64 * mib} // no follow-up
-		var total uint64
-		var got []int
-		for i, a := range tt.allocs {
-			total += a
-			if w.observe(total) {
-				got = append(got, i+1)
-			}
-		}
-		if !slices.Equal(got, tt.want) {
+		if got := releases(&w, tt.allocs); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: releases after intervals %v, want %v", name, got, tt.want)
 		}
 	}
@@ -53,15 +45,7 @@ func TestFollowUpRelease(t *testing.T) {
 		"idle":                        {[]uint64{0, 0, 0, 0}, nil},
 	} {
 		w := watcher{quiet: 2 * mib, busy: 64 * mib, follow: 3}
-		var total uint64
-		var got []int
-		for i, a := range tt.allocs {
-			total += a
-			if w.observe(total) {
-				got = append(got, i+1)
-			}
-		}
-		if !slices.Equal(got, tt.want) {
+		if got := releases(&w, tt.allocs); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: releases after intervals %v, want %v", name, got, tt.want)
 		}
 	}
@@ -82,15 +66,7 @@ func TestSeveralFollowUps(t *testing.T) {
 		"quiet never releases": {quiet(8), nil},
 	} {
 		w := watcher{quiet: 2 * mib, busy: 64 * mib, follow: 2, followUps: 3}
-		var total uint64
-		var got []int
-		for i, a := range tt.allocs {
-			total += a
-			if w.observe(total) {
-				got = append(got, i+1)
-			}
-		}
-		if !slices.Equal(got, tt.want) {
+		if got := releases(&w, tt.allocs); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: releases after intervals %v, want %v", name, got, tt.want)
 		}
 	}
@@ -116,4 +92,40 @@ func TestRunReleases(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
+}
+
+// TestStartRelease: with AtStart the first quiet interval releases once, with no follow-ups;
+// a busy start-up is a busy period like any other (its release has them); a later burst is
+// handled as without AtStart.
+func TestStartRelease(t *testing.T) {
+	const mib = 1 << 20
+	for name, tt := range map[string]struct {
+		allocs []uint64 // bytes allocated in each interval
+		want   []int    // intervals (1-based) that release
+	}{
+		"quiet start":              {[]uint64{0, 0, 0, 0, 0, 0}, []int{1}},
+		"small start, then quiet":  {[]uint64{10 * mib, 1 * mib, 0, 0, 0}, []int{2}},
+		"busy start":               {[]uint64{100 * mib, 0, 0, 0, 0}, []int{2, 5}},
+		"quiet start, later burst": {[]uint64{0, 100 * mib, 0, 0, 0, 0}, []int{1, 3, 6}},
+		"start-up then small load": {[]uint64{0, 10 * mib, 0, 10 * mib, 0}, []int{1}},
+	} {
+		w := watcher{quiet: 2 * mib, busy: 64 * mib, follow: 3, start: true}
+		if got := releases(&w, tt.allocs); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: releases after intervals %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
+// releases feeds w the allocation counter after each interval's allocs and returns the
+// intervals (1-based) after which it released.
+func releases(w *watcher, allocs []uint64) []int {
+	var total uint64
+	var got []int
+	for i, a := range allocs {
+		total += a
+		if w.observe(total) {
+			got = append(got, i+1)
+		}
+	}
+	return got
 }
