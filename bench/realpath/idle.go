@@ -11,6 +11,11 @@ import (
 	"github.com/echogate/echogate/channels/slack/slacktest"
 )
 
+// idleSettle is how long after ready (and, with platforms, after they connected) idle memory
+// is read: past serve's start-up release (internal/memtrim's first quiet 5 s interval), which
+// collects start-up's garbage and unmaps the executable's pages only start-up touched.
+const idleSettle = 7 * time.Second
+
 // idleWithPlatforms starts a gateway with the web chat, Slack (Socket Mode) and Discord (the
 // gateway websocket) connected to the in-repo fakes, which run in this process and speak the
 // platforms' wire protocols, and returns its idle memory once /readyz reports every channel

@@ -106,7 +106,7 @@ func run() error {
 	}
 	defer gw.stop()
 	fmt.Printf("exec → ready: fresh data dir %s, existing %s\n", ms(fresh), ms(existing))
-	time.Sleep(2 * time.Second) // let start-up garbage be collected and scavenged
+	time.Sleep(idleSettle)
 	idle, err := readMem(gw.pid())
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func run() error {
 	if m, err := binaryMappings(gw.pid()); err == nil && *idleOnly {
 		fmt.Printf("  %s\n", m)
 	}
-	if p, err := idleWithPlatforms(ctx, opts, 2*time.Second); err != nil {
+	if p, err := idleWithPlatforms(ctx, opts, idleSettle); err != nil {
 		return err
 	} else {
 		fmt.Printf("idle VmRSS / RssAnon (web + Slack + Discord connected to the fakes): %s\n  %s\n\n", p.mem, p)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -40,4 +41,17 @@ func TestReleaseMemoryCallsStore(t *testing.T) {
 	// A store without ReleaseMemory (PostgreSQL) releases only the heap.
 	c := &core{store: struct{ store }{}, log: slog.New(slog.DiscardHandler)}
 	c.releaseMemory(context.Background())()
+}
+
+// memtrim's release also unmaps the executable's read-only pages (internal/textpages), after
+// the heap's, and says so at debug level.
+func TestReleaseMemoryReleasesText(t *testing.T) {
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := &core{store: struct{ store }{}, log: log}
+	c.releaseMemory(context.Background())()
+	out := logged.String()
+	if !strings.Contains(out, "released memory") || strings.Contains(out, "text_mappings=0 ") || !strings.Contains(out, "text_mappings=") {
+		t.Fatalf("release logged %q, want the executable's mappings released", out)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/echogate/echogate/internal/memtrim"
+	"github.com/echogate/echogate/internal/textpages"
 )
 
 // profiles are serve's profiling flags: a CPU profile of the whole run (-cpuprofile), a heap
@@ -184,15 +185,16 @@ func (s *snapshots) stop() {
 	s.wg.Wait()
 }
 
-// addMemTrim registers serve's memory trimmer: when load ends, the freed heap goes back to the
-// OS within seconds instead of minutes (internal/memtrim), and so does what a store holds in
-// memory outside the Go heap (SQLite's page caches and idle connections).
+// addMemTrim registers serve's memory trimmer: once start-up is over and when load ends, the
+// freed heap goes back to the OS within seconds instead of minutes (internal/memtrim), and so
+// does what a store holds in memory outside the Go heap (SQLite's page caches and idle
+// connections) and the executable's pages the process stopped using (internal/textpages).
 func (c *core) addMemTrim() {
 	if c.workers == nil {
 		c.workers = map[string]func(context.Context) error{}
 	}
 	c.workers["memtrim"] = func(ctx context.Context) error {
-		return memtrim.Run(ctx, memtrim.Config{Release: c.releaseMemory(ctx)})
+		return memtrim.Run(ctx, memtrim.Config{Release: c.releaseMemory(ctx), AtStart: true})
 	}
 }
 
@@ -206,7 +208,8 @@ type memoryReleaser interface {
 const releaseTimeout = 5 * time.Second
 
 // releaseMemory returns memtrim's Release: the store's memory first, so that what it frees is
-// returned with the rest of the free heap.
+// returned with the rest of the free heap, the executable's mapped pages last, after the
+// collection that FreeOSMemory runs has read what it needs of them.
 func (c *core) releaseMemory(ctx context.Context) func() {
 	r, ok := c.store.(memoryReleaser)
 	return func() {
@@ -218,5 +221,11 @@ func (c *core) releaseMemory(ctx context.Context) func() {
 			cancel()
 		}
 		debug.FreeOSMemory()
+		st, err := textpages.Release()
+		if err != nil {
+			c.log.Debug("release the executable's pages", "err", err)
+			return
+		}
+		c.log.Debug("released memory", "text_mappings", st.Mappings, "text_resident_bytes", st.Bytes)
 	}
 }
