@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -8,6 +9,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/echogate/echogate/internal/gcpace"
 )
 
 // RuntimeConf tunes the Go runtime of serve.
@@ -103,4 +106,19 @@ func applyRuntime(conf RuntimeConf, log *slog.Logger) {
 		debug.SetMemoryLimit(limit)
 	}
 	log.Debug("go runtime memory limit", "limit_bytes", limit, "from", from)
+}
+
+// addGCPace registers serve's collector pacer (internal/gcpace): the heap's headroom stops
+// growing with the live heap past 16 MiB and is half of it from 32 MiB on, so a loaded gateway
+// does not keep as much garbage again as it has live data. GOGC in the environment, whatever
+// its value, is the operator's choice and turns the pacer off.
+func (c *core) addGCPace(getenv func(string) string) {
+	if getenv("GOGC") != "" {
+		c.log.Debug("go runtime gc pacing off", "from", "GOGC")
+		return
+	}
+	if c.workers == nil {
+		c.workers = map[string]func(context.Context) error{}
+	}
+	c.workers["gcpace"] = func(ctx context.Context) error { return gcpace.Run(ctx, gcpace.Config{}) }
 }

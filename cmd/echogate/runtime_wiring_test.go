@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"testing"
 )
 
@@ -69,6 +70,22 @@ func TestMemoryLimitSources(t *testing.T) {
 		got, from := memoryLimit(RuntimeConf{MemoryLimit: tt.conf}, env(tt.env), files(tt.files))
 		if got != tt.want || from != tt.from {
 			t.Errorf("%s: memoryLimit = %d (%s), want %d (%s)", name, got, from, tt.want, tt.from)
+		}
+	}
+}
+
+// serve paces the collector (internal/gcpace) unless GOGC is set, whatever its value.
+func TestGCPaceWiring(t *testing.T) {
+	for gogc, want := range map[string]bool{"": true, "100": false, "50": false, "off": false} {
+		c := &core{log: slog.New(slog.DiscardHandler)}
+		c.addGCPace(func(k string) string {
+			if k == "GOGC" {
+				return gogc
+			}
+			return ""
+		})
+		if _, got := c.workers["gcpace"]; got != want {
+			t.Errorf("GOGC=%q: gcpace worker registered %v, want %v", gogc, got, want)
 		}
 	}
 }

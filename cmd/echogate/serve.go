@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 	}
 	g := &gateway{core: c, extra: map[string]http.Handler{}, names: names.New(0)}
 	c.addMemTrim()
+	c.addGCPace(os.Getenv)
 	g.web, err = web.New(web.Config{Authenticated: consoleAuthenticated(cfg.HTTP.AuthToken)}, log)
 	if err != nil {
 		c.Close()
