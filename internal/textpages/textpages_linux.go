@@ -17,11 +17,12 @@ import (
 // only when smaps cannot be read or parsed or madvise fails; what it released before a failing
 // madvise stays released.
 func Release() (Stats, error) {
-	data, err := os.ReadFile("/proc/self/smaps")
+	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return Stats{}, fmt.Errorf("textpages: %w", err)
 	}
-	maps, err := parseSmaps(bytes.NewReader(data))
+	maps, err := parseSmaps(f)
+	f.Close()
 	if err != nil {
 		return Stats{}, err
 	}
