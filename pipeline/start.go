@@ -58,15 +58,17 @@ const (
 //
 // The record is also the write-ahead of the post: its id is the reply id the answer is posted
 // under, and the answer is posted only after it is durable (see ResponseStage).
-func (t *Turn) startTurn(ctx context.Context, stop context.CancelCauseFunc, begin func(context.Context) error, input []echogate.Message) {
+//
+// begin issues the record's write and tells done its outcome, exactly once, perhaps before it
+// returns (see beginTurn); done does not block.
+func (t *Turn) startTurn(ctx context.Context, stop context.CancelCauseFunc, begin func(context.Context, func(error)), input []echogate.Message) {
 	w := &t.w
 	w.startDone, w.inputDone = make(chan struct{}), make(chan struct{})
 	w.input, w.stop = input, stop
 	w.ctx = context.WithoutCancel(ctx)
 	wctx, cancel := context.WithTimeout(w.ctx, stageTimeout)
-	go func() {
-		defer cancel()
-		err := begin(wctx)
+	begin(wctx, func(err error) {
+		cancel()
 		if err != nil {
 			err = fmt.Errorf("pipeline: begin turn: %w", err)
 		}
@@ -75,7 +77,7 @@ func (t *Turn) startTurn(ctx context.Context, stop context.CancelCauseFunc, begi
 		if err != nil {
 			stop(err)
 		}
-	}()
+	})
 	if len(input) == 0 {
 		w.inputAt = inputFolded // nothing to write
 		close(w.inputDone)
@@ -215,4 +217,15 @@ func (t *Turn) started(ctx context.Context) error {
 		}
 	}
 	return errors.Join(w.startErr, w.inputErr)
+}
+
+// beginTurn returns the write of rec for startTurn: the store's StartTurn when it queues
+// writes to a goroutine of its own (TurnStarter), else CreateTurn on a goroutine of the turn's.
+func (p *Pipeline) beginTurn(rec echogate.TurnRecord) func(context.Context, func(error)) {
+	if s, ok := p.d.Store.(TurnStarter); ok {
+		return func(ctx context.Context, done func(error)) { s.StartTurn(ctx, rec, done) }
+	}
+	return func(ctx context.Context, done func(error)) {
+		go func() { done(p.d.Store.CreateTurn(ctx, rec)) }()
+	}
 }

@@ -101,6 +101,74 @@ func TestTurnStartWriteFailureFailsTheTurn(t *testing.T) {
 	}
 }
 
+// asyncStarter is a store that queues the turn's record (a pipeline.TurnStarter, as SQLite
+// is): the write's outcome comes when the test releases it, on a goroutine of the store's.
+type asyncStarter struct {
+	*startStore
+	release chan struct{}
+	starts  atomic.Int32
+	creates atomic.Int32
+}
+
+var _ pipeline.TurnStarter = (*asyncStarter)(nil)
+
+func (s *asyncStarter) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	s.creates.Add(1)
+	return s.startStore.CreateTurn(ctx, t)
+}
+
+func (s *asyncStarter) StartTurn(ctx context.Context, t echogate.TurnRecord, done func(error)) {
+	s.starts.Add(1)
+	go func() {
+		<-s.release
+		done(s.CreateTurn(ctx, t))
+	}()
+}
+
+// With a store that queues the record (TurnStarter), the pipeline starts the write there
+// and waits for no goroutine of its own; the turn ends as with CreateTurn, and the record
+// is written once.
+func TestTurnStarterWritesTheRecord(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	ss := &asyncStarter{startStore: &startStore{MemStore: mem}, release: make(chan struct{})}
+	close(ss.release)
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = ss }}, agenttest.Reply("an answer"))
+	h.submit(msg("s1", "ann", "hi"))
+	if done := h.waitDone(); done.Status != string(echogate.TurnDoneSt) {
+		t.Fatalf("done = %+v, want done", done)
+	}
+	if s, c := ss.starts.Load(), ss.creates.Load(); s != 1 || c != 1 {
+		t.Errorf("StartTurn %d, CreateTurn %d times; want one StartTurn, whose write is the only CreateTurn", s, c)
+	}
+	turns, err := mem.ListTurns(context.Background(), "web:s1", 0)
+	if err != nil || len(turns) != 1 || turns[0].Status != echogate.TurnDoneSt {
+		t.Errorf("turns = %+v, %v; want the one turn, done", turns, err)
+	}
+}
+
+// A queued record that fails stops the turn when the store reports it, while the model still
+// streams: the model call is cancelled, the user gets the fallback text, and nothing is saved.
+func TestTurnStarterFailureStopsTheModel(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	ss := &asyncStarter{startStore: &startStore{MemStore: mem, createErr: errors.New("disk full")}, release: make(chan struct{})}
+	entered := make(chan struct{})
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = ss }},
+		agenttest.Step{Text: "an answer that never finishes", Gate: make(chan struct{}), GateAfter: 1, Entered: entered})
+	h.submit(msg("s1", "ann", "hi"))
+	<-entered
+	close(ss.release) // the write fails now, mid-stream
+	done := h.waitDone()
+	if done.Status != string(echogate.TurnFailed) {
+		t.Fatalf("done = %+v, want status failed", done)
+	}
+	if posts := h.rep.Posts(); len(posts) == 0 || !strings.Contains(posts[len(posts)-1].Text, "(ref t_") {
+		t.Errorf("posts = %q, want the fallback text with the turn reference last", h.rep.Texts())
+	}
+	if tr := h.transcript("s1"); len(tr) > 1 {
+		t.Errorf("transcript = %q, want no answer saved", tr)
+	}
+}
+
 // Tools run only once the turn's start writes landed: a tool that reads the transcript (the
 // file tools do) finds the message that asked for it.
 func TestToolsWaitForTheTurnStart(t *testing.T) {

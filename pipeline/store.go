@@ -117,6 +117,17 @@ type TurnLog interface {
 	GetPosting(ctx context.Context, turn string) (echogate.MessageRef, error)
 }
 
+// TurnStarter is implemented by a store whose writes are queued to a goroutine of its own
+// (SQLite's writer). StartTurn is TurnLog.CreateTurn without waiting for it: it returns at
+// once, and done is told exactly once what CreateTurn would have returned, on the store's
+// goroutine or on the caller's before StartTurn returns (a call that was not queued). done
+// must not block. A turn's record is written while its context is built and the model runs
+// (see startTurn); with a TurnStarter that write holds no goroutine of the pipeline's, one
+// fewer per turn in flight. Other stores get a goroutine that calls CreateTurn.
+type TurnStarter interface {
+	StartTurn(ctx context.Context, t echogate.TurnRecord, done func(error))
+}
+
 // UsageStore is the cost ledger.
 type UsageStore interface {
 	RecordUsage(ctx context.Context, r echogate.UsageRecord) (int64, error)

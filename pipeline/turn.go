@@ -163,13 +163,13 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	// model runs (see startTurn). A resumed turn's record was written with its decision.
 	ctx, stopTurn := context.WithCancelCause(ctx)
 	defer stopTurn(nil)
-	begin := func(ctx context.Context) error { return p.d.Store.CreateTurn(ctx, t.rec) }
+	begin := p.beginTurn(t.rec)
 	var input []echogate.Message
 	if t.resume == nil && !t.inputSaved {
 		input = msgs
 	}
 	if t.approved != nil {
-		begin = func(context.Context) error { return nil }
+		begin = func(_ context.Context, done func(error)) { done(nil) }
 	}
 	t.startTurn(ctx, stopTurn, begin, input)
 

@@ -69,6 +69,13 @@ func (s *timedStore) CreateTurn(ctx context.Context, t echogate.TurnRecord) erro
 	defer s.rec("CreateTurn", time.Now())
 	return s.Store.CreateTurn(ctx, t)
 }
+
+// StartTurn is timed from the call until the store reports the write (the pipeline queues
+// the turn's record with it, see pipeline.TurnStarter), under CreateTurn's name.
+func (s *timedStore) StartTurn(ctx context.Context, t echogate.TurnRecord, done func(error)) {
+	t0 := time.Now()
+	s.Store.StartTurn(ctx, t, func(err error) { s.rec("CreateTurn", t0); done(err) })
+}
 func (s *timedStore) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error {
 	defer s.rec("UpdateTurn", time.Now())
 	return s.Store.UpdateTurn(ctx, t)

@@ -24,28 +24,56 @@ input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, cost_usd = ?, ende
 // CreateTurn inserts a new turn. StartedAt zero means now; EndedAt zero is stored as "not
 // ended". An id that exists already wraps ErrExists.
 func (s *Store) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
+	d, fn, err := s.createTurn(ctx, t)
+	if err != nil {
+		return err
+	}
+	return s.createdTurn(ctx, t.ID, d.write(ctx, fn))
+}
+
+// StartTurn is CreateTurn without waiting for it: it queues the insert to the writer and
+// returns. done is told exactly once what CreateTurn would have returned: on the writer's
+// goroutine once the transaction that holds the insert ended, or on the caller's before
+// StartTurn returns when the insert was not queued (invalid record, ctx ended, store
+// closed). done must not block: the writer's next transaction waits for it. A turn that
+// runs while its record is written saves the goroutine that would wait for CreateTurn.
+func (s *Store) StartTurn(ctx context.Context, t echogate.TurnRecord, done func(error)) {
+	d, fn, err := s.createTurn(ctx, t)
+	if err != nil {
+		done(err)
+		return
+	}
+	d.wr.enqueueNotify(ctx, fn, func(err error) { done(s.createdTurn(ctx, t.ID, err)) })
+}
+
+// createTurn checks t and returns the write call that inserts it.
+func (s *Store) createTurn(ctx context.Context, t echogate.TurnRecord) (*dbs, func(*wtx) error, error) {
 	if t.ID == "" {
-		return fmt.Errorf("sqlite: create turn: %w: empty id", ErrInvalid)
+		return nil, nil, fmt.Errorf("sqlite: create turn: %w: empty id", ErrInvalid)
 	}
 	if t.Session == "" {
-		return fmt.Errorf("sqlite: create turn %q: %w: empty session key", t.ID, ErrInvalid)
+		return nil, nil, fmt.Errorf("sqlite: create turn %q: %w: empty session key", t.ID, ErrInvalid)
 	}
 	d, err := s.conns(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: create turn %q: %w", t.ID, err)
+		return nil, nil, fmt.Errorf("sqlite: create turn %q: %w", t.ID, err)
 	}
-	err = d.write(ctx, func(tx *wtx) error {
+	return d, func(tx *wtx) error {
 		_, err := tx.exec(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
 			t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, toMicros(s.stamp(t.StartedAt)), optMicros(t.EndedAt))
 		return err
-	})
-	if err != nil {
-		if isUniqueViolation(err) {
-			return fmt.Errorf("sqlite: create turn %q: %w", t.ID, ErrExists)
-		}
-		return fail(ctx, err, "create turn %q", t.ID)
+	}, nil
+}
+
+// createdTurn is CreateTurn's error for the insert's outcome err.
+func (s *Store) createdTurn(ctx context.Context, id string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	if isUniqueViolation(err) {
+		return fmt.Errorf("sqlite: create turn %q: %w", id, ErrExists)
+	}
+	return fail(ctx, err, "create turn %q", id)
 }
 
 // UpdateTurn overwrites the mutable fields of the turn t.ID: status, model, route reason,

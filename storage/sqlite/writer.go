@@ -40,7 +40,18 @@ type writeReq struct {
 	lazy  bool // written behind: nobody waits (writer_lazy.go)
 	fn    func(tx *wtx) error
 	state atomic.Int32
-	done  chan error // buffered(1)
+	done  chan error // buffered(1); nil when notify is set
+	// notify, when set, is told the outcome instead of done (enqueueNotify): nobody waits.
+	notify func(error)
+}
+
+// finish reports the call's outcome: to notify, or to done for its waiting caller.
+func (r *writeReq) finish(err error) {
+	if r.notify != nil {
+		r.notify(err)
+		return
+	}
+	r.done <- err
 }
 
 type writer struct {
@@ -180,6 +191,43 @@ func (w *writer) enqueue(ctx context.Context, solo bool, fn func(tx *wtx) error)
 	return req, nil
 }
 
+// enqueueNotify queues fn and returns at once; notify is told its outcome, exactly once, as
+// do would have returned it: on the writer goroutine after the transaction that holds fn's
+// changes ended, or on the caller's before enqueueNotify returns when fn was not queued (ctx
+// ended, the writer is closed). notify must not block: the writer's next batch waits for it.
+// A call whose ctx ends while it is queued is dropped when the writer reaches it and reports
+// ctx's error, as in do; it saves a caller the goroutine that would wait for the outcome.
+func (w *writer) enqueueNotify(ctx context.Context, fn func(tx *wtx) error, notify func(error)) {
+	if err := ctx.Err(); err != nil {
+		notify(err)
+		return
+	}
+	req := &writeReq{ctx: ctx, fn: fn, notify: notify}
+	hook := w.enqueued.Load()
+	select {
+	case w.queue <- req:
+	case <-w.stop:
+		notify(ErrClosed)
+		return
+	case <-ctx.Done():
+		notify(ctx.Err())
+		return
+	}
+	if hook != nil {
+		(*hook)()
+	}
+	// A call queued after shutdown began may have missed the writer's drain, and nobody
+	// waits to notice (wait watches done): whichever of this and the drain takes it first
+	// reports ErrClosed.
+	select {
+	case <-w.stop:
+		if req.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			notify(ErrClosed)
+		}
+	default:
+	}
+}
+
 // wait waits for the outcome of a queued call; see the cancellation rules above.
 func (w *writer) wait(ctx context.Context, req *writeReq) error {
 	select {
@@ -297,7 +345,7 @@ func (w *writer) drain() {
 				continue
 			}
 			if r.state.CompareAndSwap(reqQueued, reqTaken) {
-				r.done <- ErrClosed
+				r.finish(ErrClosed)
 			}
 		default:
 			w.flushLazy()
@@ -312,7 +360,7 @@ func (w *writer) runSolo(req *writeReq) {
 	}
 	err := req.fn(&wtx{ctx: req.ctx, w: w})
 	w.seqs.rolledBack() // a solo call commits on its own: keep nothing it may have rolled back
-	req.done <- err
+	req.finish(err)
 }
 
 // closeConn closes the prepared statements and releases the connection, running PRAGMA

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -421,5 +422,109 @@ func TestIdleStoreTruncatesWAL(t *testing.T) {
 	}
 	if h, err := s.History(ctx, "after", 10); err != nil || len(h) != 1 {
 		t.Errorf("History after truncation = %d messages, %v", len(h), err)
+	}
+}
+
+// A StartTurn whose ctx ends while it is queued is dropped: done is told ctx's error and the
+// record is not written.
+func TestStartTurnCancelledWhileQueued(t *testing.T) {
+	s := openTemp(t, Config{})
+	release := holdWriter(t, s)
+	queued := notifyQueued(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 2)
+	s.StartTurn(ctx, echogate.TurnRecord{ID: "t1", Session: "web:s", Status: echogate.TurnRunning}, func(err error) { got <- err })
+	answerWithin(t, "StartTurn queued", queued)
+	cancel()
+	release()
+	if err := answerWithin(t, "StartTurn", got); !errors.Is(err, context.Canceled) {
+		t.Errorf("StartTurn cancelled while queued = %v, want context.Canceled", err)
+	}
+	if _, err := s.GetTurn(context.Background(), "t1"); !errors.Is(err, echogate.ErrNotFound) {
+		t.Errorf("GetTurn = %v, want not found: a dropped call writes nothing", err)
+	}
+	if err := s.st.Load().wr.sync(context.Background()); err != nil { // every call queued before has ended
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		t.Errorf("done told a second time (%v)", err)
+	default:
+	}
+}
+
+// Starts racing Close are each told exactly once: committed, or ErrClosed (nothing is left
+// waiting on a call the writer's drain missed).
+func TestStartTurnRacingCloseToldOnce(t *testing.T) {
+	s, err := New(Config{Path: t.TempDir() + "/x.db"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var started, told, closedErrs atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("t%d-%d", g, i)
+				var once atomic.Int32
+				ended := make(chan error, 1)
+				started.Add(1)
+				s.StartTurn(ctx, echogate.TurnRecord{ID: id, Session: "web:s", Status: echogate.TurnRunning}, func(err error) {
+					if once.Add(1) != 1 {
+						t.Errorf("%s: done told twice (%v)", id, err)
+					}
+					told.Add(1)
+					ended <- err
+				})
+				err := answerWithin(t, id, ended)
+				if errors.Is(err, ErrClosed) {
+					closedErrs.Add(1)
+					return
+				}
+				if err != nil {
+					t.Errorf("%s: %v", id, err)
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond) // let some starts commit before Close
+	if err := s.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	wg.Wait()
+	if started.Load() != told.Load() || closedErrs.Load() != 8 {
+		t.Errorf("%d starts, %d told, %d ErrClosed; want every start told once and each goroutine stopped by ErrClosed", started.Load(), told.Load(), closedErrs.Load())
+	}
+}
+
+// A call that reaches the writer's queue after the writer drained it (the caller took the
+// writer before Close and queued after) is told ErrClosed before enqueueNotify returns: the
+// send can win the race against the closed stop, and nobody would drain it.
+func TestNotifyAfterShutdownToldAtOnce(t *testing.T) {
+	s, err := New(Config{Path: t.TempDir() + "/x.db"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wr := s.st.Load().wr
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 { // each send races the closed stop: about half win it
+		var got []error
+		wr.enqueueNotify(context.Background(), func(*wtx) error { return nil }, func(err error) { got = append(got, err) })
+		if len(got) != 1 || !errors.Is(got[0], ErrClosed) {
+			t.Fatalf("call %d after shutdown: told %v before enqueueNotify returned, want ErrClosed once", i, got)
+		}
 	}
 }

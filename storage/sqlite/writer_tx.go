@@ -24,7 +24,7 @@ func (w *writer) runBatch(batch []*writeReq) {
 			continue // its caller left
 		}
 		if err := r.ctx.Err(); err != nil {
-			r.done <- err
+			r.finish(err)
 			continue
 		}
 		live = append(live, r)
@@ -50,7 +50,7 @@ func (w *writer) runBatch(batch []*writeReq) {
 		if r.lazy && res != nil {
 			w.log.Warn("sqlite: a write behind failed", "err", res)
 		}
-		r.done <- res
+		r.finish(res)
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 //   - Get*, Update*, Delete* and CompleteEvent of an unknown record wrap echogate.ErrNotFound;
 //     History, Grants, List* and SumUsage of nothing are empty, not errors;
 //   - CreateTurn of an existing id fails; UpdateTurn keeps session, event key, user and start;
+//     a store with StartTurn (pipeline.TurnStarter) reports to done once what CreateTurn would;
 //   - UpsertSession keeps the first conversation, user, ephemeral flag and CreatedAt and never
 //     moves UpdatedAt back;
 //   - DeleteSession keeps turns and the usage ledger;
@@ -68,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"ConcurrentAppendSameSession", r.concurrentAppendSameSession},
 		{"Grants", r.grants},
 		{"Turns", r.turns},
+		{"StartTurn", r.startTurn},
 		{"ListTurns", r.listTurns},
 		{"UsageRecordList", r.usageRecordList},
 		{"UsageSumFilters", r.usageSumFilters},

@@ -1,0 +1,73 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+// turnStarter is pipeline.TurnStarter: a store that queues the insert of a turn's record
+// and reports its outcome to done (SQLite's writer). Stores without it are skipped.
+type turnStarter interface {
+	StartTurn(ctx context.Context, t echogate.TurnRecord, done func(error))
+}
+
+// startTurn checks that StartTurn is CreateTurn without the wait: done is told exactly once
+// what CreateTurn would have returned, the record is readable once done was told nil, a
+// second start of the same id fails, an invalid record or a cancelled ctx fail (perhaps
+// before StartTurn returns) and write nothing.
+func (r *runner) startTurn(t *testing.T, s Store, u uniq) {
+	st, ok := s.(turnStarter)
+	if !ok {
+		t.Skip("the store writes a turn's record with CreateTurn only")
+	}
+	ctx := t.Context()
+	start := func(ctx context.Context, rec echogate.TurnRecord) error {
+		t.Helper()
+		var calls atomic.Int32
+		got := make(chan error, 2)
+		st.StartTurn(ctx, rec, func(err error) { calls.Add(1); got <- err })
+		var err error
+		select {
+		case err = <-got:
+		case <-time.After(time.Minute): // a bound on a writer bug, not a timing
+			t.Fatalf("StartTurn(%q): done was never told", rec.ID)
+		}
+		// A second report would arrive from the same goroutine at once; the write is over.
+		time.Sleep(10 * time.Millisecond)
+		if n := calls.Load(); n != 1 {
+			t.Errorf("StartTurn(%q): done told %d times, want once", rec.ID, n)
+		}
+		return err
+	}
+
+	want := echogate.TurnRecord{ID: u.key("turn"), Session: u.session("s"), EventKey: "web:e1", UserID: "web:ann",
+		Status: echogate.TurnRunning, StartedAt: r.at(time.Second)}
+	must(t, "StartTurn", start(ctx, want))
+	got, err := s.GetTurn(ctx, want.ID)
+	must(t, "GetTurn after StartTurn", err)
+	checkTurn(t, "GetTurn after StartTurn", got, want)
+	if err := start(ctx, want); err == nil {
+		t.Errorf("StartTurn(%q) twice: done(nil), want an error", want.ID)
+	}
+	if err := s.CreateTurn(ctx, want); err == nil {
+		t.Errorf("CreateTurn(%q) after StartTurn = nil, want an error", want.ID)
+	}
+
+	if err := start(ctx, echogate.TurnRecord{Session: u.session("s"), StartedAt: r.at(0)}); err == nil {
+		t.Error(`StartTurn(ID "") = nil, want an error naming the empty id`)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	gone := echogate.TurnRecord{ID: u.key("cancelled"), Session: u.session("s"), Status: echogate.TurnRunning, StartedAt: r.at(0)}
+	if err := start(cancelled, gone); !errors.Is(err, context.Canceled) {
+		t.Errorf("StartTurn(cancelled ctx) = %v, want context.Canceled", err)
+	}
+	if _, err := s.GetTurn(ctx, gone.ID); !errors.Is(err, echogate.ErrNotFound) {
+		t.Errorf("GetTurn of the cancelled start = %v, want not found (nothing written)", err)
+	}
+}
