@@ -4,8 +4,10 @@ import (
 	"container/list"
 	"context"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/echogate/echogate"
 )
@@ -141,8 +143,9 @@ func (c *historyCache) put(key echogate.SessionKey, msgs []echogate.StoredMessag
 
 // putLocked is put with sh (key's shard) locked and msgs already cut to the window.
 func (c *historyCache) putLocked(sh *histShard, key echogate.SessionKey, msgs []echogate.StoredMessage, complete bool) {
-	// The room after the entries counts too (extend): about 160 bytes an entry.
-	bytes := storedSize(msgs) + 160*(cap(msgs)-len(msgs))
+	// The room after the entries counts too (extend): an entry's struct each; and the
+	// session's own entry in the cache.
+	bytes := histEntryOverhead + storedSize(msgs) + storedEntrySize*(cap(msgs)-len(msgs))
 	el, ok := sh.m[key]
 	if ok {
 		sh.bytes -= el.Value.(*histEntry).bytes
@@ -192,7 +195,9 @@ func (c *historyCache) extend(key echogate.SessionKey, cached, newer []echogate.
 		all = append(cur, newer...)
 	} else {
 		keep := cached[min(len(cached), max(0, len(cached)+len(newer)-c.window)):]
-		all = make([]echogate.StoredMessage, 0, len(keep)+len(newer)+histRoom)
+		// Grown by append, so its capacity is the whole allocation (rounded up to the
+		// allocator's size class): the room the cache accounts for is the room it has.
+		all = slices.Grow([]echogate.StoredMessage(nil), len(keep)+len(newer)+histRoom)
 		all = append(append(all, keep...), newer...)
 	}
 	if len(all) > c.window {
@@ -208,12 +213,20 @@ const histRoom = 16
 // drop forgets key (its session was deleted here).
 func (c *historyCache) drop(key echogate.SessionKey) { c.put(key, nil) }
 
+// storedEntrySize is the bytes of one entry in a cached array (208 on 64-bit platforms), its
+// strings' headers included.
+const storedEntrySize = int(unsafe.Sizeof(echogate.StoredMessage{}))
+
+// histEntryOverhead is what a cached session costs besides its entries: its histEntry, list
+// element and map slot.
+const histEntryOverhead = 160
+
 // storedSize estimates the memory held by msgs.
 func storedSize(msgs []echogate.StoredMessage) int {
 	n := 0
 	for _, sm := range msgs {
 		m := sm.Message
-		n += 160 + len(sm.Turn) + len(m.Content) + len(m.Name) + len(m.ToolCallID)
+		n += storedEntrySize + len(sm.Turn) + len(m.Content) + len(m.Name) + len(m.ToolCallID)
 		for _, tc := range m.ToolCalls {
 			n += 64 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -155,4 +156,48 @@ func BenchmarkHistoryCachedTurn(b *testing.B) {
 			b.Fatalf("history = %v, %v; want it cached", src, err)
 		}
 	}
+}
+
+// The cache's byte budget is what it holds on the heap: sessions growing turn by turn (extend,
+// with its room after each array) are accounted at no less than the heap they take, so
+// histCacheBytes bounds the memory, not only the estimate. Short chat lines make the arrays
+// most of it, as at a thousand sessions of ordinary chat.
+func TestHistoryCacheBudgetCoversItsHeap(t *testing.T) {
+	const sessions, turns = 4000, 6
+	before := heapLiveAfterGC()
+	c := newHistoryCache(40)
+	for i := range sessions {
+		key := echogate.SessionKey(fmt.Sprintf("web:s%d", i))
+		var cached []echogate.StoredMessage
+		for n := range turns {
+			turn := fmt.Sprintf("t_%d_%d", i, n)
+			newer := []echogate.StoredMessage{
+				{Session: key, Seq: int64(2*n + 1), Turn: turn, Message: echogate.Message{Role: echogate.RoleUser, Content: fmt.Sprintf("message %d", n)}},
+				{Session: key, Seq: int64(2*n + 2), Turn: turn, Message: echogate.Message{Role: echogate.RoleAssistant, Content: strings.Repeat("answer ", 8)}},
+			}
+			cached = c.extend(key, cached, newer, true)
+		}
+	}
+	held := heapLiveAfterGC() - before
+	accounted := 0
+	for i := range c.shards {
+		accounted += c.shards[i].bytes
+	}
+	if accounted > histCacheBytes {
+		t.Errorf("cache accounts %d bytes, over its budget %d", accounted, histCacheBytes)
+	}
+	if float64(held) > 1.15*float64(accounted) {
+		t.Errorf("%d cached sessions hold %d heap bytes, but the cache accounts %d: the estimate undercounts by %.0f%%",
+			c.len(), held, accounted, 100*(float64(held)/float64(accounted)-1))
+	}
+	t.Logf("%d sessions: heap %d bytes, accounted %d (budget %d)", c.len(), held, accounted, histCacheBytes)
+	runtime.KeepAlive(c)
+}
+
+// heapLiveAfterGC is the heap's live bytes after a full collection.
+func heapLiveAfterGC() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
