@@ -13,7 +13,8 @@
 // current_time call. Throughput: S sessions, each posting its next message when the previous
 // one is answered, with a model answering in -model-latency; ideal is S / latency. Memory is the
 // gateway's VmRSS / RssAnon idle, at its peak under load, and -after the load ends; the database
-// is the data dir's bytes per turn.
+// is the data dir's bytes per turn. Repeated load (-repeat) runs the largest throughput scenario
+// again with new sessions each round and reads memory after each: whether it grows.
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,8 +138,14 @@ func run() error {
 			return err
 		}
 	}
-	if err := b.throughputs(splitInts(*sessionsFlag)); err != nil {
+	counts := splitInts(*sessionsFlag)
+	if err := b.throughputs(counts); err != nil {
 		return err
+	}
+	if len(counts) > 0 {
+		if err := b.repeats(slices.Max(counts), *repeatFlag, *repeatWait); err != nil {
+			return err
+		}
 	}
 	if err := b.afterLoad(idle, splitDurations(*afterFlag)); err != nil {
 		return err

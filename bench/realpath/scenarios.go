@@ -114,6 +114,36 @@ func (b *bench) throughputs(counts []int) error {
 }
 
 func (b *bench) throughput(sessions int) error {
+	r, err := b.run(sessions)
+	if err != nil {
+		return err
+	}
+	rate := float64(r.turns) / r.elapsed.Seconds()
+	ideal := float64(sessions) / modelLatency.Seconds()
+	perTurn, others := time.Duration(0), time.Duration(0)
+	if r.turns > 0 {
+		perTurn = r.cpu / time.Duration(r.turns)
+		others = r.others / time.Duration(r.turns)
+	}
+	fmt.Printf("%10d %10d %10.0f %10.0f %11.1f%% %12s %12s %14s %22s\n", sessions, r.turns, rate, ideal, 100*rate/ideal, ms(pct(r.lat, 99)), ms(perTurn), ms(others), r.peak)
+	if p, err := readMemParts(b.base, b.gw.pid()); err == nil {
+		fmt.Printf("%10s at the end: %s\n", "", p)
+	}
+	return nil
+}
+
+// loadRun is what one throughput run measured over its window.
+type loadRun struct {
+	turns       int64
+	elapsed     time.Duration
+	lat         []time.Duration // sorted
+	cpu, others time.Duration   // the gateway's; the model server's and this process's
+	peak        memInfo
+}
+
+// run puts `sessions` sessions on the gateway, each posting its next message when the
+// previous one is answered, measures -duration once they joined, and stops them.
+func (b *bench) run(sessions int) (loadRun, error) {
 	b.rounds++
 	round := b.rounds
 	c := newClient(sessions)
@@ -173,22 +203,10 @@ func (b *bench) throughput(sessions int) error {
 	cancel()
 	wg.Wait()
 	if firstErr != nil {
-		return fmt.Errorf("%d sessions: %w", sessions, firstErr)
+		return loadRun{}, fmt.Errorf("%d sessions: %w", sessions, firstErr)
 	}
-	n := counted.Load()
-	rate := float64(n) / elapsed.Seconds()
-	ideal := float64(sessions) / modelLatency.Seconds()
 	slices.Sort(lat)
-	perTurn, others := time.Duration(0), time.Duration(0)
-	if n > 0 {
-		perTurn = (cpu1 - cpu0) / time.Duration(n)
-		others = (other1 - other0) / time.Duration(n)
-	}
-	fmt.Printf("%10d %10d %10.0f %10.0f %11.1f%% %12s %12s %14s %22s\n", sessions, n, rate, ideal, 100*rate/ideal, ms(pct(lat, 99)), ms(perTurn), ms(others), peak)
-	if p, err := readMemParts(b.base, b.gw.pid()); err == nil {
-		fmt.Printf("%10s at the end: %s\n", "", p)
-	}
-	return nil
+	return loadRun{turns: counted.Load(), elapsed: elapsed, lat: lat, cpu: cpu1 - cpu0, others: other1 - other0, peak: peak}, nil
 }
 
 // othersCPU is the CPU of the model server and of this load generator: what the gateway's
