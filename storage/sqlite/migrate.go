@@ -18,7 +18,8 @@ import (
 //go:embed migrations/*.sql migrations_events/*.sql
 var embeddedMigrations embed.FS
 
-// migration is one numbered schema change, applied in its own transaction.
+// migration is one numbered schema change, applied in the transaction of every migration the
+// database lacks (applyMigrations).
 type migration struct {
 	version int
 	name    string // file name without extension, e.g. "0001_init"
@@ -73,33 +74,31 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at INTEGER NOT NULL
 ) STRICT`
 
-// Migrate applies the embedded migrations the database does not have yet, in order, each in its
-// own write transaction together with its row in schema_migrations. It is idempotent and safe
-// to call at every start, also from two processes at once (the second finds the work done).
-// It blocks while another process writes; cancelling ctx rolls back the migration in progress.
-// A database migrated by a newer binary fails with ErrSchemaTooNew and is left untouched.
+// Migrate applies the embedded migrations the database does not have yet, in order, each with
+// its row in schema_migrations, all in one write transaction: an upgrade lands whole or not at
+// all. It is idempotent and safe to call at every start, also from two processes at once (the
+// second finds the work done). It blocks while another process writes; cancelling ctx rolls
+// back the migrations in progress. A database migrated by a newer binary fails with
+// ErrSchemaTooNew and is left untouched.
 //
-// The event log (EventsPath) has migrations of its own, applied next. Events recorded in the
-// main database by versions before the event log existed are moved there (copied, then
-// deleted: a crash in between copies again). Last, it reads which sessions have compression
-// checkpoints (cpindex.go).
+// The event log (EventsPath) has migrations of its own, applied at the same time on its own
+// writer. Events recorded in the main database by versions before the event log existed are
+// then moved there (copied, then deleted: a crash in between copies again). Last, it reads
+// which sessions have compression checkpoints (cpindex.go).
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := builtinMigrations()
 	if err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
-	if err := s.migrate(ctx, ms); err != nil {
-		return err
+	// The two files have writers of their own: the event log migrates while the main
+	// database does (a fresh data dir is ready that much sooner).
+	evErr := make(chan error, 1)
+	go func() { evErr <- s.migrateEvents(ctx) }()
+	err = s.migrate(ctx, ms)
+	if eerr := <-evErr; err == nil {
+		err = eerr
 	}
-	ems, err := eventMigrations()
 	if err != nil {
-		return fmt.Errorf("sqlite: migrate event log: %w", err)
-	}
-	d, err := s.evConns(ctx)
-	if err != nil {
-		return fmt.Errorf("sqlite: migrate event log: %w", err)
-	}
-	if err := s.migrateDB(ctx, d, ems); err != nil {
 		return err
 	}
 	if err := s.moveEvents(ctx); err != nil {
@@ -113,6 +112,19 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return nil
 }
 
+// migrateEvents applies the event log's migrations to it.
+func (s *Store) migrateEvents(ctx context.Context) error {
+	ems, err := eventMigrations()
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate event log: %w", err)
+	}
+	d, err := s.evConns(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate event log: %w", err)
+	}
+	return s.migrateDB(ctx, d, ems)
+}
+
 // migrate applies ms to the main database.
 func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	d, err := s.conns(ctx)
@@ -122,9 +134,9 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	return s.migrateDB(ctx, d, ms)
 }
 
-// migrateDB applies ms to the database of d as a solo call on its writer connection: each
-// migration is its own transaction, and ctx may interrupt it (rolling it back) since no other
-// call shares it.
+// migrateDB applies ms to the database of d as a solo call on its writer connection: the
+// pending migrations are one transaction, and ctx may interrupt it (rolling it back) since no
+// other call shares it.
 func (s *Store) migrateDB(ctx context.Context, d *dbs, ms []migration) error {
 	return d.wr.do(ctx, true, func(tx *wtx) error { return s.migrateOn(ctx, tx, ms, d.path) })
 }
@@ -189,6 +201,7 @@ func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration, path str
 	for _, a := range applied {
 		done[a.version] = a.name
 	}
+	var pending []migration
 	for _, m := range ms {
 		if name, ok := done[m.version]; ok {
 			if name != m.name {
@@ -197,22 +210,30 @@ func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration, path str
 			}
 			continue
 		}
-		ran, err := s.applyMigration(ctx, conn, m)
-		if err != nil {
-			return fail(ctx, err, "migrate: apply %s", m.name)
-		}
-		if ran {
-			s.log.Info("sqlite: applied migration", "version", m.version, "name", m.name, "path", path)
-		}
+		pending = append(pending, m)
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	ran, err := s.applyMigrations(ctx, conn, pending)
+	if err != nil {
+		return err
+	}
+	for _, m := range ran {
+		s.log.Info("sqlite: applied migration", "version", m.version, "name", m.name, "path", path)
 	}
 	return nil
 }
 
-// applyMigration runs m and records it in one IMMEDIATE transaction. It reports false when
-// another process applied m first.
-func (s *Store) applyMigration(ctx context.Context, conn *sql.Conn, m migration) (ran bool, err error) {
+// applyMigrations runs the pending migrations ms in order and records each, all in one
+// IMMEDIATE transaction: a database is upgraded (or created) whole or not at all, and a fresh
+// one pays one commit and one schema load for its whole schema, not one per migration. It
+// returns the migrations it ran: one another process applied first is skipped (the write lock
+// is held, so the check is final). A failure rolls every one of them back, and names the
+// migration that failed.
+func (s *Store) applyMigrations(ctx context.Context, conn *sql.Conn, ms []migration) (ran []migration, err error) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return false, err
+		return nil, fail(ctx, err, "migrate: begin")
 	}
 	defer func() {
 		if err != nil {
@@ -220,28 +241,32 @@ func (s *Store) applyMigration(ctx context.Context, conn *sql.Conn, m migration)
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if _, rerr := conn.ExecContext(rctx, "ROLLBACK"); rerr != nil && !isNoTransaction(rerr) {
-				s.log.Error("sqlite: rollback of failed migration failed", "name", m.name, "err", rerr)
+				s.log.Error("sqlite: rollback of failed migrations failed", "err", rerr)
 			}
+			ran = nil
 		}
 	}()
-	// The write lock is held: this check is final.
-	var n int
-	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&n); err != nil {
-		return false, err
-	}
-	if n == 0 {
+	for _, m := range ms {
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&n); err != nil {
+			return nil, fail(ctx, err, "migrate: apply %s", m.name)
+		}
+		if n > 0 {
+			continue
+		}
 		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
-			return false, err
+			return nil, fail(ctx, err, "migrate: apply %s", m.name)
 		}
 		if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
 			m.version, m.name, toMicros(s.now())); err != nil {
-			return false, err
+			return nil, fail(ctx, err, "migrate: apply %s", m.name)
 		}
+		ran = append(ran, m)
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return false, err
+		return nil, fail(ctx, err, "migrate: commit")
 	}
-	return n == 0, nil
+	return ran, nil
 }
 
 type appliedMigration struct {

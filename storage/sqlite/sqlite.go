@@ -36,6 +36,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -260,27 +261,41 @@ func (s *Store) Open(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o750); err != nil {
 		return fmt.Errorf("sqlite: open %s: create directory: %w", s.path, err)
 	}
+	// The event log opens while the main database does: each creates its file and switches
+	// it to WAL (a few fsyncs) on a fresh data dir.
+	type opened struct {
+		d   *dbs
+		err error
+	}
+	evc := make(chan opened, 1)
+	go func() {
+		d, err := s.openDB(ctx, s.eventsPath, roleLogReader, logReadConns)
+		evc <- opened{d, err}
+	}()
 	main, err := s.openDB(ctx, s.path, roleReader, s.readConns)
-	if err != nil {
-		return err
+	evo := <-evc
+	if err != nil || evo.err != nil {
+		if main != nil {
+			_ = main.close()
+		}
+		if evo.d != nil {
+			_ = evo.d.close()
+		}
+		return cmp.Or(err, evo.err)
 	}
 	// The vector-scan pool connects at the first vector search (sql.Open opens nothing): most
 	// gateways never search vectors, and start-up does not pay for its connection.
 	main.v, err = sql.Open("sqlite", s.dsn(s.path, roleVectorReader))
 	if err != nil {
 		_ = main.close()
+		_ = evo.d.close()
 		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
 	vn := min(s.readConns, max(2, runtime.GOMAXPROCS(0)))
 	main.v.SetMaxOpenConns(vn)
 	main.v.SetMaxIdleConns(vn)
 	main.v.SetConnMaxIdleTime(readerIdleTime)
-	ev, err := s.openDB(ctx, s.eventsPath, roleLogReader, logReadConns)
-	if err != nil {
-		_ = main.close()
-		return err
-	}
-	main.ev = ev
+	main.ev = evo.d
 	s.st.Store(main)
 	s.log.Debug("sqlite: opened", "path", s.path, "events_path", s.eventsPath, "read_conns", s.readConns)
 	return nil

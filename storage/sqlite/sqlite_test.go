@@ -560,3 +560,38 @@ func TestEventsPath(t *testing.T) {
 		}
 	}
 }
+
+// Several pending migrations are one upgrade: when the last fails, the ones before it are
+// rolled back with it, the version stays, and the next start applies them all.
+func TestMigrateUpgradesWholeOrNotAtAll(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t, Config{})
+	ms, err := builtinMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(ms)
+	first := migration{version: n + 1, name: "first", sql: "CREATE TABLE first_step (a INTEGER) STRICT;"}
+	second := migration{version: n + 2, name: "second", sql: "ALTER TABLE first_step ADD COLUMN b TEXT;"}
+	bad := migration{version: n + 3, name: "bad", sql: "CREATE TABLE broken (a INTEGR) STRICT;"}
+	if err := s.migrate(ctx, append(ms[:n:n], first, second, bad)); err == nil || !strings.Contains(err.Error(), "bad") {
+		t.Fatalf("migrate(first, second, bad) = %v, want an error naming bad", err)
+	}
+	if applied, _, err := s.SchemaVersion(ctx); err != nil || applied != n {
+		t.Errorf("SchemaVersion after the failed upgrade = %d, %v; want %d (nothing of it applied)", applied, err, n)
+	}
+	var tables int
+	if err := s.st.Load().r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name = 'first_step'").Scan(&tables); err != nil || tables != 0 {
+		t.Errorf("first_step exists (%d, %v) after the upgrade failed, want it rolled back", tables, err)
+	}
+	if err := s.migrate(ctx, append(ms[:n:n], first, second)); err != nil {
+		t.Fatalf("migrate(first, second): %v", err)
+	}
+	if applied, _, _ := s.SchemaVersion(ctx); applied != n+2 {
+		t.Errorf("SchemaVersion = %d, want %d", applied, n+2)
+	}
+	var cols int
+	if err := s.st.Load().r.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('first_step') WHERE name IN ('a', 'b')").Scan(&cols); err != nil || cols != 2 {
+		t.Errorf("first_step has %d of its columns a and b (%v), want both migrations applied", cols, err)
+	}
+}
