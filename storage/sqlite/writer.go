@@ -172,23 +172,32 @@ func (w *writer) do(ctx context.Context, solo bool, fn func(tx *wtx) error) erro
 // enqueue queues fn and returns at once; wait blocks for its outcome. Together they are do,
 // split so a caller can queue calls on two writers and then wait for both.
 func (w *writer) enqueue(ctx context.Context, solo bool, fn func(tx *wtx) error) (*writeReq, error) {
-	if err := ctx.Err(); err != nil {
+	req := &writeReq{ctx: ctx, solo: solo, fn: fn, done: make(chan error, 1)}
+	if err := w.send(ctx, req); err != nil {
 		return nil, err
 	}
-	req := &writeReq{ctx: ctx, solo: solo, fn: fn, done: make(chan error, 1)}
+	return req, nil
+}
+
+// send puts req on the queue, blocking while it is full; it fails when ctx ends first or the
+// writer is closed, and req was not queued.
+func (w *writer) send(ctx context.Context, req *writeReq) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	// Loaded before queueing, so a hook installed while this call waits is not told about it.
 	hook := w.enqueued.Load()
 	select {
 	case w.queue <- req:
 	case <-w.stop:
-		return nil, ErrClosed
+		return ErrClosed
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	if hook != nil {
 		(*hook)()
 	}
-	return req, nil
+	return nil
 }
 
 // enqueueNotify queues fn and returns at once; notify is told its outcome, exactly once, as
@@ -198,23 +207,10 @@ func (w *writer) enqueue(ctx context.Context, solo bool, fn func(tx *wtx) error)
 // A call whose ctx ends while it is queued is dropped when the writer reaches it and reports
 // ctx's error, as in do; it saves a caller the goroutine that would wait for the outcome.
 func (w *writer) enqueueNotify(ctx context.Context, fn func(tx *wtx) error, notify func(error)) {
-	if err := ctx.Err(); err != nil {
+	req := &writeReq{ctx: ctx, fn: fn, notify: notify}
+	if err := w.send(ctx, req); err != nil {
 		notify(err)
 		return
-	}
-	req := &writeReq{ctx: ctx, fn: fn, notify: notify}
-	hook := w.enqueued.Load()
-	select {
-	case w.queue <- req:
-	case <-w.stop:
-		notify(ErrClosed)
-		return
-	case <-ctx.Done():
-		notify(ctx.Err())
-		return
-	}
-	if hook != nil {
-		(*hook)()
 	}
 	// A call queued after shutdown began may have missed the writer's drain, and nobody
 	// waits to notice (wait watches done): whichever of this and the drain takes it first
