@@ -130,6 +130,21 @@ func run() error {
 	}
 
 	b := &bench{ctx: ctx, base: base, modelURL: modelURL, gw: gw, model: model, dataDir: dataDir}
+	if err := b.scenarios(opts, tmp, idle); err != nil {
+		return err
+	}
+	if err := gw.stop(); err != nil {
+		return fmt.Errorf("gateway exit: %w", err)
+	}
+	if *profileDir != "" {
+		fmt.Printf("\nprofiles: go tool pprof -top %s/cpu.pprof (and heap.pprof; heap-N.pprof and goroutine-N.pprof are the snapshots)\n", *profileDir)
+	}
+	return nil
+}
+
+// scenarios runs the load scenarios the flags ask for on the serving gateway, idle being its
+// idle memory: overheads (web, then Slack), throughputs, repeated rounds, memory after load.
+func (b *bench) scenarios(opts gatewayOpts, tmp string, idle memInfo) error {
 	if err := b.overheads(); err != nil {
 		return err
 	}
@@ -147,16 +162,7 @@ func run() error {
 			return err
 		}
 	}
-	if err := b.afterLoad(idle, splitDurations(*afterFlag)); err != nil {
-		return err
-	}
-	if err := gw.stop(); err != nil {
-		return fmt.Errorf("gateway exit: %w", err)
-	}
-	if *profileDir != "" {
-		fmt.Printf("\nprofiles: go tool pprof -top %s/cpu.pprof (and heap.pprof; heap-N.pprof and goroutine-N.pprof are the snapshots)\n", *profileDir)
-	}
-	return nil
+	return b.afterLoad(idle, splitDurations(*afterFlag))
 }
 
 func splitInts(s string) []int {

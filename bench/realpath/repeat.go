@@ -23,13 +23,10 @@ func (b *bench) repeats(sessions, n int, settle time.Duration) error {
 	}
 	fmt.Printf("\nrepeated load: %d rounds of %d new sessions for %s each; memory %s after each round\n", n, sessions, *duration, settle)
 	fmt.Printf("%10s %10s %22s %22s %16s %14s\n", "round", "turns", "VmRSS/RssAnon peak", "VmRSS/RssAnon after", "Go heap in use", "heap objects")
-	prev := *freshSessions
-	*freshSessions = true
-	defer func() { *freshSessions = prev }()
 	var after []memParts
 	for r := 1; r <= n; r++ {
 		turns0 := b.turns
-		run, err := b.run(sessions)
+		run, err := b.run(sessions, true)
 		if err != nil {
 			return fmt.Errorf("repeated round %d: %w", r, err)
 		}

@@ -114,7 +114,7 @@ func (b *bench) throughputs(counts []int) error {
 }
 
 func (b *bench) throughput(sessions int) error {
-	r, err := b.run(sessions)
+	r, err := b.run(sessions, *freshSessions)
 	if err != nil {
 		return err
 	}
@@ -142,8 +142,10 @@ type loadRun struct {
 }
 
 // run puts `sessions` sessions on the gateway, each posting its next message when the
-// previous one is answered, measures -duration once they joined, and stops them.
-func (b *bench) run(sessions int) (loadRun, error) {
+// previous one is answered, measures -duration once they joined, and stops them. fresh names
+// the sessions after this run, so they are new conversations; else a later run of the same
+// count continues them.
+func (b *bench) run(sessions int, fresh bool) (loadRun, error) {
 	b.rounds++
 	round := b.rounds
 	c := newClient(sessions)
@@ -164,7 +166,7 @@ func (b *bench) run(sessions int) (loadRun, error) {
 			// Sessions join spread over one model latency, as users would.
 			time.Sleep(*modelLatency * time.Duration(i) / time.Duration(sessions))
 			session := fmt.Sprintf("t%d-%d", sessions, i)
-			if *freshSessions {
+			if fresh {
 				session = fmt.Sprintf("t%d-r%d-%d", sessions, round, i)
 			}
 			for n := 0; ctx.Err() == nil; n++ {
