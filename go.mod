@@ -27,6 +27,8 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/time v0.15.0
 	google.golang.org/protobuf v1.36.12
+	modernc.org/libc v1.80.1 // the version modernc.org/sqlite names; storage/sqlite/cheap_trim.go uses two of its variables by name (TestTrimCHeapIsLibcs)
+	modernc.org/memory v1.12.1
 	modernc.org/sqlite v1.62.0
 )
 
@@ -63,7 +65,5 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.83.2 // indirect
-	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/memory v1.12.1 // indirect
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 )
 
 // ReleaseMemory gives back what SQLite holds in memory for the store's connections, for a
@@ -12,7 +13,8 @@ import (
 // connections are closed, with their caches and prepared statements (the pools open new ones
 // on demand). Pages live in the C heap of the embedded library, outside the Go heap, and a
 // connection's cache otherwise stays full at its bound for as long as the connection is open.
-// The next reads fill the caches again from the OS page cache.
+// Then the C heap's empty regions go back to the OS (trimCHeap): its allocator keeps freed
+// regions committed for reuse. The next reads fill the caches again from the OS page cache.
 //
 // It blocks until each writer has run it between two batches (queued behind the writes ahead
 // of it) or ctx ends; reads in progress keep their connections. Safe for concurrent use.
@@ -26,6 +28,10 @@ func (s *Store) ReleaseMemory(ctx context.Context) error {
 		if err := db.releaseMemory(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// Last, once the caches and idle connections are gone: the pages they freed.
+	if err := trimCHeap(); err != nil {
+		errs = append(errs, fmt.Errorf("trim SQLite's heap: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return wrapCtx(ctx, "release memory", err)

@@ -35,6 +35,20 @@ func writerCacheUsed(t *testing.T, d *dbs) int {
 	return used
 }
 
+// fillBallast writes rows of 3 KB into d's table ballast, creating it if needed.
+func fillBallast(t *testing.T, d *dbs, rows int) {
+	t.Helper()
+	if err := d.write(context.Background(), func(tx *wtx) error {
+		if _, err := tx.exec("CREATE TABLE IF NOT EXISTS ballast (x BLOB)"); err != nil {
+			return err
+		}
+		_, err := tx.exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < ?) INSERT INTO ballast SELECT randomblob(3000) FROM n", rows)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReleaseMemoryEmptiesCaches: after a burst of writes and reads, the writer's page cache
 // is full and the read pool keeps idle connections with full caches; ReleaseMemory empties the
 // writer's cache and closes the idle readers, and the store still reads and writes after it.
@@ -52,18 +66,7 @@ func TestReleaseMemoryEmptiesCaches(t *testing.T) {
 		}
 		return n
 	}
-	fill := func(rows int) {
-		t.Helper()
-		if err := d.write(ctx, func(tx *wtx) error {
-			if _, err := tx.exec("CREATE TABLE IF NOT EXISTS ballast (x BLOB)"); err != nil {
-				return err
-			}
-			_, err := tx.exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < ?) INSERT INTO ballast SELECT randomblob(3000) FROM n", rows)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fill := func(rows int) { fillBallast(t, d, rows) }
 	// A read leaves an idle read connection; the write after it (1000 rows of 3 KB, more
 	// pages than the writer's cache holds) fills the writer's cache. Nothing reads between
 	// the write and the release: SQLite's page caches share one LRU, and a read would take
