@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,4 +93,72 @@ func checkRuntimeMetrics(t *testing.T, path string) {
 			t.Errorf("%s: %s = %q, want a number", path, name, got[name])
 		}
 	}
+}
+
+// heapSamplingRate reads the runtime's heap-profile rate under the mutex its writers hold.
+func heapSamplingRate() int {
+	heapSamplingMu.Lock()
+	defer heapSamplingMu.Unlock()
+	return runtime.MemProfileRate
+}
+
+// TestServeSamplesTheHeapOnlyForAProfile: serve turns the runtime's heap sampling off unless a
+// heap profile was asked for, and on (at the runtime's default rate) when one was, so that
+// -memprofile and -snapshot-dir still write profiles with samples in them.
+func TestServeSamplesTheHeapOnlyForAProfile(t *testing.T) {
+	was := heapSamplingRate()
+	t.Cleanup(func() {
+		heapSamplingMu.Lock()
+		runtime.MemProfileRate = was
+		heapSamplingMu.Unlock()
+	})
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"-memprofile", filepath.Join(dir, "heap.pprof")}, defaultMemProfileRate},
+		{[]string{}, 0},
+		{[]string{"-snapshot-dir", filepath.Join(dir, "snaps")}, defaultMemProfileRate},
+		{[]string{"-cpuprofile", filepath.Join(dir, "cpu.pprof")}, 0},
+	} {
+		p, err := parseServeFlags(c.args, io.Discard)
+		if err != nil {
+			t.Fatalf("parseServeFlags(%q): %v", c.args, err)
+		}
+		if got := heapSamplingRate(); got != c.want {
+			t.Errorf("serve %q: MemProfileRate = %d, want %d", c.args, got, c.want)
+		}
+		if err := p.stop(); err != nil {
+			t.Errorf("serve %q: stop: %v", c.args, err)
+		}
+	}
+	// With -memprofile the heap is sampled: 16 MiB allocated in 64 KiB pieces is ~32 samples
+	// expected at one per 512 KiB, none at all with a chance of e^-32.
+	p, err := parseServeFlags([]string{"-memprofile", filepath.Join(dir, "sampled.pprof")}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocForHeapProfile(256, 64<<10)
+	if err := p.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&text, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "allocForHeapProfile") {
+		t.Errorf("with -memprofile, 16 MiB allocated left no sample in the heap profile")
+	}
+}
+
+var heapProfileSink []byte
+
+//go:noinline
+func allocForHeapProfile(n, size int) {
+	for i := 0; i < n; i++ {
+		heapProfileSink = make([]byte, size)
+	}
+	heapProfileSink = nil
 }
