@@ -15,8 +15,7 @@ func BenchmarkObserveTurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	ch.ObserveTurn(turnEv(echogate.TurnStarted, "bench", "e", ""))
-	ch.mu.Lock()
-	s := ch.sessions["bench"]
+	s := ch.lockLiveSession("bench")
 	stop := make(chan struct{})
 	for range 3 {
 		sub := s.subscribe("")
@@ -24,9 +23,9 @@ func BenchmarkObserveTurn(b *testing.B) {
 			for {
 				select {
 				case <-sub.wake:
-					ch.mu.Lock()
+					s.mu.Lock()
 					_, _, _ = s.pending(sub, nil)
-					ch.mu.Unlock()
+					s.mu.Unlock()
 				case <-stop:
 					return
 				}
@@ -34,7 +33,7 @@ func BenchmarkObserveTurn(b *testing.B) {
 		}()
 	}
 	s.subscribe("")
-	ch.mu.Unlock()
+	s.mu.Unlock()
 	defer close(stop)
 	ev := turnEv(echogate.TurnDelta, "bench", "e", "some streamed tokens ")
 	b.ReportAllocs()

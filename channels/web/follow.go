@@ -29,19 +29,19 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 	defer timeout.Stop()
 	window := time.NewTimer(c.cfg.FlushInterval)
 	defer window.Stop()
-	c.mu.Lock()
+	s.mu.Lock()
 	sub.lazy = true
-	c.mu.Unlock()
+	s.mu.Unlock()
 	open, dirty := true, true // a window is open (window runs); written since the last flush
 	flush := func() error {
 		if err := sw.flush(); err != nil {
 			return err
 		}
 		dirty = false
-		if !sub.shown { // read by publishers under c.mu; written only here
-			c.mu.Lock()
+		if !sub.shown { // read by publishers under s.mu; written only here
+			s.mu.Lock()
 			sub.shown = true
-			c.mu.Unlock()
+			s.mu.Unlock()
 		}
 		return nil
 	}
@@ -104,7 +104,7 @@ func (c *Channel) follow(ctx context.Context, sw *sseWriter, s *session, sub *su
 
 // needsWake reports whether publishing w (already numbered and buffered) must wake the stream of
 // sub now (see follow). The replay buffer evicts what a stream has not read once it holds
-// lim.events entries or lim.bytes: a lazy stream is woken well before that. Channel.mu must be
+// lim.events entries or lim.bytes: a lazy stream is woken well before that. s.mu must be
 // held.
 func (s *session) needsWake(sub *subscriber, w *wireEvent, lim ringLimits) bool {
 	if !sub.lazy || w.terminal() || w.Type == echogate.TurnDelta && !sub.tokens && sub.shown {
@@ -126,7 +126,7 @@ type batch struct {
 func (c *Channel) writePending(sw *sseWriter, s *session, sub *subscriber, isEnd func(wireEvent) bool, open bool) (b batch) {
 	sc := getScratch() // held for this batch only
 	defer sc.put()
-	c.mu.Lock()
+	s.mu.Lock()
 	evs, behind, more := s.pending(sub, sc.evs)
 	n := len(evs)
 	for i, e := range evs {
@@ -144,7 +144,7 @@ func (c *Channel) writePending(sw *sseWriter, s *session, sub *subscriber, isEnd
 		}
 	}
 	sub.lazy = open || n > 0
-	c.mu.Unlock()
+	s.mu.Unlock()
 	sc.evs = evs
 	if more { // the rest on the next round, without waiting for a publish
 		select {

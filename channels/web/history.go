@@ -8,32 +8,24 @@ import (
 // A session's history is what History (GET /api/chat/history) shows: its latest
 // HistoryMessages messages, and of all sessions together about HistoryTotalBytes.
 
-// addHistory appends e to s's history and keeps the histories within HistoryTotalBytes. c.mu
-// must be held.
+// addHistory appends e to s's history. s.mu must be held; unlockSession then keeps the
+// histories within HistoryTotalBytes.
 func (c *Channel) addHistory(s *session, e Entry) {
-	c.historyBytes += s.addHistory(e, c.cfg.HistoryMessages)
-	if c.historyBytes > c.cfg.HistoryTotalBytes {
-		c.shedHistories(c.cfg.HistoryTotalBytes*3/4, s)
-	}
+	c.historyBytes.Add(int64(s.addHistory(e, c.cfg.HistoryMessages)))
 }
 
 // shedHistories drops the histories of droppable sessions other than keep, least recently
 // active first, until the histories hold at most target bytes or none is left to drop. As in
-// shedReplays, shedding below the bound keeps the scan off most messages. c.mu must be held.
-func (c *Channel) shedHistories(target int, keep *session) {
-	var idle []*session
-	for _, s := range c.sessions {
-		if s != keep && s.historyDroppable() {
-			idle = append(idle, s)
+// shedReplays, shedding below the bound keeps the scan off most messages. The caller holds no
+// lock.
+func (c *Channel) shedHistories(target int64, keep *session) {
+	c.shedIdle(func(s *session) bool { return s != keep && s.historyDroppable() }, func(s *session) bool {
+		if c.historyBytes.Load() <= target {
+			return false
 		}
-	}
-	slices.SortFunc(idle, func(a, b *session) int { return a.lastActive.Compare(b.lastActive) })
-	for _, s := range idle {
-		if c.historyBytes <= target {
-			return
-		}
-		c.historyBytes -= s.dropHistory()
-	}
+		c.historyBytes.Add(-int64(s.dropHistory()))
+		return true
+	})
 }
 
 // addHistory appends e, dropping the oldest entries past limit, and returns how many bytes

@@ -30,9 +30,9 @@ func TestHistoryTotalBytes(t *testing.T) {
 		}
 	}
 	send("attached")
-	ch.mu.Lock()
-	sub := ch.sessions["attached"].subscribe("")
-	ch.mu.Unlock()
+	att := ch.lockLiveSession("attached")
+	sub := att.subscribe("")
+	att.mu.Unlock()
 	for i := range sessions {
 		send(fmt.Sprintf("s%d", i))
 	}
@@ -66,9 +66,11 @@ func TestHistoryTotalBytes(t *testing.T) {
 		t.Errorf("%d sessions kept their history, want the most recent ones, about %d", kept, total*3/4/len(text))
 	}
 
+	att.mu.Lock()
+	att.unsubscribe(sub)
+	att.mu.Unlock()
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	ch.sessions["attached"].unsubscribe(sub)
 	want := 0
 	for _, s := range ch.sessions {
 		for i := range s.history {
@@ -78,8 +80,8 @@ func TestHistoryTotalBytes(t *testing.T) {
 			t.Errorf("session %s: historyBytes = %d, want %d", s.id, got, sumEntries(s.history))
 		}
 	}
-	if ch.historyBytes != want {
-		t.Errorf("historyBytes = %d, want the entries' %d", ch.historyBytes, want)
+	if got := ch.historyBytes.Load(); got != int64(want) {
+		t.Errorf("historyBytes = %d, want the entries' %d", got, want)
 	}
 }
 

@@ -244,10 +244,8 @@ func (c *Channel) acceptChat(w http.ResponseWriter, r *http.Request) (a accepted
 		return a, false
 	}
 
-	c.mu.Lock()
-	s, err := c.sessionLocked(req.Session, now)
+	s, err := c.lockSession(req.Session, now)
 	if err != nil {
-		c.mu.Unlock()
 		writeError(w, c.sinkError(err))
 		return a, false
 	}
@@ -263,15 +261,17 @@ func (c *Channel) acceptChat(w http.ResponseWriter, r *http.Request) (a accepted
 		s.queue(eventID, now)
 		c.addHistory(s, Entry{ID: eventID, Role: "user", User: user, Text: req.Text, At: now})
 	}
-	c.mu.Unlock()
+	c.unlockSession(s)
 
 	if !accepted {
 		if err := c.submit(r.Context(), ev); err != nil {
-			c.mu.Lock()
+			s.mu.Lock()
 			delete(s.queued, eventID)
-			c.historyBytes -= s.removeHistory(eventID)
+			if n := s.removeHistory(eventID); !s.dropped { // a dropped session's bytes left the total with it
+				c.historyBytes.Add(-int64(n))
+			}
 			s.unsubscribe(sub)
-			c.mu.Unlock()
+			s.mu.Unlock()
 			c.log.Warn("chat message not accepted", ids("err", err)...)
 			writeError(w, c.sinkError(err))
 			return a, false
@@ -361,10 +361,8 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 	now := c.cfg.Now()
 	id := newID()
 
-	c.mu.Lock()
-	s := c.sessions[req.Session]
+	s := c.lockLiveSession(req.Session)
 	if s == nil {
-		c.mu.Unlock()
 		writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("unknown session %q: it has no pending approval (sessions are forgotten after %s idle)", req.Session, c.cfg.IdleTimeout)})
 		return
 	}
@@ -373,7 +371,7 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 	if req.CallID != "" {
 		p = s.promptByCall(req.CallID)
 		if p != nil && req.PromptID != "" && p.ref.ID != req.PromptID {
-			c.mu.Unlock()
+			s.mu.Unlock()
 			writeError(w, badRequest("call_id %q and prompt_id %q name different approvals: give one of them", req.CallID, req.PromptID))
 			return
 		}
@@ -382,13 +380,13 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 		what = "prompt " + strconv.Quote(req.PromptID)
 	}
 	if p == nil {
-		c.mu.Unlock()
+		s.mu.Unlock()
 		writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf(
 			"no pending approval for %s in session %q: it was decided already or never asked", what, req.Session)})
 		return
 	}
 	if p.ref.IsZero() {
-		c.mu.Unlock()
+		s.mu.Unlock()
 		writeError(w, &apiError{status: http.StatusConflict, retryAfter: time.Second, msg: fmt.Sprintf(
 			"the approval prompt for %s is not posted yet: retry in a moment", what)})
 		return
@@ -400,7 +398,7 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 	p.decided = append(p.decided, id)
 	s.queue(id, now)
 	s.lastActive = now
-	c.mu.Unlock()
+	s.mu.Unlock()
 
 	ev := echogate.InboundEvent{
 		ID:           id,
@@ -414,9 +412,9 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 	}
 	log := c.log.With("session", req.Session, "event_id", id)
 	if err := c.submit(r.Context(), ev); err != nil {
-		c.mu.Lock()
+		s.mu.Lock()
 		delete(s.queued, id)
-		c.mu.Unlock()
+		s.mu.Unlock()
 		log.Warn("approval decision not accepted", "err", err)
 		writeError(w, c.sinkError(err))
 		return
@@ -450,10 +448,8 @@ func (c *Channel) handleStream(w http.ResponseWriter, r *http.Request) {
 		last = n
 	}
 
-	c.mu.Lock()
-	s := c.sessions[id]
+	s := c.lockLiveSession(id)
 	if s == nil {
-		c.mu.Unlock()
 		// Nothing to replay or follow; 204 also tells an EventSource to stop reconnecting.
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -483,7 +479,7 @@ func (c *Channel) handleStream(w http.ResponseWriter, r *http.Request) {
 		sub = s.subscribe("")
 	}
 	s.lastActive = c.cfg.Now()
-	c.mu.Unlock()
+	s.mu.Unlock()
 
 	if len(replay) == 0 && sub == nil {
 		w.WriteHeader(http.StatusNoContent)
@@ -525,9 +521,9 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 	if sub == nil {
 		return
 	}
-	c.mu.Lock()
+	s.mu.Lock()
 	s.unsubscribe(sub)
-	c.mu.Unlock()
+	s.mu.Unlock()
 }
 
 // readPost is ReadMutation for the chat API's POSTs.

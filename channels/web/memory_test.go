@@ -128,7 +128,7 @@ func retainedAfterTurns(t *testing.T, cfg Config, sessions, turns int, answer st
 	retained := int64(heapAlloc()) - int64(base)
 
 	e.ch.mu.Lock()
-	live, bytes := len(e.ch.sessions), e.ch.replayBytes
+	live, bytes := len(e.ch.sessions), e.ch.replayBytes.Load()
 	e.ch.mu.Unlock()
 	if live != sessions+1 || bytes != 0 {
 		t.Errorf("after the grace: %d sessions, %d replay bytes; want %d sessions (history kept) and 0", live, bytes, sessions+1)
@@ -215,7 +215,7 @@ func TestWaitingStreamsHoldNoBuffers(t *testing.T) {
 	}
 	held := int64(heapAlloc()) - int64(base)
 	e.ch.mu.Lock()
-	replay := int64(e.ch.replayBytes)
+	replay := e.ch.replayBytes.Load()
 	e.ch.mu.Unlock()
 	perStream := (held - replay) / streams
 	t.Logf("%d waiting streams: %d bytes held each beyond the replay buffer's %d", streams, perStream, replay/streams)

@@ -22,9 +22,8 @@ func finishTurn(ch *Channel, session, eventID, answer string) {
 }
 
 func replayLen(ch *Channel, session string) int {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	if s := ch.sessions[session]; s != nil {
+	if s := ch.lockLiveSession(session); s != nil {
+		defer s.mu.Unlock()
 		return len(s.events.buf)
 	}
 	return -1
@@ -37,10 +36,12 @@ func checkReplayBytes(t *testing.T, ch *Channel) int {
 	defer ch.mu.Unlock()
 	sum := 0
 	for _, s := range ch.sessions {
+		s.mu.Lock()
 		sum += s.events.bytes
+		s.mu.Unlock()
 	}
-	if sum != ch.replayBytes {
-		t.Errorf("replayBytes = %d, want the sessions' sum %d", ch.replayBytes, sum)
+	if got := ch.replayBytes.Load(); int64(sum) != got {
+		t.Errorf("replayBytes = %d, want the sessions' sum %d", got, sum)
 	}
 	return sum
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -59,7 +60,7 @@ type Snapshot struct {
 // the session's replay buffer from its cursor, woken by wake (capacity 1, so a publish never
 // blocks). A stream falls behind only when the buffer evicted events it had not read yet. wake is
 // closed by whoever removes it from the session (the stream itself, eviction). Guarded by
-// Channel.mu.
+// its session's mu.
 type subscriber struct {
 	wake    chan struct{}
 	next    int64  // the id of the next event to send
@@ -77,9 +78,11 @@ type prompt struct {
 	decided                        []string // ids of the decision events submitted for it
 }
 
-// session is the state of one web session. All fields are guarded by Channel.mu.
+// session is the state of one web session. All fields but id are guarded by mu.
 type session struct {
+	mu         sync.Mutex
 	id         string
+	dropped    bool // no longer in Channel.sessions: a lookup that raced its eviction looks again
 	lastActive time.Time
 
 	events  ring  // replay buffer, also what the attached streams read

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -218,14 +219,22 @@ type Channel struct {
 	cfg Config
 	log *slog.Logger
 
-	mu           sync.Mutex
-	sessions     map[string]*session
-	replayBytes  int // the replay buffers' bytes, all sessions together
-	historyBytes int // the histories' bytes (entryBytes), all sessions together
-	sink         channels.Sink
-	state        runState
-	started      chan struct{} // closed when Run starts
-	stopped      chan struct{} // closed when Run returns: open streams end
+	// mu guards the set of sessions (a session joins and leaves it holding mu and its own mu),
+	// sink and state. Each session's state has its own lock (session.mu), so the turns and
+	// streams of different sessions never wait for each other; lock order is mu, then a
+	// session's mu, and no one takes mu while holding a session's.
+	mu       sync.RWMutex
+	sessions map[string]*session
+	sink     channels.Sink
+	state    runState
+	started  chan struct{} // closed when Run starts
+	stopped  chan struct{} // closed when Run returns: open streams end
+
+	replayBytes  atomic.Int64 // the replay buffers' bytes, all sessions together
+	historyBytes atomic.Int64 // the histories' bytes (entryBytes), all sessions together
+	// shedding is held by the one goroutine shedding replays or histories past their totals;
+	// others that find the total over it go on (TryLock), as the shedder takes it below.
+	shedding sync.Mutex
 }
 
 type runState uint8
@@ -301,8 +310,8 @@ func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
 
 // Ready reports true once Run started and until it returned.
 func (c *Channel) Ready() (bool, string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	switch c.state {
 	case stateRunning:
 		return true, "serving"
@@ -321,9 +330,9 @@ var waitingForRun func()
 // ErrNotRunning. Otherwise it blocks only as long as the sink does (the sink returns quickly by
 // contract).
 func (c *Channel) submit(ctx context.Context, ev echogate.InboundEvent) error {
-	c.mu.Lock()
+	c.mu.RLock()
 	state := c.state
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if state == stateNew {
 		if waitingForRun != nil {
 			waitingForRun()
@@ -336,9 +345,9 @@ func (c *Channel) submit(ctx context.Context, ev echogate.InboundEvent) error {
 		}
 		t.Stop()
 	}
-	c.mu.Lock()
+	c.mu.RLock()
 	sink, state := c.sink, c.state
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if state != stateRunning {
 		return ErrNotRunning
 	}
@@ -369,12 +378,11 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.Mes
 	}
 	now := c.cfg.Now()
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, err := c.sessionLocked(id, now)
+	s, err := c.lockSession(id, now)
 	if err != nil {
 		return echogate.MessageRef{}, fmt.Errorf("web: send to session %s: %w", id, err)
 	}
+	defer c.unlockSession(s)
 	s.msgSeq++
 	ref := echogate.MessageRef{Platform: echogate.PlatformWeb, Channel: id, ID: "m" + strconv.FormatInt(s.msgSeq, 10)}
 	kind := outboundKind(out.Kind)
@@ -412,39 +420,124 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (echogate.Mes
 	return ref, nil
 }
 
-// publish publishes w on s and keeps the replay buffers within ReplayTotalBytes. c.mu must be
-// held.
+// publish publishes w on s. s.mu must be held; unlockSession then keeps the replay buffers
+// within ReplayTotalBytes.
 func (c *Channel) publish(s *session, w wireEvent) {
-	c.replayBytes += s.publish(w, ringLimits{events: c.cfg.ReplayEvents, bytes: c.cfg.ReplayBytes})
-	if c.replayBytes > c.cfg.ReplayTotalBytes {
-		c.shedReplays(c.cfg.ReplayTotalBytes * 3 / 4)
-	}
+	c.replayBytes.Add(int64(s.publish(w, ringLimits{events: c.cfg.ReplayEvents, bytes: c.cfg.ReplayBytes})))
 }
 
 // shedReplays gives back the replay buffers of releasable sessions, least recently active
 // first, until the buffers hold at most target bytes or none is left to give. Shedding down to
-// below the bound keeps its cost (a scan of the sessions) off most publishes. c.mu must be held.
-func (c *Channel) shedReplays(target int) {
-	var idle []*session
-	for _, s := range c.sessions {
-		if s.releasable() {
-			idle = append(idle, s)
+// below the bound keeps its cost (a scan of the sessions) off most publishes. It takes c.mu and
+// each session's mu in turn; the caller holds neither.
+func (c *Channel) shedReplays(target int64) {
+	c.shedIdle(func(s *session) bool { return s.releasable() }, func(s *session) bool {
+		if c.replayBytes.Load() <= target {
+			return false
 		}
+		c.replayBytes.Add(-int64(s.releaseReplay()))
+		return true
+	})
+}
+
+// shedIdle calls give, under each one's mu, on the sessions that were idle (under their mu) when
+// scanned, least recently active first, until give returns false. One shedder runs at a time: a
+// caller that finds another shedding returns, as that one brings the total down.
+func (c *Channel) shedIdle(idle func(*session) bool, give func(*session) bool) {
+	if !c.shedding.TryLock() {
+		return
 	}
-	slices.SortFunc(idle, func(a, b *session) int { return a.lastActive.Compare(b.lastActive) })
-	for _, s := range idle {
-		if c.replayBytes <= target {
+	defer c.shedding.Unlock()
+	type cand struct {
+		s  *session
+		at time.Time
+	}
+	var cands []cand
+	c.mu.RLock()
+	for _, s := range c.sessions {
+		s.mu.Lock()
+		if idle(s) {
+			cands = append(cands, cand{s, s.lastActive})
+		}
+		s.mu.Unlock()
+	}
+	c.mu.RUnlock()
+	slices.SortFunc(cands, func(a, b cand) int { return a.at.Compare(b.at) })
+	for _, cd := range cands {
+		s := cd.s
+		s.mu.Lock()
+		more := true
+		if !s.dropped && idle(s) { // still so: it may have woken since the scan
+			more = give(s)
+		}
+		s.mu.Unlock()
+		if !more {
 			return
 		}
-		c.replayBytes -= s.releaseReplay()
 	}
 }
 
-// dropSession forgets s. c.mu must be held.
+// dropSession forgets s. c.mu (for writing) and s.mu must be held.
 func (c *Channel) dropSession(s *session) {
-	c.replayBytes -= s.events.bytes
-	c.historyBytes -= s.historyBytes
+	c.replayBytes.Add(-int64(s.events.bytes))
+	c.historyBytes.Add(-int64(s.historyBytes))
+	s.dropped = true
 	delete(c.sessions, s.id)
+}
+
+// lockSession returns the live session id with its mu held, creating it (see sessionLocked).
+// Release it with unlockSession.
+func (c *Channel) lockSession(id string, now time.Time) (*session, error) {
+	for {
+		c.mu.RLock()
+		s := c.sessions[id]
+		c.mu.RUnlock()
+		if s == nil {
+			c.mu.Lock()
+			var err error
+			s, err = c.sessionLocked(id, now)
+			c.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+		}
+		s.mu.Lock()
+		if !s.dropped {
+			s.lastActive = now
+			return s, nil
+		}
+		s.mu.Unlock() // evicted between the lookup and the lock: look again
+	}
+}
+
+// lockLiveSession returns the live session id with its mu held, or nil when there is none.
+// Release it with unlockSession.
+func (c *Channel) lockLiveSession(id string) *session {
+	c.mu.RLock()
+	s := c.sessions[id]
+	c.mu.RUnlock()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	if s.dropped {
+		s.mu.Unlock()
+		return nil
+	}
+	return s
+}
+
+// unlockSession releases s.mu and then, holding no lock, brings the replay buffers and the
+// histories of all sessions back within their totals when what happened under the lock took
+// them past.
+func (c *Channel) unlockSession(s *session) {
+	s.mu.Unlock()
+	if c.replayBytes.Load() > int64(c.cfg.ReplayTotalBytes) {
+		c.shedReplays(int64(c.cfg.ReplayTotalBytes) * 3 / 4)
+	}
+	if c.historyBytes.Load() > int64(c.cfg.HistoryTotalBytes) {
+		c.shedHistories(int64(c.cfg.HistoryTotalBytes)*3/4, s)
+	}
 }
 
 // ObserveTurn records ev in its session's replay buffer and wakes the attached streams. It never
@@ -462,13 +555,12 @@ func (c *Channel) ObserveTurn(ev echogate.TurnEvent) {
 	if ev.Time.IsZero() {
 		ev.Time = now
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, err := c.sessionLocked(id, now)
+	s, err := c.lockSession(id, now)
 	if err != nil {
 		c.log.Warn("dropping turn event", "session", key, "event_id", ev.EventID, "turn", ev.Turn, "err", err)
 		return
 	}
+	defer c.unlockSession(s)
 	s.observe(ev, now)
 	if ev.Type == echogate.TurnDone {
 		ev.Status = wireStatus(ev.Status)
@@ -498,38 +590,61 @@ func wireStatus(st string) string {
 // History returns a snapshot of a session: its recent messages, whether a turn runs, pending
 // approval prompts and the id of its last event. ok is false when the session is not live.
 func (c *Channel) History(sessionID string) (snap Snapshot, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.sessions[sessionID]
+	s := c.lockLiveSession(sessionID)
 	if s == nil {
 		return Snapshot{Session: sessionID, Messages: []Entry{}, Pending: []Pending{}}, false
 	}
+	defer s.mu.Unlock()
 	return s.snapshot(), true
 }
 
 // sessionLocked returns the live session id, creating it (and evicting the least recently
-// active unattached session when full). c.mu must be held.
+// active unattached session when full). c.mu must be held for writing, and no session's mu.
 func (c *Channel) sessionLocked(id string, now time.Time) (*session, error) {
 	if s := c.sessions[id]; s != nil {
-		s.lastActive = now
 		return s, nil
 	}
 	if len(c.sessions) >= c.cfg.MaxSessions {
-		var victim *session
-		for _, s := range c.sessions {
-			if len(s.subs) == 0 && (victim == nil || s.lastActive.Before(victim.lastActive)) {
-				victim = s
-			}
+		if err := c.evictOne(); err != nil {
+			return nil, err
 		}
-		if victim == nil {
-			return nil, fmt.Errorf("%w (%d, every one with a client attached): raise MaxSessions", ErrTooManySessions, len(c.sessions))
-		}
-		c.dropSession(victim)
-		c.log.Debug("evicted web session to make room", "session", victim.id)
 	}
 	s := newSession(id, now)
 	c.sessions[id] = s
 	return s, nil
+}
+
+// evictOne drops the least recently active session without an attached stream. c.mu must be
+// held for writing, and no session's mu.
+func (c *Channel) evictOne() error {
+	for {
+		var (
+			victim *session
+			at     time.Time
+		)
+		for _, s := range c.sessions {
+			s.mu.Lock()
+			if len(s.subs) == 0 && (victim == nil || s.lastActive.Before(at)) {
+				victim, at = s, s.lastActive
+			}
+			s.mu.Unlock()
+		}
+		if victim == nil {
+			return fmt.Errorf("%w (%d, every one with a client attached): raise MaxSessions", ErrTooManySessions, len(c.sessions))
+		}
+		victim.mu.Lock()
+		// A request that looked the session up before c.mu was taken may have attached a
+		// stream since the scan: then look again.
+		ok := len(victim.subs) == 0
+		if ok {
+			c.dropSession(victim)
+		}
+		victim.mu.Unlock()
+		if ok {
+			c.log.Debug("evicted web session to make room", "session", victim.id)
+			return nil
+		}
+	}
 }
 
 // evictIdle removes sessions idle for longer than IdleTimeout without an attached client, gives
@@ -540,6 +655,7 @@ func (c *Channel) evictIdle(now time.Time) (sessions, replays int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range c.sessions {
+		s.mu.Lock()
 		for evID, at := range s.queued {
 			if now.Sub(at) > c.cfg.StreamTimeout {
 				delete(s.queued, evID)
@@ -551,9 +667,10 @@ func (c *Channel) evictIdle(now time.Time) (sessions, replays int) {
 			c.dropSession(s)
 			sessions++
 		case idle > c.cfg.ReplayGrace && s.releasable():
-			c.replayBytes -= s.releaseReplay()
+			c.replayBytes.Add(-int64(s.releaseReplay()))
 			replays++
 		}
+		s.mu.Unlock()
 	}
 	return sessions, replays
 }
