@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -11,9 +12,42 @@ import (
 // buffer goes back to reqBodies when Generate is done with it, unless the transport still holds
 // an attempt's body open (it may close a body after the response arrived, and even after
 // RoundTrip returned): then it is left to the garbage collector, never reused while read.
+//
+// Nothing the transport keeps refers to the buffer once it is released: a request holds its
+// body through a bodySource, emptied by release, and a reader lets go of it when closed. The
+// transport keeps a request until its response has been read, which for a stream is as long as
+// the model answers, and Generate releases the body as soon as the answer begins.
 type reqBody struct {
 	b    []byte
 	open atomic.Int32 // readers not closed yet
+	src  *bodySource  // what the requests made from b rewind from (GetBody); nil until one is
+}
+
+// bodySource is a request's GetBody: readers of the body until it is released, then an error
+// (the transport rewinds a body only before the response arrived, while the caller still holds
+// the body, so it never sees one).
+type bodySource struct {
+	mu   sync.Mutex
+	body *reqBody
+}
+
+var errBodyReleased = errors.New("openai: the request body was already released")
+
+func (s *bodySource) getBody() (io.ReadCloser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.body == nil {
+		return nil, errBodyReleased
+	}
+	return s.body.reader(), nil
+}
+
+// source returns the bodySource of b. Only a caller holding b may call it.
+func (b *reqBody) source() *bodySource {
+	if b.src == nil {
+		b.src = &bodySource{body: b}
+	}
+	return b.src
 }
 
 // reqBodies holds the buffers of finished calls: one per model call was the largest allocation
@@ -29,6 +63,12 @@ func getReqBody() *reqBody { return reqBodies.Get().(*reqBody) }
 // release gives b back; the caller must not use it afterwards. Readers of it the transport has
 // not closed yet keep it out of the pool.
 func (b *reqBody) release() {
+	if src := b.src; src != nil {
+		src.mu.Lock()
+		src.body = nil
+		src.mu.Unlock()
+		b.src = nil
+	}
 	if b.open.Load() != 0 || cap(b.b) > maxPooledBody {
 		return
 	}
@@ -72,6 +112,7 @@ func (r *bodyReader) Close() error {
 	if !r.closed {
 		r.closed, r.rest = true, nil
 		r.body.open.Add(-1)
+		r.body = nil // the transport may keep the reader as long as the response streams
 	}
 	return nil
 }

@@ -95,6 +95,8 @@ type Provider struct {
 	sleep    func(ctx context.Context, d time.Duration) error
 	jitter   func() float64
 	newTimer func(d time.Duration, f func()) timer
+	// bodyReleased, when set, is called each time an attempt gives its request body back.
+	bodyReleased func()
 }
 
 // timer is the part of *time.Timer the idle timeout uses.

@@ -43,10 +43,16 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 	var st *streamState
 	err = p.retry(ctx, "chat", req.Model, func(actx context.Context) (int, error) {
 		st = &streamState{}
-		err := p.streamOnce(actx, body, st, onDelta)
+		if body == nil { // the last attempt's answer had begun: encode the request again
+			var err error
+			if body, err = p.chatBody(&req); err != nil {
+				return 0, err
+			}
+		}
+		err := p.streamOnce(actx, &body, st, onDelta)
 		return st.delivered, err
 	})
-	body.release()
+	p.releaseBody(&body)
 	st.fill(&resp)
 	if err != nil {
 		resp.Usage.Failed = true
@@ -58,6 +64,18 @@ func (p *Provider) Generate(ctx context.Context, req agent.Request, onDelta func
 		p.log.Debug("openai: answered by a model snapshot", "model", req.Model, "served", st.served)
 	}
 	return resp, nil
+}
+
+// releaseBody gives *body back, if any, and sets it to nil.
+func (p *Provider) releaseBody(body **reqBody) {
+	if *body == nil {
+		return
+	}
+	(*body).release()
+	*body = nil
+	if p.bodyReleased != nil {
+		p.bodyReleased()
+	}
 }
 
 // chatBody builds and encodes the request of req. It is a call of its own (never inlined) so
@@ -84,13 +102,16 @@ func (p *Provider) chatBody(req *agent.Request) (*reqBody, error) {
 	return body, nil
 }
 
-// streamOnce makes one streaming attempt, accumulating into st.
-func (p *Provider) streamOnce(ctx context.Context, body *reqBody, st *streamState, onDelta func(agent.Delta) error) error {
+// streamOnce makes one streaming attempt with *body, accumulating into st. Once the endpoint
+// answered with a stream it gives the body back and sets *body to nil: the conversation,
+// encoded, is not held for as long as the answer streams (seconds, for every turn in flight;
+// a retry encodes it again).
+func (p *Provider) streamOnce(ctx context.Context, body **reqBody, st *streamState, onDelta func(agent.Delta) error) error {
 	// The idle clock runs from here until the response headers arrive, then during each wait
 	// for the next chunk; it is paused while a chunk is handed to onDelta.
 	actx, idle, stop := p.watchIdle(ctx)
 	defer stop()
-	stream, err := p.openStream(actx, body)
+	stream, err := p.openStream(actx, *body)
 	if err != nil {
 		if idle.timedOut() {
 			return &idleTimeout{p.cfg.Timeout}
@@ -98,6 +119,7 @@ func (p *Provider) streamOnce(ctx context.Context, body *reqBody, st *streamStat
 		return err
 	}
 	defer stream.Close()
+	p.releaseBody(body)
 	for {
 		idle.wait()
 		chunk, err := stream.Recv()
