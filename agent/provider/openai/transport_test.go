@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/echogate/echogate/agent"
@@ -66,5 +67,59 @@ func TestGenerateThroughSmallConnectionBuffers(t *testing.T) {
 		if resp.Message.Content != answer {
 			t.Errorf("call %d: answer = %d bytes, want the %d sent", i, len(resp.Message.Content), len(answer))
 		}
+	}
+}
+
+// Against an HTTPS endpoint (OpenAI's, and most providers') the default client speaks HTTP/2,
+// its dialer wrapper (copyConn) notwithstanding: concurrent turns share a few connections
+// instead of holding one each, with its buffers and two goroutines.
+func TestGenerateSpeaksHTTP2OverTLS(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		protos []string
+		addrs  = map[string]bool{}
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		protos = append(protos, r.Proto)
+		addrs[r.RemoteAddr] = true
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	p, err := New(Config{BaseURL: srv.URL + "/v1", APIKey: testKey, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := p.doer.c.Transport.(*http.Transport)
+	tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone() // trust the test certificate
+	// The first call opens the connection; the concurrent ones that follow share it.
+	if _, err := p.Generate(context.Background(), userReq("hi"), nil); err != nil {
+		t.Fatalf("Generate = %v", err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, err := p.Generate(context.Background(), userReq("hi"), nil); err != nil || resp.Message.Content != "ok" {
+				t.Errorf("Generate = %q, %v, want ok", resp.Message.Content, err)
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for i, proto := range protos {
+		if proto != "HTTP/2.0" {
+			t.Errorf("request %d came as %s, want HTTP/2.0", i, proto)
+		}
+	}
+	if len(addrs) != 1 {
+		t.Errorf("9 calls came over %d connections, want them all on one", len(addrs))
 	}
 }
