@@ -3,6 +3,7 @@ package agenttest
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"math"
@@ -105,6 +106,10 @@ type FakeOpenAIOptions struct {
 	// reports the prompt's estimated tokens and how many of them were cached, unless the Answer
 	// sets PromptTokens or CachedTokens itself.
 	PrefixCache bool
+	// TLS serves HTTPS with HTTP/2, as OpenAI's API does (one connection carries many concurrent
+	// streams); clients must trust CertificatePEM. Otherwise plain HTTP/1.1, as most local
+	// model servers speak.
+	TLS bool
 }
 
 // FakeOpenAI is an httptest server speaking the OpenAI wire protocol on 127.0.0.1:
@@ -139,8 +144,24 @@ func NewFakeOpenAI(opts FakeOpenAIOptions) *FakeOpenAI {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "invalid_request_error", "")
 	})
-	f.srv = httptest.NewServer(mux)
+	if opts.TLS {
+		f.srv = httptest.NewUnstartedServer(mux)
+		f.srv.EnableHTTP2 = true
+		f.srv.StartTLS()
+	} else {
+		f.srv = httptest.NewServer(mux)
+	}
 	return f
+}
+
+// CertificatePEM is the certificate a client must trust to reach a TLS server (Options.TLS),
+// PEM-encoded; nil for plain HTTP.
+func (f *FakeOpenAI) CertificatePEM() []byte {
+	c := f.srv.Certificate()
+	if c == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }
 
 // URL is the base URL to configure clients with, including /v1.

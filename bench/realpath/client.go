@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
@@ -15,10 +18,30 @@ import (
 // newClient is the load generator's HTTP client: keep-alive connections for every session.
 func newClient(conns int) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if modelRoots != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: modelRoots}
+	}
 	tr.MaxIdleConns = conns + 16
 	tr.MaxIdleConnsPerHost = conns + 16
 	tr.DisableCompression = true
 	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+}
+
+// modelRoots trusts the model server's certificate (-model-tls); nil for plain HTTP.
+var modelRoots *x509.CertPool
+
+// trustModel makes the benchmark's clients trust the certificate in certFile.
+func trustModel(certFile string) error {
+	pemBytes, err := os.ReadFile(certFile)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return fmt.Errorf("model server certificate %s: no certificate in it", certFile)
+	}
+	modelRoots = pool
+	return nil
 }
 
 // chatTurn posts one message to POST /api/chat and reads the SSE stream to its done event. It

@@ -43,13 +43,18 @@ func start(cmd *exec.Cmd) (*process, error) {
 	return p, nil
 }
 
-// startModelServer re-executes this program as the model server and reads its base URL.
-func startModelServer(latency time.Duration) (*process, string, error) {
+// startModelServer re-executes this program as the model server and reads its base URL. With
+// certFile it serves HTTPS (HTTP/2) and writes its certificate there before it answers.
+func startModelServer(latency time.Duration, certFile string) (*process, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command(self, "-model-server", "-model-latency", latency.String())
+	args := []string{"-model-server", "-model-latency", latency.String()}
+	if certFile != "" {
+		args = append(args, "-model-tls", "-model-cert", certFile)
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -6,6 +6,7 @@
 //	go run ./bench/realpath                       # every scenario
 //	go run ./bench/realpath -sessions 16,200      # fewer throughput scenarios
 //	go run ./bench/realpath -profile /tmp/prof    # CPU and heap profiles of the gateway
+//	go run ./bench/realpath -model-tls            # the model over HTTPS and HTTP/2, as OpenAI's API
 //
 // Overhead: one session, the model answers at once; a turn's latency minus a direct streaming
 // call to the same model server is the gateway's overhead; the gateway's CPU (from /proc) divided
@@ -33,6 +34,8 @@ import (
 var (
 	modelServer  = flag.Bool("model-server", false, "run as the benchmark's model server (internal)")
 	modelLatency = flag.Duration("model-latency", 200*time.Millisecond, "model latency in the throughput scenarios")
+	modelTLS     = flag.Bool("model-tls", false, "the model server speaks HTTPS with HTTP/2, as OpenAI's API does, and the gateway trusts its certificate through SSL_CERT_FILE (default: plain HTTP/1.1, as local model servers speak)")
+	modelCert    = flag.String("model-cert", "", "where the model server writes its certificate (internal, with -model-server -model-tls)")
 	overheadFlag = flag.String("overhead", "plain,tool", "overhead scenarios to run: plain, tool, or both (to profile one alone)")
 	turnsFlag    = flag.Int("turns", 1000, "turns in each overhead scenario")
 	sessionsFlag = flag.String("sessions", "16,200,1000", "concurrent sessions of the throughput scenarios")
@@ -46,7 +49,7 @@ var (
 func main() {
 	flag.Parse()
 	if *modelServer {
-		os.Exit(runModelServer(*modelLatency))
+		os.Exit(runModelServer(*modelLatency, *modelTLS, *modelCert))
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "realpath:", err)
@@ -73,11 +76,22 @@ func run() error {
 	} else if fi, err := os.Stat(bin); err == nil {
 		size = fi.Size()
 	}
-	model, modelURL, err := startModelServer(*modelLatency)
+	certFile := ""
+	if *modelTLS {
+		certFile = filepath.Join(tmp, "model-cert.pem")
+	}
+	model, modelURL, err := startModelServer(*modelLatency, certFile)
 	if err != nil {
 		return err
 	}
 	defer model.stop()
+	gatewayEnv := extraGatewayEnv()
+	if certFile != "" {
+		if err := trustModel(certFile); err != nil {
+			return err
+		}
+		gatewayEnv = append(gatewayEnv, "SSL_CERT_FILE="+certFile)
+	}
 
 	fmt.Printf("echogate real-path benchmark — %s, %d CPUs; gateway, model server and load generator share them\n", runtime.Version(), runtime.NumCPU())
 	fmt.Printf("stripped binary: %.1f MB\n", float64(size)/1e6)
@@ -87,7 +101,7 @@ func run() error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log"), extraEnv: extraGatewayEnv()}
+	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log"), extraEnv: gatewayEnv}
 	gw, _, fresh, err := startGateway(ctx, opts)
 	if err != nil {
 		return err

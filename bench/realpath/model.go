@@ -28,10 +28,17 @@ const (
 	slowPrefix = "slow "
 )
 
-func runModelServer(latency time.Duration) int {
+// With useTLS it serves HTTPS with HTTP/2 and writes its certificate to certFile first.
+func runModelServer(latency time.Duration, useTLS bool, certFile string) int {
 	f := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{Lenient: true, Forget: true,
-		Default: &agenttest.Answer{Text: answerText}})
+		Default: &agenttest.Answer{Text: answerText}, TLS: useTLS})
 	defer f.Close()
+	if useTLS {
+		if err := os.WriteFile(certFile, f.CertificatePEM(), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "model server:", err)
+			return 1
+		}
+	}
 	f.Respond(func(req agenttest.ChatRequest) (agenttest.Answer, bool) {
 		user := req.LastUser()
 		switch {

@@ -41,7 +41,11 @@ func (b *bench) overheads() error {
 	slices.Sort(direct)
 	d50, d99 := pct(direct, 50), pct(direct, 99)
 	b.direct50, b.direct99 = d50, d99
-	fmt.Printf("direct model call (streaming, instant model): p50 %s p99 %s\n", ms(d50), ms(d99))
+	wire := "HTTP/1.1"
+	if *modelTLS {
+		wire = "HTTPS, HTTP/2"
+	}
+	fmt.Printf("direct model call (streaming, instant model, %s): p50 %s p99 %s\n", wire, ms(d50), ms(d99))
 	fmt.Printf("%-22s %8s %14s %14s %14s %12s %14s %14s %14s\n", "overhead scenario", "turns", "turn p50", "overhead p50", "overhead p99", "CPU/turn", "others/turn", "syscalls/turn", "switches/turn")
 	for _, sc := range []struct{ name, prefix string }{{"plain turn", ""}, {"one-tool turn", toolPrefix}} {
 		if !overheadWanted(sc.name) {
