@@ -85,12 +85,12 @@ func run() error {
 		return err
 	}
 	defer model.stop()
-	gatewayEnv := extraGatewayEnv()
+	env := extraGatewayEnv()
 	if certFile != "" {
 		if err := trustModel(certFile); err != nil {
 			return err
 		}
-		gatewayEnv = append(gatewayEnv, "SSL_CERT_FILE="+certFile)
+		env = append(env, "SSL_CERT_FILE="+certFile)
 	}
 
 	fmt.Printf("echogate real-path benchmark — %s, %d CPUs; gateway, model server and load generator share them\n", runtime.Version(), runtime.NumCPU())
@@ -101,7 +101,7 @@ func run() error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
-	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log"), extraEnv: gatewayEnv}
+	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log"), extraEnv: env}
 	gw, _, fresh, err := startGateway(ctx, opts)
 	if err != nil {
 		return err

@@ -102,7 +102,7 @@ func (c *Channel) lockSession(id string, now time.Time) (*session, error) {
 }
 
 // lockLiveSession returns the live session id with its mu held, or nil when there is none.
-// Release it with unlockSession.
+// Release it with s.mu.Unlock, or with unlockSession after adding replay or history bytes.
 func (c *Channel) lockLiveSession(id string) *session {
 	c.mu.RLock()
 	s := c.sessions[id]

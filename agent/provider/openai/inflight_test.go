@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/echogate/echogate"
@@ -21,14 +22,14 @@ import (
 // (net/http's buffers, ~10 KB) is part of the figure.
 func BenchmarkStreamsInFlight(b *testing.B) {
 	const streams = 200
-	hold := make(chan struct{})
+	var hold atomic.Pointer[chan struct{}] // this iteration's: closed to end its answers
 	var arrived sync.WaitGroup
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}`+"\n\n")
 		w.(http.Flusher).Flush()
-		<-hold
+		<-*hold.Load()
 		fmt.Fprint(w, `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
 	}))
 	defer srv.Close()
@@ -46,7 +47,8 @@ func BenchmarkStreamsInFlight(b *testing.B) {
 	}
 	var perStream float64
 	for b.Loop() {
-		hold = make(chan struct{})
+		release := make(chan struct{})
+		hold.Store(&release)
 		var before runtime.MemStats
 		heapNow(&before)
 		arrived.Add(streams)
@@ -72,7 +74,7 @@ func BenchmarkStreamsInFlight(b *testing.B) {
 		var during runtime.MemStats
 		heapNow(&during)
 		perStream += (float64(during.HeapAlloc) - float64(before.HeapAlloc)) / streams
-		close(hold)
+		close(release)
 		done.Wait()
 	}
 	b.ReportMetric(perStream/float64(b.N), "heap-B/stream")
