@@ -51,6 +51,9 @@ func main() {
 	if *modelServer {
 		os.Exit(runModelServer(*modelLatency, *modelTLS, *modelCert))
 	}
+	if *floorProxy != "" {
+		os.Exit(runFloorProxy(*floorProxy))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "realpath:", err)
 		os.Exit(1)
@@ -157,7 +160,8 @@ func run() error {
 }
 
 // scenarios runs the load scenarios the flags ask for on the serving gateway, idle being its
-// idle memory: overheads (web, then Slack), throughputs, repeated rounds, memory after load.
+// idle memory: overheads (web, then Slack), paced sessions, throughputs, repeated rounds, memory
+// after load; then the same load on the bare net/http proxy (floor).
 func (b *bench) scenarios(opts gatewayOpts, tmp string, idle memInfo) error {
 	if err := b.overheads(); err != nil {
 		return err
@@ -166,6 +170,9 @@ func (b *bench) scenarios(opts gatewayOpts, tmp string, idle memInfo) error {
 		if err := b.slackOverheads(opts, tmp); err != nil {
 			return err
 		}
+	}
+	if err := b.paced(*pacedFlag, *paceFlag); err != nil {
+		return err
 	}
 	counts := splitInts(*sessionsFlag)
 	if err := b.throughputs(counts); err != nil {
@@ -176,7 +183,13 @@ func (b *bench) scenarios(opts gatewayOpts, tmp string, idle memInfo) error {
 			return err
 		}
 	}
-	return b.afterLoad(idle, splitDurations(*afterFlag))
+	if err := b.afterLoad(idle, splitDurations(*afterFlag)); err != nil {
+		return err
+	}
+	if len(counts) == 0 {
+		return nil
+	}
+	return b.floor(slices.Max(counts), opts.extraEnv)
 }
 
 func splitInts(s string) []int {

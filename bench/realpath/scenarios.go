@@ -23,8 +23,9 @@ type bench struct {
 	// direct50 and direct99 are the direct model call's p50 and p99 (set by overheads).
 	direct50, direct99 time.Duration
 	peak               memInfo
-	rounds             int // throughput scenarios run so far
-	snapshots          int // SIGUSR1 snapshots asked of the gateway so far (-profile)
+	rounds             int  // throughput scenarios run so far
+	snapshots          int  // SIGUSR1 snapshots asked of the gateway so far (-profile)
+	noSnapshots        bool // gw is not a gateway (the floor proxy): no -profile snapshots
 }
 
 // overheads runs the instant-model scenarios: plain turns and one-tool turns, one session.
@@ -273,7 +274,7 @@ func (b *bench) afterLoad(idle memInfo, waits []time.Duration) error {
 // snapshot asks the gateway (serve -snapshot-dir) for its heap and goroutine profiles of this
 // moment, when -profile is set, and says which numbered files hold them.
 func (b *bench) snapshot(what string) {
-	if *profileDir == "" {
+	if *profileDir == "" || b.noSnapshots {
 		return
 	}
 	b.snapshots++

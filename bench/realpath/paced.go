@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	pacedFlag   = flag.Int("paced", 1000, "sessions of the paced scenario: each posts a message every -pace, as people chat (0: skip)")
+	paceFlag    = flag.Duration("pace", 10*time.Second, "how often each session of the paced scenario posts, on average (±25%)")
+	pacedWindow = flag.Duration("paced-window", 30*time.Second, "measurement window of the paced scenario, after every session posted once")
+)
+
+// paced runs the scenario the throughput runs are the opposite of: `sessions` conversations open
+// at once, each posting its next message about every `pace` (±25%, so they do not march in
+// step), with the -model-latency model. The throughput scenarios keep every session's next
+// turn in flight at once (a closed loop: the gateway holds `sessions` turns whatever its speed);
+// here the gateway holds what 1000 open conversations cost — their keep-alive connections,
+// sessions, caches — and only the few turns that are running. It reports the offered and
+// served rate, latency, CPU per turn, the turns in flight on average and the memory peak.
+func (b *bench) paced(sessions int, pace time.Duration) error {
+	if sessions <= 0 || pace <= 0 {
+		return nil
+	}
+	fmt.Printf("\npaced: %d sessions, each posting about every %s (±25%%), model answers in %s; window %s after each session posted once\n",
+		sessions, pace, *modelLatency, *pacedWindow)
+	c := newClient(sessions)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	var (
+		measuring atomic.Bool
+		mu        sync.Mutex
+		lat       []time.Duration
+		firstErr  error
+		wg        sync.WaitGroup
+	)
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			// Sessions join spread over one pace: the load is steady from the first round.
+			if !sleepCtx(ctx, pace*time.Duration(i)/time.Duration(sessions)) {
+				return
+			}
+			session := fmt.Sprintf("p%d-%d", sessions, i)
+			for n := 0; ; n++ {
+				next := time.Now().Add(pace*3/4 + time.Duration(rng.Int64N(int64(pace/2)+1)))
+				d, err := chatTurn(ctx, c, b.base, session, fmt.Sprintf("%smessage %d", slowPrefix, n))
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						mu.Unlock()
+						cancel()
+					}
+					return
+				}
+				atomic.AddInt64(&b.turns, 1)
+				if measuring.Load() {
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+				}
+				if !sleepCtx(ctx, time.Until(next)) {
+					return
+				}
+			}
+		}()
+	}
+	if !sleepCtx(ctx, pace+*modelLatency) {
+		wg.Wait()
+		return fmt.Errorf("paced: %w", firstErr)
+	}
+	cpu0, _ := cpuTime(b.gw.pid())
+	measuring.Store(true)
+	began := time.Now()
+	peak := b.sampleMem(ctx, *pacedWindow, fmt.Sprintf("%d paced sessions", sessions))
+	measuring.Store(false)
+	elapsed := time.Since(began)
+	cpu1, _ := cpuTime(b.gw.pid())
+	cancel()
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("paced: %w", firstErr)
+	}
+	slices.Sort(lat)
+	n := len(lat)
+	if n == 0 {
+		return fmt.Errorf("paced: no turn finished in the window")
+	}
+	var sum time.Duration
+	for _, d := range lat {
+		sum += d
+	}
+	rate := float64(n) / elapsed.Seconds()
+	fmt.Printf("%10s %10s %10s %10s %12s %12s %12s %12s %22s\n", "sessions", "turns", "turns/s", "offered", "p50 latency", "p99 latency", "CPU/turn", "in flight", "VmRSS/RssAnon peak")
+	fmt.Printf("%10d %10d %10.0f %10.0f %12s %12s %12s %12.1f %22s\n", sessions, n, rate, float64(sessions)/pace.Seconds(),
+		ms(pct(lat, 50)), ms(pct(lat, 99)), ms((cpu1-cpu0)/time.Duration(n)), rate*(sum/time.Duration(n)).Seconds(), peak)
+	if p, err := readMemParts(b.base, b.gw.pid()); err == nil {
+		fmt.Printf("%10s at the end: %s\n", "", p)
+	}
+	return nil
+}
+
+// sleepCtx waits d or until ctx ends, and reports whether the wait ran its course.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
