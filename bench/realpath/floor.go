@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -26,7 +27,8 @@ var (
 // throughput scenario. The gateway's figures less the floor's are what storage, sessions,
 // histories, tools and the binary's own code cost; the floor itself is net/http's: per turn
 // in flight a client connection and a model connection, four goroutines and their buffers.
-// GOGC=50 matches the headroom internal/gcpace gives the gateway's heap at that load.
+// GOGC=50 matches the headroom internal/gcpace gives the gateway's heap at that load. Its
+// memory is read again -after the load, as the gateway's is.
 func (b *bench) floor(sessions int, env []string) error {
 	if !*floorFlag || sessions <= 0 {
 		return nil
@@ -68,16 +70,43 @@ func (b *bench) floor(sessions int, env []string) error {
 	fmt.Printf("\nfloor: a bare net/http proxy (SSE handler streaming the model; no storage, sessions, history or tools; GOGC=50), same load\n")
 	fmt.Printf("%10s %10s %10s %12s %12s %22s %22s\n", "sessions", "turns", "turns/s", "p99 latency", "CPU/turn", "VmRSS/RssAnon idle", "VmRSS/RssAnon peak")
 	fmt.Printf("%10d %10d %10.0f %12s %12s %22s %22s\n", sessions, r.turns, float64(r.turns)/r.elapsed.Seconds(), ms(pct(r.lat, 99)), ms(perTurn), idle, r.peak)
+	began := time.Now()
+	for _, w := range splitDurations(*afterFlag) {
+		time.Sleep(time.Until(began.Add(w)))
+		m, err := readMem(p.pid())
+		if err != nil {
+			return err
+		}
+		// What the runtime keeps by itself, then what it can give back when asked (the
+		// gateway's memtrim asks after a busy period).
+		_ = p.cmd.Process.Signal(syscall.SIGUSR2)
+		time.Sleep(500 * time.Millisecond)
+		freed, err := readMem(p.pid())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %s after load: %s (%.2f× idle RSS); after debug.FreeOSMemory %s (%.2f×)\n", w, m, float64(m.rss)/float64(idle.rss),
+			freed, float64(freed.rss)/float64(idle.rss))
+	}
 	return nil
 }
 
 // runFloorProxy serves POST /api/chat as the gateway's web channel answers it (an SSE stream
 // of deltas ending in a done event) by streaming a chat completion from modelURL, and nothing
-// else. It prints its base URL and serves until SIGTERM.
+// else; SIGUSR2 returns its free memory to the OS. It prints its base URL and serves until
+// SIGTERM.
 func runFloorProxy(modelURL string) int {
 	signal.Ignore(syscall.SIGUSR1)
+	free := make(chan os.Signal, 1)
+	signal.Notify(free, syscall.SIGUSR2)
+	go func() {
+		for range free {
+			debug.FreeOSMemory()
+		}
+	}()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 1024
+	// As the gateway's model client: an idle connection per concurrent call, closed after 30 s.
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.IdleConnTimeout = 1024, 1024, 30*time.Second
 	client := &http.Client{Transport: tr}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/chat", func(w http.ResponseWriter, r *http.Request) {
