@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -30,69 +26,31 @@ func (b *bench) paced(sessions int, pace time.Duration) error {
 	}
 	fmt.Printf("\npaced: %d sessions, each posting about every %s (±25%%), model answers in %s; window %s after each session posted once\n",
 		sessions, pace, *modelLatency, *pacedWindow)
-	c := newClient(sessions)
-	ctx, cancel := context.WithCancel(b.ctx)
-	defer cancel()
-	var (
-		measuring atomic.Bool
-		mu        sync.Mutex
-		lat       []time.Duration
-		firstErr  error
-		wg        sync.WaitGroup
-	)
+	l := newSessionLoad(b, sessions)
 	for i := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			// Sessions join spread over one pace: the load is steady from the first round.
-			if !sleepCtx(ctx, pace*time.Duration(i)/time.Duration(sessions)) {
-				return
-			}
-			session := fmt.Sprintf("p%d-%d", sessions, i)
-			for n := 0; ; n++ {
-				next := time.Now().Add(pace*3/4 + time.Duration(rng.Int64N(int64(pace/2)+1)))
-				d, err := chatTurn(ctx, c, b.base, session, fmt.Sprintf("%smessage %d", slowPrefix, n))
-				if err != nil {
-					if ctx.Err() == nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-						cancel()
-					}
-					return
-				}
-				atomic.AddInt64(&b.turns, 1)
-				if measuring.Load() {
-					mu.Lock()
-					lat = append(lat, d)
-					mu.Unlock()
-				}
-				if !sleepCtx(ctx, time.Until(next)) {
-					return
-				}
-			}
-		}()
+		rng := rand.New(rand.NewPCG(uint64(i), 7))
+		// Sessions join spread over one pace: the load is steady from the first round.
+		l.session(fmt.Sprintf("p%d-%d", sessions, i), pace*time.Duration(i)/time.Duration(sessions), func() time.Duration {
+			return pace*3/4 + time.Duration(rng.Int64N(int64(pace/2)+1))
+		})
 	}
-	if !sleepCtx(ctx, pace+*modelLatency) {
-		wg.Wait()
-		return fmt.Errorf("paced: %w", firstErr)
+	if !sleepCtx(l.ctx, pace+*modelLatency) {
+		if _, err := l.stop(); err != nil {
+			return fmt.Errorf("paced: %w", err)
+		}
+		return fmt.Errorf("paced: %w", l.ctx.Err())
 	}
 	cpu0, _ := cpuTime(b.gw.pid())
-	measuring.Store(true)
+	l.measuring.Store(true)
 	began := time.Now()
-	peak := b.sampleMem(ctx, *pacedWindow, fmt.Sprintf("%d paced sessions", sessions))
-	measuring.Store(false)
+	peak := b.sampleMem(l.ctx, *pacedWindow, fmt.Sprintf("%d paced sessions", sessions))
+	l.measuring.Store(false)
 	elapsed := time.Since(began)
 	cpu1, _ := cpuTime(b.gw.pid())
-	cancel()
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("paced: %w", firstErr)
+	lat, err := l.stop()
+	if err != nil {
+		return fmt.Errorf("paced: %w", err)
 	}
-	slices.Sort(lat)
 	n := len(lat)
 	if n == 0 {
 		return fmt.Errorf("paced: no turn finished in the window")
@@ -109,19 +67,4 @@ func (b *bench) paced(sessions int, pace time.Duration) error {
 		fmt.Printf("%10s at the end: %s\n", "", p)
 	}
 	return nil
-}
-
-// sleepCtx waits d or until ctx ends, and reports whether the wait ran its course.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -152,68 +151,30 @@ type loadRun struct {
 // count continues them.
 func (b *bench) run(sessions int, fresh bool) (loadRun, error) {
 	b.rounds++
-	round := b.rounds
-	c := newClient(sessions)
-	ctx, cancel := context.WithCancel(b.ctx)
-	defer cancel()
-	var (
-		measuring atomic.Bool
-		counted   atomic.Int64
-		mu        sync.Mutex
-		lat       []time.Duration
-		firstErr  error
-		wg        sync.WaitGroup
-	)
+	l := newSessionLoad(b, sessions)
 	for i := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Sessions join spread over one model latency, as users would.
-			time.Sleep(*modelLatency * time.Duration(i) / time.Duration(sessions))
-			session := fmt.Sprintf("t%d-%d", sessions, i)
-			if fresh {
-				session = fmt.Sprintf("t%d-r%d-%d", sessions, round, i)
-			}
-			for n := 0; ctx.Err() == nil; n++ {
-				d, err := chatTurn(ctx, c, b.base, session, fmt.Sprintf("%smessage %d", slowPrefix, n))
-				if err != nil {
-					if ctx.Err() == nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-						cancel()
-					}
-					return
-				}
-				atomic.AddInt64(&b.turns, 1)
-				if measuring.Load() {
-					counted.Add(1)
-					mu.Lock()
-					lat = append(lat, d)
-					mu.Unlock()
-				}
-			}
-		}()
+		name := fmt.Sprintf("t%d-%d", sessions, i)
+		if fresh {
+			name = fmt.Sprintf("t%d-r%d-%d", sessions, b.rounds, i)
+		}
+		// Sessions join spread over one model latency, as users would.
+		l.session(name, *modelLatency*time.Duration(i)/time.Duration(sessions), nil)
 	}
-	time.Sleep(2 * *modelLatency)
+	sleepCtx(l.ctx, 2**modelLatency)
 	cpu0, _ := cpuTime(b.gw.pid())
 	other0 := b.othersCPU()
-	measuring.Store(true)
+	l.measuring.Store(true)
 	began := time.Now()
-	peak := b.sampleMem(ctx, *duration, fmt.Sprintf("%d sessions, mid-load", sessions))
-	measuring.Store(false)
+	peak := b.sampleMem(l.ctx, *duration, fmt.Sprintf("%d sessions, mid-load", sessions))
+	l.measuring.Store(false)
 	elapsed := time.Since(began)
 	cpu1, _ := cpuTime(b.gw.pid())
 	other1 := b.othersCPU()
-	cancel()
-	wg.Wait()
-	if firstErr != nil {
-		return loadRun{}, fmt.Errorf("%d sessions: %w", sessions, firstErr)
+	lat, err := l.stop()
+	if err != nil {
+		return loadRun{}, fmt.Errorf("%d sessions: %w", sessions, err)
 	}
-	slices.Sort(lat)
-	return loadRun{turns: counted.Load(), elapsed: elapsed, lat: lat, cpu: cpu1 - cpu0, others: other1 - other0, peak: peak}, nil
+	return loadRun{turns: l.counted.Load(), elapsed: elapsed, lat: lat, cpu: cpu1 - cpu0, others: other1 - other0, peak: peak}, nil
 }
 
 // othersCPU is the CPU of the model server and of this load generator: what the gateway's
