@@ -40,13 +40,7 @@ func (b *bench) paced(sessions int, pace time.Duration) error {
 		}
 		return fmt.Errorf("paced: %w", l.ctx.Err())
 	}
-	cpu0, _ := cpuTime(b.gw.pid())
-	l.measuring.Store(true)
-	began := time.Now()
-	peak := b.sampleMem(l.ctx, *pacedWindow, fmt.Sprintf("%d paced sessions", sessions))
-	l.measuring.Store(false)
-	elapsed := time.Since(began)
-	cpu1, _ := cpuTime(b.gw.pid())
+	w := l.measure(*pacedWindow, fmt.Sprintf("%d paced sessions", sessions))
 	lat, err := l.stop()
 	if err != nil {
 		return fmt.Errorf("paced: %w", err)
@@ -59,10 +53,10 @@ func (b *bench) paced(sessions int, pace time.Duration) error {
 	for _, d := range lat {
 		sum += d
 	}
-	rate := float64(n) / elapsed.Seconds()
+	rate := float64(n) / w.elapsed.Seconds()
 	fmt.Printf("%10s %10s %10s %10s %12s %12s %12s %12s %22s\n", "sessions", "turns", "turns/s", "offered", "p50 latency", "p99 latency", "CPU/turn", "in flight", "VmRSS/RssAnon peak")
 	fmt.Printf("%10d %10d %10.0f %10.0f %12s %12s %12s %12.1f %22s\n", sessions, n, rate, float64(sessions)/pace.Seconds(),
-		ms(pct(lat, 50)), ms(pct(lat, 99)), ms((cpu1-cpu0)/time.Duration(n)), rate*(sum/time.Duration(n)).Seconds(), peak)
+		ms(pct(lat, 50)), ms(pct(lat, 99)), ms(w.cpu/time.Duration(n)), rate*(sum/time.Duration(n)).Seconds(), w.peak)
 	if p, err := readMemParts(b.base, b.gw.pid()); err == nil {
 		fmt.Printf("%10s at the end: %s\n", "", p)
 	}

@@ -161,20 +161,12 @@ func (b *bench) run(sessions int, fresh bool) (loadRun, error) {
 		l.session(name, *modelLatency*time.Duration(i)/time.Duration(sessions), nil)
 	}
 	sleepCtx(l.ctx, 2**modelLatency)
-	cpu0, _ := cpuTime(b.gw.pid())
-	other0 := b.othersCPU()
-	l.measuring.Store(true)
-	began := time.Now()
-	peak := b.sampleMem(l.ctx, *duration, fmt.Sprintf("%d sessions, mid-load", sessions))
-	l.measuring.Store(false)
-	elapsed := time.Since(began)
-	cpu1, _ := cpuTime(b.gw.pid())
-	other1 := b.othersCPU()
+	w := l.measure(*duration, fmt.Sprintf("%d sessions, mid-load", sessions))
 	lat, err := l.stop()
 	if err != nil {
 		return loadRun{}, fmt.Errorf("%d sessions: %w", sessions, err)
 	}
-	return loadRun{turns: l.counted.Load(), elapsed: elapsed, lat: lat, cpu: cpu1 - cpu0, others: other1 - other0, peak: peak}, nil
+	return loadRun{turns: l.counted.Load(), elapsed: w.elapsed, lat: lat, cpu: w.cpu, others: w.others, peak: w.peak}, nil
 }
 
 // othersCPU is the CPU of the model server and of this load generator: what the gateway's

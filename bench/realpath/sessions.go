@@ -62,6 +62,29 @@ func (l *sessionLoad) session(name string, join time.Duration, gap func() time.D
 	}()
 }
 
+// window is what one measuring window saw: its length, the gateway's CPU, the model server's
+// and this process's CPU, and the gateway's memory peak.
+type window struct {
+	elapsed, cpu, others time.Duration
+	peak                 memInfo
+}
+
+// measure counts the turns that end in the next d (their latencies kept) and samples the
+// gateway's memory meanwhile (what names the -profile snapshot taken halfway).
+func (l *sessionLoad) measure(d time.Duration, what string) window {
+	b := l.b
+	cpu0, _ := cpuTime(b.gw.pid())
+	other0 := b.othersCPU()
+	l.measuring.Store(true)
+	began := time.Now()
+	peak := b.sampleMem(l.ctx, d, what)
+	l.measuring.Store(false)
+	w := window{elapsed: time.Since(began), peak: peak}
+	cpu1, _ := cpuTime(b.gw.pid())
+	w.cpu, w.others = cpu1-cpu0, b.othersCPU()-other0
+	return w
+}
+
 // fail records a turn's error, unless the load was stopping anyway, and stops the load.
 func (l *sessionLoad) fail(err error) {
 	if l.ctx.Err() != nil {
