@@ -53,9 +53,12 @@ func slackUnescape(s string) string {
 
 // toMrkdwn converts the Markdown a model writes into Slack mrkdwn: bold, italics, strikethrough,
 // links, headings, bullets, fenced code (language tags dropped), tables (shown as code) and the
-// escaping of &, < and >. Code is left verbatim apart from escaping.
+// escaping of &, < and >. Code is left verbatim apart from escaping. The only '<' in its output
+// opens a link to a URL with a scheme (see linkable): whatever control sequence the model wrote
+// (<!channel>, <@U…>, <#C…>, <!subteam^…>) is shown as text and pings nobody.
 func toMrkdwn(md string) string {
 	md = strings.ReplaceAll(md, "\r\n", "\n")
+	md = reserved.Replace(md)
 	lines := strings.Split(md, "\n")
 	var b strings.Builder
 	b.Grow(len(md) + len(md)/16)
@@ -161,6 +164,12 @@ func convertText(s string) string {
 	s = reLink.ReplaceAllStringFunc(s, func(m string) string {
 		sm := reLink.FindStringSubmatch(m)
 		text, u := sm[1], sm[2]
+		if !linkable(u) { // a ping (!channel, @U…, #C…) or no URL: shown as text
+			if text == "" || text == u {
+				return hold(slackEscape(u))
+			}
+			return hold(slackEscape(text + " (" + u + ")"))
+		}
 		if text == "" || text == u {
 			return hold("<" + slackEscape(u) + ">")
 		}

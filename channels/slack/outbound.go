@@ -142,9 +142,11 @@ type message struct {
 	turn   string // on the last message of a turn's answer or prompt: "turn/kind" for its metadata (see FindReply)
 }
 
-// render converts Markdown to mrkdwn and splits it into messages within Slack's limits.
+// render converts Markdown to mrkdwn and splits it into messages within Slack's limits. Every
+// message, edit and ephemeral answer is made here, so none carries a control sequence the
+// model wrote (see noping.go).
 func render(md string) []message {
-	pieces := splitText(toMrkdwn(md), maxMessageChars)
+	pieces := splitText(defuse(toMrkdwn(md)), maxMessageChars)
 	out := make([]message, 0, len(pieces))
 	for _, p := range pieces {
 		out = append(out, renderPiece(p))

@@ -76,7 +76,8 @@ type stream struct {
 	// Owned by the flusher goroutine until it exits, then by Finish.
 	native    bool
 	ts        string // the visible message, once posted
-	streamed  int    // bytes of text sent natively
+	streamed  int    // bytes of the model's text sent natively
+	sent      int    // bytes of markdown_text sent for them (escaped, see safeMarkdown)
 	lastShown string // last text shown with chat.update
 	lastFlush time.Time
 	stale     bool // ts is a continued message whose native stream may be open (stopStale)
@@ -216,7 +217,7 @@ func cut(s string, n int) string {
 func (s *stream) flushNative(full string) error {
 	c := s.c
 	if s.ts == "" {
-		piece := cut(full, maxStreamChunk)
+		piece, end := safeMarkdown(full, 0, maxStreamChunk)
 		started := c.cfg.Clock.Now()
 		var ts string
 		tasks, commit := s.act.pending()
@@ -237,7 +238,7 @@ func (s *stream) flushNative(full string) error {
 				if _, ra := echogate.RetryAfter(err); !ra {
 					// Ambiguous: the stream may have started. Adopt it if it did.
 					if found, ok := c.findOwnSince(s.ctx, s.ch, s.thread, started); ok {
-						s.ts, s.streamed = found, len(piece)
+						s.ts, s.streamed, s.sent = found, end, len(piece)
 						c.remember(s.ch, s.thread, found, s.conv)
 						s.created(found)
 						return nil
@@ -246,16 +247,16 @@ func (s *stream) flushNative(full string) error {
 			}
 			return err
 		}
-		s.ts, s.streamed = ts, len(piece)
+		s.ts, s.streamed, s.sent = ts, end, len(piece)
 		commit()
 		c.remember(s.ch, s.thread, ts, s.conv)
 		s.created(ts)
 		return nil
 	}
 	for {
-		piece := ""
-		if s.streamed < len(full) && s.streamed < maxStreamMessage {
-			piece = cut(full[s.streamed:], min(maxStreamChunk, maxStreamMessage-s.streamed))
+		piece, end := "", s.streamed
+		if s.streamed < len(full) && s.sent < maxStreamMessage {
+			piece, end = safeMarkdown(full, s.streamed, min(maxStreamChunk, maxStreamMessage-s.sent))
 		}
 		tasks, commit := s.act.pending()
 		if piece == "" && len(tasks) == 0 {
@@ -269,7 +270,7 @@ func (s *stream) flushNative(full string) error {
 			return err
 		}
 		commit()
-		s.streamed += len(piece)
+		s.streamed, s.sent = end, s.sent+len(piece)
 	}
 }
 
@@ -357,8 +358,8 @@ func (s *stream) Finish(ctx context.Context, final string) (_ []echogate.Message
 	}
 	if s.native && s.ts != "" {
 		streamed := s.snapshot()[:s.streamed]
-		if strings.HasPrefix(final, streamed) && len(final) <= maxStreamMessage {
-			if err := s.finishNative(ctx, final[s.streamed:]); err == nil {
+		if rest, _ := safeMarkdown(final, s.streamed, -1); strings.HasPrefix(final, streamed) && s.sent+len(rest) <= maxStreamMessage {
+			if err := s.finishNative(ctx, final); err == nil {
 				return []echogate.MessageRef{s.ref(s.ts)}, nil
 			} else {
 				c.log.Warn("slack native stream could not be completed; rewriting the message", "slack_channel", s.ch, "error", err)
@@ -374,11 +375,14 @@ func (s *stream) ref(ts string) echogate.MessageRef {
 	return echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: s.ch, ID: ts}
 }
 
-// finishNative appends rest and stops the stream.
-func (s *stream) finishNative(ctx context.Context, rest string) error {
+// finishNative appends what final has beyond the text streamed so far and stops the stream.
+func (s *stream) finishNative(ctx context.Context, final string) error {
 	c := s.c
-	for len(rest) > maxStreamChunk {
-		piece := cut(rest, maxStreamChunk)
+	for {
+		piece, end := safeMarkdown(final, s.streamed, maxStreamChunk)
+		if end >= len(final) {
+			return s.stopNative(ctx, piece)
+		}
 		err := c.call(ctx, "chat.appendStream", s.ch, prioHigh, func(ctx context.Context) error {
 			_, _, err := c.api.AppendStreamContext(ctx, s.ch, s.ts, slack.MsgOptionMarkdownText(piece))
 			return err
@@ -386,12 +390,11 @@ func (s *stream) finishNative(ctx context.Context, rest string) error {
 		if err != nil {
 			return err
 		}
-		rest = rest[len(piece):]
-		s.streamed += len(piece)
+		s.streamed, s.sent = end, s.sent+len(piece)
 	}
-	return s.stopNative(ctx, rest)
 }
 
+// stopNative stops the native stream, with text (escaped by safeMarkdown) as its last piece.
 func (s *stream) stopNative(ctx context.Context, text string) error {
 	if !s.native || s.ts == "" {
 		return nil

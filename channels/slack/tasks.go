@@ -58,13 +58,13 @@ func (a *threadActivity) pending() (chunks []slack.StreamChunk, commit func()) {
 	var shown []echogate.ActivityTask
 	plan := a.plan
 	if plan != "" && plan != a.sentPlan {
-		chunks = append(chunks, slack.NewPlanUpdateChunk(plan))
+		chunks = append(chunks, slack.NewPlanUpdateChunk(safeText(plan)))
 	}
 	for _, t := range a.tasks {
 		if a.sent[t.ID] == t.Status {
 			continue
 		}
-		ch := slack.NewTaskUpdateChunk(t.ID, t.Title)
+		ch := slack.NewTaskUpdateChunk(t.ID, safeText(t.Title))
 		switch t.Status {
 		case echogate.TaskDone:
 			ch.Status = slack.TaskCardStatusComplete
@@ -91,7 +91,8 @@ func (a *threadActivity) pending() (chunks []slack.StreamChunk, commit func()) {
 	}
 }
 
-// streamText is the option carrying text (and pending task cards) of a streaming call.
+// streamText is the option carrying text (and pending task cards) of a streaming call. text is
+// already escaped (safeMarkdown); the cards' titles are escaped by pending.
 func streamText(text string, tasks []slack.StreamChunk) slack.MsgOption {
 	if len(tasks) == 0 {
 		return slack.MsgOptionMarkdownText(text)

@@ -158,7 +158,7 @@ func (t *typing) show(ctx context.Context) bool {
 			// would be left showing the status. It stays bounded by RequestTimeout.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), c.cfg.RequestTimeout)
 			defer cancel()
-			return c.api.SetAssistantThreadsStatusContext(sctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: text})
+			return c.api.SetAssistantThreadsStatusContext(sctx, slack.AssistantThreadsSetStatusParameters{ChannelID: t.ch, ThreadTS: t.thread, Status: safeText(text)})
 		})
 		if err == nil {
 			t.status = true
