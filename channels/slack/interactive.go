@@ -204,7 +204,8 @@ func (c *Channel) suggestPrompts(ctx context.Context, ch, thread string) {
 const maxTitle = 60
 
 // titleThread names a new agent thread (a threaded DM with the app) after its first message,
-// once per thread. Workspaces without the agent experience refuse it; that is logged at debug.
+// once per thread, escaped again as Slack delivered it (a typed "<!here>" stays text).
+// Workspaces without the agent experience refuse it; that is logged at debug.
 func (c *Channel) titleThread(ctx context.Context, ev echogate.InboundEvent) {
 	conv := ev.Conversation
 	if !conv.DM || conv.Thread == "" || c.statusOff.Load() || !c.titled.AddIfAbsent(msgKey(conv.Channel, conv.Thread), struct{}{}) {
@@ -218,7 +219,7 @@ func (c *Channel) titleThread(ctx context.Context, ev echogate.InboundEvent) {
 		return
 	}
 	err := c.call(ctx, "assistant.threads.setTitle", conv.Channel, prioLow, func(ctx context.Context) error {
-		return c.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: conv.Channel, ThreadTS: conv.Thread, Title: title})
+		return c.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: conv.Channel, ThreadTS: conv.Thread, Title: slackEscape(title)})
 	})
 	if err != nil {
 		c.log.Debug("slack thread title not set", "slack_channel", conv.Channel, "error", err)

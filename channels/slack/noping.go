@@ -17,6 +17,8 @@ import (
 //   - safeMarkdown (native streaming's markdown_text, task card and plan titles, the thread
 //     status) escapes '&' and '<' and percent-encodes the '!', '@' or '#' that starts a link
 //     destination, so Slack's Markdown translation cannot make a mention of it.
+//   - A thread's title, taken from the user's first message (which the channel unescaped for
+//     the model), is escaped again with slackEscape.
 //
 // The gateway itself puts no mention into what it sends; there is no allow-list of mentions
 // that would let text of the right shape through.

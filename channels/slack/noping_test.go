@@ -182,6 +182,16 @@ func TestModelTextCannotPingTheWorkspace(t *testing.T) {
 		"native stream rewritten": {want: map[string]int{"chat.startStream": 1, "chat.update": 1}, run: func(t *testing.T, e *env) {
 			streamPings(t, e, dmThread, "chat.startStream", "Another answer: "+modelPings)
 		}},
+		// A user's escaped text (what Slack delivers for a typed "<!channel>") is unescaped for
+		// the model; the model echoing it back, or the thread named after it, must not turn it
+		// into a ping.
+		"echoed user text and thread title": {want: map[string]int{"chat.startStream": 1, "assistant.threads.setTitle": 1}, run: func(t *testing.T, e *env) {
+			m := slacktest.DM("D3", "U1", "1700000950.000200", "&lt;!channel&gt; [x](!here) &lt;@U0PING&gt; please")
+			m["thread_ts"] = "1700000950.000100"
+			e.push(m, slacktest.Delivery{})
+			e.rec.waitAnswered(1)
+			e.noErrors()
+		}},
 		"task cards and plan": {want: map[string]int{"chat.startStream": 1, "assistant.threads.setStatus": 1}, run: func(t *testing.T, e *env) {
 			ctx := context.Background()
 			view := e.ch.StartActivity(ctx, dmThread, echogate.MessageRef{Platform: "slack", Channel: "D2", ID: "1700000900.000200"})
