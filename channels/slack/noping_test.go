@@ -41,12 +41,13 @@ func pingIn(s string, markdown bool) string {
 }
 
 // stringsOf returns s and, when s is JSON (blocks, chunks), every string inside it: the JSON
-// encoder writes '<' as \u003c, which a plain search would miss.
-func stringsOf(s string) []string {
-	out := []string{s}
+// encoder writes '<' as \u003c, which a plain search would miss. parsed counts the mrkdwn text
+// objects without verbatim: true, in which Slack would link "@here" written as a plain word.
+func stringsOf(s string) (out []string, parsed int) {
+	out = []string{s}
 	var v any
 	if json.Unmarshal([]byte(s), &v) != nil {
-		return out
+		return out, 0
 	}
 	var walk func(v any)
 	walk = func(v any) {
@@ -58,13 +59,16 @@ func stringsOf(s string) []string {
 				walk(e)
 			}
 		case map[string]any:
+			if x["type"] == "mrkdwn" && x["verbatim"] != true {
+				parsed++
+			}
 			for _, e := range x {
 				walk(e)
 			}
 		}
 	}
 	walk(v)
-	return out
+	return out, parsed
 }
 
 // assertNoPings fails when any call to Slack (every parameter, JSON decoded) or any
@@ -79,7 +83,11 @@ func assertNoPings(t *testing.T, srv *slacktest.Server) {
 			if k == "parse" && v == "full" {
 				t.Errorf("%s sent parse=full, want it unset", c.Method)
 			}
-			for _, s := range stringsOf(v) {
+			texts, parsed := stringsOf(v)
+			if parsed > 0 {
+				t.Errorf("%s %s has %d mrkdwn texts without verbatim: true, want every one verbatim", c.Method, k, parsed)
+			}
+			for _, s := range texts {
 				if p := pingIn(s, k == "markdown_text" || k == "chunks"); p != "" {
 					t.Errorf("%s %s carries %q, want no <!, <@, <# or link to one from model text (in %.200q)", c.Method, k, p, s)
 					break
