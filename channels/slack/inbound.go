@@ -163,13 +163,16 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 		log.Debug("slack post already delivered (message/app_mention pair or retry)")
 		return
 	}
-	if (ev.Kind == echogate.KindMention || ev.Kind == echogate.KindDirect) && ev.Interaction == "" {
-		if tc := c.threadContext(ctx, ev.Message.Channel, ev.Conversation.Thread, ev.Message.ID); len(tc) > 0 {
+	// A refused person costs no Web API call: no thread read, no name, no title. The sink
+	// still gets the event, to record the refusal (and answer it, at most once an hour).
+	admitted := c.admits(ev)
+	if admitted && (ev.Kind == echogate.KindMention || ev.Kind == echogate.KindDirect) && ev.Interaction == "" {
+		if tc := c.threadContext(ctx, ev); len(tc) > 0 {
 			ev.ThreadContext = tc
 			ev.Actor.Name = c.userName(ctx, ev.Actor.ID)
 		}
 	}
-	if ev.Actor.Name == "" {
+	if admitted && ev.Actor.Name == "" {
 		ev.Actor.Name = c.cachedName(ev.Actor.ID)
 	}
 	if j.wait != nil && !j.wait.claim() {
@@ -200,9 +203,21 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 		return
 	}
 	log.Debug("slack event delivered", "kind", ev.Kind.String(), "transport", j.transport, "retry", j.retry)
-	if ev.Kind == echogate.KindDirect && ev.Interaction == "" {
+	if admitted && ev.Kind == echogate.KindDirect && ev.Interaction == "" {
 		c.titleThread(ctx, ev)
 	}
+}
+
+// admits reports whether the access rules (Config.Admits) let ev in; without them, everyone.
+func (c *Channel) admits(ev echogate.InboundEvent) bool {
+	return c.cfg.Admits == nil || c.cfg.Admits(ev)
+}
+
+// probe is the event a post of user in ch would become, for asking Config.Admits before a
+// read decides whether it is an event at all.
+func probe(kind echogate.EventKind, team, ch, user, userTeam string) echogate.InboundEvent {
+	return echogate.InboundEvent{Kind: kind, Actor: echogate.Actor{ID: user, Team: userTeam},
+		Conversation: echogate.ConversationRef{Platform: echogate.PlatformSlack, Workspace: team, Channel: ch, DM: isDMChannel(ch)}}
 }
 
 // normalize maps a Slack event to an InboundEvent, or reports false for events that are not
@@ -237,6 +252,7 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 			kind = echogate.KindDirect
 		}
 		ev := c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, dm, kind, self, now)
+		ev.Actor.Team = e.UserTeam
 		ev.Attachments = attachments(e.Files)
 		return ev, true
 
@@ -257,13 +273,17 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 			// The app_mention event for this post carries the same id; whichever comes first wins.
 			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
 		case e.ThreadTimeStamp != "" && e.ThreadTimeStamp != e.TimeStamp && !c.cfg.requireMention(e.Channel):
-			if !c.botInThread(ctx, e.Channel, e.ThreadTimeStamp) {
+			// Only an admitted person's post is worth a read to learn whether the bot is in
+			// the thread; a refused one's counts as addressed only when that is known already.
+			read := c.admits(probe(echogate.KindMention, team, e.Channel, e.User, e.UserTeam))
+			if !c.botInThread(ctx, e.Channel, e.ThreadTimeStamp, read) {
 				return echogate.InboundEvent{}, false
 			}
 			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
 		default:
 			return echogate.InboundEvent{}, false
 		}
+		ev.Actor.Team = e.UserTeam
 		if e.Message != nil {
 			ev.Attachments = attachments(e.Message.Files)
 		}
@@ -277,7 +297,8 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 		if !ok {
 			return echogate.InboundEvent{}, false
 		}
-		conv, ok := c.conversationOf(ctx, team, e.Item.Channel, e.Item.Timestamp)
+		conv, ok := c.conversationOf(ctx, team, e.Item.Channel, e.Item.Timestamp,
+			c.admits(probe(echogate.KindReaction, team, e.Item.Channel, e.User, "")))
 		if !ok {
 			return echogate.InboundEvent{}, false
 		}
@@ -325,11 +346,15 @@ func attachments(files []slack.File) []echogate.Attachment {
 }
 
 // botInThread reports whether the bot has posted in the thread: from memory of its own posts,
-// else (after a restart) by reading the thread once; the answer is cached.
-func (c *Channel) botInThread(ctx context.Context, ch, thread string) bool {
+// else (after a restart, and when read allows it) by reading the thread once; the answer is
+// cached.
+func (c *Channel) botInThread(ctx context.Context, ch, thread string, read bool) bool {
 	key := msgKey(ch, thread)
 	if in, ok := c.threads.Get(key); ok {
 		return in
+	}
+	if !read {
+		return false
 	}
 	self := c.identity()
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
@@ -352,9 +377,14 @@ func (c *Channel) botInThread(ctx context.Context, ch, thread string) bool {
 
 // conversationOf finds the session a message of the bot belongs to: from memory of recent
 // posts, else by looking the message up (conversations.replies, then conversations.history).
-func (c *Channel) conversationOf(ctx context.Context, team, ch, ts string) (echogate.ConversationRef, bool) {
+// Without lookup (the access rules refuse whoever reacted) it reads nothing: the channel is
+// enough for the pipeline to refuse the event.
+func (c *Channel) conversationOf(ctx context.Context, team, ch, ts string, lookup bool) (echogate.ConversationRef, bool) {
 	if conv, ok := c.sent.Get(msgKey(ch, ts)); ok {
 		return conv, true
+	}
+	if !lookup {
+		return echogate.ConversationRef{Platform: echogate.PlatformSlack, Workspace: team, Channel: ch, DM: isDMChannel(ch)}, true
 	}
 	if c.cfg.SessionOf != nil {
 		if conv, ok := c.cfg.SessionOf(ctx, echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: ch, ID: ts}); ok {
