@@ -203,7 +203,8 @@ func mapReaction(r reactionAdd, botID string, ownMessage bool, now time.Time) (e
 	}, ""
 }
 
-// onMessageCreate runs on discordgo's gateway reader (SyncEvents): it maps and hands off.
+// onMessageCreate runs on discordgo's gateway reader (SyncEvents): it maps and hands off;
+// REST reads for thread context run in the channel's lane (lanes.go), never here.
 func (c *Channel) onMessageCreate(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	if m == nil || m.Message == nil {
 		return
@@ -214,8 +215,7 @@ func (c *Channel) onMessageCreate(_ *discordgo.Session, m *discordgo.MessageCrea
 		c.log.Debug("discord: message ignored", "event_id", m.ID, "reason", why)
 		return
 	}
-	ev.ThreadContext = c.threadContext(m.Message, botID)
-	c.deliver(ev)
+	c.handleMessage(m.Message, ev, botID)
 }
 
 // onRawEvent handles dispatches discordgo does not model fully (MESSAGE_REACTION_ADD).
@@ -272,6 +272,11 @@ func (c *Channel) deliver(ev echogate.InboundEvent) {
 		return
 	}
 	c.log.Warn("discord: sink refused event", "err", err, "event_id", ev.ID, "session", string(ev.SessionKey()), "kind", ev.Kind.String())
+	c.tellBusy(ev)
+}
+
+// tellBusy tells the author of a message that was not taken to try again (off the reader).
+func (c *Channel) tellBusy(ev echogate.InboundEvent) {
 	if ev.Kind == echogate.KindReaction || c.life.Err() != nil {
 		return
 	}
