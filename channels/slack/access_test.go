@@ -112,3 +112,31 @@ func TestSlackConnectGuestCheckedByOwnTeam(t *testing.T) {
 		t.Errorf("Admits asked about %+v, want the guest with their own team first", asked)
 	}
 }
+
+// Opening the app's tabs or an assistant thread costs nothing for a refused person: no
+// welcome post, no home view, no suggested prompts; an admitted person still gets them.
+func TestRefusedPersonGetsNoWelcomeHomeOrPrompts(t *testing.T) {
+	e := newEnv(t, true, func(c *Config) {
+		c.Admits = func(ev echogate.InboundEvent) bool { return ev.Actor.ID != "UR" }
+		c.SuggestedPrompts = []SuggestedPrompt{{Title: "Summarize", Message: "Summarize my unread threads"}}
+	})
+	e.waitAck(e.push(slacktest.AppHomeOpened("UR", "D6", "messages", "1700000900.000100"), slacktest.Delivery{}))
+	e.waitAck(e.push(slacktest.AppHomeOpened("UR", "D6", "home", "1700000900.000200"), slacktest.Delivery{}))
+	e.waitAck(e.push(slacktest.AssistantThreadStarted("UR", "D6", "1700000900.000300"), slacktest.Delivery{}))
+	e.push(slacktest.AssistantThreadStarted("U1", "D5", "1700000900.000400"), slacktest.Delivery{})
+	waitSrv(t, e.srv, "the admitted user's prompts", func() bool { return len(e.srv.CallsTo("assistant.threads.setSuggestedPrompts")) == 1 })
+	if c := e.srv.CallsTo("assistant.threads.setSuggestedPrompts")[0]; c.Params["channel_id"] != "D5" {
+		t.Errorf("suggested prompts set in %s, want only D5 (the admitted user's)", c.Params["channel_id"])
+	}
+	if n := len(e.srv.BotMessages("D6")); n != 0 {
+		t.Errorf("welcome posts to the refused user = %d, want 0", n)
+	}
+	if v := e.srv.HomeView("UR"); v != "" {
+		t.Errorf("home view published for the refused user: %s", v)
+	}
+	for _, m := range []string{"conversations.history", "conversations.replies", "users.info"} {
+		if n := len(e.srv.CallsTo(m)); n != 0 {
+			t.Errorf("%s calls = %d, want 0", m, n)
+		}
+	}
+}

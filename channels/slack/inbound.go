@@ -213,6 +213,14 @@ func (c *Channel) admits(ev echogate.InboundEvent) bool {
 	return c.cfg.Admits == nil || c.cfg.Admits(ev)
 }
 
+// dmProbe is the event a DM of user (in the app's DM or assistant channel ch) would become: a
+// person the access rules would refuse there gets no welcome, home tab or suggested prompts.
+func dmProbe(team, ch, user string) echogate.InboundEvent {
+	ev := probe(echogate.KindDirect, team, ch, user, "")
+	ev.Conversation.DM = true
+	return ev
+}
+
 // probe is the event a post of user in ch would become, for asking Config.Admits before a
 // read decides whether it is an event at all.
 func probe(kind echogate.EventKind, team, ch, user, userTeam string) echogate.InboundEvent {
@@ -235,12 +243,16 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 	case *slashCommand:
 		return c.normalizeCommand(team, e)
 	case *slackevents.AssistantThreadStartedEvent:
-		c.suggestPrompts(ctx, e.AssistantThread.ChannelID, e.AssistantThread.ThreadTimeStamp)
+		if c.admits(dmProbe(team, e.AssistantThread.ChannelID, e.AssistantThread.UserID)) {
+			c.suggestPrompts(ctx, e.AssistantThread.ChannelID, e.AssistantThread.ThreadTimeStamp)
+		}
 		return echogate.InboundEvent{}, false
 	case *slackevents.AgentSessionStoppedEvent:
 		return c.normalizeAgentStop(team, e, j.eventID)
 	case *slackevents.AppHomeOpenedEvent:
-		c.appHomeOpened(ctx, e)
+		if c.admits(dmProbe(team, e.Channel, e.User)) {
+			c.appHomeOpened(ctx, e)
+		}
 		return echogate.InboundEvent{}, false
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil || e.Channel == "" || e.TimeStamp == "" {
