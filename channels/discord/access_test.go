@@ -128,3 +128,34 @@ func TestDiscordLaneKeepsChannelOrder(t *testing.T) {
 		t.Errorf("thread events in order %q, want [first second]", order)
 	}
 }
+
+// A refused person's reaction on a bot message this process did not post costs no GET
+// message; an admitted person's is looked up as before.
+func TestDiscordRefusedReactionCostsNoLookup(t *testing.T) {
+	t.Parallel()
+	admits := func(ev echogate.InboundEvent) bool { return ev.Actor.ID != bob.ID }
+	h := start(t, discordtest.Options{OmitMessageAuthorID: true}, func(c *Config) { c.Admits = admits }, nil)
+	h.waitReady(t)
+	const channel = "700000000000000045"
+	h.srv.SendGuildMessage(testGuild, channel, ann, "hello", true) // makes the channel a guild channel
+	prompt := postAsBot(t, h.srv, channel, "Run `rm`?")
+	if err := h.srv.AddReaction(prompt, bob, echogate.ReactionApprove); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.AddReaction(prompt, ann, echogate.ReactionApprove); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.WaitFor(5*time.Second, "the admitted reaction", func() bool {
+		for _, ev := range eventsOf(h) {
+			if ev.Kind == echogate.KindReaction && ev.Actor.ID == ann.ID {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if gets := len(h.srv.CallsTo(http.MethodGet, "/channels/"+channel+"/messages/"+prompt)); gets != 1 {
+		t.Errorf("GET message calls = %d, want 1 (the admitted reaction's only)", gets)
+	}
+}

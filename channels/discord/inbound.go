@@ -236,9 +236,19 @@ func (c *Channel) onRawEvent(_ *discordgo.Session, e *discordgo.Event) {
 		c.deliverReaction(r, botID, true)
 	case r.UserID == botID:
 		// our own reaction; nothing to look up
+	case !c.admits(reactionProbe(r)):
+		// A refused person's reaction costs no look-up: on a message this process did not
+		// post, it could only be refused.
+		c.log.Debug("discord: reaction of a refused user on an unknown message ignored", "event_id", r.MessageID)
 	default:
 		c.lookUpReaction(r, botID) // whose message is it? (reaction.go)
 	}
+}
+
+// reactionProbe is the event r would become, for asking Config.Admits before a look-up.
+func reactionProbe(r reactionAdd) echogate.InboundEvent {
+	return echogate.InboundEvent{Kind: echogate.KindReaction, Actor: echogate.Actor{ID: r.UserID},
+		Conversation: echogate.ConversationRef{Platform: echogate.PlatformDiscord, Workspace: r.GuildID, Channel: r.ChannelID, DM: r.GuildID == ""}}
 }
 
 func (c *Channel) deliverReaction(r reactionAdd, botID string, own bool) {
