@@ -5,6 +5,14 @@ type ThreadMessage struct {
 	Author string `json:"author"`           // the author's display name (or id when unknown)
 	Text   string `json:"text"`             // the message text, markup removed
 	IsBot  bool   `json:"is_bot,omitempty"` // posted by a bot (this gateway included)
+	// AuthorID and AuthorTeam identify the author as Actor.ID and Actor.Team do, so the
+	// pipeline can leave out what people the access rules refuse wrote.
+	AuthorID   string `json:"author_id,omitempty"`
+	AuthorTeam string `json:"author_team,omitempty"`
+	// Withheld marks a message the pipeline left out because the access rules refuse its
+	// author: its author and text are cleared before the event is recorded; the model is told
+	// only how many were left out.
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 // Activity is what a running turn is doing right now, for channels that show it: shared by the

@@ -63,6 +63,10 @@ type Actor struct {
 	Name   string // display name when known; informational only
 	IsBot  bool   // another bot or an integration
 	IsSelf bool   // this gateway's own bot user
+	// Team is the person's own workspace when the platform says it may differ from the
+	// conversation's (Slack's user_team: a Slack Connect guest's home organisation); empty
+	// means the conversation's workspace. access.workspaces checks both.
+	Team string `json:",omitempty"`
 }
 
 // QualifiedID is the actor id prefixed with the platform, e.g. "slack:U123": the form used in

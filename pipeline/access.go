@@ -58,16 +58,30 @@ func (p *Pipeline) Refusals() []Refusal {
 	return out
 }
 
+// Admits reports whether the access rules let ev in. It has no side effects (no log, no
+// metric, no refusal text): adapters call it, wired by cmd, to spend no platform reads
+// (thread history, name look-ups) on an event Submit will refuse. Submit still decides and
+// records the refusal; this is the same rule, read under the same lock.
+func (p *Pipeline) Admits(ev echogate.InboundEvent) bool {
+	p.gate.mu.Lock()
+	rules := p.gate.rules
+	p.gate.mu.Unlock()
+	return rules.Check(ev) == access.Allowed
+}
+
 // refused checks ev against the access rules. A refused event is dropped: no turn, no model
 // call, no transcript, only an audit log line, the refusal metric and the console's list; a
 // personal refusal (see access.Reason.Personal) is answered with access.refusal at most once
-// per user per refusalEvery. It reports whether ev was refused.
-func (p *Pipeline) refused(ctx context.Context, ev echogate.InboundEvent) bool {
+// per user per refusalEvery. It reports whether ev was refused. An admitted event's thread
+// context loses the messages of authors the rules refuse (withholdRefused), before the event
+// is recorded.
+func (p *Pipeline) refused(ctx context.Context, ev *echogate.InboundEvent) bool {
 	p.gate.mu.Lock()
 	rules := p.gate.rules
-	reason := rules.Check(ev)
+	reason := rules.Check(*ev)
 	if reason == access.Allowed {
 		p.gate.mu.Unlock()
+		withholdRefused(rules, ev)
 		return false
 	}
 	c := ev.Conversation
@@ -123,4 +137,34 @@ func (p *Pipeline) markRefusalLocked(user string, now time.Time) bool {
 	}
 	g.marks[user] = now
 	return true
+}
+
+// withholdRefused clears the thread-context messages whose authors the rules refuse (as if
+// they had sent the event themselves, in the same conversation) and marks them Withheld, so
+// what they wrote never reaches the model or the store; only their number is shown. The
+// slice is copied first: the adapter's value is not changed under it.
+func withholdRefused(rules access.Rules, ev *echogate.InboundEvent) {
+	if len(ev.ThreadContext) == 0 || rules.Open() {
+		return
+	}
+	var out []echogate.ThreadMessage
+	for i, m := range ev.ThreadContext {
+		if m.Withheld || authorAdmitted(rules, ev.Conversation, m) {
+			continue
+		}
+		if out == nil {
+			out = append([]echogate.ThreadMessage(nil), ev.ThreadContext...)
+		}
+		out[i] = echogate.ThreadMessage{Withheld: true}
+	}
+	if out != nil {
+		ev.ThreadContext = out
+	}
+}
+
+// authorAdmitted reports whether the rules would let the author of m in where m was written.
+func authorAdmitted(rules access.Rules, c echogate.ConversationRef, m echogate.ThreadMessage) bool {
+	as := echogate.InboundEvent{Kind: echogate.KindMention, Conversation: c,
+		Actor: echogate.Actor{ID: m.AuthorID, Name: m.Author, IsBot: m.IsBot, Team: m.AuthorTeam}}
+	return rules.Check(as) == access.Allowed
 }

@@ -251,7 +251,7 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	}
 	platform := ev.Conversation.Platform
 	p.d.Metrics.Event(platform, ev.Kind.String())
-	if p.refused(ctx, ev) {
+	if p.refused(ctx, &ev) {
 		return nil // access rules (access.go): nothing recorded, nothing queued
 	}
 	key := mailboxKey(ev)

@@ -126,6 +126,12 @@ type Config struct {
 	// approval prompt), so a reaction on it is not dropped after a restart when the payload
 	// lacks message_author_id and GET message fails. Asked before the API; nil: not asked.
 	SessionOf func(ctx context.Context, ref echogate.MessageRef) (echogate.ConversationRef, bool)
+	// Admits reports whether the gateway's access rules let an event in (cmd wires the
+	// pipeline's rule: one implementation). The channel asks it before any REST read an event
+	// would cost (the thread's kind and history), so a refused person costs nothing but the
+	// pipeline's refusal; the event is still handed to the sink, which decides and records
+	// the refusal. nil admits everyone.
+	Admits func(ev echogate.InboundEvent) bool
 	// Clock is the time source for timers, throttling and backoff; default the system clock.
 	Clock Clock
 	// Jitter returns a random duration in [0, max); default math/rand/v2. Tests make it

@@ -88,6 +88,7 @@ type Channel struct {
 	commandsOnce atomic.Bool             // application commands registered (or being registered)
 	threadKinds  *kindCache              // channel id → whether it is a thread (thread.go)
 	threadsSeen  *idSet                  // threads whose history was read for context
+	lanes        lanes                   // messages waiting for thread reads, per channel (lanes.go)
 	activity     sync.Map                // channel id → *activityState (activity.go)
 
 	mu    sync.Mutex

@@ -203,7 +203,8 @@ func mapReaction(r reactionAdd, botID string, ownMessage bool, now time.Time) (e
 	}, ""
 }
 
-// onMessageCreate runs on discordgo's gateway reader (SyncEvents): it maps and hands off.
+// onMessageCreate runs on discordgo's gateway reader (SyncEvents): it maps and hands off;
+// REST reads for thread context run in the channel's lane (lanes.go), never here.
 func (c *Channel) onMessageCreate(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	if m == nil || m.Message == nil {
 		return
@@ -214,8 +215,7 @@ func (c *Channel) onMessageCreate(_ *discordgo.Session, m *discordgo.MessageCrea
 		c.log.Debug("discord: message ignored", "event_id", m.ID, "reason", why)
 		return
 	}
-	ev.ThreadContext = c.threadContext(m.Message, botID)
-	c.deliver(ev)
+	c.handleMessage(m.Message, ev, botID)
 }
 
 // onRawEvent handles dispatches discordgo does not model fully (MESSAGE_REACTION_ADD).
@@ -236,9 +236,19 @@ func (c *Channel) onRawEvent(_ *discordgo.Session, e *discordgo.Event) {
 		c.deliverReaction(r, botID, true)
 	case r.UserID == botID:
 		// our own reaction; nothing to look up
+	case !c.admits(reactionProbe(r)):
+		// A refused person's reaction costs no look-up: on a message this process did not
+		// post, it could only be refused.
+		c.log.Debug("discord: reaction of a refused user on an unknown message ignored", "event_id", r.MessageID)
 	default:
 		c.lookUpReaction(r, botID) // whose message is it? (reaction.go)
 	}
+}
+
+// reactionProbe is the event r would become, for asking Config.Admits before a look-up.
+func reactionProbe(r reactionAdd) echogate.InboundEvent {
+	return echogate.InboundEvent{Kind: echogate.KindReaction, Actor: echogate.Actor{ID: r.UserID},
+		Conversation: echogate.ConversationRef{Platform: echogate.PlatformDiscord, Workspace: r.GuildID, Channel: r.ChannelID, DM: r.GuildID == ""}}
 }
 
 func (c *Channel) deliverReaction(r reactionAdd, botID string, own bool) {
@@ -272,6 +282,11 @@ func (c *Channel) deliver(ev echogate.InboundEvent) {
 		return
 	}
 	c.log.Warn("discord: sink refused event", "err", err, "event_id", ev.ID, "session", string(ev.SessionKey()), "kind", ev.Kind.String())
+	c.tellBusy(ev)
+}
+
+// tellBusy tells the author of a message that was not taken to try again (off the reader).
+func (c *Channel) tellBusy(ev echogate.InboundEvent) {
 	if ev.Kind == echogate.KindReaction || c.life.Err() != nil {
 		return
 	}

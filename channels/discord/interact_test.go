@@ -124,7 +124,7 @@ func TestWireThreadContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs, _ := h.sink.snapshot()
-	want := []echogate.ThreadMessage{{Author: "Bob", Text: "the deploy failed"}, {Author: "ann", Text: "rolling back"}}
+	want := []echogate.ThreadMessage{{Author: "Bob", AuthorID: bob.ID, Text: "the deploy failed"}, {Author: "ann", AuthorID: ann.ID, Text: "rolling back"}}
 	if got := evs[0].ThreadContext; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("thread context = %+v, want %+v", got, want)
 	}

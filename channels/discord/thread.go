@@ -44,22 +44,32 @@ func (k *kindCache) add(id string, thread bool) {
 	k.m[id] = thread
 }
 
+// needsRead reports whether threadContext would call Discord for m: a guild channel whose
+// kind is unknown, or a thread whose history was not read yet.
+func (c *Channel) needsRead(m *discordgo.Message) bool {
+	if c.cfg.ThreadHistory < 0 || m.GuildID == "" || c.threadsSeen.has(m.ChannelID) {
+		return false
+	}
+	thread, known := c.threadKinds.get(m.ChannelID)
+	return !known || thread
+}
+
 // threadContext gives a message addressed to the bot what came before it: the message it
-// replies to, and, the first time the bot is addressed in a thread it has not posted in, the
-// thread's recent messages (up to ThreadHistory, oldest first). It runs on the gateway reader
-// and is bounded by RequestTimeout per call; the channel kind and the thread read happen once
-// per thread.
-func (c *Channel) threadContext(m *discordgo.Message, botID string) []echogate.ThreadMessage {
+// replies to, and, the first time the bot is addressed in a thread it has not posted in (and
+// mayRead), the thread's recent messages (up to ThreadHistory, oldest first). The reads run
+// in the channel's lane, off the gateway reader (lanes.go), bounded by RequestTimeout per
+// call; the channel kind and the thread read happen once per thread.
+func (c *Channel) threadContext(m *discordgo.Message, botID string, mayRead bool) []echogate.ThreadMessage {
 	if c.cfg.ThreadHistory < 0 {
 		return nil
 	}
 	var out []echogate.ThreadMessage
 	if r := m.ReferencedMessage; r != nil && r.Author != nil && r.Author.ID != botID {
 		if text := cleanContent(r, botID); text != "" {
-			out = append(out, echogate.ThreadMessage{Author: displayName(r.Author), Text: text, IsBot: r.Author.Bot})
+			out = append(out, echogate.ThreadMessage{Author: displayName(r.Author), AuthorID: r.Author.ID, Text: text, IsBot: r.Author.Bot})
 		}
 	}
-	if m.GuildID == "" || c.threadsSeen.has(m.ChannelID) {
+	if !mayRead || m.GuildID == "" || c.threadsSeen.has(m.ChannelID) {
 		return out
 	}
 	ctx := c.context()
@@ -105,7 +115,7 @@ func (c *Channel) threadContext(m *discordgo.Message, botID string) []echogate.T
 			continue // already the first entry
 		}
 		if text := cleanContent(h, botID); text != "" {
-			earlier = append(earlier, echogate.ThreadMessage{Author: displayName(h.Author), Text: text, IsBot: h.Author.Bot})
+			earlier = append(earlier, echogate.ThreadMessage{Author: displayName(h.Author), AuthorID: h.Author.ID, Text: text, IsBot: h.Author.Bot})
 		}
 	}
 	return append(earlier, out...)

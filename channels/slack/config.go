@@ -52,6 +52,12 @@ type Config struct {
 	// (an approval prompt), so a reaction on it is not dropped after a restart when the
 	// platform's API fails. Asked after the channel's memory, before the API; nil: not asked.
 	SessionOf func(ctx context.Context, ref echogate.MessageRef) (echogate.ConversationRef, bool)
+	// Admits reports whether the gateway's access rules let an event in (cmd wires the
+	// pipeline's rule: one implementation). The channel asks it before any Web API read an
+	// event would cost (thread history, users.info, looking up a reacted message, the thread
+	// title), so a refused person costs nothing but the pipeline's refusal; the event is still
+	// handed to the sink, which decides and records the refusal. nil admits everyone.
+	Admits func(ev echogate.InboundEvent) bool
 	// StreamUpdateInterval is the minimum time between two visible updates of a streamed
 	// reply (native appends or chat.update edits); default 1s.
 	StreamUpdateInterval time.Duration

@@ -163,13 +163,16 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 		log.Debug("slack post already delivered (message/app_mention pair or retry)")
 		return
 	}
-	if (ev.Kind == echogate.KindMention || ev.Kind == echogate.KindDirect) && ev.Interaction == "" {
-		if tc := c.threadContext(ctx, ev.Message.Channel, ev.Conversation.Thread, ev.Message.ID); len(tc) > 0 {
+	// A refused person costs no Web API call: no thread read, no name, no title. The sink
+	// still gets the event, to record the refusal (and answer it, at most once an hour).
+	admitted := c.admits(ev)
+	if admitted && (ev.Kind == echogate.KindMention || ev.Kind == echogate.KindDirect) && ev.Interaction == "" {
+		if tc := c.threadContext(ctx, ev); len(tc) > 0 {
 			ev.ThreadContext = tc
 			ev.Actor.Name = c.userName(ctx, ev.Actor.ID)
 		}
 	}
-	if ev.Actor.Name == "" {
+	if admitted && ev.Actor.Name == "" {
 		ev.Actor.Name = c.cachedName(ev.Actor.ID)
 	}
 	if j.wait != nil && !j.wait.claim() {
@@ -200,7 +203,7 @@ func (c *Channel) handle(ctx context.Context, j job, sink channels.Sink) {
 		return
 	}
 	log.Debug("slack event delivered", "kind", ev.Kind.String(), "transport", j.transport, "retry", j.retry)
-	if ev.Kind == echogate.KindDirect && ev.Interaction == "" {
+	if admitted && ev.Kind == echogate.KindDirect && ev.Interaction == "" {
 		c.titleThread(ctx, ev)
 	}
 }
@@ -220,12 +223,16 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 	case *slashCommand:
 		return c.normalizeCommand(team, e)
 	case *slackevents.AssistantThreadStartedEvent:
-		c.suggestPrompts(ctx, e.AssistantThread.ChannelID, e.AssistantThread.ThreadTimeStamp)
+		if c.admits(dmProbe(team, e.AssistantThread.ChannelID, e.AssistantThread.UserID)) {
+			c.suggestPrompts(ctx, e.AssistantThread.ChannelID, e.AssistantThread.ThreadTimeStamp)
+		}
 		return echogate.InboundEvent{}, false
 	case *slackevents.AgentSessionStoppedEvent:
 		return c.normalizeAgentStop(team, e, j.eventID)
 	case *slackevents.AppHomeOpenedEvent:
-		c.appHomeOpened(ctx, e)
+		if c.admits(dmProbe(team, e.Channel, e.User)) {
+			c.appHomeOpened(ctx, e)
+		}
 		return echogate.InboundEvent{}, false
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil || e.Channel == "" || e.TimeStamp == "" {
@@ -237,6 +244,7 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 			kind = echogate.KindDirect
 		}
 		ev := c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, dm, kind, self, now)
+		ev.Actor.Team = e.UserTeam
 		ev.Attachments = attachments(e.Files)
 		return ev, true
 
@@ -257,13 +265,17 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 			// The app_mention event for this post carries the same id; whichever comes first wins.
 			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
 		case e.ThreadTimeStamp != "" && e.ThreadTimeStamp != e.TimeStamp && !c.cfg.requireMention(e.Channel):
-			if !c.botInThread(ctx, e.Channel, e.ThreadTimeStamp) {
+			// Only an admitted person's post is worth a read to learn whether the bot is in
+			// the thread; a refused one's counts as addressed only when that is known already.
+			read := c.admits(probe(echogate.KindMention, team, e.Channel, e.User, e.UserTeam))
+			if !c.botInThread(ctx, e.Channel, e.ThreadTimeStamp, read) {
 				return echogate.InboundEvent{}, false
 			}
 			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
 		default:
 			return echogate.InboundEvent{}, false
 		}
+		ev.Actor.Team = e.UserTeam
 		if e.Message != nil {
 			ev.Attachments = attachments(e.Message.Files)
 		}
@@ -277,7 +289,8 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 		if !ok {
 			return echogate.InboundEvent{}, false
 		}
-		conv, ok := c.conversationOf(ctx, team, e.Item.Channel, e.Item.Timestamp)
+		conv, ok := c.conversationOf(ctx, team, e.Item.Channel, e.Item.Timestamp,
+			c.admits(probe(echogate.KindReaction, team, e.Item.Channel, e.User, "")))
 		if !ok {
 			return echogate.InboundEvent{}, false
 		}
@@ -322,78 +335,4 @@ func attachments(files []slack.File) []echogate.Attachment {
 		out = append(out, echogate.Attachment{ID: f.ID, Name: f.Name, MIME: f.Mimetype, Size: int64(f.Size), URL: u})
 	}
 	return out
-}
-
-// botInThread reports whether the bot has posted in the thread: from memory of its own posts,
-// else (after a restart) by reading the thread once; the answer is cached.
-func (c *Channel) botInThread(ctx context.Context, ch, thread string) bool {
-	key := msgKey(ch, thread)
-	if in, ok := c.threads.Get(key); ok {
-		return in
-	}
-	self := c.identity()
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-	defer cancel()
-	msgs, _, _, err := c.api.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{ChannelID: ch, Timestamp: thread, Limit: 200, Inclusive: true})
-	if err != nil {
-		c.logAPIError("conversations.replies", ch, err)
-		return false
-	}
-	in := false
-	for _, m := range msgs {
-		if (self.UserID != "" && m.User == self.UserID) || (self.BotID != "" && m.BotID == self.BotID) {
-			in = true
-			break
-		}
-	}
-	c.threads.Add(key, in)
-	return in
-}
-
-// conversationOf finds the session a message of the bot belongs to: from memory of recent
-// posts, else by looking the message up (conversations.replies, then conversations.history).
-func (c *Channel) conversationOf(ctx context.Context, team, ch, ts string) (echogate.ConversationRef, bool) {
-	if conv, ok := c.sent.Get(msgKey(ch, ts)); ok {
-		return conv, true
-	}
-	if c.cfg.SessionOf != nil {
-		if conv, ok := c.cfg.SessionOf(ctx, echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: ch, ID: ts}); ok {
-			c.sent.Add(msgKey(ch, ts), conv)
-			return conv, true
-		}
-	}
-	conv := echogate.ConversationRef{Platform: echogate.PlatformSlack, Workspace: team, Channel: ch, DM: isDMChannel(ch)}
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-	defer cancel()
-	msgs, _, _, err := c.api.GetConversationRepliesContext(cctx, &slack.GetConversationRepliesParameters{ChannelID: ch, Timestamp: ts, Limit: 1, Inclusive: true})
-	if err == nil {
-		for _, m := range msgs {
-			if m.Timestamp == ts {
-				if m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
-					conv.Thread = m.ThreadTimestamp
-				}
-				c.sent.Add(msgKey(ch, ts), conv)
-				return conv, true
-			}
-		}
-	} else {
-		c.logAPIError("conversations.replies", ch, err)
-	}
-	h, err := c.api.GetConversationHistoryContext(cctx, &slack.GetConversationHistoryParameters{ChannelID: ch, Latest: ts, Oldest: ts, Inclusive: true, Limit: 1})
-	if err != nil {
-		c.logAPIError("conversations.history", ch, err)
-		c.log.Warn("slack reaction dropped: cannot find the session of the reacted message", "message", ts)
-		return conv, false
-	}
-	for _, m := range h.Messages {
-		if m.Timestamp == ts {
-			if m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
-				conv.Thread = m.ThreadTimestamp
-			}
-			c.sent.Add(msgKey(ch, ts), conv)
-			return conv, true
-		}
-	}
-	c.log.Warn("slack reaction dropped: reacted message not found", "message", ts)
-	return conv, false
 }

@@ -57,6 +57,7 @@ func withButtons(msgs []message) []message {
 // buttonPress is an approval button clicked on one of the bot's messages.
 type buttonPress struct {
 	team, channel, ts, user, name, actionID, actionTS string
+	userTeam                                          string // the presser's own team (Slack Connect)
 	responseURL                                       string // answers the presser privately
 }
 
@@ -86,7 +87,7 @@ func interactionJob(cb slack.InteractionCallback, transport string) (job, bool) 
 		return job{}, false
 	}
 	bp := &buttonPress{team: cb.Team.ID, channel: ch, ts: ts, user: cb.User.ID, name: cb.User.Name, actionID: a.ActionID, actionTS: a.ActionTs,
-		responseURL: cb.ResponseURL}
+		responseURL: cb.ResponseURL, userTeam: cb.User.TeamID}
 	if bp.actionTS == "" {
 		bp.actionTS = cb.ActionTs
 	}
@@ -107,7 +108,7 @@ func (c *Channel) normalizeButton(ctx context.Context, team string, b *buttonPre
 	if b.user == c.identity().UserID {
 		return echogate.InboundEvent{}, false
 	}
-	conv, ok := c.conversationOf(ctx, team, b.channel, b.ts)
+	conv, ok := c.conversationOf(ctx, team, b.channel, b.ts, c.admits(probe(echogate.KindReaction, team, b.channel, b.user, b.userTeam)))
 	if !ok {
 		c.unmatchedPress(ctx, b)
 		return echogate.InboundEvent{}, false
@@ -120,7 +121,7 @@ func (c *Channel) normalizeButton(ctx context.Context, team string, b *buttonPre
 	return echogate.InboundEvent{
 		ID:   "button:" + b.channel + ":" + b.ts + ":" + b.user + ":" + b.actionID + ":" + b.actionTS,
 		Kind: echogate.KindReaction, Conversation: conv,
-		Actor: echogate.Actor{ID: b.user, Name: name}, Reaction: buttonReactions[b.actionID], Target: target, Message: target,
+		Actor: echogate.Actor{ID: b.user, Name: name, Team: b.userTeam}, Reaction: buttonReactions[b.actionID], Target: target, Message: target,
 		ReceivedAt: c.cfg.Clock.Now(),
 	}, true
 }

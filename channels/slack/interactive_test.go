@@ -24,7 +24,7 @@ func TestThreadContextWithNames(t *testing.T) {
 	e.push(slacktest.Mention("C9", "U1", "1700000100.000300", root, "<@UBOT> summarize this thread"), slacktest.Delivery{})
 	e.rec.waitAnswered(1)
 	evs, _ := e.rec.snapshot()
-	want := []echogate.ThreadMessage{{Author: "Bob Jones", Text: "the deploy failed at 3am"}, {Author: "Ann", Text: "rolling back now"}}
+	want := []echogate.ThreadMessage{{Author: "Bob Jones", AuthorID: "U2", Text: "the deploy failed at 3am"}, {Author: "Ann", AuthorID: "U1", Text: "rolling back now"}}
 	if got := evs[0].ThreadContext; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("thread context = %+v, want %+v", got, want)
 	}

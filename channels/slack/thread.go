@@ -42,11 +42,14 @@ func (r *threadReader) block(until time.Time) {
 	}
 }
 
-// threadContext returns the messages before ts in the thread, oldest first, at most
-// Config.ThreadHistory, each attributed to its author's display name, when the bot is first
-// addressed in that thread (it has not posted there). It also learns whether the bot is in
-// the thread, so the read is never repeated for it. Without a free read it returns nil.
-func (c *Channel) threadContext(ctx context.Context, ch, thread, ts string) []echogate.ThreadMessage {
+// threadContext returns the messages before ev's in its thread, oldest first, at most
+// Config.ThreadHistory, each attributed to its author (id, team and display name), when the
+// bot is first addressed in that thread (it has not posted there). It also learns whether the
+// bot is in the thread, so the read is never repeated for it. Without a free read it returns
+// nil. Authors the access rules refuse get no users.info: the pipeline leaves their messages
+// out.
+func (c *Channel) threadContext(ctx context.Context, ev echogate.InboundEvent) []echogate.ThreadMessage {
+	ch, thread, ts := ev.Message.Channel, ev.Conversation.Thread, ev.Message.ID
 	if c.cfg.ThreadHistory < 0 || thread == "" || thread == ts || isDMChannel(ch) {
 		return nil // a DM thread holds the user's own messages and the bot's: the store has them
 	}
@@ -93,11 +96,16 @@ func (c *Channel) threadContext(ctx context.Context, ch, thread, ts string) []ec
 		if text == "" {
 			continue
 		}
-		author := m.Username
+		tm := echogate.ThreadMessage{Author: m.Username, AuthorID: m.User, AuthorTeam: m.Team, Text: text, IsBot: m.BotID != ""}
 		if m.User != "" {
-			author = c.userName(ctx, m.User)
+			tm.Author = m.User
+			as := ev
+			as.Actor = echogate.Actor{ID: m.User, Team: m.Team, IsBot: tm.IsBot}
+			if c.admits(as) {
+				tm.Author = c.userName(ctx, m.User)
+			}
 		}
-		out = append(out, echogate.ThreadMessage{Author: author, Text: text, IsBot: m.BotID != ""})
+		out = append(out, tm)
 	}
 	return out
 }

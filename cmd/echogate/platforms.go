@@ -24,6 +24,16 @@ func promptSession(st store) func(ctx context.Context, ref echogate.MessageRef) 
 	}
 }
 
+// admits is the adapters' access predicate: the pipeline's own rule (Pipeline.Admits), so the
+// adapters spend no platform reads on an event Submit will refuse. The pipeline is built after
+// the channels; until then (no event is delivered before it runs) everyone is admitted.
+func (g *gateway) admits(ev echogate.InboundEvent) bool {
+	if g.pipeline == nil {
+		return true
+	}
+	return g.pipeline.Admits(ev)
+}
+
 // addPlatformChannels adds Slack and Discord when their tokens are configured.
 func (g *gateway) addPlatformChannels() error {
 	cfg := g.cfg
@@ -31,6 +41,7 @@ func (g *gateway) addPlatformChannels() error {
 		scfg := slackConfig(cfg.Slack)
 		scfg.OnPanic = func(path string) { g.metrics.AdapterPanic("slack", path) }
 		scfg.SessionOf = promptSession(g.store)
+		scfg.Admits = g.admits
 		cfg.addAgentMentions(&scfg) // agents' require_mention (agents_config.go)
 		scfg.NameResolved = func(user, name string) { g.names.Set(echogate.PlatformSlack+":"+user, name) }
 		ch, err := slack.New(scfg, g.log)
@@ -54,6 +65,7 @@ func (g *gateway) addPlatformChannels() error {
 			CommandGuilds:  cfg.Discord.CommandGuilds,
 			OnPanic:        func(path string) { g.metrics.AdapterPanic("discord", path) },
 			SessionOf:      promptSession(g.store),
+			Admits:         g.admits,
 		}, g.log)
 		if err != nil {
 			return err

@@ -103,7 +103,7 @@ func (r Reason) Personal() bool { return r == NotUser || r == DMsClosed }
 type Rules struct {
 	Users      []string // qualified user ids or globs: slack:U123, discord:4567, slack:*
 	Channels   []string // place names or globs (see Places); apply to everything but DMs
-	Workspaces []string // slack:T…, discord:<guild id>; a Discord DM has no server and is not checked
+	Workspaces []string // slack:T…, discord:<guild id>; a Discord DM has no server and is not checked; the person's own team (Actor.Team) is checked too
 	DMs        bool     // DMs (from allowed users) are answered
 	Refusal    string   // text sent once per user per hour on a personal refusal; "" = silence
 }
@@ -132,6 +132,11 @@ func (r Rules) Check(ev echogate.InboundEvent) Reason {
 	}
 	if !c.DM && len(r.Channels) > 0 && !AnyGlob(r.Channels, Places(c)) {
 		return NotPlace
+	}
+	// A Slack Connect guest writes in a channel of the installing workspace from their own
+	// organisation: the allow-list is checked against the person's team too.
+	if t := ev.Actor.Team; len(r.Workspaces) > 0 && t != "" && t != c.Workspace && !AnyGlob(r.Workspaces, []string{c.Platform + ":" + t}) {
+		return NotTeam
 	}
 	if len(r.Users) > 0 && !AnyGlob(r.Users, []string{ev.Actor.QualifiedID(c.Platform)}) {
 		return NotUser

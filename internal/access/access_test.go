@@ -74,6 +74,11 @@ func TestCheck(t *testing.T) {
 	channels := access.Rules{DMs: true, Channels: []string{"slack:C1", "discord:guild:111"}}
 	noDMs := access.Rules{DMs: false}
 	teams := access.Rules{DMs: true, Workspaces: []string{"slack:T1", "discord:111"}}
+	guest := func(team string) echogate.InboundEvent {
+		ev := slackChan("U7", "C9")
+		ev.Actor.Team = team
+		return ev
+	}
 	self := slackChan("UBOT", "C9")
 	self.Actor.IsSelf = true
 
@@ -100,6 +105,10 @@ func TestCheck(t *testing.T) {
 		"workspaces: listed guild":                  {teams, discordGuild("1", "111", "8"), access.Allowed},
 		"workspaces: other guild":                   {teams, discordGuild("1", "222", "8"), access.NotTeam},
 		"workspaces: discord DM has no guild":       {teams, discordDM("1"), access.Allowed},
+		"workspaces: Slack Connect guest's team":    {teams, guest("T2"), access.NotTeam},
+		"workspaces: member naming their own team":  {teams, guest("T1"), access.Allowed},
+		"open: Slack Connect guest":                 {open, guest("T2"), access.Allowed},
+		"workspaces: guest's team listed too":       {access.Rules{DMs: true, Workspaces: []string{"slack:T1", "slack:T2"}}, guest("T2"), access.Allowed},
 		"web is never checked":                      {users, web, access.Allowed},
 		"the gateway's own events":                  {users, self, access.Allowed},
 		"channel before person":                     {access.Rules{DMs: true, Users: []string{"slack:U1"}, Channels: []string{"slack:C1"}}, slackChan("U9", "C2"), access.NotPlace},

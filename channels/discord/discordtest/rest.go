@@ -31,6 +31,9 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	version := r.PathValue("version")
 	path := strings.TrimPrefix(r.URL.Path, "/api/"+version)
+	if !s.waitHold(r, path) {
+		return
+	}
 	status := s.handleREST(w, r, path, body)
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Method: r.Method, Path: path, Body: body, Status: status, At: time.Now()})

@@ -139,6 +139,7 @@ type Server struct {
 	order      []string
 	stallMatch func(string) bool   // StallWhen
 	stallCh    chan struct{}       // closed by ReleaseStalls
+	holds      []*hold             // HoldREST rules (hold.go)
 	nonces     map[string]nonceUse // channel + "\x00" + nonce → its first message
 	dmChannels map[string]string   // user id → DM channel id
 	guildOf    map[string]string   // channel id → guild id ("" for DMs)
@@ -220,6 +221,7 @@ func NewServer(opts Options) *Server {
 // Close stops the server and closes gateway connections.
 func (s *Server) Close() {
 	s.ReleaseStalls()
+	s.releaseHolds()
 	s.mu.Lock()
 	s.closed = true
 	conn := s.conn

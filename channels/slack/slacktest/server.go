@@ -64,6 +64,7 @@ type Message struct {
 	TS        string
 	ThreadTS  string
 	User      string
+	Team      string // the author's own team (Slack Connect: another organisation's); "" = not sent
 	BotID     string
 	Text      string // text (chat.postMessage / update) or streamed markdown
 	Blocks    string // blocks JSON as sent

@@ -225,6 +225,10 @@ func (s *Server) RecordPost(inner map[string]any) {
 	if s.findLocked(str("channel"), str("ts")) != nil {
 		return
 	}
-	s.insertLocked(&Message{Channel: str("channel"), TS: str("ts"), ThreadTS: str("thread_ts"), User: str("user"), BotID: str("bot_id"), Text: str("text")})
+	team := str("user_team")
+	if team == "" {
+		team = str("team")
+	}
+	s.insertLocked(&Message{Channel: str("channel"), TS: str("ts"), ThreadTS: str("thread_ts"), User: str("user"), Team: team, BotID: str("bot_id"), Text: str("text")})
 	s.notifyLocked()
 }

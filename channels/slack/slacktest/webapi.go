@@ -320,6 +320,9 @@ func (s *Server) msgJSON(m *Message, withMeta bool) map[string]any {
 	if m.BotID != "" {
 		out["bot_id"] = m.BotID
 	}
+	if m.Team != "" {
+		out["team"] = m.Team
+	}
 	if m.ThreadTS != "" {
 		out["thread_ts"] = m.ThreadTS
 	}
