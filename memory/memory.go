@@ -39,7 +39,11 @@ type Store interface {
 	SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
 	SearchMemoriesText(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
 
-	MessagesAfter(ctx context.Context, key echogate.SessionKey, after int64, limit int) ([]echogate.StoredMessage, error)
+	// MessagesBy returns up to limit transcript entries of the session with Seq > after that
+	// belong to turns of userID (the qualified id of the turn's requester), oldest first.
+	MessagesBy(ctx context.Context, key echogate.SessionKey, userID string, after int64, limit int) ([]echogate.StoredMessage, error)
+	// EnqueueConsolidation, ClaimConsolidation, CompleteConsolidation and ReleaseConsolidation
+	// keep one job, with its own cursor, per session and person (ConsolidationJob.UserID).
 	EnqueueConsolidation(ctx context.Context, j memrec.ConsolidationJob, notAfter time.Time) error
 	ClaimConsolidation(ctx context.Context, worker string, now time.Time, lease time.Duration) (memrec.ConsolidationJob, bool, error)
 	CompleteConsolidation(ctx context.Context, j memrec.ConsolidationJob, res memrec.ConsolidationResult) error

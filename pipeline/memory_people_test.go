@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -115,5 +114,3 @@ func TestMemoryVersionDoesNotCollideAfterRestart(t *testing.T) {
 		t.Errorf("UB's system prompt after the restart = %q, want no memory of UA's (X123)", got[1])
 	}
 }
-
-var _ = fmt.Sprint
