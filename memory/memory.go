@@ -6,9 +6,11 @@
 //     rank), within a token budget. When the embedding endpoint is down it searches full text only.
 //   - Remember, Recall and Forget back the remember / recall / forget tools and the CLI.
 //   - The consolidation worker (Enqueue after each answered turn, Run in the background) extracts
-//     durable facts from the new part of a conversation with the chat model, merges
+//     durable facts from the new part of a person's conversation with the chat model, merges
 //     near-duplicates, supersedes contradicted facts (keeping history), drops expired ones and
-//     advances the session's cursor in the same transaction.
+//     advances that person's cursor in the session in the same transaction. In a conversation
+//     several people share, each has a job that reads only the turns they requested, and what
+//     it finds is theirs alone.
 //
 // The package declares what it needs (Store, Embedder, Extractor); cmd/echogate adapts the
 // storage backends and the model provider to it.
