@@ -24,7 +24,9 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	}
 	system, note := p.prompt(ctx, t, query)
 	if st != nil {
-		p.hist.owners.put(t.id, t.userID) // a resumed turn's messages are its requester's
+		if !t.ev.Conversation.DM {
+			p.hist.owners.put(t.id, t.userID) // a resumed turn's messages are its requester's
+		}
 		return agent.Input{System: system, State: st, Resume: rs, Messages: msgs}, nil
 	}
 	if t.inputSaved {

@@ -17,9 +17,9 @@ import (
 // stay, each answered, so the sequence is one every provider accepts. Direct messages have one
 // person and are replayed as stored.
 
-// turnOwnersMax bounds the turns whose requester is remembered; a full table starts afresh (the
-// store is asked again).
-const turnOwnersMax = 1 << 16
+// turnOwnersMax bounds the turns whose requester is remembered (about 1.5 MiB when full); a full
+// table starts afresh (the store is asked again). Only turns of shared conversations are kept.
+const turnOwnersMax = 1 << 14
 
 // turnOwners remembers the requester (qualified user id) of recent turns, so that telling one
 // person's tool results from another's needs no store read per turn.
@@ -50,11 +50,11 @@ func (o *turnOwners) put(turn, user string) {
 // scopeHistory returns hist as t's person may see it (see above). hist may be the history
 // cache's own slice: it is never modified; the entries that change are in a copy.
 func (p *Pipeline) scopeHistory(ctx context.Context, t *Turn, hist []echogate.StoredMessage) []echogate.StoredMessage {
-	owners := &p.hist.owners
-	owners.put(t.id, t.userID)
 	if t.ev.Conversation.DM {
 		return hist
 	}
+	owners := &p.hist.owners
+	owners.put(t.id, t.userID)
 	var out []echogate.StoredMessage // a copy, from the first entry that changes
 	loaded := false
 	for i, sm := range hist {
