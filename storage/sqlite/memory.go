@@ -411,6 +411,13 @@ ON CONFLICT (session, user_id) DO UPDATE SET channel = excluded.channel, gen = g
 	return nil
 }
 
+// The consolidation state of a session goes with its transcript (DeleteSession, PruneSessions):
+// a session started again under the same key numbers its messages from 1, below the old cursors.
+const (
+	qDeleteMemoryJobs  = `DELETE FROM memory_jobs WHERE session = ?`
+	qDeleteMemoryFloor = `DELETE FROM memory_floors WHERE session = ?`
+)
+
 const jobCols = `session, user_id, channel, cursor, attempts, due_at, worker, gen, lease_until, last_error`
 
 func scanJob(r rowScanner) (memrec.ConsolidationJob, error) {

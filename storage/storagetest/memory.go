@@ -88,6 +88,7 @@ func RunMemory(t *testing.T, open func(t *testing.T) MemoryStore) {
 		{"ConsolidationLeaseLost", func(t *testing.T, s MemoryStore, p string) { consLeaseLost(t, s, p, base) }},
 		{"ConsolidationConcurrentClaims", func(t *testing.T, s MemoryStore, p string) { consConcurrent(t, s, p, base) }},
 		{"ConsolidationPerPerson", func(t *testing.T, s MemoryStore, p string) { consPerPerson(t, s, p, base) }},
+		{"ConsolidationAfterSessionDeleted", func(t *testing.T, s MemoryStore, p string) { consAfterSessionDeleted(t, s, p, base) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,5 +109,50 @@ func consPerPerson(t *testing.T, s MemoryStore, p string, base time.Time) {
 	}
 	if st, _ := s.ConsolidationState(ctx, sess, "slack:UB"); st.Cursor != b.Cursor || !st.DueAt.IsZero() {
 		t.Errorf("UB's job after UA's enqueue = %+v, want cursor %d and nothing due", st, b.Cursor)
+	}
+}
+
+// consAfterSessionDeleted: a session deleted (!new, retention) and started again under the same
+// key numbers its transcript from 1 again; its people's consolidation starts over with it
+// instead of waiting for the new transcript to pass the old cursors.
+func consAfterSessionDeleted(t *testing.T, s MemoryStore, p string, base time.Time) {
+	ctx := ctxT(t)
+	del, ok := s.(interface {
+		DeleteSession(ctx context.Context, key echogate.SessionKey) error
+		UpsertSession(ctx context.Context, si echogate.SessionInfo) error
+	})
+	if !ok {
+		t.Skip("the store cannot delete sessions")
+	}
+	key := sharedTranscript(t, s, p, base)
+	if err := del.UpsertSession(ctx, echogate.SessionInfo{Key: key, UserID: "slack:UA"}); err != nil {
+		t.Fatal(err)
+	}
+	at := base.Add(3000 * 24 * time.Hour)
+	if err := s.EnqueueConsolidation(ctx, memrec.ConsolidationJob{Session: string(key), UserID: "slack:UA", DueAt: at}, at); err != nil {
+		t.Fatal(err)
+	}
+	j := claimOwn(t, s, p+"w", string(key), at)
+	if err := s.CompleteConsolidation(ctx, j, memrec.ConsolidationResult{Cursor: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := del.DeleteSession(ctx, key); err != nil {
+		t.Fatalf("DeleteSession = %v", err)
+	}
+	if err := s.CreateTurn(ctx, echogate.TurnRecord{ID: p + "again", Session: key, UserID: "slack:UA", Status: echogate.TurnRunning, StartedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendMessages(ctx, key, p+"again", []echogate.Message{{Role: echogate.RoleUser, Content: "starting over"}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnqueueConsolidation(ctx, memrec.ConsolidationJob{Session: string(key), UserID: "slack:UA", DueAt: at}, at); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.ConsolidationState(ctx, string(key), "slack:UA")
+	if err != nil || st.Cursor != 0 {
+		t.Fatalf("UA's job after the session was deleted and started again = %+v, %v; want cursor 0", st, err)
+	}
+	if got, err := s.MessagesBy(ctx, key, "slack:UA", st.Cursor, 0); err != nil || !slices.Equal(texts(got), []string{"starting over"}) {
+		t.Errorf("MessagesBy(UA, %d) = %q, %v; want the new transcript", st.Cursor, texts(got), err)
 	}
 }
