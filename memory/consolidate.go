@@ -17,11 +17,13 @@ import (
 	"github.com/echogate/echogate/internal/memrec"
 )
 
-// Enqueue schedules the consolidation of a session after an answered turn: durable (a row in
-// the store), debounced (due Config.Debounce after the latest turn, at most Config.MaxDelay after
-// the first pending one). It blocks on one write; pipeline AfterTurn hooks call it.
+// Enqueue schedules the consolidation of userID's part of a session after their answered turn:
+// durable (a row in the store), debounced (due Config.Debounce after the latest turn, at most
+// Config.MaxDelay after the first pending one). Every person of a shared session has a job of
+// their own, which reads only their turns. It blocks on one write; pipeline AfterTurn hooks
+// call it. A turn without a user (nobody to credit) enqueues nothing.
 func (s *Service) Enqueue(ctx context.Context, session echogate.SessionKey, userID, channel string) error {
-	if s.ext == nil {
+	if s.ext == nil || userID == "" {
 		return nil
 	}
 	now := s.cfg.Now()
@@ -128,12 +130,17 @@ Answer with a JSON array only, no prose, no code fences. Each item:
 {"text": "<one short fact in third person, e.g. \"Favourite editor is Helix\">", "kind": "fact" | "preference" | "ephemeral" | "note", "importance": <0..1>, "supersedes": <number of the EXISTING MEMORY it replaces, when the user contradicted or updated it; omit otherwise>, "ttl": "<how long an ephemeral fact stays true, like \"72h\" or \"14d\"; only for kind ephemeral>"}
 Do not repeat existing memories that are unchanged. Answer [] when there is nothing new.`
 
-// consolidate computes the result of one job (no writes).
+// consolidate computes the result of one job (no writes). The job is one person's: it reads
+// only the turns that person requested (their words and the answers to them), so in a shared
+// session nobody is credited with, or can write into, another participant's memory.
 func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (memrec.ConsolidationResult, error) {
 	now := s.cfg.Now()
 	owner := memrec.UserOwner(j.UserID)
 	res := memrec.ConsolidationResult{Cursor: j.Cursor, ExpireOwner: owner, ExpireBefore: now}
-	msgs, err := s.store.MessagesAfter(ctx, echogate.SessionKey(j.Session), j.Cursor, s.cfg.MaxMessages)
+	if j.UserID == "" {
+		return res, nil // a job of an older version without a person: nobody to credit
+	}
+	msgs, err := s.store.MessagesBy(ctx, echogate.SessionKey(j.Session), j.UserID, j.Cursor, s.cfg.MaxMessages)
 	if err != nil {
 		return res, fmt.Errorf("read transcript: %w", err)
 	}
@@ -141,9 +148,6 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 		return res, nil
 	}
 	res.Cursor = msgs[len(msgs)-1].Seq
-	if j.UserID == "" {
-		return res, nil
-	}
 	convo, userText, lastTurn := transcriptOf(msgs)
 	if strings.TrimSpace(userText) == "" {
 		return res, nil
@@ -178,16 +182,19 @@ func (s *Service) consolidate(ctx context.Context, j memrec.ConsolidationJob) (m
 	return res, nil
 }
 
-// transcriptOf renders the new messages for the extraction prompt (user and assistant lines,
-// clipped) and returns the users' words alone and the last message's turn.
+// transcriptOf renders the new messages of one person's turns for the extraction prompt (user
+// and assistant lines, clipped) and returns the person's words alone and the last message's
+// turn. Other people's words quoted into a user message (a thread's earlier messages) are left
+// out: they are not the person's.
 func transcriptOf(msgs []echogate.StoredMessage) (convo, userText, lastTurn string) {
 	var c, u strings.Builder
 	for _, m := range msgs {
 		lastTurn = m.Turn
 		switch m.Message.Role {
 		case echogate.RoleUser:
-			fmt.Fprintf(&c, "User: %s\n", clip(m.Message.Content, 2000))
-			u.WriteString(m.Message.Content)
+			own := ownWords(m.Message.Content)
+			fmt.Fprintf(&c, "User: %s\n", clip(own, 2000))
+			u.WriteString(own)
 			u.WriteByte(' ')
 		case echogate.RoleAssistant:
 			if strings.TrimSpace(m.Message.Content) != "" {
@@ -196,6 +203,24 @@ func transcriptOf(msgs []echogate.StoredMessage) (convo, userText, lastTurn stri
 		}
 	}
 	return c.String(), u.String(), lastTurn
+}
+
+// The block the pipeline puts before a user's message in a thread: the thread's earlier
+// messages, by their authors (pipeline/threadctx.go writes it).
+const (
+	threadContextStart = "[Earlier messages in this thread, oldest first]\n"
+	threadContextEnd   = "[End of earlier messages]\n\n"
+)
+
+// ownWords returns a saved user message without the thread context quoted before it.
+func ownWords(content string) string {
+	if !strings.HasPrefix(content, threadContextStart) {
+		return content
+	}
+	if _, rest, ok := strings.Cut(content, threadContextEnd); ok {
+		return rest
+	}
+	return "" // cut off: nothing in it is known to be the person's
 }
 
 // consolidationPrompt lists the existing memories, numbered (facts name the one they supersede

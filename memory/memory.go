@@ -6,9 +6,11 @@
 //     rank), within a token budget. When the embedding endpoint is down it searches full text only.
 //   - Remember, Recall and Forget back the remember / recall / forget tools and the CLI.
 //   - The consolidation worker (Enqueue after each answered turn, Run in the background) extracts
-//     durable facts from the new part of a conversation with the chat model, merges
+//     durable facts from the new part of a person's conversation with the chat model, merges
 //     near-duplicates, supersedes contradicted facts (keeping history), drops expired ones and
-//     advances the session's cursor in the same transaction.
+//     advances that person's cursor in the session in the same transaction. In a conversation
+//     several people share, each has a job that reads only the turns they requested, and what
+//     it finds is theirs alone.
 //
 // The package declares what it needs (Store, Embedder, Extractor); cmd/echogate adapts the
 // storage backends and the model provider to it.
@@ -39,7 +41,11 @@ type Store interface {
 	SearchMemoriesVector(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
 	SearchMemoriesText(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
 
-	MessagesAfter(ctx context.Context, key echogate.SessionKey, after int64, limit int) ([]echogate.StoredMessage, error)
+	// MessagesBy returns up to limit transcript entries of the session with Seq > after that
+	// belong to turns of userID (the qualified id of the turn's requester), oldest first.
+	MessagesBy(ctx context.Context, key echogate.SessionKey, userID string, after int64, limit int) ([]echogate.StoredMessage, error)
+	// EnqueueConsolidation, ClaimConsolidation, CompleteConsolidation and ReleaseConsolidation
+	// keep one job, with its own cursor, per session and person (ConsolidationJob.UserID).
 	EnqueueConsolidation(ctx context.Context, j memrec.ConsolidationJob, notAfter time.Time) error
 	ClaimConsolidation(ctx context.Context, worker string, now time.Time, lease time.Duration) (memrec.ConsolidationJob, bool, error)
 	CompleteConsolidation(ctx context.Context, j memrec.ConsolidationJob, res memrec.ConsolidationResult) error

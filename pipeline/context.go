@@ -24,6 +24,9 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	}
 	system, note := p.prompt(ctx, t, query)
 	if st != nil {
+		if !t.ev.Conversation.DM {
+			p.hist.owners.put(t.id, t.userID) // a resumed turn's messages are its requester's
+		}
 		return agent.Input{System: system, State: st, Resume: rs, Messages: msgs}, nil
 	}
 	if t.inputSaved {
@@ -32,7 +35,7 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 			return agent.Input{}, fmt.Errorf("pipeline: load history: %w", err)
 		}
 		// The turn's input is the end of the saved history: the note goes before it.
-		all := sanitizeHistory(make([]echogate.Message, 0, len(hist)+1), hist)
+		all := sanitizeHistory(make([]echogate.Message, 0, len(hist)+1), p.scopeHistory(ctx, t, hist))
 		return agent.Input{System: system, Messages: insertNote(all, min(len(msgs), len(all)), note)}, nil
 	}
 	// Loading the history before the new message and fetching its images for the model are
@@ -74,7 +77,7 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	} else if rb, ok := p.d.Compactor.(historyRebuilder); ok {
 		head, hist = rb.Rebuild(ctx, key, hist)
 	}
-	buf, all := contextMessages(head, hist, in, note)
+	buf, all := contextMessages(head, p.scopeHistory(ctx, t, hist), in, note)
 	return agent.Input{System: system, Messages: all, Buf: buf}, nil
 }
 

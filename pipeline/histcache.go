@@ -32,6 +32,9 @@ type historyCache struct {
 	window int // entries kept per session
 	epoch  atomic.Uint64
 	shards [histShards]histShard
+	// owners: who requested the transcript's turns (history_people.go). Kept apart from the
+	// entries: a turn's requester never changes, whatever happens to the cached transcript.
+	owners turnOwners
 }
 
 const (

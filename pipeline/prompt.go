@@ -13,7 +13,7 @@ import (
 // prefix a request shares with an earlier one:
 //
 //	system    the configured system prompt, the platform, and the standing context (memory
-//	          snapshot) frozen per session until it changes (VersionedContext)
+//	          snapshot) frozen per session and person until it changes (VersionedContext)
 //	tools     in a stable order (the registry's, by name)
 //	history   the session's earlier messages, as stored
 //	note      the current time and the per-turn context sections (knowledge hits for the new
@@ -42,9 +42,10 @@ func (p *Pipeline) prompt(ctx context.Context, t *turn, query string) (system, n
 	return sys.String(), per.String()
 }
 
-// standingContext returns the sections of the VersionedContext providers, frozen per session:
-// rendered again only when a provider's version changed or the frozen text is older than
-// snapshotTTL.
+// standingContext returns the sections of the VersionedContext providers, frozen per session
+// and person (t.userID): rendered again only when a provider's version changed or the frozen
+// text is older than snapshotTTL. In a shared session each person's requests keep a stable
+// prefix of their own.
 func (p *Pipeline) standingContext(ctx context.Context, t *turn, q echogate.ContextQuery) string {
 	var version uint64
 	var standing []ContextProvider
@@ -61,14 +62,15 @@ func (p *Pipeline) standingContext(ctx context.Context, t *turn, q echogate.Cont
 		return ""
 	}
 	now := p.cfg.Now()
-	if text, ok := p.snaps.get(q.Session, version, now); ok {
+	key := snapKey{session: q.Session, user: q.UserID}
+	if text, ok := p.snaps.get(key, version, now); ok {
 		return text
 	}
 	var b strings.Builder
 	for _, cp := range standing {
 		writeSection(ctx, t, &b, cp, t.prof.contextQuery(cp, q))
 	}
-	p.snaps.put(q.Session, b.String(), version, now)
+	p.snaps.put(key, b.String(), version, now)
 	return b.String()
 }
 

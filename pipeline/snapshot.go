@@ -8,11 +8,14 @@ import (
 	"github.com/echogate/echogate"
 )
 
-// VersionedContext is a ContextProvider whose section is standing context of the session (the
-// user's long-term memories), not an answer to the new message. The pipeline renders it into the
-// system prompt once and keeps it byte for byte, turn after turn, until ContextVersion changes
-// (or snapshotTTL passes): the system prompt then stays a prefix the provider can cache.
-// ContextVersion must be cheap (no I/O) and change whenever what the section shows may have.
+// VersionedContext is a ContextProvider whose section is standing context of a person in a
+// session (the user's long-term memories), not an answer to the new message. The pipeline
+// renders it into the system prompt once per session and person and keeps it byte for byte,
+// turn after turn, until ContextVersion changes (or snapshotTTL passes): the system prompt then
+// stays a prefix the provider can cache. ContextVersion must be cheap (no I/O) and change
+// whenever what the section shows may have. In a shared session (a thread several people reply
+// in) each person has a frozen text of their own: the cache is keyed by session and user, so a
+// version two people happen to share cannot hand one the other's memories.
 // Providers without it (knowledge hits) are rendered per turn, after the history.
 type VersionedContext interface {
 	ContextProvider
@@ -28,28 +31,34 @@ const (
 	snapshotCacheBytes = 8 << 20
 )
 
-// snapshotCache holds the frozen standing-context text of each session.
+// snapKey names a frozen text: one per session and person (the qualified user id).
+type snapKey struct {
+	session echogate.SessionKey
+	user    string
+}
+
+// snapshotCache holds the frozen standing-context text of each session and person.
 type snapshotCache struct {
 	mu    sync.Mutex
-	m     map[echogate.SessionKey]*list.Element
+	m     map[snapKey]*list.Element
 	lru   list.List // of *snapshot, most recent first
 	bytes int
 	limit int
 }
 
 type snapshot struct {
-	key     echogate.SessionKey
+	key     snapKey
 	text    string // the rendered sections, "" when there were none
 	version uint64
 	at      time.Time
 }
 
 func newSnapshotCache(limit int) *snapshotCache {
-	return &snapshotCache{m: map[echogate.SessionKey]*list.Element{}, limit: limit}
+	return &snapshotCache{m: map[snapKey]*list.Element{}, limit: limit}
 }
 
 // get returns key's frozen text when it was rendered at version and is younger than the TTL.
-func (c *snapshotCache) get(key echogate.SessionKey, version uint64, now time.Time) (string, bool) {
+func (c *snapshotCache) get(key snapKey, version uint64, now time.Time) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.m[key]
@@ -65,7 +74,7 @@ func (c *snapshotCache) get(key echogate.SessionKey, version uint64, now time.Ti
 }
 
 // put freezes key's text at version, evicting the least recently used over the byte limit.
-func (c *snapshotCache) put(key echogate.SessionKey, text string, version uint64, now time.Time) {
+func (c *snapshotCache) put(key snapKey, text string, version uint64, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.m[key]; ok {
@@ -79,15 +88,6 @@ func (c *snapshotCache) put(key echogate.SessionKey, text string, version uint64
 	}
 }
 
-// drop forgets key's frozen text (the session was deleted).
-func (c *snapshotCache) drop(key echogate.SessionKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.m[key]; ok {
-		c.remove(el)
-	}
-}
-
 func (c *snapshotCache) remove(el *list.Element) {
 	s := c.lru.Remove(el).(*snapshot)
 	delete(c.m, s.key)
@@ -95,4 +95,4 @@ func (c *snapshotCache) remove(el *list.Element) {
 }
 
 // size estimates the bytes an entry holds: its text, key and bookkeeping.
-func (s *snapshot) size() int { return len(s.text) + len(s.key) + 128 }
+func (s *snapshot) size() int { return len(s.text) + len(s.key.session) + len(s.key.user) + 128 }

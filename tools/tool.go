@@ -54,6 +54,12 @@ type Spec struct {
 	Description string          // shown to the model
 	Parameters  json.RawMessage // JSON Schema of the arguments object; nil means {"type":"object"}
 	Safety      Safety
+	// Shareable marks a tool whose calls and results say nothing about the person who asked
+	// (the time, the team's knowledge base, a question asked in the open): in a conversation
+	// several people share, they are replayed to everyone. The zero value is per person: in
+	// another participant's turns the pipeline replays such a call without its arguments and
+	// with a placeholder for its result (memory, files, commands, MCP tools).
+	Shareable bool
 }
 
 // Result is what a tool call returns to the model. A failure the model should see (bad arguments,

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -401,9 +402,18 @@ func (x *extractionResponder) respond(req agenttest.ChatRequest) (agenttest.Answ
 	return agenttest.Answer{Text: string(b)}, true
 }
 
+var turnSeq atomic.Int64
+
+// appendTurn writes a turn of console:alice: its record (consolidation reads a person's turns)
+// and its two messages.
 func appendTurn(t *testing.T, st store, session echogate.SessionKey, user, answer string) {
 	t.Helper()
-	err := st.AppendMessages(context.Background(), session, "t_"+strings.ReplaceAll(string(session), ":", "_"),
+	turn := fmt.Sprintf("t_%s_%d", strings.ReplaceAll(string(session), ":", "_"), turnSeq.Add(1))
+	ctx := context.Background()
+	if err := st.CreateTurn(ctx, echogate.TurnRecord{ID: turn, Session: session, UserID: "console:alice", Status: echogate.TurnDoneSt, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	err := st.AppendMessages(ctx, session, turn,
 		[]echogate.Message{{Role: echogate.RoleUser, Content: user}, {Role: echogate.RoleAssistant, Content: answer}}, time.Now())
 	if err != nil {
 		t.Fatal(err)

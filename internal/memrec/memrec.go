@@ -97,12 +97,13 @@ type MemoryQuery struct {
 	Limit      int       // hits; <= 0 means 10
 }
 
-// ConsolidationJob is a session's pending consolidation, as claimed by one worker.
+// ConsolidationJob is the pending consolidation of one person's part of a session (Session,
+// UserID: each has a job and a cursor of its own), as claimed by one worker.
 type ConsolidationJob struct {
 	Session  string    `json:"session"`
 	UserID   string    `json:"user_id"`
 	Channel  string    `json:"channel"`
-	Cursor   int64     `json:"cursor"` // last transcript Seq already consolidated
+	Cursor   int64     `json:"cursor"` // last transcript Seq of UserID's turns already consolidated
 	Attempts int       `json:"attempts"`
 	DueAt    time.Time `json:"due_at"`
 	// Worker and Gen identify the claim: completing or releasing a job checks both, so a worker

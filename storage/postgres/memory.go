@@ -266,14 +266,15 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// MessagesAfter returns up to limit transcript entries of the session with Seq > after, oldest
-// first.
-func (s *Store) MessagesAfter(ctx context.Context, key echogate.SessionKey, after int64, limit int) ([]echogate.StoredMessage, error) {
+// MessagesBy returns up to limit transcript entries of the session with Seq > after that belong
+// to turns of userID (the turn's qualified user: its requester), oldest first.
+func (s *Store) MessagesBy(ctx context.Context, key echogate.SessionKey, userID string, after int64, limit int) ([]echogate.StoredMessage, error) {
 	p, err := s.pool(ctx, fmt.Sprintf("messages of %q", key))
 	if err != nil {
 		return nil, err
 	}
-	rows, err := p.Query(ctx, "SELECT seq, turn, body, at FROM messages WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3", string(key), after, sqlLimit(limit))
+	rows, err := p.Query(ctx, `SELECT m.seq, m.turn, m.body, m.at FROM messages m JOIN turns t ON t.id = m.turn
+WHERE m.session = $1 AND m.seq > $2 AND t.user_id = $3 ORDER BY m.seq LIMIT $4`, string(key), after, userID, sqlLimit(limit))
 	if err != nil {
 		return nil, fail(ctx, err, "messages of %q", key)
 	}
@@ -295,8 +296,10 @@ func (s *Store) MessagesAfter(ctx context.Context, key echogate.SessionKey, afte
 	return out, nil
 }
 
-// EnqueueConsolidation schedules a consolidation of the session at j.DueAt (debounced: a job
-// already pending moves to j.DueAt, but never past the notAfter of its first enqueue).
+// EnqueueConsolidation schedules the consolidation of j.UserID's part of the session at j.DueAt
+// (debounced: a job already pending moves to j.DueAt, but never past the notAfter of its first
+// enqueue). Each (session, user) has a job and a cursor of its own; a new job starts at the
+// session's floor (see migration 0012).
 func (s *Store) EnqueueConsolidation(ctx context.Context, j memrec.ConsolidationJob, notAfter time.Time) error {
 	if j.Session == "" {
 		return fmt.Errorf("postgres: enqueue consolidation: %w: empty session", ErrInvalid)
@@ -309,9 +312,9 @@ func (s *Store) EnqueueConsolidation(ctx context.Context, j memrec.Consolidation
 	if notAfter.Before(due) {
 		notAfter = due
 	}
-	_, err = p.Exec(ctx, `INSERT INTO memory_sessions AS ms (session, user_id, channel, due_at, not_after, gen, updated_at)
-VALUES ($1, $2, $3, $4, $5, 1, $6)
-ON CONFLICT (session) DO UPDATE SET user_id = excluded.user_id, channel = excluded.channel, gen = ms.gen + 1,
+	_, err = p.Exec(ctx, `INSERT INTO memory_jobs AS ms (session, user_id, channel, cursor, due_at, not_after, gen, updated_at)
+VALUES ($1, $2, $3, coalesce((SELECT f.cursor FROM memory_floors f WHERE f.session = $1), 0), $4, $5, 1, $6)
+ON CONFLICT (session, user_id) DO UPDATE SET channel = excluded.channel, gen = ms.gen + 1,
  due_at = CASE WHEN ms.due_at IS NULL THEN excluded.due_at ELSE least(excluded.due_at, coalesce(ms.not_after, excluded.due_at)) END,
  not_after = CASE WHEN ms.due_at IS NULL THEN excluded.not_after ELSE ms.not_after END,
  updated_at = excluded.updated_at`, j.Session, j.UserID, j.Channel, due, utc(notAfter), utc(s.now()))
@@ -320,6 +323,13 @@ ON CONFLICT (session) DO UPDATE SET user_id = excluded.user_id, channel = exclud
 	}
 	return nil
 }
+
+// The consolidation state of a session goes with its transcript (DeleteSession, PruneSessions):
+// a session started again under the same key numbers its messages from 1, below the old cursors.
+const (
+	qDeleteMemoryJobs  = `DELETE FROM memory_jobs WHERE session = $1`
+	qDeleteMemoryFloor = `DELETE FROM memory_floors WHERE session = $1`
+)
 
 const jobCols = `session, user_id, channel, cursor, attempts, due_at, worker, gen, lease_until, last_error`
 
@@ -345,8 +355,8 @@ func (s *Store) ClaimConsolidation(ctx context.Context, worker string, now time.
 		return memrec.ConsolidationJob{}, false, err
 	}
 	n := utc(now)
-	j, err := scanJob(p.QueryRow(ctx, `UPDATE memory_sessions SET worker = $1, lease_until = $2, attempts = attempts + 1, updated_at = $3
-WHERE session = (SELECT session FROM memory_sessions WHERE due_at IS NOT NULL AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+	j, err := scanJob(p.QueryRow(ctx, `UPDATE memory_jobs SET worker = $1, lease_until = $2, attempts = attempts + 1, updated_at = $3
+WHERE (session, user_id) = (SELECT session, user_id FROM memory_jobs WHERE due_at IS NOT NULL AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
  ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED)
 RETURNING `+jobCols, worker, utc(now.Add(lease)), n))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -364,7 +374,7 @@ func holdsLease(ctx context.Context, tx pgx.Tx, j memrec.ConsolidationJob) error
 		worker string
 		lease  *time.Time
 	)
-	err := tx.QueryRow(ctx, "SELECT worker, lease_until FROM memory_sessions WHERE session = $1 FOR UPDATE", j.Session).Scan(&worker, &lease)
+	err := tx.QueryRow(ctx, "SELECT worker, lease_until FROM memory_jobs WHERE session = $1 AND user_id = $2 FOR UPDATE", j.Session, j.UserID).Scan(&worker, &lease)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (worker != j.Worker || lease == nil || !lease.Equal(j.LeaseUntil))) {
 		return ErrLeaseLost
 	}
@@ -416,9 +426,9 @@ func (s *Store) CompleteConsolidation(ctx context.Context, j memrec.Consolidatio
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `UPDATE memory_sessions SET cursor = greatest(cursor, $1), worker = '', lease_until = NULL, attempts = 0, last_error = '',
- due_at = CASE WHEN gen = $2 THEN NULL ELSE due_at END, not_after = CASE WHEN gen = $2 THEN NULL ELSE not_after END, updated_at = $3 WHERE session = $4`,
-			res.Cursor, j.Gen, utc(s.now()), j.Session)
+		_, err := tx.Exec(ctx, `UPDATE memory_jobs SET cursor = greatest(cursor, $1), worker = '', lease_until = NULL, attempts = 0, last_error = '',
+ due_at = CASE WHEN gen = $2 THEN NULL ELSE due_at END, not_after = CASE WHEN gen = $2 THEN NULL ELSE not_after END, updated_at = $3 WHERE session = $4 AND user_id = $5`,
+			res.Cursor, j.Gen, utc(s.now()), j.Session, j.UserID)
 		return err
 	})
 	if err != nil {
@@ -443,10 +453,10 @@ func (s *Store) ReleaseConsolidation(ctx context.Context, j memrec.Consolidation
 		if err := holdsLease(ctx, tx, j); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE memory_sessions SET worker = '', lease_until = NULL, last_error = $1, updated_at = $2,
+		_, err := tx.Exec(ctx, `UPDATE memory_jobs SET worker = '', lease_until = NULL, last_error = $1, updated_at = $2,
  due_at = $3::timestamptz, not_after = CASE WHEN $3::timestamptz IS NULL THEN NULL ELSE not_after END,
- attempts = CASE WHEN $3::timestamptz IS NULL THEN 0 ELSE attempts END WHERE session = $4`,
-			errText, utc(s.now()), retry, j.Session)
+ attempts = CASE WHEN $3::timestamptz IS NULL THEN 0 ELSE attempts END WHERE session = $4 AND user_id = $5`,
+			errText, utc(s.now()), retry, j.Session, j.UserID)
 		return err
 	})
 	if err != nil {
@@ -455,13 +465,14 @@ func (s *Store) ReleaseConsolidation(ctx context.Context, j memrec.Consolidation
 	return nil
 }
 
-// ConsolidationState returns the session's consolidation row; unknown sessions wrap ErrNotFound.
-func (s *Store) ConsolidationState(ctx context.Context, session string) (memrec.ConsolidationJob, error) {
+// ConsolidationState returns the consolidation row of userID in the session; unknown ones wrap
+// ErrNotFound.
+func (s *Store) ConsolidationState(ctx context.Context, session, userID string) (memrec.ConsolidationJob, error) {
 	p, err := s.pool(ctx, fmt.Sprintf("consolidation state of %q", session))
 	if err != nil {
 		return memrec.ConsolidationJob{}, err
 	}
-	j, err := scanJob(p.QueryRow(ctx, "SELECT "+jobCols+" FROM memory_sessions WHERE session = $1", session))
+	j, err := scanJob(p.QueryRow(ctx, "SELECT "+jobCols+" FROM memory_jobs WHERE session = $1 AND user_id = $2", session, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memrec.ConsolidationJob{}, fmt.Errorf("postgres: consolidation state of %q: %w", session, ErrNotFound)
 	}

@@ -69,6 +69,7 @@ func (s *Store) PruneSessions(ctx context.Context, before time.Time) (int64, err
 			for _, q := range [...]string{
 				`DELETE FROM message_seqs WHERE session = ANY($1)`, `DELETE FROM messages WHERE session = ANY($1)`,
 				`DELETE FROM grants WHERE session = ANY($1)`,
+				`DELETE FROM memory_jobs WHERE session = ANY($1)`, `DELETE FROM memory_floors WHERE session = ANY($1)`,
 				`DELETE FROM sessions s WHERE key = ANY($1) AND NOT EXISTS (SELECT 1 FROM pending p WHERE p.session = s.key)`,
 			} {
 				if _, err := tx.Exec(ctx, q, keys); err != nil {

@@ -148,7 +148,7 @@ func (s *Store) DeleteSession(ctx context.Context, key echogate.SessionKey) erro
 	err = inTx(ctx, p, func(tx pgx.Tx) error {
 		// The counter row first: it serializes with a concurrent AppendMessages, which then
 		// either finishes before the delete or starts a fresh transcript after it.
-		for _, q := range [...]string{qDeleteSeq, qDeleteMessages, qDeletePendingS, qDeleteResumesS, qDeleteGrants, qDeleteSession} {
+		for _, q := range [...]string{qDeleteSeq, qDeleteMessages, qDeletePendingS, qDeleteResumesS, qDeleteGrants, qDeleteMemoryJobs, qDeleteMemoryFloor, qDeleteSession} {
 			tag, err := tx.Exec(ctx, q, string(key))
 			if err != nil {
 				return err

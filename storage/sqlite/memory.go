@@ -337,18 +337,21 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// MessagesAfter returns up to limit transcript entries of the session with Seq > after, oldest
-// first (the consolidation worker reads the part of a conversation it has not seen).
-func (s *Store) MessagesAfter(ctx context.Context, key echogate.SessionKey, after int64, limit int) ([]echogate.StoredMessage, error) {
+// MessagesBy returns up to limit transcript entries of the session with Seq > after that belong
+// to turns of userID (the turn's qualified user: its requester), oldest first. The consolidation
+// worker reads the part of one person's conversation it has not seen; other people's turns in a
+// shared session are not theirs to be credited with.
+func (s *Store) MessagesBy(ctx context.Context, key echogate.SessionKey, userID string, after int64, limit int) ([]echogate.StoredMessage, error) {
 	d, err := s.conns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: messages of %q: %w", key, err)
 	}
-	st, err := d.read(ctx, "SELECT seq, turn, body, at FROM messages WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?")
+	st, err := d.read(ctx, `SELECT m.seq, m.turn, m.body, m.at FROM messages m JOIN turns t ON t.id = m.turn
+WHERE m.session = ? AND m.seq > ? AND t.user_id = ? ORDER BY m.seq LIMIT ?`)
 	if err != nil {
 		return nil, fail(ctx, err, "messages of %q", key)
 	}
-	rows, err := st.QueryContext(ctx, string(key), after, sqlLimit(limit))
+	rows, err := st.QueryContext(ctx, string(key), after, userID, sqlLimit(limit))
 	if err != nil {
 		return nil, fail(ctx, err, "messages of %q", key)
 	}
@@ -375,9 +378,11 @@ func (s *Store) MessagesAfter(ctx context.Context, key echogate.SessionKey, afte
 	return out, nil
 }
 
-// EnqueueConsolidation schedules a consolidation of the session at j.DueAt (debounced: a job
-// already pending moves to j.DueAt, but never past the notAfter of its first enqueue). It keeps
-// the cursor and records the latest user and channel.
+// EnqueueConsolidation schedules the consolidation of j.UserID's part of the session at j.DueAt
+// (debounced: a job already pending moves to j.DueAt, but never past the notAfter of its first
+// enqueue). Each (session, user) has a job and a cursor of its own; the enqueue keeps the
+// cursor and records the latest channel. A new job starts at the session's floor (see
+// migration 0012).
 func (s *Store) EnqueueConsolidation(ctx context.Context, j memrec.ConsolidationJob, notAfter time.Time) error {
 	if j.Session == "" {
 		return fmt.Errorf("sqlite: enqueue consolidation: %w: empty session", ErrInvalid)
@@ -391,13 +396,13 @@ func (s *Store) EnqueueConsolidation(ctx context.Context, j memrec.Consolidation
 		notAfter = due
 	}
 	err = d.write(ctx, func(tx *wtx) error {
-		_, err := tx.exec(`INSERT INTO memory_sessions (session, user_id, channel, due_at, not_after, gen, updated_at)
-VALUES (?, ?, ?, ?, ?, 1, ?)
-ON CONFLICT (session) DO UPDATE SET user_id = excluded.user_id, channel = excluded.channel, gen = gen + 1,
+		_, err := tx.exec(`INSERT INTO memory_jobs (session, user_id, channel, cursor, due_at, not_after, gen, updated_at)
+VALUES (?, ?, ?, coalesce((SELECT cursor FROM memory_floors WHERE session = ?), 0), ?, ?, 1, ?)
+ON CONFLICT (session, user_id) DO UPDATE SET channel = excluded.channel, gen = gen + 1,
  due_at = CASE WHEN due_at IS NULL THEN excluded.due_at ELSE min(excluded.due_at, coalesce(not_after, excluded.due_at)) END,
  not_after = CASE WHEN due_at IS NULL THEN excluded.not_after ELSE not_after END,
  updated_at = excluded.updated_at`,
-			j.Session, j.UserID, j.Channel, toMicros(due), toMicros(notAfter), toMicros(s.now()))
+			j.Session, j.UserID, j.Channel, j.Session, toMicros(due), toMicros(notAfter), toMicros(s.now()))
 		return err
 	})
 	if err != nil {
@@ -405,6 +410,13 @@ ON CONFLICT (session) DO UPDATE SET user_id = excluded.user_id, channel = exclud
 	}
 	return nil
 }
+
+// The consolidation state of a session goes with its transcript (DeleteSession, PruneSessions):
+// a session started again under the same key numbers its messages from 1, below the old cursors.
+const (
+	qDeleteMemoryJobs  = `DELETE FROM memory_jobs WHERE session = ?`
+	qDeleteMemoryFloor = `DELETE FROM memory_floors WHERE session = ?`
+)
 
 const jobCols = `session, user_id, channel, cursor, attempts, due_at, worker, gen, lease_until, last_error`
 
@@ -435,8 +447,8 @@ func (s *Store) ClaimConsolidation(ctx context.Context, worker string, now time.
 	)
 	n := toMicros(now)
 	err = d.write(ctx, func(tx *wtx) error {
-		st, err := tx.stmt(`UPDATE memory_sessions SET worker = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-WHERE session = (SELECT session FROM memory_sessions WHERE due_at IS NOT NULL AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+		st, err := tx.stmt(`UPDATE memory_jobs SET worker = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+WHERE rowid = (SELECT rowid FROM memory_jobs WHERE due_at IS NOT NULL AND due_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
  ORDER BY due_at LIMIT 1)
 RETURNING ` + jobCols)
 		if err != nil {
@@ -459,7 +471,7 @@ RETURNING ` + jobCols)
 func holdsLease(tx *wtx, j memrec.ConsolidationJob) error {
 	var worker string
 	var lease sql.NullInt64
-	err := tx.queryRow("SELECT worker, lease_until FROM memory_sessions WHERE session = ?", []any{j.Session}, &worker, &lease)
+	err := tx.queryRow("SELECT worker, lease_until FROM memory_jobs WHERE session = ? AND user_id = ?", []any{j.Session, j.UserID}, &worker, &lease)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && (worker != j.Worker || !lease.Valid || lease.Int64 != toMicros(j.LeaseUntil))) {
 		return ErrLeaseLost
 	}
@@ -511,9 +523,9 @@ func (s *Store) CompleteConsolidation(ctx context.Context, j memrec.Consolidatio
 				return err
 			}
 		}
-		_, err := tx.exec(`UPDATE memory_sessions SET cursor = max(cursor, ?), worker = '', lease_until = NULL, attempts = 0, last_error = '',
- due_at = CASE WHEN gen = ? THEN NULL ELSE due_at END, not_after = CASE WHEN gen = ? THEN NULL ELSE not_after END, updated_at = ? WHERE session = ?`,
-			res.Cursor, j.Gen, j.Gen, toMicros(s.now()), j.Session)
+		_, err := tx.exec(`UPDATE memory_jobs SET cursor = max(cursor, ?), worker = '', lease_until = NULL, attempts = 0, last_error = '',
+ due_at = CASE WHEN gen = ? THEN NULL ELSE due_at END, not_after = CASE WHEN gen = ? THEN NULL ELSE not_after END, updated_at = ? WHERE session = ? AND user_id = ?`,
+			res.Cursor, j.Gen, j.Gen, toMicros(s.now()), j.Session, j.UserID)
 		return err
 	})
 	if err != nil {
@@ -534,9 +546,9 @@ func (s *Store) ReleaseConsolidation(ctx context.Context, j memrec.Consolidation
 		if err := holdsLease(tx, j); err != nil {
 			return err
 		}
-		_, err := tx.exec(`UPDATE memory_sessions SET worker = '', lease_until = NULL, last_error = ?, updated_at = ?,
- due_at = ?, not_after = CASE WHEN ? IS NULL THEN NULL ELSE not_after END, attempts = CASE WHEN ? IS NULL THEN 0 ELSE attempts END WHERE session = ?`,
-			errText, toMicros(s.now()), optMicros(retryAt), optMicros(retryAt), optMicros(retryAt), j.Session)
+		_, err := tx.exec(`UPDATE memory_jobs SET worker = '', lease_until = NULL, last_error = ?, updated_at = ?,
+ due_at = ?, not_after = CASE WHEN ? IS NULL THEN NULL ELSE not_after END, attempts = CASE WHEN ? IS NULL THEN 0 ELSE attempts END WHERE session = ? AND user_id = ?`,
+			errText, toMicros(s.now()), optMicros(retryAt), optMicros(retryAt), optMicros(retryAt), j.Session, j.UserID)
 		return err
 	})
 	if err != nil {
@@ -545,20 +557,20 @@ func (s *Store) ReleaseConsolidation(ctx context.Context, j memrec.Consolidation
 	return nil
 }
 
-// ConsolidationState returns the session's consolidation row (cursor, pending job); unknown
-// sessions wrap ErrNotFound.
-func (s *Store) ConsolidationState(ctx context.Context, session string) (memrec.ConsolidationJob, error) {
+// ConsolidationState returns the consolidation row of userID in the session (cursor, pending
+// job); unknown ones wrap ErrNotFound.
+func (s *Store) ConsolidationState(ctx context.Context, session, userID string) (memrec.ConsolidationJob, error) {
 	d, err := s.conns(ctx)
 	if err != nil {
 		return memrec.ConsolidationJob{}, fmt.Errorf("sqlite: consolidation state of %q: %w", session, err)
 	}
-	st, err := d.read(ctx, "SELECT "+jobCols+" FROM memory_sessions WHERE session = ?")
+	st, err := d.read(ctx, "SELECT "+jobCols+" FROM memory_jobs WHERE session = ? AND user_id = ?")
 	if err != nil {
 		return memrec.ConsolidationJob{}, fail(ctx, err, "consolidation state of %q", session)
 	}
-	j, err := scanJob(st.QueryRowContext(ctx, session))
+	j, err := scanJob(st.QueryRowContext(ctx, session, userID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return memrec.ConsolidationJob{}, fmt.Errorf("sqlite: consolidation state of %q: %w", session, ErrNotFound)
+		return memrec.ConsolidationJob{}, fmt.Errorf("sqlite: consolidation state of %q for %q: %w", session, userID, ErrNotFound)
 	}
 	if err != nil {
 		return memrec.ConsolidationJob{}, fail(ctx, err, "consolidation state of %q", session)

@@ -66,7 +66,7 @@ func (s *Store) PruneSessions(ctx context.Context, before time.Time) (int64, err
 		err = d.write(ctx, func(tx *wtx) error {
 			for _, k := range keys {
 				tx.w.seqs.forget(echogate.SessionKey(k))
-				for _, q := range []string{qDeleteMessages, qDeleteGrants, qDeleteSession} {
+				for _, q := range []string{qDeleteMessages, qDeleteGrants, qDeleteMemoryJobs, qDeleteMemoryFloor, qDeleteSession} {
 					if _, err := tx.exec(q, k); err != nil {
 						return err
 					}

@@ -155,7 +155,7 @@ func (s *Store) DeleteSession(ctx context.Context, key echogate.SessionKey) erro
 	var found bool
 	err = d.write(ctx, func(tx *wtx) error {
 		tx.w.seqs.forget(key)
-		for _, q := range []string{qDeleteMessages, qDeletePendingS, qDeleteGrants} {
+		for _, q := range []string{qDeleteMessages, qDeletePendingS, qDeleteGrants, qDeleteMemoryJobs, qDeleteMemoryFloor} {
 			if _, err := tx.exec(q, string(key)); err != nil {
 				return err
 			}

@@ -27,13 +27,14 @@ type MemoryStore interface {
 	SearchMemoriesText(ctx context.Context, q memrec.MemoryQuery) ([]memrec.ScoredMemory, error)
 
 	AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
-	MessagesAfter(ctx context.Context, key echogate.SessionKey, after int64, limit int) ([]echogate.StoredMessage, error)
+	CreateTurn(ctx context.Context, t echogate.TurnRecord) error
+	MessagesBy(ctx context.Context, key echogate.SessionKey, userID string, after int64, limit int) ([]echogate.StoredMessage, error)
 
 	EnqueueConsolidation(ctx context.Context, j memrec.ConsolidationJob, notAfter time.Time) error
 	ClaimConsolidation(ctx context.Context, worker string, now time.Time, lease time.Duration) (memrec.ConsolidationJob, bool, error)
 	CompleteConsolidation(ctx context.Context, j memrec.ConsolidationJob, res memrec.ConsolidationResult) error
 	ReleaseConsolidation(ctx context.Context, j memrec.ConsolidationJob, retryAt time.Time, errText string) error
-	ConsolidationState(ctx context.Context, session string) (memrec.ConsolidationJob, error)
+	ConsolidationState(ctx context.Context, session, userID string) (memrec.ConsolidationJob, error)
 }
 
 // KnowledgeStore is the method set knowledge.Store needs.
@@ -81,11 +82,13 @@ func RunMemory(t *testing.T, open func(t *testing.T) MemoryStore) {
 		{"TextSearch", func(t *testing.T, s MemoryStore, p string) { memText(t, s, p, base) }},
 		{"Dims", func(t *testing.T, s MemoryStore, p string) { memDims(t, s, p, base) }},
 		{"EmbedModel", func(t *testing.T, s MemoryStore, p string) { memEmbedModel(t, s, p, base) }},
-		{"MessagesAfter", func(t *testing.T, s MemoryStore, p string) { memMessagesAfter(t, s, p, base) }},
+		{"MessagesBy", func(t *testing.T, s MemoryStore, p string) { memMessagesBy(t, s, p, base) }},
 		{"ConsolidationLifecycle", func(t *testing.T, s MemoryStore, p string) { consLifecycle(t, s, p, base) }},
 		{"ConsolidationDebounce", func(t *testing.T, s MemoryStore, p string) { consDebounce(t, s, p, base) }},
 		{"ConsolidationLeaseLost", func(t *testing.T, s MemoryStore, p string) { consLeaseLost(t, s, p, base) }},
 		{"ConsolidationConcurrentClaims", func(t *testing.T, s MemoryStore, p string) { consConcurrent(t, s, p, base) }},
+		{"ConsolidationPerPerson", func(t *testing.T, s MemoryStore, p string) { consPerPerson(t, s, p, base) }},
+		{"ConsolidationAfterSessionDeleted", func(t *testing.T, s MemoryStore, p string) { consAfterSessionDeleted(t, s, p, base) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,28 +296,10 @@ func memDims(t *testing.T, s MemoryStore, p string, base time.Time) {
 	}
 }
 
-func memMessagesAfter(t *testing.T, s MemoryStore, p string, base time.Time) {
-	ctx := ctxT(t)
-	key := echogate.SessionKey(p + "s")
-	for i := range 5 {
-		if err := s.AppendMessages(ctx, key, "t", []echogate.Message{{Role: echogate.RoleUser, Content: fmt.Sprint("m", i)}}, base); err != nil {
-			t.Fatalf("AppendMessages = %v", err)
-		}
-	}
-	all, err := s.MessagesAfter(ctx, key, 0, 0)
-	if err != nil || len(all) != 5 {
-		t.Fatalf("MessagesAfter(0) = %d messages, %v; want 5", len(all), err)
-	}
-	got, err := s.MessagesAfter(ctx, key, all[1].Seq, 2)
-	if err != nil || len(got) != 2 || got[0].Message.Content != "m2" || got[1].Message.Content != "m3" {
-		t.Errorf("MessagesAfter(seq of m1, 2) = %+v, %v; want m2, m3", got, err)
-	}
-}
-
 func consLifecycle(t *testing.T, s MemoryStore, p string, base time.Time) {
 	ctx := ctxT(t)
 	sess := p + "s"
-	if _, err := s.ConsolidationState(ctx, sess); !errors.Is(err, echogate.ErrNotFound) {
+	if _, err := s.ConsolidationState(ctx, sess, "web:u"); !errors.Is(err, echogate.ErrNotFound) {
 		t.Errorf("ConsolidationState(unknown) = %v, want ErrNotFound", err)
 	}
 	if err := s.EnqueueConsolidation(ctx, memrec.ConsolidationJob{Session: sess, UserID: "web:u", Channel: "web:s", DueAt: base}, base.Add(time.Minute)); err != nil {
@@ -337,7 +322,7 @@ func consLifecycle(t *testing.T, s MemoryStore, p string, base time.Time) {
 	if err := s.CompleteConsolidation(ctx, j, memrec.ConsolidationResult{Insert: []memrec.Memory{m}, Cursor: 7}); err != nil {
 		t.Fatalf("CompleteConsolidation = %v", err)
 	}
-	st, err := s.ConsolidationState(ctx, sess)
+	st, err := s.ConsolidationState(ctx, sess, "web:u")
 	if err != nil || st.Cursor != 7 || st.Worker != "" || st.DueAt.IsZero() {
 		t.Errorf("state after complete (re-enqueued) = %+v, %v; want cursor 7, no worker, still due", st, err)
 	}
@@ -371,19 +356,19 @@ func consLifecycle(t *testing.T, s MemoryStore, p string, base time.Time) {
 	if _, err := s.GetMemory(ctx, old.ID); !errors.Is(err, echogate.ErrNotFound) {
 		t.Errorf("expired memory after consolidation: %v, want deleted", err)
 	}
-	st, _ = s.ConsolidationState(ctx, sess)
+	st, _ = s.ConsolidationState(ctx, sess, "web:u")
 	if st.Cursor != 7 || !st.DueAt.IsZero() || st.Attempts != 0 {
 		t.Errorf("state after second complete = %+v, want cursor 7 (never back), nothing due, attempts 0", st)
 	}
 	// Release with retry, then give up.
-	if err := s.EnqueueConsolidation(ctx, memrec.ConsolidationJob{Session: sess, DueAt: base.Add(4 * time.Second)}, base.Add(time.Minute)); err != nil {
+	if err := s.EnqueueConsolidation(ctx, memrec.ConsolidationJob{Session: sess, UserID: "web:u", DueAt: base.Add(4 * time.Second)}, base.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	j3 := claimOwn(t, s, p+"w3", sess, base.Add(5*time.Second))
 	if err := s.ReleaseConsolidation(ctx, j3, base.Add(time.Hour), "model down"); err != nil {
 		t.Fatalf("ReleaseConsolidation = %v", err)
 	}
-	st, _ = s.ConsolidationState(ctx, sess)
+	st, _ = s.ConsolidationState(ctx, sess, "web:u")
 	if !st.DueAt.Equal(base.Add(time.Hour)) || st.LastError != "model down" || st.Worker != "" || st.Attempts != 1 {
 		t.Errorf("state after release = %+v, want due in an hour, error recorded, free, 1 attempt", st)
 	}
@@ -416,18 +401,18 @@ func consDebounce(t *testing.T, s MemoryStore, p string, base time.Time) {
 	ctx := ctxT(t)
 	sess := p + "s"
 	enq := func(due time.Time) {
-		if err := s.EnqueueConsolidation(ctx, memrec.ConsolidationJob{Session: sess, DueAt: due}, due.Add(8*time.Minute)); err != nil {
+		if err := s.EnqueueConsolidation(ctx, memrec.ConsolidationJob{Session: sess, UserID: "web:u", DueAt: due}, due.Add(8*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	enq(base.Add(2 * time.Minute)) // notAfter = base+10m
 	enq(base.Add(4 * time.Minute))
-	st, _ := s.ConsolidationState(ctx, sess)
+	st, _ := s.ConsolidationState(ctx, sess, "web:u")
 	if !st.DueAt.Equal(base.Add(4 * time.Minute)) {
 		t.Errorf("due after a second enqueue = %v, want %v (debounced)", st.DueAt, base.Add(4*time.Minute))
 	}
 	enq(base.Add(12 * time.Minute))
-	st, _ = s.ConsolidationState(ctx, sess)
+	st, _ = s.ConsolidationState(ctx, sess, "web:u")
 	if !st.DueAt.Equal(base.Add(10 * time.Minute)) {
 		t.Errorf("due after a late enqueue = %v, want %v (capped by the first notAfter)", st.DueAt, base.Add(10*time.Minute))
 	}

@@ -34,6 +34,7 @@ func NewAskUser(AskUserConfig) (tools.Tool, error) {
 			"information or a decision only the user has; the user's reply is returned as this tool's result.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string","description":"The question to show the user, in the user's language.","minLength":1,"maxLength":2000}},"required":["question"],"additionalProperties":false}`),
 		Safety:     tools.Safe,
+		Shareable:  true, // the question and its answer are posted in the conversation
 	}}, nil
 }
 

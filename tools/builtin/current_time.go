@@ -55,6 +55,7 @@ func NewCurrentTime(cfg CurrentTimeConfig) (tools.Tool, error) {
 				"without one the time is in " + cfg.DefaultTimezone + ".",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string","description":"IANA time zone name, e.g. Europe/Berlin, America/New_York, Asia/Tokyo or UTC","minLength":1,"maxLength":64}},"additionalProperties":false}`),
 			Safety:     tools.Safe,
+			Shareable:  true, // the time is everyone's
 		},
 	}, nil
 }

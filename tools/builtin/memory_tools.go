@@ -253,7 +253,8 @@ func NewKnowledgeSearch(cfg KnowledgeSearchConfig, b KnowledgeBackend) (tools.To
 	if cfg.MaxChars <= 0 {
 		cfg.MaxChars = 12000
 	}
-	return &knowledgeSearch{b: b, cfg: cfg, spec: tools.Spec{Name: KnowledgeSearchName, Safety: tools.Safe,
+	// Shareable: the knowledge base is the team's, the same for everyone who asks.
+	return &knowledgeSearch{b: b, cfg: cfg, spec: tools.Spec{Name: KnowledgeSearchName, Safety: tools.Safe, Shareable: true,
 		Description: "Search the team's knowledge base (ingested documents). Returns passages with citation ids like [d_…#3], their source file and position; cite the ids you use.",
 		Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
 			`"query":{"type":"string","description":"What to look for, in natural language or keywords.","minLength":1},`+
