@@ -1,0 +1,84 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/pipeline"
+)
+
+// Issue 36, finding 9: six parallel turns of one user spent $0.131 against a $0.035 per-user
+// daily limit, because every turn's check saw only the ledger, and no turn's call was in it
+// yet. With reservations, a call's estimate counts against the budgets from its check until
+// its usage is in the ledger: parallel turns together stay within the limit, as long as each
+// call costs no more than its estimate (here the output is capped by max_tokens and the
+// prompt is shorter than estimated).
+func TestParallelTurnsCannotOverrunTheUserBudget(t *testing.T) {
+	const (
+		turns    = 6
+		limit    = 0.035
+		maxOut   = 500
+		outPrice = 20.0 // USD per million output tokens: a call costs about $0.01
+	)
+	prices := cost.Table{"m": {InputPerMTok: 1, OutputPerMTok: outPrice}}
+	var tr *cost.Tracker
+	gate := make(chan struct{})
+	entered := make(chan struct{}, turns)
+	h := start(t, opts{cfg: pipeline.Config{Model: "m", MaxTokens: maxOut}, deps: func(d *pipeline.Deps) {
+		var err error
+		tr, err = cost.New(cost.Config{Limits: cost.Limits{PerUserDayUSD: limit}, Prices: prices,
+			Now: func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }}, d.Store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Budget, d.Pricer = tr, prices
+		d.UsageObservers = append(d.UsageObservers, tr.Observe)
+	}})
+	// Every call reports the most output it may produce and a prompt smaller than the estimate.
+	h.model.SetDefault(agenttest.Step{Text: "answer", Gate: gate,
+		Usage:  echogate.Usage{InputTokens: 10, OutputTokens: maxOut},
+		Expect: func(agent.Request) error { entered <- struct{}{}; return nil }})
+	for i := range turns {
+		h.submit(msg(fmt.Sprintf("par%d", i), "ann", "write me a long answer"))
+	}
+	// Every turn is either in its model call (held at the gate) or refused by the budget.
+	var refused []echogate.TurnEvent
+	for inCall := 0; inCall+len(refused) < turns; {
+		select {
+		case <-entered:
+			inCall++
+		case d := <-h.rep.Done:
+			refused = append(refused, d)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("after 10s %d turns are in a model call and %d were refused, want %d in all", inCall, len(refused), turns)
+		}
+	}
+	close(gate)
+	for len(refused) < turns {
+		refused = append(refused, h.waitDone())
+	}
+	led, err := h.store.SumUsage(context.Background(), echogate.UsageFilter{UserID: "web:ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if led.CostUSD > limit+1e-9 {
+		t.Errorf("spend of six parallel turns = %s, want at most the daily limit %s (%d model calls ran)",
+			cost.USD(led.CostUSD), cost.USD(limit), h.model.Calls())
+	}
+	var stopped int
+	for _, d := range refused {
+		if d.Status == "aborted" && strings.Contains(d.Text, "daily budget") {
+			stopped++
+		}
+	}
+	if calls := h.model.Calls(); calls+stopped != turns || calls == 0 {
+		t.Errorf("model calls = %d, budget refusals = %d; want %d turns answered, some by the model", calls, stopped, turns)
+	}
+}
