@@ -82,3 +82,84 @@ func TestParallelTurnsCannotOverrunTheUserBudget(t *testing.T) {
 		t.Errorf("model calls = %d, budget refusals = %d; want %d turns answered, some by the model", calls, stopped, turns)
 	}
 }
+
+// Issue 36, Build 6: one user's turns running at once, across conversations, are capped; a
+// message over the cap gets one polite answer and no model call, and another user is not held
+// up by it. When a turn ends, the user may start another.
+func TestPerUserConcurrencyCap(t *testing.T) {
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 8)
+	h := start(t, opts{cfg: pipeline.Config{PerUser: pipeline.PerUserLimits{MaxConcurrentTurns: 2}}})
+	h.model.SetDefault(agenttest.Step{Text: "done", Gate: gate,
+		Expect: func(agent.Request) error { entered <- struct{}{}; return nil }})
+	waitEntered := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("a turn did not reach the model within 10s")
+			}
+		}
+	}
+	h.submit(msg("cap1", "ann", "first"))
+	h.submit(msg("cap2", "ann", "second"))
+	waitEntered(2)
+	over := msg("cap3", "ann", "third")
+	h.submit(over)
+	d := h.waitDone()
+	if d.EventID != over.ID || !strings.Contains(d.Text, "You have 2 requests running already") || h.model.Calls() != 2 {
+		t.Fatalf("third turn of ann = %+v after %d model calls, want the cap's answer and 2 calls", d, h.model.Calls())
+	}
+	h.submit(msg("capb", "bob", "mine"))
+	waitEntered(1) // bob's turn runs while ann is at her cap
+	close(gate)
+	for range 3 {
+		if d := h.waitDone(); d.Status != "done" || d.Text != "done" {
+			t.Errorf("a running turn ended %+v, want done", d)
+		}
+	}
+	h.submit(msg("cap3", "ann", "third, again"))
+	if d := h.waitDone(); d.Text != "done" {
+		t.Errorf("ann's turn after hers finished = %+v, want it answered by the model", d)
+	}
+	var answers int
+	for _, e := range h.rep.Events() {
+		if e.Type == echogate.TurnDone && e.EventID == over.ID {
+			answers++
+		}
+	}
+	if answers != 1 {
+		t.Errorf("the refused message was answered %d times, want once", answers)
+	}
+}
+
+// Issue 36, Build 6: one user starts at most per_minute turns a minute after a burst; a message
+// over the rate gets one polite answer saying when to send it again, and the clock (injected)
+// refills the bucket.
+func TestPerUserRateLimitAnswersPolitely(t *testing.T) {
+	h := start(t, opts{cfg: pipeline.Config{PerUser: pipeline.PerUserLimits{RatePerMinute: 2, Burst: 2}}})
+	h.model.SetDefault(agenttest.Reply("answer"))
+	for i, tt := range []struct {
+		user, want string
+		advance    time.Duration
+	}{
+		{"ann", "answer", 0},
+		{"ann", "answer", 0},
+		{"ann", "sending requests faster than I take them (2 a minute), so I didn't start this one. Please send it again in 30s.", 0},
+		{"bob", "answer", 0},
+		{"ann", "Please send it again in 10s.", 20 * time.Second},
+		{"ann", "answer", 10 * time.Second},
+	} {
+		h.advance(tt.advance)
+		ev := msg(fmt.Sprintf("rate%d", i), tt.user, "hello")
+		h.submit(ev)
+		d := h.waitDone()
+		if d.EventID != ev.ID || !strings.Contains(d.Text, tt.want) {
+			t.Errorf("message %d of %s: answer = %q, want %q", i, tt.user, d.Text, tt.want)
+		}
+	}
+	if n := h.model.Calls(); n != 4 {
+		t.Errorf("model calls = %d, want 4 (the two messages over the rate were not run)", n)
+	}
+}
