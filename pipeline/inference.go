@@ -40,7 +40,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 			MaxIterations:   p.cfg.MaxIterations,
 			MaxTokens:       p.cfg.MaxTokens,
 			ToolConcurrency: p.cfg.ToolConcurrency,
-			Plan:            !p.cfg.NoPlan,
+			Plan:            !p.cfg.NoPlan && t.allowed(agent.PlanToolName), // under the agent's allow-list
 			Hints: agent.Hints{Session: t.key, UserID: t.userID, Channel: t.channel,
 				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.key)},
 		},

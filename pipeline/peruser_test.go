@@ -163,3 +163,45 @@ func TestPerUserRateLimitAnswersPolitely(t *testing.T) {
 		t.Errorf("model calls = %d, want 4 (the two messages over the rate were not run)", n)
 	}
 }
+
+// Issue 36, finding 11: the plan system tool was offered and run outside an agent's tool
+// allow-list. An agent whose tools do not include "plan" is not offered it, and a plan call the
+// model makes anyway is refused like any tool outside the list; an agent listing it keeps it.
+func TestPlanOnlyUnderTheAllowList(t *testing.T) {
+	for name, tt := range map[string]struct {
+		tools    []string
+		offered  bool
+		planPost bool
+	}{
+		"allow-list without plan": {[]string{"current_time"}, false, false},
+		"allow-list with plan":    {[]string{"current_time", "plan"}, true, true},
+		"no allow-list":           {nil, true, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := pipeline.Config{Agents: pipeline.Agents{Default: pipeline.Profile{Tools: tt.tools}}}
+			h := start(t, opts{cfg: cfg},
+				agenttest.CallTool("plan", `{"action":"set","title":"Sneak","steps":["one"]}`), agenttest.Reply("ok"))
+			h.submit(msg("plan", "ann", "do it"))
+			h.waitDone()
+			reqs := h.model.Requests()
+			offered := false
+			for _, s := range reqs[0].Tools {
+				offered = offered || s.Name == "plan"
+			}
+			if offered != tt.offered {
+				t.Errorf("plan offered = %v, want %v", offered, tt.offered)
+			}
+			var planned bool
+			for _, p := range h.rep.Posts() {
+				planned = planned || p.Out.Kind == echogate.OutPlan
+			}
+			if planned != tt.planPost {
+				t.Errorf("plan posted = %v, want %v", planned, tt.planPost)
+			}
+			last := reqs[len(reqs)-1].Messages
+			if res := last[len(last)-1]; !tt.offered && (!res.IsError || !strings.Contains(res.Content, `"plan"`)) {
+				t.Errorf("result of the plan call = %+v, want it refused", res)
+			}
+		})
+	}
+}
