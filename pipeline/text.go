@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -15,9 +16,9 @@ import (
 // Limits of the call block of an approval prompt: every top-level argument is shown, each
 // value cut on its own, so a long value cannot push another out of view.
 const (
-	maxPromptKeys     = 40   // top-level arguments shown by name and value
+	maxPromptKeys     = 20   // top-level arguments shown by name and value
 	maxPromptKeyLen   = 64   // bytes of an argument's name
-	maxPromptValueLen = 300  // bytes of one argument's value, as JSON
+	maxPromptValueLen = 200  // bytes of one argument's value, as JSON
 	maxFullArgs       = 8000 // bytes of the full arguments posted after a prompt that cut them
 	maxPromptProse    = 1500 // bytes of the model's words quoted under a prompt
 )
@@ -79,8 +80,13 @@ func fullArgs(call echogate.ToolCall) (text string, ok bool) {
 	if _, cut := callBlock(call.Arguments); cut == 0 {
 		return "", false
 	}
-	body := noTicks(RedactArgs(call.Arguments, maxFullArgs))
-	return fmt.Sprintf("Full arguments of the `%s` call above (secrets masked):\n```\n%s\n```", call.Name, body), true
+	all := noTicks(RedactArgs(call.Arguments, math.MaxInt))
+	body, rest := capLine(all, maxFullArgs)
+	text = fmt.Sprintf("Full arguments of the `%s` call above (secrets masked):\n```\n%s\n```", call.Name, body)
+	if rest > 0 {
+		text += fmt.Sprintf("\n⚠️ %d more characters are not shown anywhere in chat: deny unless you know what the whole call does.", rest)
+	}
+	return text, true
 }
 
 // modelWords quotes what the model wrote with a call that needs approval, under the prompt and
