@@ -64,6 +64,13 @@ func TestParallelTurnsCannotOverrunTheUserBudget(t *testing.T) {
 	for len(refused) < turns {
 		refused = append(refused, h.waitDone())
 	}
+	// The precondition of the bound: no call cost more than the estimate it was admitted with.
+	actual := prices.Price(echogate.Usage{Model: "m", InputTokens: 10, OutputTokens: maxOut})
+	for i, req := range h.model.Requests() {
+		if est := tr.Estimate(req); actual > est {
+			t.Fatalf("call %d costs %v, over its estimate %v: the test cannot show the bound", i, actual, est)
+		}
+	}
 	led, err := h.store.SumUsage(context.Background(), echogate.UsageFilter{UserID: "web:ann"})
 	if err != nil {
 		t.Fatal(err)
