@@ -70,6 +70,8 @@ type Config struct {
 	// Access says who may use the gateway (access.go); nil lets everyone in. SetAccess
 	// replaces it while running.
 	Access *access.Rules
+	// PerUser bounds each user's running turns and rate of new ones (peruser.go).
+	PerUser PerUserLimits
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }

@@ -59,7 +59,8 @@ func deciderName(a echogate.Actor) string {
 func decidedPrompt(call echogate.ToolCall, outcome, by, timeout string) string {
 	head := fmt.Sprintf("🔐 **Approval needed**: I wanted to run `%s`", call.Name)
 	if call.Arguments != "" {
-		head += fmt.Sprintf(" with:\n```\n%s\n```", RedactArgs(call.Arguments, maxPromptArgs))
+		block, _ := callBlock(call.Arguments) // as the prompt showed it
+		head += fmt.Sprintf(" with:\n```\n%s\n```", block)
 	}
 	var line string
 	switch outcome {

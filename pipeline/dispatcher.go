@@ -61,6 +61,7 @@ type Pipeline struct {
 
 	agents atomic.Pointer[agentSet] // the agent profiles (profile.go)
 	gate   gate                     // the access rules (access.go)
+	users  *userLimits              // per-user concurrency and rate (peruser.go)
 }
 
 const (
@@ -154,6 +155,9 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		p.shards[i].boxes = make(map[echogate.SessionKey]*mailbox)
 	}
 	if err := p.initAgentsAccess(); err != nil {
+		return nil, err
+	}
+	if err := p.initUserLimits(); err != nil {
 		return nil, err
 	}
 	return p, nil

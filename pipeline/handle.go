@@ -130,7 +130,7 @@ func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev
 	case strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0:
 		return
 	}
-	p.runTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, opts...)
+	p.runUserTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, opts...) // per-user limits (peruser.go)
 }
 
 type sessionWriteKey struct{}

@@ -40,7 +40,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 			MaxIterations:   p.cfg.MaxIterations,
 			MaxTokens:       p.cfg.MaxTokens,
 			ToolConcurrency: p.cfg.ToolConcurrency,
-			Plan:            !p.cfg.NoPlan,
+			Plan:            !p.cfg.NoPlan && t.allowed(agent.PlanToolName), // under the agent's allow-list
 			Hints: agent.Hints{Session: t.key, UserID: t.userID, Channel: t.channel,
 				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.key)},
 		},
@@ -67,16 +67,14 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 			cancel()
 		}
 		t.usage.inFlight.Wait()
+		// Every earlier call of the turn is in the ledger now: its hold is released, and this
+		// call's estimate is held until its own usage is (peruser.go).
+		t.releaseBudget()
 		scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.key, Trigger: echogate.TriggerMessage}
-		if p.d.Budget != nil {
-			if err := p.d.Budget.Check(ctx, scope, req); err != nil {
-				return err
-			}
+		if err := t.reserveBudget(ctx, p.d.Budget, scope, req); err != nil {
+			return err
 		}
-		if t.prof.Budget != nil {
-			return t.prof.Budget.Check(ctx, scope, req) // the agent's own limits, on top
-		}
-		return nil
+		return t.reserveBudget(ctx, t.prof.Budget, scope, req) // the agent's own limits, on top
 	}
 	if p.d.Compactor != nil {
 		rt.Compact = func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {

@@ -46,6 +46,12 @@ func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string
 	if err := p.savePending(ctx, pend); err != nil {
 		return out.Text, fmt.Errorf("pipeline: save prompt reference: %w", err)
 	}
+	if full, ok := fullArgs(pz.Call); ok && pz.Kind == echogate.PauseApproval {
+		// The prompt cut the arguments: every one follows, so nobody approves what they cannot see.
+		if _, err := t.rep.Send(ctx, t.out.outbound(echogate.OutNotice, full)); err != nil {
+			t.log.Warn("pipeline: post the full arguments of an approval", "tool", pz.Call.Name, "err", err)
+		}
+	}
 	switch {
 	case !changed:
 	case pz.Kind == echogate.PauseAsk:
@@ -74,7 +80,8 @@ func (p *Pipeline) pausePrompt(ctx context.Context, t *Turn, res agent.Result) e
 			t.log.Warn("pipeline: finish streamed text before pause", "err", err)
 		}
 	} else if strings.TrimSpace(res.Answer) != "" {
-		body = res.Answer + "\n\n" + body
+		// The call first: the model's words go under it, marked as the model's.
+		body += "\n\n" + modelWords(res.Answer)
 	}
 	out := t.out.outbound(echogate.OutApprovalPrompt, body)
 	if pz.Kind == echogate.PauseAsk {

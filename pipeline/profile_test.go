@@ -65,7 +65,7 @@ func TestAgentByPlace(t *testing.T) {
 		prompt, model string
 		tools         []string
 	}{
-		{"You are the on-call helper.", "gpt-4o", []string{"current_time", "pager__page", "plan"}},
+		{"You are the on-call helper.", "gpt-4o", []string{"current_time", "pager__page"}}, // no plan: not in its tools
 		{"You are the general helper.", "gpt-4o-mini", []string{"current_time", "http_fetch", "pager__page", "plan"}},
 	} {
 		r := reqs[i]

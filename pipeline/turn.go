@@ -157,6 +157,7 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 			"gen_ai.response.model": t.res.Model, "echogate.route_reason": t.res.RouteReason})
 	}()
 	defer t.startActivity(ctx)() // cleared when the turn ends, however it ends
+	defer t.releaseBudget()      // after the ResponseStage recorded the last call's usage
 	t.enter(t.firstState())
 
 	// The turn record and the user's message are written while the context is built and the

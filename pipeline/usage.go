@@ -17,6 +17,7 @@ type usageLedger struct {
 	cost     float64
 	buf      []echogate.UsageRecord // entries not written yet
 	inFlight sync.WaitGroup         // entries being written
+	holds    []func()               // budget holds of calls not in the ledger yet (peruser.go)
 }
 
 // totals are the turn's tokens and cost so far.

@@ -31,7 +31,8 @@ const (
 type LimitError struct {
 	Limit       LimitKind
 	LimitUSD    float64
-	SpentUSD    float64 // spend so far in the limit's window
+	SpentUSD    float64 // spend so far in the limit's window, as the ledger has it
+	HeldUSD     float64 // held by other calls in flight in the window (Tracker.Reserve)
 	EstimateUSD float64 // the estimated cost of the refused call
 	// ResetsAt is when the limit's window ends (next day or month in the configured location);
 	// zero for per-turn and per-session limits, which do not reset with time.

@@ -91,6 +91,7 @@ type Tracker struct {
 	limits atomic.Pointer[Limits]
 	period atomic.Pointer[period] // the day the last check fell in (bounds)
 
+	res      *reservations // estimates of calls in flight (reserve.go)
 	mu       sync.Mutex
 	cache    map[echogate.UsageFilter]cached
 	observed uint64 // Observe calls so far: a sum fetched across one is not cached
@@ -137,7 +138,7 @@ func New(cfg Config, ledger Ledger, log *slog.Logger) (*Tracker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Tracker{cfg: cfg, ledger: ledger, log: log, cache: map[echogate.UsageFilter]cached{}}
+	t := &Tracker{cfg: cfg, ledger: ledger, log: log, cache: map[echogate.UsageFilter]cached{}, res: newReservations()}
 	lim := cfg.Limits
 	t.limits.Store(&lim)
 	return t, nil
@@ -236,43 +237,23 @@ func (t *Tracker) bounds(now time.Time) (day, nextDay, month, nextMonth time.Tim
 type period struct{ day, nextDay, month, nextMonth time.Time }
 
 // Check returns nil when the call req may run within every budget that applies to s: for each
-// limit, the spend so far must be below it and the spend plus the call's estimate (Estimate) must
-// stay within it. Limits are checked most specific first (turn, session, user day, channel day,
-// gateway day, gateway month); the first one hit is reported. Otherwise it returns a
-// *LimitError (wrapping agent.ErrBudget) whose text tells the user which limit was hit and when it
-// resets; for background work (Trigger consolidation or scheduled) it also wraps ErrDeferred.
+// limit, the spend so far plus what calls in flight hold (Reserve) must be below it and, with
+// the call's estimate (Estimate), stay within it. Limits are checked most specific first (turn,
+// session, user day, channel day, gateway day, gateway month); the first one hit is reported.
+// Otherwise it returns a *LimitError (wrapping agent.ErrBudget) whose text tells the user which
+// limit was hit and when it resets; for background work (Trigger consolidation or scheduled) it
+// also wraps ErrDeferred. Check holds nothing once it returns: a caller that runs the call while
+// others may check uses Reserve.
 //
 // Check blocks on at most one ledger query per limit that applies (none for cached sums) and
 // honours ctx. A ledger error fails the check (a plain error, not ErrBudget) unless
 // Config.FailOpen.
 func (t *Tracker) Check(ctx context.Context, s Scope, req agent.Request) error {
-	lim := t.Limits()
-	now := t.cfg.Now()
-	ws := t.windows(lim, s, now)
-	if len(ws) == 0 {
-		return nil
+	release, err := t.Reserve(ctx, s, req)
+	if err != nil {
+		return err
 	}
-	est := t.Estimate(req)
-	for _, w := range ws {
-		spent, err := t.spend(ctx, w.filter, now)
-		if err != nil {
-			err = fmt.Errorf("cost: check %s for turn %s (user %s): read spend: %w", w.kind, s.Turn, s.UserID, err)
-			if t.cfg.FailOpen {
-				t.log.Error("budget check skipped: ledger unreadable", "turn", s.Turn, "session", s.Session, "err", err)
-				continue
-			}
-			return err
-		}
-		// A used-up budget refuses every call, even one estimated at 0 (an unpriced model);
-		// otherwise the call must fit. The nano-dollar tolerance absorbs float sums.
-		if spent < w.limit-1e-9 && spent+est <= w.limit+1e-9 {
-			continue
-		}
-		le := t.limitError(w, s, spent, est, now)
-		t.log.Info("budget limit reached", "turn", s.Turn, "session", s.Session, "channel", s.Channel, "user", s.UserID,
-			"limit", string(w.kind), "limit_usd", w.limit, "spent_usd", spent, "estimate_usd", est, "deferred", le.Deferred, "model", req.Model)
-		return le
-	}
+	release()
 	return nil
 }
 
@@ -280,18 +261,24 @@ func background(tr echogate.UsageTrigger) bool {
 	return tr == echogate.TriggerConsolidation || tr == echogate.TriggerScheduled
 }
 
-func (t *Tracker) limitError(w window, s Scope, spent, est float64, now time.Time) *LimitError {
+// limitError is the refusal of a call estimated at est by window w, where spent is in the ledger
+// and held is held by other calls in flight.
+func (t *Tracker) limitError(w window, s Scope, spent, held, est float64, now time.Time) *LimitError {
 	trigger := string(s.Trigger)
 	if trigger == "" {
 		trigger = string(echogate.TriggerMessage)
 	}
-	le := &LimitError{Limit: w.kind, LimitUSD: w.limit, SpentUSD: spent, EstimateUSD: est, ResetsAt: w.resets,
+	le := &LimitError{Limit: w.kind, LimitUSD: w.limit, SpentUSD: spent, HeldUSD: held, EstimateUSD: est, ResetsAt: w.resets,
 		Deferred: background(s.Trigger), Trigger: trigger}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s of %s ", t.limitName(w.kind), USD(w.limit))
-	if spent >= w.limit-1e-9 {
+	switch {
+	case spent >= w.limit-1e-9:
 		fmt.Fprintf(&b, "is used up (%s spent)", USD(spent))
-	} else {
+	case held > 0:
+		fmt.Fprintf(&b, "would be exceeded by this request (%s spent, %s held by requests still running, this call needs about %s)",
+			USD(spent), USD(held), USD(est))
+	default:
 		fmt.Fprintf(&b, "would be exceeded by this request (%s spent, this call needs about %s)", USD(spent), USD(est))
 	}
 	switch w.kind {

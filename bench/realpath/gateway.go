@@ -115,6 +115,8 @@ func startGateway(ctx context.Context, o gatewayOpts) (*process, string, time.Du
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"OPENAI_BASE_URL=" + o.modelURL, "OPENAI_API_KEY=sk-bench",
 		"ECHOGATE_DATA_DIR=" + o.dataDir, "ECHOGATE_HTTP_ADDR=" + addr,
+		// Every session is the one user "bench": no per-user cap or rate on the load.
+		"ECHOGATE_AGENT_MAX_CONCURRENT_TURNS_PER_USER=-1", "ECHOGATE_AGENT_USER_RATE_PER_MINUTE=-1",
 	}, o.extraEnv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	began := time.Now()

@@ -155,8 +155,8 @@ func TestChatWithConsoleAgent(t *testing.T) {
 	if code := run(context.Background(), e); code != 0 {
 		t.Fatalf("chat = exit %d: %s", code, stderr.String())
 	}
-	if out := stdout.String(); !strings.Contains(out, "2 tools: read_file, plan.") {
-		t.Errorf("chat output = %q, want the demo model to report only read_file (and plan)", out)
+	if out := stdout.String(); !strings.Contains(out, "1 tool: read_file.") {
+		t.Errorf("chat output = %q, want the demo model to report only read_file (plan is not in the agent's tools)", out)
 	}
 }
 

@@ -149,6 +149,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		OnTimeout:       pipeline.OnTimeout(cfg.Approval.OnTimeout),
 		JanitorInterval: time.Duration(cfg.Approval.CheckInterval),
 		ToolPolicy:      policy,
+		PerUser:         cfg.Agent.perUser(),
 	}
 	if c.backend == "postgres" {
 		// Several replicas may share the database: take over only events whose replica is gone.

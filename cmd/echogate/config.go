@@ -159,6 +159,10 @@ type AgentConfig struct {
 	// ReplayAfter: with PostgreSQL, how old an unfinished event must be before another replica
 	// takes it over (default turn_timeout + drain_timeout + 1m).
 	ReplayAfter Duration `yaml:"replay_after"`
+	// MaxConcurrentTurnsPerUser caps one user's running turns across conversations (default 3,
+	// -1 no cap); UserRate bounds how fast one user starts turns (peruser_config.go).
+	MaxConcurrentTurnsPerUser int            `yaml:"max_concurrent_turns_per_user"`
+	UserRate                  UserRateConfig `yaml:"user_rate"`
 }
 
 type SlackConfig struct {

@@ -90,6 +90,9 @@ func (c *Config) validateAgentLoop() error {
 	if t := c.Agent.CompressThreshold; t < 0 || t > 1 {
 		return badKey("agent.compress_threshold", "%g is out of range: use a fraction of the context window between 0 and 1, e.g. 0.8", t)
 	}
+	if err := c.Agent.validatePerUser(); err != nil {
+		return err
+	}
 	if c.Agent.KeepTurns < 0 {
 		return badKey("agent.keep_turns", "%d is negative: use how many of the latest user turns to keep verbatim, e.g. 4", c.Agent.KeepTurns)
 	}

@@ -119,7 +119,7 @@ func TestE2EAgentsAndAccessSlack(t *testing.T) {
 		tag, prompt, model string
 		tools              []string
 	}{
-		{"tag-ops", opsPrompt, "gpt-4o", []string{"current_time", "plan"}},
+		{"tag-ops", opsPrompt, "gpt-4o", []string{"current_time"}}, // plan is not in its tools
 		{"tag-gen", generalPrompt, "gpt-4o-mini", []string{"ask_user", "current_time", "http_fetch", "plan", "read_file"}},
 	} {
 		reqs := requestsFor(fake, tt.tag)
@@ -283,7 +283,7 @@ func TestE2EReloadOnSIGHUP(t *testing.T) {
 	write(strings.Replace(agentsYAML, "tools: [current_time]", "tools: [pagr__*]", 1))
 	g.signal(syscall.SIGHUP)
 	g.logs.waitLine(t, "configuration reload refused", "trigger=SIGHUP", `agents.oncall.tools: \"pagr__*\" matches no tool`)
-	if r := ask("tag-after-bad"); !strings.HasPrefix(systemOf(r), opsPrompt) || !slices.Equal(offeredTools(r), []string{"current_time", "plan"}) {
+	if r := ask("tag-after-bad"); !strings.HasPrefix(systemOf(r), opsPrompt) || !slices.Equal(offeredTools(r), []string{"current_time"}) {
 		t.Errorf("after the refused reload: system %q, tools %v; want the old oncall agent", firstLine(systemOf(r)), offeredTools(r))
 	}
 

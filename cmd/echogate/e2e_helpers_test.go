@@ -248,7 +248,7 @@ func startBinaryGateway(t *testing.T, vars map[string]string, cfgPath string) *e
 	}
 	cmd := exec.Command(bin, append(args, "serve")...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range vars {
+	for k, v := range withTestUsers(vars) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	logs := newLogBuffer()

@@ -25,13 +25,24 @@ import (
 func testEnv(vars map[string]string, args ...string) (env, *syncBuffer, *syncBuffer) {
 	out, errb := &syncBuffer{}, &syncBuffer{}
 	return env{args: args, stdin: strings.NewReader(""), stdout: out, stderr: errb,
-		getenv: func(k string) string { return vars[k] }, environ: func() []string {
+		getenv: func(k string) string { return withTestUsers(vars)[k] }, environ: func() []string {
 			var kv []string
 			for k, v := range vars {
 				kv = append(kv, k+"="+v)
 			}
 			return kv
 		}}, out, errb
+}
+
+// withTestUsers lifts the per-user limits (agent.max_concurrent_turns_per_user, agent.user_rate)
+// for the tests' synthetic users, each of whom runs many conversations at once, unless the test
+// sets them itself. peruser_config_test.go and the pipeline's tests cover the limits.
+func withTestUsers(vars map[string]string) map[string]string {
+	out := map[string]string{"ECHOGATE_AGENT_MAX_CONCURRENT_TURNS_PER_USER": "-1", "ECHOGATE_AGENT_USER_RATE_PER_MINUTE": "-1"}
+	for k, v := range vars {
+		out[k] = v
+	}
+	return out
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a running gateway.
