@@ -58,7 +58,9 @@ func (r *redactingReplier) Caps() Caps {
 		c.Editor = redactingEditor{r}
 	}
 	if r.caps.Observer != nil {
-		r.once.Do(func() { r.obs = &redactingObserver{inner: r.caps.Observer, red: r.red, turns: map[string]*redact.Stream{}} })
+		r.once.Do(func() {
+			r.obs = &redactingObserver{inner: r.caps.Observer, red: r.red, turns: map[string]*redact.Stream{}}
+		})
 		c.Observer = r.obs
 	}
 	return c
