@@ -45,6 +45,10 @@ func TestRunCommandConfinesPathArguments(t *testing.T) {
 		"file:///etc/passwd",
 		"cat /etc/passwd",
 		"cd ..; cat x",
+		"cat$IFS/etc/passwd",
+		"${HOME}/../x",
+		"$(echo /)etc/passwd",
+		"`echo /`etc",
 		reports + "/../" + filepath.Base(dir) + "/../x",
 	}
 	for _, a := range refused {

@@ -17,6 +17,9 @@ import (
 // ("--file=/etc/x", "host:/x", "@/x", "cat /x" given to `sh -c`).
 const wordSeparators = " \t\r\n\v\f=:,;@'\"()<>|&`$"
 
+// shellExpansion matches the start of a variable or command substitution.
+var shellExpansion = regexp.MustCompile(`\$[A-Za-z_{(]`)
+
 // urlPrefix matches a network URL's scheme and host, which are no local path.
 var urlPrefix = regexp.MustCompile(`(?i)\b(?:https?|ssh|git|ftp)://[^/\s]*`)
 
@@ -24,6 +27,11 @@ var urlPrefix = regexp.MustCompile(`(?i)\b(?:https?|ssh|git|ftp)://[^/\s]*`)
 // allow. dir and allow are clean absolute paths.
 func checkPathArg(arg, dir string, allow []string) string {
 	arg = urlPrefix.ReplaceAllString(arg, "url")
+	if shellExpansion.MatchString(arg) && strings.ContainsAny(arg, "/~") {
+		// "cat$IFS/etc/passwd" handed to a shell (git -c alias, sh -c) is a path no check can
+		// resolve before the shell does.
+		return "combines shell expansion ($…) with a path, which cannot be checked before a shell expands it"
+	}
 	for _, w := range strings.FieldsFunc(arg, func(r rune) bool { return strings.ContainsRune(wordSeparators, r) }) {
 		for _, c := range pathCandidates(w) {
 			if why := checkPath(c, dir, allow); why != "" {
