@@ -22,12 +22,55 @@ func redactRepliers(reps map[string]Replier, red *redact.Redactor) map[string]Re
 	out := make(map[string]Replier, len(reps))
 	for platform, r := range reps {
 		if r != nil {
-			r = &redactingReplier{inner: r, caps: CapsOf(r), red: red}
+			rr := &redactingReplier{inner: r, caps: CapsOf(r), red: red}
+			if sh := findActivityShower(r); sh != nil {
+				r = &redactingActivityReplier{rr, sh}
+			} else {
+				r = rr
+			}
 		}
 		out[platform] = r
 	}
 	return out
 }
+
+// findActivityShower returns the activity view of r or of a replier it wraps (Unwrap).
+func findActivityShower(r Replier) activityShower {
+	for r != nil {
+		if sh, ok := r.(activityShower); ok {
+			return sh
+		}
+		w, ok := r.(interface{ Unwrap() Replier })
+		if !ok {
+			return nil
+		}
+		r = w.Unwrap()
+	}
+	return nil
+}
+
+// redactingActivityReplier is a redactingReplier over a channel that shows a turn's activity;
+// the plan and status it shows are redacted too.
+type redactingActivityReplier struct {
+	*redactingReplier
+	sh activityShower
+}
+
+func (r *redactingActivityReplier) StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView {
+	return redactingView{r.sh.StartActivity(ctx, conv, on), r.red}
+}
+
+type redactingView struct {
+	inner echogate.ActivityView
+	red   *redact.Redactor
+}
+
+func (v redactingView) Show(a echogate.Activity) {
+	a.Status, a.Plan = v.red.Redact(a.Status), v.red.Redact(a.Plan)
+	v.inner.Show(a)
+}
+
+func (v redactingView) End() { v.inner.End() }
 
 // redactingReplier masks secrets in what it posts. It states the wrapped replier's capabilities
 // (CapsProvider), wrapped where they carry text.

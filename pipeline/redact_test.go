@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -110,5 +111,32 @@ func TestOutboundRedactionIsOnByDefault(t *testing.T) {
 	h.submit(msg("s1", "ann", "hi"))
 	if d := h.waitDone(); strings.Contains(d.Text+everything(h.rep), slackShaped) {
 		t.Fatalf("posts = %+v, want the Slack token masked with no Redactor configured", h.rep.Posts())
+	}
+}
+
+// unwrapper is a decorator like cmd's tracing replier: Send, the inner capabilities, Unwrap.
+type unwrapper struct{ inner pipeline.Replier }
+
+func (u unwrapper) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	return u.inner.Send(ctx, out)
+}
+func (u unwrapper) Unwrap() pipeline.Replier { return u.inner }
+func (u unwrapper) Caps() pipeline.Caps      { return pipeline.CapsOf(u.inner) }
+
+// The redaction decorator keeps the channel's activity view, also under another decorator.
+func TestActivityIsShownThroughRedaction(t *testing.T) {
+	ar := &activityReplier{}
+	h := start(t, opts{deps: func(d *pipeline.Deps) {
+		ar.StreamingReplier = pipelinetest.StreamingReplier{Replier: pipelinetest.NewReplier(echogate.PlatformWeb)}
+		d.Repliers[echogate.PlatformWeb] = unwrapper{ar}
+	}}, agenttest.Reply("fine"))
+	h.rep = ar.Replier
+	h.submit(msg("s1", "ann", "hi"))
+	h.waitDone()
+	h.stop()
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if len(ar.shown) == 0 || ar.ended != 1 {
+		t.Errorf("activity shown %d times, ended %d, want it shown and ended once", len(ar.shown), ar.ended)
 	}
 }
