@@ -10,6 +10,7 @@ import (
 	"github.com/echogate/echogate/agent/cost"
 	"github.com/echogate/echogate/internal/access"
 	"github.com/echogate/echogate/internal/metrics"
+	"github.com/echogate/echogate/internal/redact"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -170,6 +171,9 @@ type Deps struct {
 	// ContextStage (files.go); the same value is read_file's source. nil means attachments are
 	// only listed in the user's message.
 	Files *Files
+	// Redactor masks secrets in tool results before the model reads them and in every text
+	// posted to a channel (redact.go); nil masks the known token shapes only.
+	Redactor *redact.Redactor
 }
 
 // SpendReporter renders a user's spend and limits as Markdown (agent/cost's Tracker); session,

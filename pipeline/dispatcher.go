@@ -106,6 +106,7 @@ func (c *turnCtl) stop() {
 // New validates the configuration and dependencies; it does no I/O.
 func New(cfg Config, d Deps) (*Pipeline, error) {
 	cfg = cfg.withDefaults()
+	d.Repliers = redactRepliers(d.Repliers, d.Redactor) // no post carries a secret (redact.go)
 	if d.Store == nil || d.Model == nil || d.Tools == nil {
 		return nil, errors.New("pipeline: Store, Model and Tools are required")
 	}

@@ -29,8 +29,10 @@ func (t *Turn) allowed(tool string) bool {
 
 // executeTool runs one call with the per-tool timeout; panics become tool errors. The turn's
 // start writes are durable before any tool runs (a file tool reads the transcript; recovery
-// must find the turn).
-func (t *Turn) executeTool(ctx context.Context, call echogate.ToolCall) (tools.Result, error) {
+// must find the turn). What looks like a secret in the result is masked before the model, the
+// transcript or a channel sees it (Deps.Redactor).
+func (t *Turn) executeTool(ctx context.Context, call echogate.ToolCall) (res tools.Result, err error) {
+	defer func() { res.Content = t.p.d.Redactor.Redact(res.Content) }()
 	if err := t.started(ctx); err != nil {
 		return tools.Result{}, err // the turn fails with it (see startTurn)
 	}

@@ -174,6 +174,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		UsageObservers: []func(echogate.UsageRecord){
 			c.models.tracker.Observe,
 		},
+		Redactor: newRedactor(cfg, os.Environ()), // redact_wiring.go
 	}
 	if c.models.router != nil {
 		deps.Models = c.models.router
@@ -241,7 +242,8 @@ func newTools(cfg *Config, log *slog.Logger, m *metrics.Metrics) (*tools.Registr
 	}
 	if enabled("http_fetch", true) {
 		fc := cfg.Tools["http_fetch"]
-		if err := add(builtin.NewHTTPFetch(builtin.HTTPFetchConfig{AllowPrivate: fc.AllowPrivate, Timeout: time.Duration(fc.Timeout)})); err != nil {
+		if err := add(builtin.NewHTTPFetch(builtin.HTTPFetchConfig{AllowPrivate: fc.AllowPrivate, AllowHosts: fc.AllowHosts, DenyHosts: fc.DenyHosts,
+			Timeout: time.Duration(fc.Timeout)})); err != nil {
 			return nil, fmt.Errorf("tools.http_fetch: %w", err)
 		}
 	}
@@ -255,7 +257,8 @@ func newTools(cfg *Config, log *slog.Logger, m *metrics.Metrics) (*tools.Registr
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("tools.run_command: create %s: %w", dir, err)
 		}
-		if err := add(builtin.NewRunCommand(builtin.RunCommandConfig{Allowed: rc.Allowed, Dir: dir, Timeout: time.Duration(rc.Timeout)})); err != nil {
+		if err := add(builtin.NewRunCommand(builtin.RunCommandConfig{Allowed: rc.Allowed, Dir: dir, Timeout: time.Duration(rc.Timeout),
+			AllowPaths: rc.AllowPaths, PassEnv: rc.Env})); err != nil {
 			return nil, fmt.Errorf("tools.run_command: %w", err)
 		}
 	}

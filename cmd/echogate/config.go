@@ -230,11 +230,19 @@ type ApprovalConfig struct {
 }
 
 type ToolConf struct {
-	Approval     string   `yaml:"approval"`      // allow | ask | deny
-	AllowPrivate bool     `yaml:"allow_private"` // http_fetch
-	Allowed      []string `yaml:"allowed"`       // run_command
-	Timeout      Duration `yaml:"timeout"`
-	Enabled      *bool    `yaml:"enabled"`
+	Approval     string `yaml:"approval"`      // allow | ask | deny
+	AllowPrivate bool   `yaml:"allow_private"` // http_fetch
+	// AllowHosts and DenyHosts are http_fetch's host lists: bare hosts (subdomains included) or
+	// globs (*.example.com); deny wins; an empty allow list allows any public host.
+	AllowHosts []string `yaml:"allow_hosts"`
+	DenyHosts  []string `yaml:"deny_hosts"`
+	Allowed    []string `yaml:"allowed"` // run_command
+	// AllowPaths are absolute directories run_command's arguments may name besides its working
+	// directory; Env names variables of the gateway's environment passed on to its commands.
+	AllowPaths []string `yaml:"allow_paths"`
+	Env        []string `yaml:"env"`
+	Timeout    Duration `yaml:"timeout"`
+	Enabled    *bool    `yaml:"enabled"`
 }
 
 type BudgetsConfig struct {

@@ -41,6 +41,7 @@ func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []
 		}
 	}()
 	applyRuntime(cfg.Runtime, log)
+	hardenProcess(log) // children cannot read our environment or memory (harden_linux.go)
 	g, err := newGateway(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate serve:", err)

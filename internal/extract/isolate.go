@@ -46,6 +46,9 @@ type childRequest struct {
 	// Unchecked skips checkPDF in the child: tests use it to show that what the check would
 	// have refused is contained anyway.
 	Unchecked bool
+	// ReportEnv makes the child answer its environment (one variable a line) as the document's
+	// text instead of reading a PDF: tests use it to show the child gets no secrets.
+	ReportEnv bool
 }
 
 type childResponse struct {
@@ -75,7 +78,12 @@ func serveChild(in io.Reader, out io.Writer) int {
 	}
 	limitSelf(ChildMemory, req.Deadline)
 	read := pdfInProcess
-	if req.Unchecked {
+	switch {
+	case req.ReportEnv:
+		read = func(context.Context, []byte, string, Options) (Document, error) {
+			return Document{Text: strings.Join(os.Environ(), "\n")}, nil
+		}
+	case req.Unchecked:
 		read = pdfUnchecked
 	}
 	doc, err := read(context.Background(), req.Data, req.Label, req.Opt)
@@ -158,17 +166,11 @@ func runChild(ctx context.Context, req childRequest) (Document, error) {
 	return resp.Doc, nil
 }
 
-// childEnviron is the parent's environment without settings that would make the child do more
-// than extract (a Go runtime told to trace or to ignore memory limits).
+// childEnviron is the child's whole environment besides its flag: PATH only. The gateway's
+// environment holds its tokens and keys, and the child reads untrusted files; nothing else is
+// needed (GOMEMLIMIT, GODEBUG and the like would only make it do more than extract).
 func childEnviron() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, childEnv+"=") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "GODEBUG=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
+	return []string{"PATH=" + os.Getenv("PATH")}
 }
 
 // outOfMemory reports a Go runtime's death by its memory limit (the race detector's runtime says

@@ -48,11 +48,19 @@ type RunCommandConfig struct {
 	// Env holds extra "KEY=value" variables. Commands otherwise get only PATH (the gateway's),
 	// HOME (Dir), LANG and TMPDIR, never the gateway's secrets.
 	Env []string
+	// PassEnv names variables of the gateway's environment passed on to commands with their
+	// values at construction (tools.run_command.env); unset names are skipped.
+	PassEnv []string
+	// AllowPaths lists absolute directories arguments may name besides Dir
+	// (tools.run_command.allow_paths). Any other absolute path, `..` leaving Dir, or `~` in an
+	// argument is refused.
+	AllowPaths []string
 }
 
 type runCommand struct {
 	cfg     RunCommandConfig
 	byName  map[string]string // what the model may send → what is executed
+	allowP  []string          // clean absolute directories arguments may name besides cfg.Dir
 	allowed string            // for error messages
 	env     []string
 	spec    tools.Spec
@@ -112,16 +120,28 @@ func NewRunCommand(cfg RunCommandConfig) (tools.Tool, error) {
 			return nil, fmt.Errorf("run_command: env entry %q must look like KEY=value", kv)
 		}
 	}
+	if r.allowP, err = cleanAllowPaths(cfg.AllowPaths); err != nil {
+		return nil, err
+	}
 	r.env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + dir,
 		"TMPDIR=" + os.TempDir(),
 		"LANG=C.UTF-8",
 	}, cfg.Env...)
+	for _, name := range cfg.PassEnv {
+		if !envName.MatchString(name) {
+			return nil, fmt.Errorf("run_command: tools.run_command.env entry %q must be a variable name such as GIT_AUTHOR_NAME (its value is taken from the gateway's environment)", name)
+		}
+		if v, ok := os.LookupEnv(name); ok {
+			r.env = append(r.env, name+"="+v)
+		}
+	}
 	r.spec = tools.Spec{
 		Name: RunCommandName,
 		Description: fmt.Sprintf("Run one allow-listed command (no shell: no pipes, redirects, globbing or variables) "+
 			"in the gateway's data directory and return its exit status and combined output (first %d bytes). "+
+			"Arguments may name only relative paths inside that directory (no absolute paths, .. or ~). "+
 			"Allowed commands: %s. Each run is limited to %s.", cfg.MaxOutput, r.allowed, cfg.Timeout),
 		Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
 			`"command":{"type":"string","description":"the command to run; one of: %s","minLength":1},`+
@@ -158,6 +178,10 @@ func (r *runCommand) Call(ctx context.Context, raw json.RawMessage) (tools.Resul
 	for i, a := range args.Args {
 		if len(a) > maxCommandArgLen || strings.ContainsRune(a, 0) {
 			return tools.Errorf("run_command: argument args[%d] must be at most %d bytes and contain no NUL byte", i, maxCommandArgLen), nil
+		}
+		if why := checkPathArg(a, r.cfg.Dir, r.allowP); why != "" {
+			return tools.Errorf("run_command: argument args[%d] %q %s; commands may only name paths inside their working directory (use relative paths without ..). "+
+				"An operator can allow more directories under tools.run_command.allow_paths in the config", i, a, why), nil
 		}
 	}
 	display := strings.Join(append([]string{args.Command}, args.Args...), " ")
