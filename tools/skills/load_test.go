@@ -158,3 +158,26 @@ func names(list []*Skill) []string {
 	}
 	return out
 }
+
+// TestExampleRunbookLoads: the README's example (examples/skills) loads without a problem,
+// with its references and script.
+func TestExampleRunbookLoads(t *testing.T) {
+	set := mustScan(t, filepath.Join("..", "..", "examples", "skills"))
+	sk, ok := set.Get("incident-runbook")
+	if !ok {
+		t.Fatalf("skills = %q, want incident-runbook", names(set.Skills()))
+	}
+	var paths []string
+	for _, f := range sk.Files {
+		paths = append(paths, f.Path)
+	}
+	want := []string{"SKILL.md", "references/escalation.md", "references/postmortem.md", "references/severity.md", "scripts/collect-status.sh"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("files = %q, want %q", paths, want)
+	}
+	for _, p := range want[1:] {
+		if !strings.Contains(sk.Body, p) {
+			t.Errorf("the body does not point to %s", p)
+		}
+	}
+}

@@ -55,8 +55,8 @@ func (sc Script) RunCommandArgs(args []string) json.RawMessage {
 }
 
 // Scripts returns the absolute paths of every script (files under scripts/) of the skills
-// allow lets an agent use, sorted: cmd adds them to run_command's allowed commands when
-// skills.allow_scripts is true.
+// allow lets an agent use, by skill then path: cmd adds them to run_command's allowed
+// commands when skills.allow_scripts is true.
 func (s *Set) Scripts(allow []string) []string {
 	var out []string
 	for _, sk := range s.Allowed(allow) {
