@@ -13,7 +13,9 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -227,6 +229,10 @@ func hashFiles(root *os.Root, md []byte, maxFiles int, folder, shown string) ([]
 		}
 		if p == "SKILL.md" {
 			files = append(files, describe(p, md, int64(len(md)), sha256.Sum256(md)))
+			return nil
+		}
+		if strings.ContainsFunc(p, unicode.IsControl) {
+			skip(strconv.Quote(p), "has a control character in its name; it is not served", "rename it")
 			return nil
 		}
 		fi, err := root.Stat(p) // follows symlinks, only inside the folder

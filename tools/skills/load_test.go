@@ -118,7 +118,7 @@ func TestScanSymlinks(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("token"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sd := writeSkill(t, dir, "linky", "x", map[string]string{"references/real.md": "real"})
+	sd := writeSkill(t, dir, "linky", "x", map[string]string{"references/real.md": "real", "references/two\nlines.md": "x"})
 	up, err := filepath.Rel(filepath.Join(sd, "references"), secret)
 	if err != nil || !strings.HasPrefix(up, "..") {
 		t.Fatalf("Rel = %q, %v", up, err)
@@ -146,8 +146,8 @@ func TestScanSymlinks(t *testing.T) {
 	if want := []string{"SKILL.md", "references/inside.md", "references/real.md"}; !slices.Equal(paths, want) {
 		t.Errorf("files = %q, want %q (links out, to folders and to nowhere left out)", paths, want)
 	}
-	if len(ps) != 4 || Errors(ps) {
-		t.Errorf("problems = %v, want 4 warnings", ps)
+	if len(ps) != 5 || Errors(ps) {
+		t.Errorf("problems = %v, want 5 warnings", ps)
 	}
 }
 
