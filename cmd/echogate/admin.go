@@ -19,10 +19,11 @@ import (
 	"github.com/echogate/echogate/pipeline"
 )
 
-// adminAPI is the JSON API the web console uses. Every path is under /api/ and protected by
-// http.auth_token (see auth) when one is set:
+// adminAPI registers the JSON API the web console uses. Every path is under /api/ and guarded
+// by the server's one authentication rule (web.Auth, see routes.go):
 //
 //	GET  /api/info                      version, model, store, channels, whether auth is on
+//	GET  /api/ready                     /readyz's status with each part's detail (storage, channels, MCP servers)
 //	GET  /api/sessions                  ?limit= → sessions, newest first
 //	GET  /api/sessions/transcript       ?session=&limit= → the transcript, oldest first
 //	GET  /api/turns                     ?session=&agent=&limit= → turns, newest first (all sessions without session)
@@ -31,7 +32,7 @@ import (
 //	GET  /api/refusals                  → the latest events the access rules refused, newest first
 //	GET  /api/turns/detail              ?id= → {turn, usage, messages}: one turn with its ledger entries and transcript
 //	GET  /api/approvals                 ?limit= → paused turns waiting for an approval or an answer
-//	POST /api/approvals/decide          {"session","call_id","decision","user"} → 202: decide an approval of any session
+//	POST /api/approvals/decide          {"session","call_id","decision","user"} → 202: decide an approval of any session, as the console
 //	GET  /api/usage                     ?session=&user=&turn=&since= → {total, records}
 //	GET  /api/usage/series              ?days=30&session=&user=&channel= → daily totals (UTC days)
 //	GET  /api/budgets                   the configured spend limits (budgets.*)
@@ -41,9 +42,9 @@ import (
 //	GET  /api/names                     ?ids=slack:U1,discord:42 → {names: {id: display name}} of the ids seen
 //
 // Errors are JSON {"error": "…"} naming what was wrong and how to fix it.
-func (g *gateway) adminAPI() http.Handler {
-	mux := http.NewServeMux()
+func (g *gateway) adminAPI(mux *routeMux) {
 	mux.HandleFunc("GET /api/info", g.handleInfo)
+	mux.HandleFunc("GET /api/ready", g.handleReady)
 	mux.HandleFunc("GET /api/sessions", func(w http.ResponseWriter, r *http.Request) {
 		ss, err := g.store.ListSessions(r.Context(), limitParam(r, 100))
 		writeJSON(w, nonNil(ss), wrapErr("list sessions", err))
@@ -78,7 +79,6 @@ func (g *gateway) adminAPI() http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown API path "+r.URL.Path+": see GET /api/info and the README's endpoint list")
 	})
-	return mux
 }
 
 func (g *gateway) handleInfo(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +90,7 @@ func (g *gateway) handleInfo(w http.ResponseWriter, r *http.Request) {
 		"channels":         g.channelNames(),
 		"auth":             g.cfg.HTTP.AuthToken != "",
 		"approvers":        len(g.cfg.Approval.Approvers),
-		"console_identity": consoleUser,
+		"console_identity": consoleName,
 	}, nil)
 }
 
@@ -208,13 +208,12 @@ var consoleDecisions = map[string]string{
 }
 
 // handleDecide submits an approval decision for any session through the pipeline, as a reaction
-// on the session's approval prompt by the console's approver identity (see consoleActor). The
-// pipeline resumes the turn and answers on the session's own platform.
+// on the session's approval prompt by the console itself (see consoleDecider), never as a
+// listed approver. The pipeline resumes the turn and answers on the session's own platform.
 func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
-	// The console decides as an approver, so only an authenticated console may: the token (auth
-	// ran before this handler) or, without one, a request from this machine that names it by a
-	// loopback name or address.
-	if !consoleAuthenticated(g.cfg.HTTP.AuthToken)(r) {
+	// The route is guarded by the one rule already; checked again here because deciding as the
+	// gateway is the console's alone.
+	if g.operator == nil || !g.operator.Allows(r) {
 		writeError(w, http.StatusForbidden, "approval decisions from the console need authentication: open the console at http://127.0.0.1 or http://localhost on this machine, or set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN)")
 		return
 	}
@@ -269,18 +268,18 @@ func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "session "+req.Session+" belongs to the "+platform+" channel, which this server does not run: decide it there (for console sessions: echogate chat --session)")
 		return
 	}
-	actor, status, msg := g.consoleActor(platform, req.User, pend)
-	if status != 0 {
-		writeError(w, status, msg)
+	decider, err := consoleDecider(req.User)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	_, actorID, _ := strings.Cut(actor, ":")
+	actor := decider.ID
 	ev := echogate.InboundEvent{
 		ID:           consoleEventID(),
 		Kind:         echogate.KindReaction,
 		Conversation: sess.Conversation,
 		Session:      key,
-		Actor:        echogate.Actor{ID: actorID, Name: "echogate console"},
+		Actor:        decider,
 		Reaction:     emoji,
 		Target:       pend.Prompt,
 		Message:      pend.Prompt,
