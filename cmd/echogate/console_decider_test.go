@@ -43,8 +43,8 @@ func TestConsoleDecisionIsRecordedAsConsole(t *testing.T) {
 		t.Errorf("decided prompt = %q, want no listed approver named", prompt.Text)
 	}
 	c.waitMsg(t, afterToolText)
-	logs := g.logs.String()
-	if !strings.Contains(logs, "by=slack:console:ops.lead") || strings.Contains(logs, "by=slack:U0APPROVER") {
+	g.logs.waitLine(t, "pause resolved", "by=slack:console:ops.lead")
+	if logs := g.logs.String(); strings.Contains(logs, "by=slack:U0APPROVER") {
 		t.Errorf("log records the decision as %q, want by=slack:console:ops.lead and never the listed approver:\n%s",
 			scanLines(logs, "pause resolved"), logs)
 	}

@@ -141,7 +141,8 @@ func TestConfigAllowedHostsInvalid(t *testing.T) {
 
 func TestConfigAllowedHostsFromEnv(t *testing.T) {
 	cfg, err := loadConfig("", func(k string) string {
-		return map[string]string{"ECHOGATE_HTTP_ALLOWED_HOSTS": "chat.example.com, *.corp.example", "ECHOGATE_DATA_DIR": t.TempDir()}[k]
+		return map[string]string{"ECHOGATE_HTTP_ALLOWED_HOSTS": "chat.example.com, *.corp.example", "ECHOGATE_DATA_DIR": t.TempDir(),
+			"ECHOGATE_HTTP_AUTH_TOKEN": "from-env-token"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
