@@ -563,3 +563,23 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 func readPost(w http.ResponseWriter, r *http.Request, limit int64, dst any, fields string) bool {
 	return ReadMutation(w, r, http.MethodPost, limit, dst, fields)
 }
+
+// Expect tells the channel that an event for session was submitted elsewhere (the console's
+// decision on a web session's approval), so that a stream attached to the session follows the
+// turn it starts, as after POST /api/chat/approve. cancel forgets it when the submit failed.
+// A session the channel no longer holds is left alone.
+func (c *Channel) Expect(session, eventID string) (cancel func()) {
+	s := c.lockLiveSession(session)
+	if s == nil {
+		return func() {}
+	}
+	now := c.cfg.Now()
+	s.queue(eventID, now)
+	s.lastActive = now
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.queued, eventID)
+		s.mu.Unlock()
+	}
+}

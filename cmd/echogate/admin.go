@@ -285,7 +285,12 @@ func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
 		Message:      pend.Prompt,
 		ReceivedAt:   time.Now(),
 	}
+	forget := func() {}
+	if platform == echogate.PlatformWeb && g.web != nil {
+		forget = g.web.Expect(sess.Conversation.Channel, ev.ID) // the chat page follows the resumed turn
+	}
 	if err := g.submit(ctx, ev); err != nil {
+		forget()
 		g.log.Warn("console approval decision not accepted", "session", req.Session, "event_id", ev.ID, "err", err)
 		switch d, limited := echogate.RetryAfter(err); {
 		case limited:
