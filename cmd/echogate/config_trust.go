@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -58,4 +59,24 @@ func checkConfigFile(path string) error {
 		uid = os.Getuid()
 	}
 	return configFileTrust(path, fi.Mode(), uid, os.Getuid())
+}
+
+// doctorConfigFile is doctor's view of checkConfigFile.
+func doctorConfigFile(path string) check {
+	c := check{name: "config:file"}
+	if path == "" {
+		c.skipped, c.detail = true, "no configuration file (environment only)"
+		return c
+	}
+	err := checkConfigFile(path)
+	var foreign *foreignOwnerError
+	switch {
+	case err == nil:
+		c.ok, c.detail = true, path+" is writable by its owner only"
+	case errors.As(err, &foreign):
+		c.detail, c.fix = err.Error(), "serve starts with it, but refuses to reload it: chown it to the gateway's user or root"
+	default:
+		c.detail, c.fix = err.Error(), "serve refuses it: make it writable by its owner only (chmod 644 or 600)"
+	}
+	return c
 }

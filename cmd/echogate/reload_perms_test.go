@@ -75,3 +75,23 @@ func TestReloadRefusesConfigWritableByOthers(t *testing.T) {
 		t.Errorf("serve with a group-writable config = exit %d, stderr %q; want 1 naming the file, its mode and chmod 644", code, errb.String())
 	}
 }
+
+// doctor reports the configuration file the way serve will treat it.
+func TestDoctorConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "echogate.yaml")
+	if err := os.WriteFile(path, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for mode, want := range map[os.FileMode]string{0o600: "", 0o644: "", 0o660: "chmod 644", 0o646: "chmod 644"} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		c := doctorConfigFile(path)
+		if want == "" && !c.ok || want != "" && (c.ok || !strings.Contains(c.detail+c.fix, want)) {
+			t.Errorf("doctorConfigFile(mode %v) = %+v, want ok %v naming %q", mode, c, want == "", want)
+		}
+	}
+	if c := doctorConfigFile(""); !c.skipped {
+		t.Errorf("doctorConfigFile(no file) = %+v, want skipped", c)
+	}
+}
