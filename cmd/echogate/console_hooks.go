@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
-	"strings"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
@@ -14,10 +11,6 @@ import (
 
 // The web console's hooks into the running gateway: what the admin API needs beyond the store.
 // They read the gateway's parts (pipeline, tool registry, model, config) and never change them.
-
-// consoleName is the id a console decision is recorded under ("console", or
-// "console:<operator>"); the web chat keeps such names for authenticated requests.
-const consoleName = "console"
 
 // toolBreaker is one tool's circuit breaker as GET /api/breakers shows it.
 type toolBreaker struct {
@@ -105,31 +98,3 @@ func (g *gateway) channelNames() []string {
 func (g *gateway) submit(ctx context.Context, ev echogate.InboundEvent) error {
 	return g.pipeline.Submit(ctx, ev)
 }
-
-// maxOperatorName bounds the operator name a console decision may carry.
-const maxOperatorName = 64
-
-// consoleDecider is who a console decision is recorded as: the console itself ("console"), or
-// "console:<operator>" when the request names its operator (operator is the request's "user":
-// letters, digits, '.', '_', '-' and '@'). It is never a listed approver: the console does not
-// speak for a person. The event is the gateway's own (IsSelf), which no channel sets and only
-// this authenticated path submits; the pipeline lets the gateway decide a pause, records the
-// decider qualified with the session's platform ("slack:console:ops.lead") and shows its name on
-// the prompt.
-func consoleDecider(operator string) (echogate.Actor, error) {
-	operator = strings.TrimSpace(operator)
-	if operator == "" {
-		return echogate.Actor{ID: consoleName, Name: "the echogate console", IsSelf: true}, nil
-	}
-	if len(operator) > maxOperatorName || strings.IndexFunc(operator, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@", r))
-	}) >= 0 {
-		return echogate.Actor{}, fmt.Errorf("user %q is not an operator name: the console decides as itself and records the decision as %s:<your name>; "+
-			"give your name (letters, digits, '.', '_', '-', '@'; at most %d), or leave user empty (it does not act as a platform user or a listed approver)",
-			operator, consoleName, maxOperatorName)
-	}
-	return echogate.Actor{ID: consoleName + ":" + operator, Name: "the echogate console (" + operator + ")", IsSelf: true}, nil
-}
-
-// consoleEventID returns a fresh id for an event the console submits.
-func consoleEventID() string { return "console." + rand.Text() }
