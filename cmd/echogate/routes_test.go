@@ -119,3 +119,26 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 		}
 	}
 }
+
+// /readyz keeps its reasons for the log: written when they change, not on every probe.
+func TestReadyzLogsReasonsWhenTheyChange(t *testing.T) {
+	var buf syncBuffer
+	g := &gateway{core: &core{log: slog.New(slog.NewTextHandler(&buf, nil))}}
+	down := map[string]string{"storage": "unavailable: disk on fire", "web": "ok"}
+	for _, step := range []struct {
+		ok     bool
+		detail map[string]string
+	}{{true, nil}, {false, down}, {false, down}, {false, map[string]string{"storage": "ok", "web": "not ready: stopped"}}, {true, nil}, {true, nil}} {
+		g.readyLog.note(g, step.ok, step.detail)
+	}
+	lines := scanLines(buf.String(), "readiness")
+	want := []string{"disk on fire", "web: not ready: stopped", "readiness: ready"}
+	if len(lines) != len(want) {
+		t.Fatalf("readiness log lines = %q, want %d (one per change)", lines, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("readiness log line %d = %q, want it to name %q", i, lines[i], w)
+		}
+	}
+}
