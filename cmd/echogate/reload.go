@@ -67,8 +67,7 @@ var errNoConfigFile = errors.New("no configuration file was read at start (--con
 // atomically: the next event is checked against the new rules and served by the new
 // profiles, running turns finish under the profile they started with. A file that does not
 // load or validate, or that others may write (config_trust.go), is refused with the error and
-// the running configuration stays. Other
-// sections take effect at the next start.
+// the running configuration stays. Other sections take effect at the next start.
 func (c *core) reload(trigger string) error {
 	src := c.cfg.source
 	if src.path == "" {
