@@ -206,7 +206,8 @@ func TestE2EForwardedRequestNeedsToken(t *testing.T) {
 func TestSlowBodyIsCutOff(t *testing.T) {
 	p, _ := newSlackPlatform(t)
 	vars := cloneVars(p.vars)
-	for k, v := range newScriptedModel(t).vars() {
+	model := newScriptedModel(t)
+	for k, v := range model.vars() {
 		vars[k] = v
 	}
 	vars["SLACK_SIGNING_SECRET"] = "slow-body-secret"
@@ -229,9 +230,18 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 			t.Errorf("POST %s trickled = %d %q, want %d naming http.body_timeout", tt.path, status, oneLine(body, 200), tt.want)
 		}
 	}
-	// A body sent at once is read as before.
-	if status, body := authRequest(t, "POST", g.base+"/api/chat/stop", "", "", `{"session":"fast"}`); status != http.StatusAccepted {
-		t.Errorf("POST /api/chat/stop = %d %q, want 202", status, body)
+	// A body sent at once is read as before, and its answer streams for longer than the body
+	// deadline: the deadline ends with the body.
+	go func() {
+		for end := time.Now().Add(waitTimeout); len(model.fake.ChatRequests()) == 0 && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond) // polling the fake model: nothing to wait on
+		}
+		<-time.After(3 * 300 * time.Millisecond) // three body deadlines pass mid-stream
+		model.openStream()
+	}()
+	evs := postChat(t, g.base, "slow-stream", "stream a longer answer please")
+	if last := evs[len(evs)-1]; last.Event != "done" || last.Data["status"] != "done" {
+		t.Errorf("chat streamed past http.body_timeout ended with %s %v, want done", last.Event, last.Data)
 	}
 }
 
