@@ -89,6 +89,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, fi
 			return &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf(
 				"request body is over %d bytes: send less (the accepted fields are %s)", limit, fields)}
 		}
+		if bodyTimedOut(err) {
+			return &apiError{status: http.StatusRequestTimeout, msg: "the request body did not arrive within the time allowed (http.body_timeout): send the whole body at once"}
+		}
 		return badRequest("reading the request body: %v", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {

@@ -113,6 +113,11 @@ func TestConsoleUserNeedsAuthentication(t *testing.T) {
 		{"192.0.2.7:5000", "Console-Admin", http.StatusForbidden},
 		{"127.0.0.1:5000", "console-admin", http.StatusNotFound}, // allowed; no such session
 		{"192.0.2.7:5000", "alice", http.StatusNotFound},
+		// The names the console's own decisions are recorded under are the console's too.
+		{"192.0.2.7:5000", "console", http.StatusForbidden},
+		{"192.0.2.7:5000", "console:ops", http.StatusForbidden},
+		{"127.0.0.1:5000", "console:ops", http.StatusNotFound},
+		{"192.0.2.7:5000", "consoleфан", http.StatusNotFound},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/api/chat/approve",
 			strings.NewReader(`{"session":"s","user":"`+tt.user+`","call_id":"c","decision":"approve"}`))

@@ -64,11 +64,9 @@ func (c *Channel) Handler() http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	})
-	mux.HandleFunc("/api/chat", c.handleChat)
-	mux.HandleFunc("/api/chat/stop", c.handleStop)
-	mux.HandleFunc("/api/chat/approve", c.handleApprove)
-	mux.HandleFunc("/api/chat/stream", c.handleStream)
-	mux.HandleFunc("/api/chat/history", c.handleHistory)
+	for _, rt := range c.chatRoutes() {
+		mux.HandleFunc(rt.path, rt.h)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("no such endpoint %s: see GET / for the chat page", r.URL.Path)})
 	})
@@ -80,6 +78,32 @@ func (c *Channel) Handler() http.Handler {
 		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// chatRoute is one path of the chat API.
+type chatRoute struct {
+	path string
+	h    http.HandlerFunc
+}
+
+func (c *Channel) chatRoutes() []chatRoute {
+	return []chatRoute{
+		{"/api/chat", c.handleChat},
+		{"/api/chat/stop", c.handleStop},
+		{"/api/chat/approve", c.handleApprove},
+		{"/api/chat/stream", c.handleStream},
+		{"/api/chat/history", c.handleHistory},
+	}
+}
+
+// Routes lists the patterns Handler serves (http.ServeMux patterns), so that a server mounting
+// it can check its own rules against every one.
+func (c *Channel) Routes() []string {
+	out := []string{"/{$}", "/assets/"}
+	for _, rt := range c.chatRoutes() {
+		out = append(out, rt.path)
+	}
+	return out
 }
 
 func (c *Channel) bodyLimit() int64 { return int64(2*c.cfg.MaxTextBytes + 16<<10) }
@@ -98,11 +122,20 @@ func (c *Channel) user(r *http.Request, u string) (string, *apiError) {
 	if msg := checkUser(u); msg != "" {
 		return "", badRequest("%s", msg)
 	}
-	if strings.EqualFold(u, ConsoleUser) && !c.cfg.Authenticated(r) {
+	if IsConsoleName(u) && !c.cfg.Authenticated(r) {
 		return "", &apiError{status: http.StatusForbidden, msg: fmt.Sprintf(
 			"user %q is the console's own identity and needs an authenticated request: open the chat on this machine at http://localhost or http://127.0.0.1, or set http.auth_token", u)}
 	}
 	return u, nil
+}
+
+// IsConsoleName reports the user ids kept for the console: ConsoleUser, "console" and
+// "console:<operator>", the ids the console's own decisions are recorded under. A chat request
+// may use them only when authenticated, so no one else's messages or decisions read as the
+// console's.
+func IsConsoleName(u string) bool {
+	l := strings.ToLower(strings.TrimSpace(u))
+	return l == ConsoleUser || l == "console" || strings.HasPrefix(l, "console:")
 }
 
 // sessionParam validates a required session id.
@@ -529,4 +562,24 @@ func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {
 // readPost is ReadMutation for the chat API's POSTs.
 func readPost(w http.ResponseWriter, r *http.Request, limit int64, dst any, fields string) bool {
 	return ReadMutation(w, r, http.MethodPost, limit, dst, fields)
+}
+
+// Expect tells the channel that an event for session was submitted elsewhere (the console's
+// decision on a web session's approval), so that a stream attached to the session follows the
+// turn it starts, as after POST /api/chat/approve. cancel forgets it when the submit failed.
+// A session the channel no longer holds is left alone.
+func (c *Channel) Expect(session, eventID string) (cancel func()) {
+	s := c.lockLiveSession(session)
+	if s == nil {
+		return func() {}
+	}
+	now := c.cfg.Now()
+	s.queue(eventID, now)
+	s.lastActive = now
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.queued, eventID)
+		s.mu.Unlock()
+	}
 }

@@ -93,9 +93,9 @@ type Config struct {
 	// *echogate.RetryAfterError or with a Temporary() bool method returning true are
 	// back-pressure without it. cmd wires errors.Is(err, pipeline.ErrMailboxFull) here.
 	IsBackpressure func(error) bool
-	// Authenticated reports whether a request proved who sent it; only such a request may act as
-	// ConsoleUser. Default LocalRequest (from this machine, by a loopback name); cmd adds the
-	// auth token.
+	// Authenticated reports whether a request proved who sent it; only such a request may use a
+	// console name (IsConsoleName). Default LocalRequest (from this machine, by a loopback name);
+	// cmd passes the server's one authentication rule (Auth.Allows).
 	Authenticated func(*http.Request) bool
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,15 +13,15 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/router"
-	"github.com/echogate/echogate/channels/web"
 	"github.com/echogate/echogate/internal/memrec"
 	"github.com/echogate/echogate/pipeline"
 )
 
-// adminAPI is the JSON API the web console uses. Every path is under /api/ and protected by
-// http.auth_token (see auth) when one is set:
+// adminAPI registers the JSON API the web console uses. Every path is under /api/ and guarded
+// by the server's one authentication rule (web.Auth, see routes.go):
 //
 //	GET  /api/info                      version, model, store, channels, whether auth is on
+//	GET  /api/ready                     /readyz's status with each part's detail (storage, channels, MCP servers)
 //	GET  /api/sessions                  ?limit= → sessions, newest first
 //	GET  /api/sessions/transcript       ?session=&limit= → the transcript, oldest first
 //	GET  /api/turns                     ?session=&agent=&limit= → turns, newest first (all sessions without session)
@@ -31,7 +30,7 @@ import (
 //	GET  /api/refusals                  → the latest events the access rules refused, newest first
 //	GET  /api/turns/detail              ?id= → {turn, usage, messages}: one turn with its ledger entries and transcript
 //	GET  /api/approvals                 ?limit= → paused turns waiting for an approval or an answer
-//	POST /api/approvals/decide          {"session","call_id","decision","user"} → 202: decide an approval of any session
+//	POST /api/approvals/decide          {"session","call_id","decision","user"} → 202: decide an approval of any session, as the console
 //	GET  /api/usage                     ?session=&user=&turn=&since= → {total, records}
 //	GET  /api/usage/series              ?days=30&session=&user=&channel= → daily totals (UTC days)
 //	GET  /api/budgets                   the configured spend limits (budgets.*)
@@ -41,9 +40,9 @@ import (
 //	GET  /api/names                     ?ids=slack:U1,discord:42 → {names: {id: display name}} of the ids seen
 //
 // Errors are JSON {"error": "…"} naming what was wrong and how to fix it.
-func (g *gateway) adminAPI() http.Handler {
-	mux := http.NewServeMux()
+func (g *gateway) adminAPI(mux *routeMux) {
 	mux.HandleFunc("GET /api/info", g.handleInfo)
+	mux.HandleFunc("GET /api/ready", g.handleReady)
 	mux.HandleFunc("GET /api/sessions", func(w http.ResponseWriter, r *http.Request) {
 		ss, err := g.store.ListSessions(r.Context(), limitParam(r, 100))
 		writeJSON(w, nonNil(ss), wrapErr("list sessions", err))
@@ -78,7 +77,6 @@ func (g *gateway) adminAPI() http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown API path "+r.URL.Path+": see GET /api/info and the README's endpoint list")
 	})
-	return mux
 }
 
 func (g *gateway) handleInfo(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +88,7 @@ func (g *gateway) handleInfo(w http.ResponseWriter, r *http.Request) {
 		"channels":         g.channelNames(),
 		"auth":             g.cfg.HTTP.AuthToken != "",
 		"approvers":        len(g.cfg.Approval.Approvers),
-		"console_identity": consoleUser,
+		"console_identity": consoleName,
 	}, nil)
 }
 
@@ -191,120 +189,6 @@ func pendingArgs(p echogate.PendingTurn) string {
 func platformOf(k echogate.SessionKey) string {
 	p, _, _ := strings.Cut(string(k), ":")
 	return p
-}
-
-// decideRequest is the body of POST /api/approvals/decide.
-type decideRequest struct {
-	Session  string `json:"session"`
-	CallID   string `json:"call_id"`
-	Decision string `json:"decision"`
-	User     string `json:"user"`
-}
-
-var consoleDecisions = map[string]string{
-	"approve":         echogate.ReactionApprove,
-	"approve_session": echogate.ReactionApproveSession,
-	"deny":            echogate.ReactionDeny,
-}
-
-// handleDecide submits an approval decision for any session through the pipeline, as a reaction
-// on the session's approval prompt by the console's approver identity (see consoleActor). The
-// pipeline resumes the turn and answers on the session's own platform.
-func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
-	// The console decides as an approver, so only an authenticated console may: the token (auth
-	// ran before this handler) or, without one, a request from this machine that names it by a
-	// loopback name or address.
-	if !consoleAuthenticated(g.cfg.HTTP.AuthToken)(r) {
-		writeError(w, http.StatusForbidden, "approval decisions from the console need authentication: open the console at http://127.0.0.1 or http://localhost on this machine, or set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN)")
-		return
-	}
-	var req decideRequest
-	if !web.ReadMutation(w, r, http.MethodPost, 16<<10, &req, `"session", "call_id", "decision" and "user"`) {
-		return
-	}
-	switch {
-	case req.Session == "":
-		writeError(w, http.StatusBadRequest, "session is required: the session key from GET /api/approvals, e.g. slack:C123:1700000000.000100")
-		return
-	case req.CallID == "":
-		writeError(w, http.StatusBadRequest, "call_id is required: the call_id from GET /api/approvals")
-		return
-	}
-	emoji, ok := consoleDecisions[req.Decision]
-	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("decision %q is not one of approve, approve_session, deny", req.Decision))
-		return
-	}
-	ctx := r.Context()
-	key := echogate.SessionKey(req.Session)
-	pend, err := g.store.GetPending(ctx, key)
-	if errors.Is(err, echogate.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "session "+req.Session+" has no pending approval: it was decided already, timed out, or never asked")
-		return
-	}
-	if err != nil {
-		writeJSON(w, nil, wrapErr("pending turn of "+req.Session, err))
-		return
-	}
-	if pend.Kind != echogate.PauseApproval {
-		writeError(w, http.StatusConflict, "session "+req.Session+" waits for an answer to a question, not an approval: answer it in the conversation")
-		return
-	}
-	if pend.CallID != req.CallID {
-		writeError(w, http.StatusConflict, fmt.Sprintf("the pending approval of session %s is call %q, not %q: it changed; reload the approvals", req.Session, pend.CallID, req.CallID))
-		return
-	}
-	if pend.Prompt.IsZero() {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusConflict, "the approval prompt of session "+req.Session+" is not posted yet: retry in a moment")
-		return
-	}
-	sess, err := g.store.GetSession(ctx, key)
-	if err != nil {
-		writeJSON(w, nil, wrapErr("session "+req.Session, err))
-		return
-	}
-	platform := sess.Conversation.Platform
-	if !slices.Contains(g.channelNames(), platform) {
-		writeError(w, http.StatusConflict, "session "+req.Session+" belongs to the "+platform+" channel, which this server does not run: decide it there (for console sessions: echogate chat --session)")
-		return
-	}
-	actor, status, msg := g.consoleActor(platform, req.User, pend)
-	if status != 0 {
-		writeError(w, status, msg)
-		return
-	}
-	_, actorID, _ := strings.Cut(actor, ":")
-	ev := echogate.InboundEvent{
-		ID:           consoleEventID(),
-		Kind:         echogate.KindReaction,
-		Conversation: sess.Conversation,
-		Session:      key,
-		Actor:        echogate.Actor{ID: actorID, Name: "echogate console"},
-		Reaction:     emoji,
-		Target:       pend.Prompt,
-		Message:      pend.Prompt,
-		ReceivedAt:   time.Now(),
-	}
-	if err := g.submit(ctx, ev); err != nil {
-		g.log.Warn("console approval decision not accepted", "session", req.Session, "event_id", ev.ID, "err", err)
-		switch d, limited := echogate.RetryAfter(err); {
-		case limited:
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
-			writeError(w, http.StatusTooManyRequests, "the session is busy: retry in a moment ("+err.Error()+")")
-		case errors.Is(err, pipeline.ErrShuttingDown), errors.Is(err, pipeline.ErrNotRunning):
-			w.Header().Set("Retry-After", "5")
-			writeError(w, http.StatusServiceUnavailable, "the gateway is not accepting events ("+err.Error()+"): retry later")
-		default:
-			writeJSON(w, nil, wrapErr("submit decision for "+req.Session, err))
-		}
-		return
-	}
-	g.log.Info("console approval decision submitted", "session", req.Session, "event_id", ev.ID, "tool", pend.Tool,
-		"turn", pend.Turn, "decision", req.Decision, "by", actor)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "event_id": ev.ID, "actor": actor})
 }
 
 func (g *gateway) handleUsage(w http.ResponseWriter, r *http.Request) {

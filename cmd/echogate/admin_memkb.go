@@ -19,7 +19,7 @@ import (
 //	POST /api/knowledge/upload  {"name", "content": base64} → {report, document}: add or replace a file
 //	POST /api/memory/forget     {"id"} → the forgotten memory
 //	POST /api/memory/edit       {"id", "text"} → the memory that replaces it (same owner, kind, pin)
-func (g *gateway) memkbAPI(mux *http.ServeMux) {
+func (g *gateway) memkbAPI(mux *routeMux) {
 	mux.HandleFunc("GET /api/knowledge/search", g.handleKnowledgeSearch)
 	mux.HandleFunc("POST /api/knowledge/delete", g.handleKnowledgeDelete)
 	mux.HandleFunc("POST /api/knowledge/upload", g.handleKnowledgeUpload)

@@ -16,35 +16,26 @@ import (
 	"github.com/echogate/echogate/pipeline"
 )
 
-func TestConsoleActor(t *testing.T) {
-	web := echogate.PendingTurn{Session: "web:s1", RequestedBy: "web:alice"}
-	slack := echogate.PendingTurn{Session: "slack:C1:1.2", RequestedBy: "slack:U1"}
-	for name, tt := range map[string]struct {
-		approvers []string
-		platform  string
-		user      string
-		pend      echogate.PendingTurn
-		want      string
-		status    int
-		msg       string
-	}{
-		"console identity listed":        {[]string{"slack:U9", "slack:console-admin"}, "slack", "", slack, "slack:console-admin", 0, ""},
-		"first approver of the platform": {[]string{"discord:7", "slack:U9"}, "slack", "", slack, "slack:U9", 0, ""},
-		"no approver for the platform":   {[]string{"discord:7"}, "slack", "", slack, "", http.StatusForbidden, "add slack:console-admin"},
-		"requester is not enough":        {nil, "slack", "slack:U1", slack, "", http.StatusForbidden, "approval.approvers"},
-		"named approver":                 {[]string{"slack:U9"}, "slack", "slack:U9", slack, "slack:U9", 0, ""},
-		"bare id on the platform":        {[]string{"slack:U9"}, "slack", "U9", slack, "slack:U9", 0, ""},
-		"other platform's identity":      {[]string{"slack:U9", "discord:U9"}, "slack", "discord:U9", slack, "", http.StatusBadRequest, "is on slack"},
-		"unlisted user":                  {[]string{"slack:U9"}, "slack", "slack:U2", slack, "", http.StatusForbidden, "slack:U2 may not decide"},
-		"web falls back to requester":    {nil, "web", "", web, "web:alice", 0, ""},
-		"web requester named":            {nil, "web", "alice", web, "web:alice", 0, ""},
-		"web console identity first":     {[]string{"web:console-admin"}, "web", "", web, "web:console-admin", 0, ""},
-		"web stranger":                   {nil, "web", "mallory", web, "", http.StatusForbidden, "web:mallory may not decide"},
+// A console decision is the console's own (an IsSelf event), with the operator's name when
+// given; it never acts as a platform user or a listed approver.
+func TestConsoleDecider(t *testing.T) {
+	for user, want := range map[string]string{
+		"":                      "console",
+		"  ":                    "console",
+		"ops.lead":              "console:ops.lead",
+		"ana@example":           "console:ana@example",
+		"slack:U9":              "",
+		"U9 ":                   "console:U9",
+		"two words":             "",
+		"console-admin:x":       "",
+		strings.Repeat("a", 65): "",
 	} {
-		c := &core{cfg: &Config{Approval: ApprovalConfig{Approvers: tt.approvers}}}
-		got, status, msg := c.consoleActor(tt.platform, tt.user, tt.pend)
-		if got != tt.want || status != tt.status || !strings.Contains(msg, tt.msg) {
-			t.Errorf("%s: consoleActor(%s, %q) = %q, %d, %q; want %q, %d, a message naming %q", name, tt.platform, tt.user, got, status, msg, tt.want, tt.status, tt.msg)
+		a, err := consoleDecider(user)
+		switch {
+		case want == "" && (err == nil || !strings.Contains(err.Error(), "decides as itself")):
+			t.Errorf("consoleDecider(%q) = %+v, %v; want an error saying the console decides as itself", user, a, err)
+		case want != "" && (err != nil || a.ID != want || !a.IsSelf || !strings.Contains(a.Name, "echogate console")):
+			t.Errorf("consoleDecider(%q) = %+v, %v; want the gateway's own actor %s named as the console", user, a, err, want)
 		}
 	}
 }
@@ -208,8 +199,8 @@ func TestAdminAPI(t *testing.T) {
 		"bad decision":       {"application/json", body("web:adm", call, "maybe", ""), nil, 400, `decision "maybe" is not one of`},
 		"nothing pending":    {"application/json", body("web:other", call, "approve", ""), nil, 404, "has no pending approval"},
 		"stale call":         {"application/json", body("web:adm", "call_old", "approve", ""), nil, 409, "reload the approvals"},
-		"other platform":     {"application/json", body("web:adm", call, "approve", "slack:U1"), nil, 400, "is on web"},
-		"not the requester":  {"application/json", body("web:adm", call, "approve", "mallory"), nil, 403, "web:mallory may not decide"},
+		"a platform user":    {"application/json", body("web:adm", call, "approve", "slack:U1"), nil, 400, "decides as itself"},
+		"not an operator":    {"application/json", body("web:adm", call, "approve", "web:u1"), nil, 400, "decides as itself"},
 		"unknown admin path": {"application/json", "{}", nil, 404, "unknown API path"},
 	} {
 		url := decide
@@ -222,10 +213,10 @@ func TestAdminAPI(t *testing.T) {
 		}
 	}
 
-	// The decision goes through the pipeline as the requester's (a web session) and resumes the turn.
+	// The decision goes through the pipeline as the console's (not the requester's) and resumes the turn.
 	status, out := adminPost(t, decide, "application/json", body("web:adm", call, "approve", ""))
-	if status != http.StatusAccepted || out["actor"] != "web:u1" {
-		t.Fatalf("POST /api/approvals/decide = %d %v, want 202 as web:u1", status, out)
+	if status != http.StatusAccepted || out["actor"] != "console" {
+		t.Fatalf("POST /api/approvals/decide = %d %v, want 202 as the console", status, out)
 	}
 	var turns []echogate.TurnRecord
 	waitFor(t, "the resumed turn to finish", func() bool {
@@ -317,8 +308,8 @@ func TestAdminAPI(t *testing.T) {
 }
 
 // TestConsoleDecidesSlackApproval approves a Slack conversation's tool call from the console:
-// the decision reaches the pipeline as a reaction by the console's approver identity, and the
-// answer is posted in the Slack thread.
+// the decision reaches the pipeline as the console's own reaction, and the answer is posted in
+// the Slack thread.
 func TestConsoleDecidesSlackApproval(t *testing.T) {
 	p, _ := newSlackPlatform(t)
 	p.vars["ECHOGATE_APPROVERS"] = "slack:console-admin"
@@ -342,20 +333,18 @@ func TestConsoleDecidesSlackApproval(t *testing.T) {
 		b, _ := json.Marshal(decideRequest{Session: string(pd.Session), CallID: pd.CallID, Decision: "approve", User: user})
 		return string(b)
 	}
-	if status, out := adminPost(t, g.base+"/api/approvals/decide", "application/json", req("slack:U_STRANGER")); status != http.StatusForbidden {
-		t.Errorf("deciding as an unlisted Slack user = %d %v, want 403", status, out)
+	if status, out := adminPost(t, g.base+"/api/approvals/decide", "application/json", req("slack:U_STRANGER")); status != http.StatusBadRequest {
+		t.Errorf("deciding as a Slack user = %d %v, want 400", status, out)
 	}
 	status, out := adminPost(t, g.base+"/api/approvals/decide", "application/json", req(""))
-	if status != http.StatusAccepted || out["actor"] != "slack:console-admin" {
-		t.Fatalf("POST /api/approvals/decide = %d %v, want 202 as slack:console-admin", status, out)
+	if status != http.StatusAccepted || out["actor"] != "console" {
+		t.Fatalf("POST /api/approvals/decide = %d %v, want 202 as the console", status, out)
 	}
 	c.waitMsg(t, afterToolText)
 	if res := singleToolResult(t, approvalEnv{p: p, g: g, model: model}, tag, "current_time"); !strings.Contains(res, `"timezone":"UTC"`) {
 		t.Errorf("tool result = %q, want the current_time output", res)
 	}
-	if !strings.Contains(g.logs.String(), "by=slack:console-admin") {
-		t.Errorf("log lacks the console's decision:\n%s", g.logs.String())
-	}
+	g.logs.waitLine(t, "pause resolved", "by=slack:console")
 }
 
 // TestAdminMemoryAndKnowledgeLists: with memory and knowledge on, their console endpoints list

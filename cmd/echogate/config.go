@@ -91,6 +91,15 @@ type HTTPConfig struct {
 	// (default 30s). Behind a proxy that reuses idle connections to the gateway, set it above
 	// the proxy's own idle timeout (AWS ALB: 60s), so the proxy always closes first.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MetricsToken also admits a request to /metrics (and nothing else), for a scraper that should
+	// not hold AuthToken. /metrics takes AuthToken too.
+	MetricsToken string `yaml:"metrics_token" env:"ECHOGATE_HTTP_METRICS_TOKEN"`
+	// BodyTimeout is how long a request's body may take to arrive once its headers did (default
+	// 30s); a slower one is answered 408 and its connection closed.
+	BodyTimeout Duration `yaml:"body_timeout"`
+	// MaxConnections caps the open connections (default 4096); past it, new ones wait in the
+	// listen backlog until one closes.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 type DatabaseConfig struct {

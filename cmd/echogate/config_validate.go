@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/echogate/echogate/channels/web"
 )
@@ -43,8 +44,19 @@ func (c *Config) validateHTTP() error {
 	if _, err := web.NewHostPolicy(c.HTTP.Addr, c.HTTP.AllowedHosts); err != nil {
 		return badKey("http.allowed_hosts", "%v", err)
 	}
-	if !isLoopbackAddr(c.HTTP.Addr) && c.HTTP.AuthToken == "" {
-		return badKey("http.auth_token", "http.addr %s is reachable from other machines: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN) to protect the console and admin API", c.HTTP.Addr)
+	if c.HTTP.AuthToken == "" {
+		if !isLoopbackAddr(c.HTTP.Addr) {
+			return badKey("http.auth_token", "http.addr %s is reachable from other machines: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN) to protect the console and admin API", c.HTTP.Addr)
+		}
+		if h := firstRemoteHost(c.HTTP.AllowedHosts); h != "" {
+			return badKey("http.auth_token", "http.allowed_hosts names %q, so the server answers requests a proxy forwards from other machines: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN) to protect the console and admin API", h)
+		}
+	}
+	if c.HTTP.BodyTimeout < 0 {
+		return badKey("http.body_timeout", "%s is negative: give how long a request body may take to arrive, e.g. 30s", time.Duration(c.HTTP.BodyTimeout))
+	}
+	if c.HTTP.MaxConnections < 0 {
+		return badKey("http.max_connections", "%d is negative: give the most connections the server holds at once, e.g. 4096", c.HTTP.MaxConnections)
 	}
 	if u := c.Database.URL; u != "" {
 		pu, err := url.Parse(u)
@@ -53,6 +65,19 @@ func (c *Config) validateHTTP() error {
 		}
 	}
 	return nil
+}
+
+// firstRemoteHost returns the first name of http.allowed_hosts that is not a loopback name or
+// address: a name other machines reach the server by. "" when there is none.
+func firstRemoteHost(hosts []string) string {
+	for _, h := range hosts {
+		name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(h), "["), "]")
+		if ip := net.ParseIP(name); ip != nil && ip.IsLoopback() || ip == nil && web.IsLoopbackName(name) {
+			continue
+		}
+		return h
+	}
+	return ""
 }
 
 // validateProviders checks the providers' URLs, the models they serve and the prices.

@@ -28,7 +28,7 @@ func cmdDoctor(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: 10 * time.Second}
-	checks := []check{{name: "config", ok: true, detail: "loaded and valid"}}
+	checks := []check{{name: "config", ok: true, detail: "loaded and valid"}, doctorConfigFile(cfg.source.path)}
 	checks = append(checks, doctorAgents(cfg)...) // doctor_agents.go
 	checks = append(checks, doctorStore(ctx, cfg, log))
 	checks = append(checks, doctorModel(ctx, client, cfg)...)

@@ -184,6 +184,12 @@ func writeConfig(t *testing.T, yaml string) string {
 // waits for /healthz, and stops it (expecting exit 0) when the test ends.
 func startGateway(t *testing.T, vars map[string]string, yaml string) *e2eGateway {
 	t.Helper()
+	return startGatewayFile(t, vars, writeConfig(t, yaml))
+}
+
+// startGatewayFile is startGateway with the configuration file at path ("" for none).
+func startGatewayFile(t *testing.T, vars map[string]string, path string) *e2eGateway {
+	t.Helper()
 	vars = cloneVars(vars)
 	addr := freeAddr(t)
 	vars["ECHOGATE_HTTP_ADDR"] = addr
@@ -191,8 +197,8 @@ func startGateway(t *testing.T, vars map[string]string, yaml string) *e2eGateway
 		vars["ECHOGATE_DATA_DIR"] = t.TempDir()
 	}
 	var args []string
-	if p := writeConfig(t, yaml); p != "" {
-		args = append(args, "--config", p)
+	if path != "" {
+		args = append(args, "--config", path)
 	}
 	e, _, _ := testEnv(vars, append(args, "serve")...)
 	logs := newLogBuffer()
@@ -331,22 +337,23 @@ func waitHealthy(t *testing.T, base string, logs *logBuffer, exited func() (int,
 	}
 }
 
-// readyz returns /readyz's status and body.
+// readyz returns the readiness status and its details: GET /api/ready (from this machine, so
+// without a token), which answers /readyz's status with each part's state.
 func readyz(t *testing.T, base string) (int, map[string]string) {
 	t.Helper()
-	resp, err := http.Get(base + "/readyz")
+	resp, err := http.Get(base + "/api/ready")
 	if err != nil {
-		t.Fatalf("GET /readyz: %v", err)
+		t.Fatalf("GET /api/ready: %v", err)
 	}
 	defer resp.Body.Close()
 	body := map[string]string{}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatalf("GET /readyz: body is not a JSON object: %v", err)
+		t.Fatalf("GET /api/ready: body is not a JSON object: %v", err)
 	}
 	return resp.StatusCode, body
 }
 
-// waitReadyz polls /readyz until its status is want and the named entry satisfies ok.
+// waitReadyz polls the readiness (readyz) until its status is want and the named entry satisfies ok.
 func waitReadyz(t *testing.T, base string, want int, entry string, ok func(string) bool) map[string]string {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)

@@ -107,24 +107,27 @@ func TestE2EDNSRebindingRefused(t *testing.T) {
 	}
 }
 
-// http.allowed_hosts admits the names a proxy or users reach the gateway by; without a token a
-// request by such a name still cannot decide as the console (only loopback names count as the
-// console's own).
+// http.allowed_hosts admits the names a proxy or users reach the gateway by (with the token,
+// which such a configuration requires); without the token a request by such a name cannot
+// decide as the console.
 func TestE2EAllowedHostsAndConsoleDecide(t *testing.T) {
+	const token = "allowed-hosts-token"
 	model := newScriptedModel(t)
-	g := startGateway(t, model.vars(), "http:\n  allowed_hosts: [chat.example.test, \"*.corp.example\"]\napproval: {approvers: [web:console-admin]}\n")
+	vars := model.vars()
+	vars["ECHOGATE_HTTP_AUTH_TOKEN"] = token
+	g := startGateway(t, vars, "http:\n  allowed_hosts: [chat.example.test, \"*.corp.example\"]\n")
 	for host, want := range map[string]int{"chat.example.test": 200, "a.corp.example:8443": 200, "corp.example": 421, rebindHost: 421} {
-		if status, _ := hostRequest(t, "GET", g.base+"/api/info", host, ""); status != want {
+		if status, _ := authRequest(t, "GET", g.base+"/api/info", host, token, ""); status != want {
 			t.Errorf("GET /api/info with Host %s = %d, want %d", host, status, want)
 		}
 	}
 	decide := `{"session":"web:none","call_id":"c","decision":"approve"}`
-	if status, body := hostRequest(t, "POST", g.base+"/api/approvals/decide", "chat.example.test", decide); status != http.StatusForbidden || !strings.Contains(body, "authentication") {
-		t.Errorf("decide by an allowed name without a token = %d %q, want 403 asking for authentication", status, body)
+	if status, body := hostRequest(t, "POST", g.base+"/api/approvals/decide", "chat.example.test", decide); status != http.StatusUnauthorized || !strings.Contains(body, "authentication") {
+		t.Errorf("decide by an allowed name without the token = %d %q, want 401 asking for authentication", status, body)
 	}
-	// From this machine by a loopback name the console decides (here: nothing pending → 404).
-	if status, body := hostRequest(t, "POST", g.base+"/api/approvals/decide", "localhost", decide); status != http.StatusNotFound {
-		t.Errorf("decide by localhost = %d %q, want 404 (no pending approval)", status, body)
+	// With the token the console decides, by any name it answers (here: nothing pending → 404).
+	if status, body := authRequest(t, "POST", g.base+"/api/approvals/decide", "chat.example.test", token, decide); status != http.StatusNotFound {
+		t.Errorf("decide with the token = %d %q, want 404 (no pending approval)", status, body)
 	}
 }
 
@@ -138,7 +141,8 @@ func TestConfigAllowedHostsInvalid(t *testing.T) {
 
 func TestConfigAllowedHostsFromEnv(t *testing.T) {
 	cfg, err := loadConfig("", func(k string) string {
-		return map[string]string{"ECHOGATE_HTTP_ALLOWED_HOSTS": "chat.example.com, *.corp.example", "ECHOGATE_DATA_DIR": t.TempDir()}[k]
+		return map[string]string{"ECHOGATE_HTTP_ALLOWED_HOSTS": "chat.example.com, *.corp.example", "ECHOGATE_DATA_DIR": t.TempDir(),
+			"ECHOGATE_HTTP_AUTH_TOKEN": "from-env-token"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -360,7 +360,7 @@ func TestServeWebChatStreamsAndShutsDown(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get(base + "/readyz")
+	resp, err := http.Get(base + "/api/ready")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestServeWebChatStreamsAndShutsDown(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&ready)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.HasPrefix(ready["storage"], "ok") {
-		t.Errorf("/readyz = %d %v", resp.StatusCode, ready)
+		t.Errorf("/api/ready = %d %v", resp.StatusCode, ready)
 	}
 
 	// Bad input gets 400 naming the problem.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -118,5 +119,28 @@ func TestReadyzListsMCPServers(t *testing.T) {
 	}
 	if !strings.HasPrefix(got["mcp:gone"], "not connected: ") || !strings.Contains(got["mcp:gone"], "no-such-server") {
 		t.Errorf("/readyz mcp:gone = %q, want not connected naming the command", got["mcp:gone"])
+	}
+}
+
+// Finding 7: /readyz told anyone who asked an MCP server's stderr (and storage errors). It says
+// only ready or not; the details are GET /api/ready's, behind the one authentication rule.
+func TestReadyzKeepsMCPStderrForTheOperator(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	body := "mcp:\n  servers: [{name: crashy, command: /bin/sh, args: ['-c', 'echo \"fatal: bad key sk-leaked-in-stderr\" >&2; exit 3']}]\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _, stop := startServe(t, map[string]string{"ECHOGATE_DATA_DIR": dir}, "--config", p)
+	defer stop()
+	waitReadyz(t, base, http.StatusOK, "mcp:crashy", func(s string) bool { return strings.Contains(s, "sk-leaked-in-stderr") })
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(b)) != `{"status":"ready"}` {
+		t.Errorf("GET /readyz = %d %q, want 200 {\"status\":\"ready\"} without the MCP server's stderr", resp.StatusCode, b)
 	}
 }

@@ -66,12 +66,15 @@ var errNoConfigFile = errors.New("no configuration file was read at start (--con
 // reload reads the configuration file again (SIGHUP, or the file changed) and applies its `access:` and `agents:`
 // atomically: the next event is checked against the new rules and served by the new
 // profiles, running turns finish under the profile they started with. A file that does not
-// load or validate is refused with the error and the running configuration stays. Other
-// sections take effect at the next start.
+// load or validate, or that others may write (config_trust.go), is refused with the error and
+// the running configuration stays. Other sections take effect at the next start.
 func (c *core) reload(trigger string) error {
 	src := c.cfg.source
 	if src.path == "" {
 		return errNoConfigFile
+	}
+	if err := checkConfigFile(src.path); err != nil { // config_trust.go
+		return err
 	}
 	cfg, err := loadConfig(src.path, src.getenv)
 	if err != nil {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 	"github.com/echogate/echogate/channels/web"
 	"github.com/echogate/echogate/internal/names"
 	"github.com/echogate/echogate/pipeline"
+	"golang.org/x/net/netutil"
 )
 
 // gateway is a running `echogate serve`.
@@ -27,6 +26,10 @@ type gateway struct {
 	channels []channels.Channel
 	extra    map[string]http.Handler // platform HTTP endpoints (/slack/events)
 	names    *names.Directory        // display names seen on inbound events (names_wiring.go)
+	// operator is the one authentication rule (web.Auth): what the console counts as its
+	// operator (routes.go guards every route with it).
+	operator *web.Auth
+	readyLog readyLog
 }
 
 func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
@@ -40,6 +43,14 @@ func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []
 			fmt.Fprintln(e.stderr, "echogate serve:", err)
 		}
 	}()
+	if err := checkConfigFile(cfg.source.path); err != nil { // config_trust.go
+		var foreign *foreignOwnerError
+		if !errors.As(err, &foreign) {
+			fmt.Fprintln(e.stderr, "echogate serve:", err)
+			return 1
+		}
+		log.Warn("configuration file owned by another user: serving it, but reloads of it will be refused", "file", cfg.source.path, "err", err)
+	}
 	applyRuntime(cfg.Runtime, log)
 	hardenProcess(log) // children cannot read our environment or memory (harden_linux.go)
 	g, err := newGateway(ctx, cfg, log)
@@ -63,7 +74,8 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 	g := &gateway{core: c, extra: map[string]http.Handler{}, names: names.New(0)}
 	c.addMemTrim()
 	c.addGCPace(os.Getenv)
-	g.web, err = web.New(web.Config{Authenticated: consoleAuthenticated(cfg.HTTP.AuthToken)}, log)
+	g.operator = web.NewAuth(cfg.HTTP.AuthToken, nil)
+	g.web, err = web.New(web.Config{Authenticated: g.operator.Allows}, log)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -91,6 +103,11 @@ func (g *gateway) serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (http.addr / ECHOGATE_HTTP_ADDR): %w", g.cfg.HTTP.Addr, err)
 	}
+	maxConns := g.cfg.HTTP.MaxConnections
+	if maxConns <= 0 {
+		maxConns = defaultMaxConnections
+	}
+	ln = netutil.LimitListener(ln, maxConns)
 	srv := newHTTPServer(g.routes(), time.Duration(g.cfg.HTTP.IdleTimeout), g.log)
 	names := make([]string, 0, len(g.channels))
 	for _, ch := range g.channels {
@@ -163,104 +180,6 @@ func (g *gateway) serve(ctx context.Context) error {
 	}
 	g.log.Info("echogate stopped")
 	return runErr
-}
-
-func (g *gateway) routes() http.Handler {
-	mux := http.NewServeMux()
-	protect := g.auth
-	mux.Handle("/", protect(g.web.Handler()))
-	mux.Handle("/api/", protect(g.adminAPI()))
-	mux.Handle("PUT /api/budgets", protect(http.HandlerFunc(g.putBudgets)))
-	mux.Handle("/api/chat", protect(g.web.Handler()))
-	mux.Handle("/api/chat/", protect(g.web.Handler()))
-	mux.Handle("GET /metrics", g.metrics.Handler())
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
-	})
-	mux.HandleFunc("GET /readyz", g.readyz)
-	for path, h := range g.extra {
-		mux.Handle(path, h)
-	}
-	hosts, err := web.NewHostPolicy(g.cfg.HTTP.Addr, g.cfg.HTTP.AllowedHosts)
-	if err != nil { // validated with the config; a policy of the bind address alone is stricter
-		hosts, _ = web.NewHostPolicy(g.cfg.HTTP.Addr, nil)
-	}
-	return hosts.Guard(mux, "/slack/events", "/healthz", "/readyz")
-}
-
-// readyz is 200 only when storage answers and every channel is connected.
-func (g *gateway) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
-	body := map[string]string{}
-	ok := true
-	if err := g.store.Ping(ctx); err != nil {
-		ok = false
-		body["storage"] = "unavailable: " + err.Error()
-	} else {
-		body["storage"] = "ok (" + g.backend + ")"
-	}
-	for _, ch := range g.channels {
-		h, is := ch.(channels.Health)
-		if !is {
-			body[ch.Name()] = "ok"
-			continue
-		}
-		ready, detail := h.Ready()
-		if !ready {
-			ok = false
-			detail = "not ready: " + detail
-		}
-		body[ch.Name()] = detail
-	}
-	if g.mcp != nil {
-		// MCP servers are reported but never fail readiness: a turn goes on without their tools.
-		// Each server is listed as "mcp:<name>".
-		up, all := 0, 0
-		for _, s := range g.mcp.Status() {
-			all++
-			detail := fmt.Sprintf("ok (%d tools)", len(s.Tools))
-			switch {
-			case s.Connected:
-				up++
-			case s.Attempts == 0:
-				detail = "connecting"
-			default:
-				detail = fmt.Sprintf("not connected: %s (%d attempts; tools unavailable until it reconnects)", s.LastError, s.Attempts)
-			}
-			body["mcp:"+s.Name] = detail
-		}
-		body["mcp"] = fmt.Sprintf("%d of %d servers connected", up, all)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if !ok {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	_ = json.NewEncoder(w).Encode(body)
-}
-
-// auth protects the console and admin API with http.auth_token (Bearer, or Basic with the token
-// as password, so a browser can log in). Without a token (loopback only) it lets everything pass.
-func (g *gateway) auth(next http.Handler) http.Handler {
-	token := g.cfg.HTTP.AuthToken
-	if token == "" {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := ""
-		if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-			got = strings.TrimPrefix(h, "Bearer ")
-		} else if _, pw, ok := r.BasicAuth(); ok {
-			got = pw
-		}
-		if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="echogate"`)
-			http.Error(w, `{"error":"authentication required: send Authorization: Bearer <http.auth_token>"}`, http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // consoleURL is the address to open in a browser for a listener on addr: a wildcard bind is

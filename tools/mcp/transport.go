@@ -55,7 +55,7 @@ func newStdioTransport(cfg ServerConfig, onLine func(string)) (sdk.Transport, *s
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = minimalEnv(cfg.Env)
 	cmd.Dir = cfg.Dir
-	tw := &tailWriter{keep: 5, onLine: onLine}
+	tw := &tailWriter{keep: 5, onLine: onLine, secrets: secretValues(cfg.Env)}
 	cmd.Stderr = tw
 	// A grandchild that keeps stderr open must not make Wait hang.
 	cmd.WaitDelay = stopGrace
@@ -84,10 +84,14 @@ func (p *stdioProcess) exitDetail() string {
 func (p *stdioProcess) cleanup() { killProcessGroup(p.cmd) }
 
 // tailWriter receives a child's stderr: each line goes to onLine and the last `keep` lines are
-// kept for error messages. Lines are capped at maxLine bytes.
+// kept for error messages. Lines are capped at maxLine bytes. The values of the server's
+// configured environment (its API keys, typically) are masked in both: a server that prints
+// its own credentials in an error does not put them in the log, the status of the server or
+// the console.
 type tailWriter struct {
-	keep   int
-	onLine func(string)
+	keep    int
+	onLine  func(string)
+	secrets []string
 
 	mu    sync.Mutex
 	buf   []byte
@@ -123,6 +127,7 @@ func (w *tailWriter) line(s string) {
 	if strings.TrimSpace(s) == "" {
 		return
 	}
+	s = w.mask(s)
 	if w.onLine != nil {
 		w.onLine(s)
 	}
@@ -132,13 +137,38 @@ func (w *tailWriter) line(s string) {
 	}
 }
 
+// mask replaces the configured values in s.
+func (w *tailWriter) mask(s string) string {
+	for _, v := range w.secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
+}
+
+// minSecretLen is the shortest configured value masked in a server's stderr: shorter ones
+// ("1", "true", a port) are settings, and masking them would garble the lines.
+const minSecretLen = 8
+
+// secretValues returns the configured environment's values worth masking, longest first (so a
+// value containing another is masked whole).
+func secretValues(env map[string]string) []string {
+	var out []string
+	for _, v := range env {
+		if len(v) >= minSecretLen {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
 // Tail returns the last lines joined by " | ".
 func (w *tailWriter) Tail() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	lines := w.lines
 	if len(w.buf) > 0 {
-		lines = append(lines[:len(lines):len(lines)], string(w.buf))
+		lines = append(lines[:len(lines):len(lines)], w.mask(string(w.buf)))
 	}
 	return strings.Join(lines, " | ")
 }

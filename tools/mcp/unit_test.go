@@ -241,3 +241,19 @@ func TestTailWriter(t *testing.T) {
 		t.Errorf("lines = %q, want %q", got, want)
 	}
 }
+
+// Finding 7: an MCP server's stderr reached /readyz; it now reaches only the log and the
+// operator's views, and the server's own configured credentials are masked there too.
+func TestStderrTailMasksConfiguredSecrets(t *testing.T) {
+	var lines []string
+	w := &tailWriter{keep: 3, onLine: func(s string) { lines = append(lines, s) },
+		secrets: secretValues(map[string]string{"API_KEY": "ghp_0123456789abcdef", "KEY_PREFIX": "ghp_0123", "DEBUG": "1"})}
+	_, _ = w.Write([]byte("auth failed for ghp_0123456789abcdef\nretry 1 of 3\npartial ghp_0123456789abcdef"))
+	tail := w.Tail()
+	if strings.Contains(tail, "0123") || !strings.Contains(tail, "auth failed for [redacted]") || !strings.Contains(tail, "partial [redacted]") {
+		t.Errorf("Tail = %q, want the configured key masked whole, in whole and partial lines", tail)
+	}
+	if strings.Contains(strings.Join(lines, "\n"), "0123") || !strings.Contains(strings.Join(lines, "\n"), "retry 1 of 3") {
+		t.Errorf("logged lines = %q, want the key masked and short settings (\"1\") left alone", lines)
+	}
+}

@@ -162,10 +162,10 @@
       });
       if (resp.status === 404 && body.call_id) {
         // The web channel forgot the session (idle or restarted): decide through the admin API,
-        // which finds the pause in the store.
+        // which finds the pause in the store and records the decision as the console's.
         resp = await fetch("api/approvals/decide", {
           method: "POST", headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ session: "web:" + session, call_id: body.call_id, decision, user: user() }),
+          body: JSON.stringify({ session: "web:" + session, call_id: body.call_id, decision }),
         });
       }
       if (!resp.ok) {

@@ -396,10 +396,9 @@
     return card;
   }
 
-  // decide sends a decision. Web sessions go through the web channel (POST api/chat/approve, as
-  // the user who asked, so the chat page follows the resumed turn); when the web channel no longer
-  // knows the session (idle eviction, restart), and for Slack and Discord sessions, the admin
-  // endpoint submits it through the pipeline as the console's approver identity.
+  // decide sends a decision through the admin endpoint, which submits it through the pipeline as
+  // the console's own (recorded as "console", or "console:<name>" with the name typed in
+  // "Your name"), never as the user who asked or a listed approver.
   async function decide(card, p, decision, result) {
     const buttons = card.querySelectorAll("button");
     buttons.forEach((b) => { b.disabled = true; });
@@ -407,15 +406,8 @@
     result.className = "result";
     result.textContent = "Sending…";
     const as = $("decide-as").value.trim();
-    let r = null;
     const web = p.session.startsWith("web:");
-    if (web && !as) {
-      const user = (p.requested_by || "").replace(/^web:/, "");
-      r = await post("api/chat/approve", { session: p.session.slice(4), user, call_id: p.call_id, decision });
-    }
-    if (!r || (!r.ok && r.status === 404)) {
-      r = await post("api/approvals/decide", { session: p.session, call_id: p.call_id, decision, user: as });
-    }
+    const r = await post("api/approvals/decide", { session: p.session, call_id: p.call_id, decision, user: as });
     delete card.dataset.busy;
     if (!r.ok) {
       result.className = "result err";
