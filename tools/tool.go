@@ -54,6 +54,14 @@ type Spec struct {
 	Description string          // shown to the model
 	Parameters  json.RawMessage // JSON Schema of the arguments object; nil means {"type":"object"}
 	Safety      Safety
+	// ApproversOnly: a call needs a listed approver's decision; the requester's own ✅ or 🔁
+	// does not decide it (as for every Destructive tool).
+	ApproversOnly bool
+	// Fetches: the tool brings outside content into the turn and its arguments reach the
+	// outside (a URL), so it can carry the turn's data out. A Safe one runs without asking
+	// unless the turn's input carries text from other authors or fetched content; then it asks
+	// (an explicit approval policy of allow keeps it unconditional).
+	Fetches bool
 }
 
 // Result is what a tool call returns to the model. A failure the model should see (bad arguments,
