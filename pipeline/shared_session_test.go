@@ -249,7 +249,7 @@ func TestParticipantCannotResetSharedConversation(t *testing.T) {
 
 type modelList []string
 
-func (m modelList) Models() []string        { return m }
+func (m modelList) Models() []string       { return m }
 func (m modelList) Known(name string) bool { return slices.Contains(m, name) }
 
 // Finding 5: !model switched the shared conversation for everyone, over an agent's pinned
