@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,7 @@ type MemStore struct {
 	sessions map[echogate.SessionKey]echogate.SessionInfo
 	messages map[echogate.SessionKey][]echogate.StoredMessage
 	seq      map[echogate.SessionKey]int64
-	grants   map[echogate.SessionKey]map[string]bool
+	grants   map[echogate.SessionKey]map[string]bool // user NUL tool
 	turns    map[string]echogate.TurnRecord
 	usage    []echogate.UsageRecord
 	pending  map[echogate.SessionKey]echogate.PendingTurn
@@ -208,7 +209,8 @@ func (s *MemStore) HistorySince(ctx context.Context, key echogate.SessionKey, af
 	return append([]echogate.StoredMessage(nil), rest...), true, nil
 }
 
-func (s *MemStore) GrantTool(ctx context.Context, key echogate.SessionKey, tool, by string, at time.Time) error {
+// GrantTool records user's grant of tool in the session (one person's, see Store).
+func (s *MemStore) GrantTool(ctx context.Context, key echogate.SessionKey, user, tool, by string, at time.Time) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
@@ -216,18 +218,21 @@ func (s *MemStore) GrantTool(ctx context.Context, key echogate.SessionKey, tool,
 	if s.grants[key] == nil {
 		s.grants[key] = map[string]bool{}
 	}
-	s.grants[key][tool] = true
+	s.grants[key][user+"\x00"+tool] = true
 	return nil
 }
 
-func (s *MemStore) Grants(ctx context.Context, key echogate.SessionKey) ([]string, error) {
+// Grants lists the tools granted to user in the session, sorted.
+func (s *MemStore) Grants(ctx context.Context, key echogate.SessionKey, user string) ([]string, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
 	var out []string
 	for g := range s.grants[key] {
-		out = append(out, g)
+		if tool, ok := strings.CutPrefix(g, user+"\x00"); ok {
+			out = append(out, tool)
+		}
 	}
 	sort.Strings(out)
 	return out, nil
