@@ -231,6 +231,9 @@ type ToolConf struct {
 	Allowed      []string `yaml:"allowed"`       // run_command
 	Timeout      Duration `yaml:"timeout"`
 	Enabled      *bool    `yaml:"enabled"`
+	// ApproversOnly: the tool's calls need an approver's decision (as a destructive tool's);
+	// the requester's own approval does not count.
+	ApproversOnly bool `yaml:"approvers_only"`
 }
 
 type BudgetsConfig struct {
