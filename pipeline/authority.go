@@ -180,3 +180,12 @@ func (p *Pipeline) needsApprover(tool string) bool {
 	s := t.Spec()
 	return s.Safety == tools.Destructive || s.ApproversOnly
 }
+
+// approverNote ends the approval prompt of a call that needs an approver: who can approve it,
+// since the requester's own ✅ or 🔁 does not.
+func (p *Pipeline) approverNote(tool string, approvers map[string]bool) string {
+	if !p.needsApprover(tool) {
+		return ""
+	}
+	return "\n⚠️ " + whoCan(actApprove, parties{approvers: approvers, needsApprover: true}, tool)
+}

@@ -147,6 +147,9 @@ func TestRequesterCannotApproveOwnDestructiveCall(t *testing.T) {
 				t.Fatalf("turn = %+v, want paused", d)
 			}
 			prompt := newestPrompt(t, h)
+			if text := promptOf(t, h).Text; !strings.Contains(text, "Only an approver (web:BOSS) can approve `"+tc.tool.spec.Name+"`") {
+				t.Errorf("prompt = %q, want it to say only an approver (web:BOSS) can approve", text)
+			}
 			h.submit(tc.decide(prompt))
 			marker := shared("t1", "UA", "!help") // handled after the decision
 			h.submit(marker)
