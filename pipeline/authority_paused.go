@@ -97,18 +97,21 @@ func decisionWord(text string) string {
 	return ""
 }
 
-// ownTurn answers a new message of someone who may not decide the session's paused turn: it
-// is their own turn (their id, their budget), and the pause stays for its owner.
-func (p *Pipeline) ownTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent) {
+// ownTurn answers a new message of someone who may not decide the session's paused turn pend:
+// it is their own turn (their id, their budget), and the pause stays for its owner. Their
+// commands are judged as anyone's: !new, which forgets the pause with the conversation, only
+// the conversation's starter or an approver may give.
+func (p *Pipeline) ownTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn) {
 	log.Info("new message from another user while a turn is paused: answering it as their own turn", "actor",
 		ev.Actor.QualifiedID(ev.Conversation.Platform))
-	if name, _, ok := parseCommand(ev.Text); ok && name == cmdNew {
-		// /new forgets the conversation, the requester's pause with it: not a stranger's to do.
-		p.answerCommand(ctx, log, ev, "Another user's tool call is waiting for approval in this conversation, "+
-			"so it can't be cleared now. Try again once it is decided.")
-		return
+	if name, arg, ok := parseCommand(ev.Text); ok && name == cmdNew {
+		if who := p.commandAuthority(ctx, &ev, name, arg, pend.RequestedBy); who != "" {
+			p.refuseCommand(ctx, log, ev, "Another user's tool call is waiting for approval in this conversation, "+
+				"so it can't be cleared now. Try again once it is decided. "+who)
+			return
+		}
 	}
-	if p.command(ctx, log, &ev) {
+	if p.commandOf(ctx, log, &ev, pend.RequestedBy) {
 		return
 	}
 	p.runTurn(ctx, ctl, log, &ev, []echogate.Message{userMessage(&ev)}, withPauseHeld())

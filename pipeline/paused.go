@@ -133,7 +133,7 @@ func (p *Pipeline) authorized(ctx context.Context, ctl *turnCtl, log *slog.Logge
 		}
 		return false
 	case rightOwnTurn:
-		p.ownTurn(ctx, ctl, log, ev)
+		p.ownTurn(ctx, ctl, log, ev, pend)
 		return false
 	}
 	return true
