@@ -98,9 +98,9 @@ func (p *Pipeline) submitStop(ctx context.Context, key echogate.SessionKey, ev e
 	return true
 }
 
-// refuseStop answers a stop its sender may not make, once per event, with who can: privately
-// through the interaction, or in the conversation when they typed it; a stranger's 🛑 gets no
-// public answer. The event is recorded as handled, so a redelivery is not answered again.
+// refuseStop answers a stop its sender may not make, once per event, with who can, privately
+// (answerPrivately) when they typed it or used a command; a 🛑 reaction gets no answer (on
+// platforms without private messages it would be a public one). The event is recorded as handled, so a redelivery is not answered again.
 func (p *Pipeline) refuseStop(ctx context.Context, ev echogate.InboundEvent, who parties) {
 	log := p.log.With("session", ev.SessionKey(), "event_id", ev.ID, "channel", ev.Conversation.Platform)
 	log.Info("stop refused: not the starter, the requester or an approver", "actor", ev.Actor.QualifiedID(ev.Conversation.Platform))
@@ -114,7 +114,7 @@ func (p *Pipeline) refuseStop(ctx context.Context, ev echogate.InboundEvent, who
 	if ev.Kind == echogate.KindReaction && ev.Interaction == "" {
 		return
 	}
-	p.answerCommand(cctx, log, ev, whoCan(actStop, who, ""))
+	p.answerPrivately(cctx, log, ev, whoCan(actStop, who, ""))
 }
 
 // interrupt stops cur, key's turn that ran when ev came, for ev, a new message under
@@ -126,8 +126,28 @@ func (p *Pipeline) interrupt(ctx context.Context, key echogate.SessionKey, ev ec
 	}
 }
 
-// refuseCommand answers a command authority refused, with who can.
+// refuseCommand answers a command authority refused, with who can, privately.
 func (p *Pipeline) refuseCommand(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string) {
 	log.Info("command refused: not the starter, the requester or an approver", "actor", ev.Actor.QualifiedID(ev.Conversation.Platform))
-	p.answerCommand(ctx, log, ev, text)
+	p.answerPrivately(ctx, log, ev, text)
+}
+
+// answerPrivately answers ev's sender alone where the platform can: through the interaction
+// ev came with, or as a message only they see (Outbound.PrivateTo: Slack's ephemeral
+// messages; elsewhere a reply in the conversation). Channels that observe turns (the web chat,
+// the terminal: one person each) get it as the end of the exchange, as any command's answer.
+func (p *Pipeline) answerPrivately(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string) {
+	rep := p.d.Repliers[ev.Conversation.Platform]
+	if rep == nil || (p.caps[ev.Conversation.Platform].Observer != nil && ev.Interaction == "") {
+		p.answerCommand(ctx, log, ev, text)
+		return
+	}
+	out := echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text,
+		Session: ev.SessionKey(), Interaction: ev.Interaction}
+	if ev.Interaction == "" {
+		out.PrivateTo = ev.Actor.ID
+	}
+	if _, err := rep.Send(ctx, out); err != nil {
+		log.Error("pipeline: answer privately", "err", err)
+	}
 }

@@ -129,7 +129,7 @@ func (p *Pipeline) authorized(ctx context.Context, ctl *turnCtl, log *slog.Logge
 		}
 		log.Warn(what+": not the requester or an approver, or an approver's decision", "actor", ev.Actor.QualifiedID(ev.Conversation.Platform), "turn", pend.Turn, "tool", pend.Tool)
 		if refused != "" {
-			p.answerCommand(ctx, log, ev, refused)
+			p.answerPrivately(ctx, log, ev, refused)
 		}
 		return false
 	case rightOwnTurn:

@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -352,5 +353,43 @@ func TestHTTPFetchAsksWhenInputIsTainted(t *testing.T) {
 				t.Errorf("last turn = %+v (fetches %d), asked = %v, want %v", d, f.calls.Load(), asked, tc.asks)
 			}
 		})
+	}
+}
+
+// sendOnly is a channel that only posts (like Slack and Discord: it does not observe turns).
+type sendOnly struct{ sent chan echogate.Outbound }
+
+func (r sendOnly) Send(_ context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	r.sent <- out
+	return echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: out.Conversation.Channel, ID: "m"}, nil
+}
+
+// Someone refused a conversation action is told who can, privately: the answer is addressed
+// to them alone (Slack shows it as an ephemeral message), not posted for everyone.
+func TestRefusalIsPrivate(t *testing.T) {
+	sent := make(chan echogate.Outbound, 8)
+	h := start(t, opts{deps: func(d *pipeline.Deps) { d.Repliers[echogate.PlatformSlack] = sendOnly{sent} }})
+	conv := echogate.ConversationRef{Platform: echogate.PlatformSlack, Channel: "C1", Thread: "1.0"}
+	ev := func(user, text string) echogate.InboundEvent {
+		e := shared("x", user, text)
+		e.Conversation = conv
+		return e
+	}
+	next := func() echogate.Outbound {
+		select {
+		case out := <-sent:
+			return out
+		case <-time.After(10 * time.Second): // a bound for a hang, not a measurement
+			t.Fatal("nothing sent")
+			return echogate.Outbound{}
+		}
+	}
+	h.submit(ev("UA", "!help")) // UA starts the conversation
+	if out := next(); out.PrivateTo != "" {
+		t.Errorf("UA's help = %+v, want an ordinary answer", out)
+	}
+	h.submit(ev("UB", "!new"))
+	if out := next(); out.PrivateTo != "UB" || !strings.Contains(out.Text, "slack:UA") {
+		t.Errorf("UB's refused !new answered with %+v, want a message to UB only naming slack:UA", out)
 	}
 }
