@@ -29,8 +29,8 @@ func cmdDoctor(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 	defer cancel()
 	client := &http.Client{Timeout: 10 * time.Second}
 	checks := []check{{name: "config", ok: true, detail: "loaded and valid"}}
-	checks = append(checks, doctorAgents(cfg)...)    // doctor_agents.go
-	checks = append(checks, doctorApprovers(cfg)...) // doctor_approvers.go
+	checks = append(checks, doctorAgents(cfg)...) // doctor_agents.go
+	checks = append(checks, doctorApprovers(cfg)...)
 	checks = append(checks, doctorStore(ctx, cfg, log))
 	checks = append(checks, doctorModel(ctx, client, cfg)...)
 	checks = append(checks, doctorSlack(ctx, client, cfg)...)
