@@ -16,7 +16,7 @@ import (
 type grantCache struct {
 	mu     sync.Mutex
 	loaded bool
-	tools  map[string]bool
+	by     map[string]string // tool → who granted it
 }
 
 // authorize is the ApprovalGate: policy override, then safety class; an ask is satisfied by
@@ -89,21 +89,21 @@ func (t *Turn) tainted() bool {
 }
 
 // granted reports whether the turn's user holds a grant for tool in the session (🔁 is that
-// person's, for that tool).
+// person's, for that tool). A call that needs an approver counts only a grant an approver of
+// the turn's agent gave: not one the user gave themselves (made before an upgrade, or before
+// the tool was made approvers_only).
 func (t *Turn) granted(ctx context.Context, tool string) bool {
 	g := &t.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.loaded {
 		g.loaded = true
-		g.tools = map[string]bool{}
 		gs, err := t.p.d.Store.Grants(ctx, t.key, t.userID) // the turn's user's own grants
 		if err != nil {
 			t.log.Warn("pipeline: load session grants", "err", err)
 		}
-		for _, name := range gs {
-			g.tools[name] = true
-		}
+		g.by = gs
 	}
-	return g.tools[tool]
+	by, ok := g.by[tool]
+	return ok && (t.prof.approvers[by] || !t.p.needsApprover(tool))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -391,5 +392,31 @@ func TestRefusalIsPrivate(t *testing.T) {
 	h.submit(ev("UB", "!new"))
 	if out := next(); out.PrivateTo != "UB" || !strings.Contains(out.Text, "slack:UA") {
 		t.Errorf("UB's refused !new answered with %+v, want a message to UB only naming slack:UA", out)
+	}
+}
+
+// A grant the requester gave themselves (before an upgrade, or before the operator set
+// approvers_only on the tool) does not cover a call that needs an approver; an approver's does.
+func TestSelfGrantDoesNotCoverApproverOnlyCall(t *testing.T) {
+	for name, tc := range map[string]struct {
+		by   string
+		asks bool
+	}{
+		"granted by the requester": {"web:UA", true},
+		"granted by an approver":   {"web:BOSS", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rc := newTool("run_command", tools.Destructive, "ran")
+			store := pipelinetest.NewMemStore()
+			if err := store.GrantTool(context.Background(), "web:t1", "web:UA", "run_command", tc.by, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			h := start(t, opts{store: store, tools: []tools.Tool{rc}, cfg: pipeline.Config{Approvers: []string{"web:BOSS"}}},
+				agenttest.CallTool("run_command", `{}`), agenttest.Reply("done"))
+			h.submit(shared("t1", "UA", "run it"))
+			if d := h.waitDone(); (d.Status == "paused") != tc.asks {
+				t.Errorf("UA's call with a grant %s = %+v (runs %d), want asked = %v", name, d, rc.calls.Load(), tc.asks)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,7 +249,7 @@ func (e *tableEnv) decide(user, emoji string, button bool) string {
 	grants, _ := e.h.store.Grants(context.Background(), tableKey, "slack:UR")
 	hist, _ := e.h.store.History(context.Background(), tableKey, 0)
 	switch {
-	case e.lookup.calls.Load() == 1 && slices.Contains(grants, "lookup"):
+	case e.lookup.calls.Load() == 1 && grants["lookup"] != "":
 		return "ran+grant"
 	case e.lookup.calls.Load() == 1:
 		return "ran"

@@ -53,7 +53,7 @@ FROM bump, unnest($5::text[], $6::json[]) WITH ORDINALITY AS b(role, body, n)`
 
 	qGrantTool = `INSERT INTO grants (session, user_id, tool, granted_by, granted_at) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (session, user_id, tool) DO NOTHING`
-	qGrants = `SELECT tool FROM grants WHERE session = $1 AND user_id = $2 ORDER BY tool`
+	qGrants = `SELECT tool, granted_by FROM grants WHERE session = $1 AND user_id = $2`
 )
 
 // UpsertSession creates the session or, when it exists, bumps its UpdatedAt (never backwards)
@@ -297,8 +297,9 @@ func (s *Store) GrantTool(ctx context.Context, key echogate.SessionKey, user, to
 	return nil
 }
 
-// Grants lists the tools granted to user in the session, sorted by name (byte order, as in SQLite).
-func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string) ([]string, error) {
+// Grants maps the tools granted to user in the session to who granted each (the user or an
+// approver); none is an empty map.
+func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error) {
 	p, err := s.pool(ctx, fmt.Sprintf("grants of %q", key))
 	if err != nil {
 		return nil, err
@@ -307,9 +308,17 @@ func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string
 	if err != nil {
 		return nil, fail(ctx, err, "grants of %q", key)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var tool, by string
+		if err := rows.Scan(&tool, &by); err != nil {
+			return nil, fail(ctx, err, "grants of %q", key)
+		}
+		out[tool] = by
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fail(ctx, err, "grants of %q", key)
 	}
-	return nilIfEmpty(out), nil
+	return out, nil
 }

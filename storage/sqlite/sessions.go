@@ -38,7 +38,7 @@ ON CONFLICT (key) DO UPDATE SET
 
 	qGrantTool = `INSERT INTO grants (session, user_id, tool, granted_by, granted_at) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (session, user_id, tool) DO NOTHING`
-	qGrants = `SELECT tool FROM grants WHERE session = ? AND user_id = ? ORDER BY tool`
+	qGrants = `SELECT tool, granted_by FROM grants WHERE session = ? AND user_id = ?`
 )
 
 // UpsertSession creates the session or, when it exists, bumps its UpdatedAt (never backwards)
@@ -360,8 +360,9 @@ func (s *Store) GrantTool(ctx context.Context, key echogate.SessionKey, user, to
 	return nil
 }
 
-// Grants lists the tools granted to user in the session, sorted by name.
-func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string) ([]string, error) {
+// Grants maps the tools granted to user in the session to who granted each (the user or an
+// approver); none is an empty map.
+func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error) {
 	d, err := s.conns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: grants of %q: %w", key, err)
@@ -375,13 +376,13 @@ func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string
 		return nil, fail(ctx, err, "grants of %q", key)
 	}
 	defer rows.Close()
-	var out []string
+	out := map[string]string{}
 	for rows.Next() {
-		var tool string
-		if err := rows.Scan(&tool); err != nil {
+		var tool, by string
+		if err := rows.Scan(&tool, &by); err != nil {
 			return nil, fail(ctx, err, "grants of %q", key)
 		}
-		out = append(out, tool)
+		out[tool] = by
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fail(ctx, err, "grants of %q", key)

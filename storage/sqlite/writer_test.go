@@ -167,7 +167,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if h, err := s.History(ctx, "s", 0); err != nil || len(h) != 2 {
 		t.Errorf("History after the batch = %d, %v; want 2 messages committed", len(h), err)
 	}
-	if g, err := s.Grants(ctx, "s", "u"); err != nil || len(g) != 1 || g[0] != "a" {
+	if g, err := s.Grants(ctx, "s", "u"); err != nil || len(g) != 1 || g["a"] == "" {
 		t.Errorf("Grants after the batch = %v, %v; want [a] (the cancelled grant wrote nothing)", g, err)
 	}
 	// The batch ran without savepoints first, met the failing call, and ran again with them.

@@ -2,7 +2,7 @@ package storagetest
 
 import (
 	"context"
-	"slices"
+	"maps"
 	"testing"
 
 	"github.com/echogate/echogate"
@@ -10,7 +10,7 @@ import (
 
 // Grants is the part of a store the grants migration check reads.
 type Grants interface {
-	Grants(ctx context.Context, key echogate.SessionKey, user string) ([]string, error)
+	Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error)
 }
 
 // RunGrantsAcrossMigration writes grants in the schema before grants were per person, with
@@ -34,17 +34,17 @@ func RunGrantsAcrossMigration(t *testing.T, s Grants, insertOld func(ctx context
 	}
 	for _, tt := range []struct {
 		session, user string
-		want          []string
+		want          map[string]string
 	}{
-		{"slack:C1:1", "slack:U1", []string{"run_command"}},
-		{"slack:C1:1", "slack:ADMIN", []string{"http_fetch"}},
-		{"slack:C1:1", "slack:U2", nil},
-		{"slack:C1:1", "", nil},
-		{"slack:C2:1", "slack:U2", []string{"run_command"}},
+		{"slack:C1:1", "slack:U1", map[string]string{"run_command": "slack:U1"}},
+		{"slack:C1:1", "slack:ADMIN", map[string]string{"http_fetch": "slack:ADMIN"}},
+		{"slack:C1:1", "slack:U2", map[string]string{}},
+		{"slack:C1:1", "", map[string]string{}},
+		{"slack:C2:1", "slack:U2", map[string]string{"run_command": "slack:U2"}},
 	} {
 		got, err := s.Grants(ctx, echogate.SessionKey(tt.session), tt.user)
-		if err != nil || !slices.Equal(got, tt.want) {
-			t.Errorf("Grants(%s, %q) after the migration = %q, %v; want %q", tt.session, tt.user, got, err, tt.want)
+		if err != nil || !maps.Equal(got, tt.want) {
+			t.Errorf("Grants(%s, %q) after the migration = %v, %v; want %v", tt.session, tt.user, got, err, tt.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"reflect"
 	"slices"
@@ -503,7 +504,7 @@ func (r *runner) deleteSession(t *testing.T, s Store, u uniq) {
 		t.Errorf("History(deleted) = %d entries, %v; want 0, nil", len(h), err)
 	}
 	if g, err := s.Grants(ctx, key, "web:u"); err != nil || len(g) != 0 {
-		t.Errorf("Grants(deleted) = %q, %v; want none, nil", g, err)
+		t.Errorf("Grants(deleted) = %v, %v; want none, nil", g, err)
 	}
 	_, err = s.GetPending(ctx, key)
 	checkNotFound(t, "GetPending(deleted)", err)
@@ -523,7 +524,7 @@ func (r *runner) deleteSession(t *testing.T, s Store, u uniq) {
 		t.Errorf("History(other) = %d entries, %v; want 2, nil", len(h), err)
 	}
 	if g, err := s.Grants(ctx, keep, "web:u"); err != nil || len(g) != 1 {
-		t.Errorf("Grants(other) = %q, %v; want [http_fetch], nil", g, err)
+		t.Errorf("Grants(other) = %v, %v; want http_fetch, nil", g, err)
 	}
 	if _, err := s.GetPending(ctx, keep); err != nil {
 		t.Errorf("GetPending(other) = %v, want it kept", err)
@@ -860,16 +861,19 @@ func (r *runner) concurrentAppendSameSession(t *testing.T, s Store, u uniq) {
 func (r *runner) grants(t *testing.T, s Store, u uniq) {
 	ctx := t.Context()
 	key, other := u.session("g"), u.session("other")
-	for i, tool := range []string{"run_command", "http_fetch", "run_command", "mcp__docs"} {
-		must(t, "GrantTool("+tool+")", s.GrantTool(ctx, key, "slack:U1", tool, "slack:U1", r.at(time.Duration(i)*time.Second)))
+	for i, g := range []struct{ tool, by string }{
+		{"run_command", "slack:ADMIN"}, {"http_fetch", "slack:U1"}, {"run_command", "slack:U1"}, {"mcp__docs", "slack:U1"},
+	} {
+		must(t, "GrantTool("+g.tool+")", s.GrantTool(ctx, key, "slack:U1", g.tool, g.by, r.at(time.Duration(i)*time.Second)))
 	}
 	got, err := s.Grants(ctx, key, "slack:U1")
 	must(t, "Grants", err)
-	if want := []string{"http_fetch", "mcp__docs", "run_command"}; !slices.Equal(got, want) {
-		t.Errorf("Grants(%q, slack:U1) = %q, want %q (each once, sorted)", key, got, want)
+	want := map[string]string{"http_fetch": "slack:U1", "mcp__docs": "slack:U1", "run_command": "slack:ADMIN"}
+	if !maps.Equal(got, want) {
+		t.Errorf("Grants(%q, slack:U1) = %v, want %v (each once, the first grant kept)", key, got, want)
 	}
 	if got, err := s.Grants(ctx, other, "slack:U1"); err != nil || len(got) != 0 {
-		t.Errorf("Grants(%q, slack:U1) = %q, %v; want none", other, got, err)
+		t.Errorf("Grants(%q, slack:U1) = %v, %v; want none", other, got, err)
 	}
 	if err := s.GrantTool(ctx, key, "", "run_command", "slack:U1", r.at(0)); err == nil {
 		t.Errorf("GrantTool(no user) = nil, want an error: a grant is someone's")
@@ -883,12 +887,12 @@ func (r *runner) grantsPerUser(t *testing.T, s Store, u uniq) {
 	key := u.session("shared")
 	must(t, "GrantTool(U1's own)", s.GrantTool(ctx, key, "slack:U1", "run_command", "slack:U1", r.at(0)))
 	must(t, "GrantTool(for U2, by an approver)", s.GrantTool(ctx, key, "slack:U2", "http_fetch", "slack:ADMIN", r.at(time.Second)))
-	for user, want := range map[string][]string{
-		"slack:U1": {"run_command"}, "slack:U2": {"http_fetch"}, "slack:ADMIN": nil, "slack:U3": nil,
+	for user, want := range map[string]map[string]string{
+		"slack:U1": {"run_command": "slack:U1"}, "slack:U2": {"http_fetch": "slack:ADMIN"}, "slack:ADMIN": {}, "slack:U3": {},
 	} {
 		got, err := s.Grants(ctx, key, user)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("Grants(%q, %s) = %q, %v; want %q", key, user, got, err, want)
+		if err != nil || !maps.Equal(got, want) {
+			t.Errorf("Grants(%q, %s) = %v, %v; want %v", key, user, got, err, want)
 		}
 	}
 }

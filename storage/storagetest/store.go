@@ -30,7 +30,7 @@ type Store interface {
 	History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error)
 	HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) ([]echogate.StoredMessage, bool, error)
 	GrantTool(ctx context.Context, key echogate.SessionKey, user, tool, by string, at time.Time) error
-	Grants(ctx context.Context, key echogate.SessionKey, user string) ([]string, error)
+	Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error)
 
 	// TurnLog
 	CreateTurn(ctx context.Context, t echogate.TurnRecord) error
