@@ -119,9 +119,7 @@ func (p *Pipeline) commandAuthority(ctx context.Context, ev *echogate.InboundEve
 	}
 	prof := p.profileFor(*ev)
 	who := parties{requester: requester, approvers: prof.approvers, dm: ev.Conversation.DM, pinned: a == actModelSet && prof.pinned}
-	if a == actNew {
-		waitSessionWrite(ctx) // a new conversation's starter is the one whose upsert is landing
-	}
+	waitSessionWrite(ctx) // a new conversation's starter may be the one whose upsert is landing
 	if p.allowed(ctx, ev, a, &who) {
 		return ""
 	}

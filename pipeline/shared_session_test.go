@@ -420,3 +420,12 @@ func TestSelfGrantDoesNotCoverApproverOnlyCall(t *testing.T) {
 		})
 	}
 }
+
+// Whoever opens a conversation with a command is its starter: their !model applies.
+func TestFirstCommandMakesTheStarter(t *testing.T) {
+	h := start(t, opts{deps: func(d *pipeline.Deps) { d.Models = modelList{"small", "big"} }})
+	h.submit(shared("t1", "UA", "!model big"))
+	if d := h.waitDone(); !strings.Contains(d.Text, "now uses big") {
+		t.Errorf("the opener's !model = %q, want it applied", d.Text)
+	}
+}
