@@ -69,7 +69,7 @@ func (p *Pipeline) stopRunning(ctx context.Context, key echogate.SessionKey, ev 
 	if who.dm {
 		return true, false, who
 	}
-	if who.starter = p.starterOf(ctx, key); !authority(ev, a, who) {
+	if who.starter = p.starterOf(ctx, ev.SessionKey()); !authority(ev, a, who) {
 		return true, false, who
 	}
 	sh.mu.Lock()
