@@ -61,8 +61,9 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 const threadContextHead = "[Earlier messages in this thread"
 
 // tainted reports whether the turn's input carries text from other authors or fetched content:
-// thread context by others, another person's message in the conversation's history (DMs have
-// one person), a fetching tool's result in the history, or a fetch earlier in this turn.
+// thread context by others, another person's (or an unnamed author's) message in a shared
+// conversation's history (a DM has one person), a fetching tool's result in the history, or a
+// fetch earlier in this turn.
 func (t *Turn) tainted() bool {
 	if t.fetched.Load() {
 		return true
@@ -76,7 +77,8 @@ func (t *Turn) tainted() bool {
 	for _, m := range t.in.Messages {
 		switch m.Role {
 		case echogate.RoleUser:
-			if !t.ev.Conversation.DM && (m.Name != me.Name || strings.HasPrefix(m.Content, threadContextHead)) {
+			// An unnamed author is unknown: in a shared conversation it may be anyone.
+			if !t.ev.Conversation.DM && (m.Name == "" || m.Name != me.Name || strings.HasPrefix(m.Content, threadContextHead)) {
 				return true
 			}
 		case echogate.RoleTool:
