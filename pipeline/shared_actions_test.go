@@ -235,6 +235,20 @@ func TestRefusalIsPrivate(t *testing.T) {
 	if out := next(); out.PrivateTo != "UB" || !strings.Contains(out.Text, "slack:UA") {
 		t.Errorf("UB's refused !new answered with %+v, want a message to UB only naming slack:UA", out)
 	}
+	// UB's stop of UA's running turn (Slack's stop button comes as the same event) is refused
+	// in Submit, privately, and the turn goes on.
+	gate, entered := make(chan struct{}), make(chan struct{})
+	h.model.Append(agenttest.Step{Text: "UA's answer", Gate: gate, Entered: entered})
+	h.submit(ev("UA", "write an essay"))
+	<-entered
+	h.submit(ev("UB", "stop"))
+	if out := next(); out.PrivateTo != "UB" || !containsAll(out.Text, "slack:UA", "stop it") {
+		t.Errorf("UB's refused stop answered with %+v, want a message to UB only naming slack:UA", out)
+	}
+	close(gate)
+	if out := next(); out.Text != "UA's answer" || out.PrivateTo != "" {
+		t.Errorf("UA's turn then posted %+v, want its whole answer for everyone", out)
+	}
 }
 
 // Whoever opens a conversation with a command is its starter: their !model applies.
