@@ -36,15 +36,9 @@ func TestInterruptNeedsAuthority(t *testing.T) {
 		defer close(gate)
 		t.Fatalf("after UB's stop: %+v, want an answer naming who can stop (web:UA), UA's turn running", d)
 	}
-	select {
-	case d := <-h.rep.Done:
-		defer close(gate)
-		t.Fatalf("a turn ended while UA's ran (%+v): UB interrupted or stopped it", d)
-	case <-time.After(200 * time.Millisecond): // UB's events must not end UA's turn; a bound, not a measurement
-	}
-	close(gate)
+	close(gate) // an interrupted or stopped turn would end aborted, whatever the gate
 	if d := h.waitDone(); d.Status != "done" || d.Text != "UA's long answer" {
-		t.Fatalf("UA's turn = %+v, want it finished", d)
+		t.Fatalf("UA's turn = %+v, want it finished: UB interrupted or stopped it", d)
 	}
 	if d := h.waitDone(); d.Text != "UB's answer" {
 		t.Fatalf("UB's message = %+v, want it answered after UA's turn", d)
