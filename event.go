@@ -195,6 +195,10 @@ type Outbound struct {
 	// channel replies privately to the user who invoked it (Slack ephemeral, Discord ephemeral
 	// follow-up) instead of posting in the conversation.
 	Interaction string
+	// PrivateTo, when set (the recipient's platform user id), asks for the message to be shown
+	// to that person only, where the platform can without an interaction (Slack's ephemeral
+	// messages); elsewhere it is posted in the conversation as usual.
+	PrivateTo string
 	// Continues is a message an interrupted turn had started streaming (its partial answer):
 	// StartStream shows this reply in that message, edited into the new text, instead of
 	// posting a new one. Zero: a new message.

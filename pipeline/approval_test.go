@@ -116,7 +116,9 @@ func TestDenyByReactionAndApproverAndText(t *testing.T) {
 		}, false, "not approved: web:ann denied it"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			del := newTool("delete_file", tools.Destructive, "ok")
+			// Sensitive: the requester decides it (a destructive call needs an approver, see
+			// TestRequesterCannotApproveOwnDestructiveCall).
+			del := newTool("delete_file", tools.Sensitive, "ok")
 			h := start(t, opts{tools: []tools.Tool{del}, cfg: pipeline.Config{Approvers: []string{"web:boss"}}},
 				agenttest.CallTool("delete_file", `{}`), agenttest.Reply("final"))
 			h.submit(msg("s1", "ann", "go"))

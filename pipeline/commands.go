@@ -67,6 +67,12 @@ func isStopCommand(text string) bool {
 // command handles the chat commands. It reports whether ev was one; a command always ends its
 // exchange with an answer (see answerCommand), so no client waits for a turn that never comes.
 func (p *Pipeline) command(ctx context.Context, log *slog.Logger, evp *echogate.InboundEvent) bool {
+	return p.commandOf(ctx, log, evp, "")
+}
+
+// commandOf is command in a session whose paused turn requester started ("" none): the
+// requester has a say over the conversation's commands too (authority).
+func (p *Pipeline) commandOf(ctx context.Context, log *slog.Logger, evp *echogate.InboundEvent, requester string) bool {
 	ev := *evp
 	name, arg, ok := parseCommand(ev.Text)
 	if !ok {
@@ -75,6 +81,10 @@ func (p *Pipeline) command(ctx context.Context, log *slog.Logger, evp *echogate.
 			return true
 		}
 		return false
+	}
+	if refused := p.commandAuthority(ctx, &ev, name, arg, requester); refused != "" {
+		p.refuseCommand(ctx, log, ev, refused)
+		return true
 	}
 	var answer string
 	switch name {
@@ -92,6 +102,28 @@ func (p *Pipeline) command(ctx context.Context, log *slog.Logger, evp *echogate.
 	}
 	p.answerCommand(ctx, log, ev, answer)
 	return true
+}
+
+// commandAuthority applies authority to the commands that act on the whole conversation:
+// !new, and !model with a choice (showing it is anyone's). It returns who can when ev's sender
+// may not, "" when they may.
+func (p *Pipeline) commandAuthority(ctx context.Context, ev *echogate.InboundEvent, name, arg, requester string) string {
+	a := actMessage
+	switch {
+	case name == cmdNew:
+		a = actNew
+	case name == cmdModel && arg != "" && p.d.Models != nil:
+		a = actModelSet
+	default:
+		return ""
+	}
+	prof := p.profileFor(*ev)
+	who := parties{requester: requester, approvers: prof.approvers, dm: ev.Conversation.DM, pinned: a == actModelSet && prof.pinned}
+	waitSessionWrite(ctx) // a new conversation's starter may be the one whose upsert is landing
+	if p.allowed(ctx, ev, a, &who) {
+		return ""
+	}
+	return whoCan(a, who, "")
 }
 
 func commandHelp() string {

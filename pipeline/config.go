@@ -50,6 +50,9 @@ type Config struct {
 	OnTimeout       OnTimeout     // default deny
 	// ToolPolicy overrides a tool's safety class: tool name → allow | ask | deny.
 	ToolPolicy map[string]string
+	// ApproversOnly names tools whose calls need an approver's decision, as a Destructive
+	// tool's do (tools.<name>.approvers_only): the requester's own approval does not count.
+	ApproversOnly []string
 	// NoPlan turns off the plan system tool (on by default).
 	NoPlan bool
 	// PlanUpdateInterval bounds how often the plan message is edited; default 1s.

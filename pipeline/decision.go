@@ -41,7 +41,7 @@ func (p *Pipeline) showDecision(ctx context.Context, log *slog.Logger, ev echoga
 	if len(st.Pending) > 0 {
 		call = st.Pending[0]
 	}
-	text := decidedPrompt(call, outcome, deciderName(ev.Actor), p.cfg.ApprovalTimeout.String())
+	text := decidedPrompt(call, outcome, deciderName(ev.Actor), pend.RequestedBy, p.cfg.ApprovalTimeout.String())
 	if err := ed.Edit(ctx, pend.Prompt, text); err != nil {
 		log.Warn("pipeline: show the decision on the approval prompt", "turn", pend.Turn, "err", err)
 	}
@@ -55,8 +55,9 @@ func deciderName(a echogate.Actor) string {
 	return a.ID
 }
 
-// decidedPrompt is the text of an approval prompt after its decision.
-func decidedPrompt(call echogate.ToolCall, outcome, by, timeout string) string {
+// decidedPrompt is the text of an approval prompt after its decision; a grant (🔁) is the
+// requester's own.
+func decidedPrompt(call echogate.ToolCall, outcome, by, requester, timeout string) string {
 	head := fmt.Sprintf("🔐 **Approval needed**: I wanted to run `%s`", call.Name)
 	if call.Arguments != "" {
 		block, _ := callBlock(call.Arguments) // as the prompt showed it
@@ -67,7 +68,7 @@ func decidedPrompt(call echogate.ToolCall, outcome, by, timeout string) string {
 	case outcomeApproved:
 		line = "✅ Approved once by " + by + "."
 	case outcomeApprovedSession:
-		line = fmt.Sprintf("🔁 Approved by %s; `%s` runs without asking for the rest of this conversation.", by, call.Name)
+		line = fmt.Sprintf("🔁 Approved by %s; `%s` runs without asking for %s for the rest of this conversation (others are still asked).", by, call.Name, requester)
 	case outcomeDenied:
 		line = "❌ Denied by " + by + "; it was not run."
 	case outcomeTimeout:

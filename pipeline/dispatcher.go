@@ -95,7 +95,7 @@ type item struct {
 type turnCtl struct {
 	stopping atomic.Bool
 	cancel   context.CancelFunc
-	owner    atomic.Pointer[string] // the user whose turn runs, for mayStop
+	owner    atomic.Pointer[turnOwner] // whose turn runs, for authority (authority_running.go)
 }
 
 func (c *turnCtl) stop() {
@@ -262,16 +262,11 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	key := mailboxKey(ev)
 	sh := p.shardFor(key)
 
+	if isStop(&ev) && p.submitStop(ctx, key, ev) {
+		return nil // a turn runs here: stopped, or its sender told who can (authority)
+	}
 	sh.mu.Lock()
 	mb := sh.boxes[key]
-	running := mb != nil && mb.cur != nil
-	if isStop(&ev) && running && p.mayStop(mb.cur, ev) {
-		mb.cur.stop()
-		sh.mu.Unlock()
-		p.stopped(ctx, ev)
-		p.answerStop(ctx, ev)
-		return nil
-	}
 	if mb == nil {
 		mb = &mailbox{key: key}
 		sh.boxes[key] = mb
@@ -315,11 +310,15 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 		sh.mu.Unlock()
 		return ErrShuttingDown
 	}
-	if p.cfg.OnBusy == OnBusyInterrupt && mb.cur != nil && ev.Kind != echogate.KindReaction {
-		mb.cur.stop()
+	var cur *turnCtl // the turn a new message may interrupt
+	if p.cfg.OnBusy == OnBusyInterrupt && ev.Kind != echogate.KindReaction {
+		cur = mb.cur
 	}
 	p.enqueueLocked(sh, mb, item{ev: ev})
 	sh.mu.Unlock()
+	if cur != nil {
+		p.interrupt(ctx, key, ev, cur)
+	}
 	return nil
 }
 

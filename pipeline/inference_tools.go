@@ -40,6 +40,9 @@ func (t *Turn) executeTool(ctx context.Context, call echogate.ToolCall) (res too
 	if !ok || !t.allowed(call.Name) {
 		return tools.Errorf("tool %s is not available in this conversation", call.Name), nil
 	}
+	if tool.Spec().Fetches {
+		defer t.fetched.Store(true) // its result is in the turn from now on (tainted)
+	}
 	if t.approved != nil && t.decision.Approved && t.approved.Paused.CallID == call.ID {
 		return t.runApproved(ctx, tool, call)
 	}

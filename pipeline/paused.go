@@ -38,7 +38,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	if !p.authorized(ctx, ctl, log, ev, pend, prof) {
 		return
 	}
-	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(&ev) && p.command(ctx, log, &ev) {
+	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(&ev) && p.commandOf(ctx, log, &ev, pend.RequestedBy) {
 		return // a command leaves the pause as it is
 	}
 	d := p.decide(ev, pend, log)
@@ -60,7 +60,8 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	log.Info("pause resolved", "turn", pend.Turn, "resumed_as", r.Turn, "tool", pend.Tool, "decision", d.name, "by", actor)
 	p.showDecision(ctx, log, ev, pend, st, d.name)
 	if d.grant {
-		if err := p.d.Store.GrantTool(ctx, ev.SessionKey(), pend.Tool, actor, p.cfg.Now()); err != nil {
+		// The requester's grant, for that tool only: another participant's calls still ask.
+		if err := p.d.Store.GrantTool(ctx, ev.SessionKey(), pend.RequestedBy, pend.Tool, actor, p.cfg.Now()); err != nil {
 			log.Error("pipeline: record session grant", "tool", pend.Tool, "err", err)
 		}
 	}
@@ -113,20 +114,26 @@ func (p *Pipeline) dropUnreadable(ctx context.Context, ctl *turnCtl, log *slog.L
 	}
 }
 
-// authorized routes ev through the pause's authority (authority.go): only the requester, an
-// approver or the gateway decides, stops or supersedes; a stranger's new message is their own
-// turn, anything else of theirs is ignored. It reports whether ev may act on the pause.
+// authorized routes ev through authority (authority_paused.go): only the requester, an
+// approver or the gateway decides, the conversation's starter may also stop; a destructive or
+// approvers_only call only an approver approves. Someone else's new message is their own
+// turn, anything else of theirs is ignored (answered with who can when they should be told).
+// It reports whether ev may act on the pause.
 func (p *Pipeline) authorized(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, pend echogate.PendingTurn, prof *profile) bool {
-	switch pausedAuthority(ev, pend.RequestedBy, prof.approvers) { // the gateway's and the agent's approvers
+	right, refused := p.pausedAuthority(ctx, &ev, pend, prof) // the gateway's and the agent's approvers
+	switch right {
 	case rightIgnore:
 		what := "approval message ignored"
 		if ev.Kind == echogate.KindReaction {
 			what = "approval reaction ignored"
 		}
-		log.Warn(what+": not the requester or an approver", "actor", ev.Actor.QualifiedID(ev.Conversation.Platform), "turn", pend.Turn, "tool", pend.Tool)
+		log.Warn(what+": not the requester or an approver, or an approver's decision", "actor", ev.Actor.QualifiedID(ev.Conversation.Platform), "turn", pend.Turn, "tool", pend.Tool)
+		if refused != "" {
+			p.answerPrivately(ctx, log, ev, refused)
+		}
 		return false
 	case rightOwnTurn:
-		p.ownTurn(ctx, ctl, log, ev)
+		p.ownTurn(ctx, ctl, log, ev, pend)
 		return false
 	}
 	return true
@@ -194,7 +201,7 @@ func (p *Pipeline) decideText(ev echogate.InboundEvent, pend echogate.PendingTur
 		word = "stop"
 	}
 	switch word {
-	case "approve", "approved", "approve session", "deny", "denied", "reject":
+	case "approve", "approved", "approve session", "deny", "denied", "reject": // decisionWord's
 		switch word {
 		case "approve", "approved":
 			d.resume.Approved, d.name = true, "approved"

@@ -48,7 +48,7 @@ func (p *Pipeline) watchStops(ctx context.Context) {
 					continue
 				}
 				seen[s.ID] = now
-				if primed && p.stopLocal(s) {
+				if primed && p.stopLocal(ctx, s) {
 					p.log.Info("turn stop requested on another replica", "session", s.Session)
 				}
 			}
@@ -68,18 +68,11 @@ func (p *Pipeline) watchStops(ctx context.Context) {
 }
 
 // stopLocal stops the turn of s's session when it runs in this process and s's sender may
-// stop it (mayStop, as for a stop received here).
-func (p *Pipeline) stopLocal(s echogate.StopRequest) bool {
+// stop it (authority, as for a stop received here).
+func (p *Pipeline) stopLocal(ctx context.Context, s echogate.StopRequest) bool {
 	platform, id, _ := strings.Cut(s.Actor, ":")
 	ev := echogate.InboundEvent{Kind: echogate.KindMessage, Text: "stop", Session: s.Session,
 		Conversation: echogate.ConversationRef{Platform: platform}, Actor: echogate.Actor{ID: id}}
-	sh := p.shardFor(s.Session)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	mb := sh.boxes[s.Session]
-	if mb == nil || mb.cur == nil || !p.mayStop(mb.cur, ev) {
-		return false
-	}
-	mb.cur.stop()
-	return true
+	_, stopped, _ := p.stopRunning(ctx, s.Session, &ev, actStop, nil)
+	return stopped
 }

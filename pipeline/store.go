@@ -58,9 +58,11 @@ type SessionStore interface {
 	// caller reloads with History. It lets the pipeline keep recent transcripts in memory and
 	// read only what was appended since.
 	HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) (entries []echogate.StoredMessage, ok bool, err error)
-	// GrantTool records "approve this tool for the session"; Grants lists them.
-	GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error
-	Grants(ctx context.Context, key echogate.SessionKey) ([]string, error)
+	// GrantTool records "approve this tool for the session" for user (qualified id), decided
+	// by by; Grants maps the tools granted to user in the session to who granted each. A grant
+	// is one person's.
+	GrantTool(ctx context.Context, key echogate.SessionKey, user, tool, by string, at time.Time) error
+	Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error)
 }
 
 // TurnLog is the durable record of each turn's lifecycle, owned by storage: a turn begins

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -51,7 +52,9 @@ type Turn struct {
 
 	w      turnWrites  // start writes (start.go)
 	usage  usageLedger // spend (usage.go)
-	grants grantCache  // session grants (inference_gate.go)
+	grants grantCache  // the user's session grants (inference_gate.go)
+	// fetched: a tool that fetches outside content ran in this turn (tainted).
+	fetched atomic.Bool
 	// pauseHeld: another user's paused turn holds the session's pause (withPauseHeld).
 	pauseHeld bool
 	// inputSaved: the input messages are in the transcript already (replay of a dead turn).
@@ -105,7 +108,7 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 	for _, o := range opts {
 		o(t)
 	}
-	ctl.setOwner(t.userID)
+	ctl.setOwner(t.userID, t.prof.approvers)
 	t.log = log.With("turn", t.id, "agent", t.prof.Name)
 	t.rep = p.d.Repliers[ev.Conversation.Platform]
 	if t.rep == nil {

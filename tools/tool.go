@@ -60,6 +60,14 @@ type Spec struct {
 	// another participant's turns the pipeline replays such a call without its arguments and
 	// with a placeholder for its result (memory, files, commands, MCP tools).
 	Shareable bool
+	// ApproversOnly: a call needs a listed approver's decision; the requester's own ✅ or 🔁
+	// does not decide it (as for every Destructive tool).
+	ApproversOnly bool
+	// Fetches: the tool brings outside content into the turn and its arguments reach the
+	// outside (a URL), so it can carry the turn's data out. A Safe one runs without asking
+	// unless the turn's input carries text from other authors or fetched content; then it asks
+	// (an explicit approval policy of allow keeps it unconditional).
+	Fetches bool
 }
 
 // Result is what a tool call returns to the model. A failure the model should see (bad arguments,

@@ -183,6 +183,31 @@ func (c *Channel) respondPrivately(ctx context.Context, responseURL, text string
 	return echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: "ephemeral"}, nil
 }
 
+// postPrivately shows out to out.PrivateTo only (chat.postEphemeral), in the conversation's
+// thread: a short answer meant for one person (who may act, see the pipeline's authority).
+func (c *Channel) postPrivately(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	ch, thread, err := c.target(out)
+	if err != nil {
+		return echogate.MessageRef{}, err
+	}
+	msgs := render(out.Text)
+	if len(msgs) == 0 {
+		return echogate.MessageRef{}, errors.New("slack: post privately: empty text")
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(msgs[0].text, false)}
+	if thread != "" {
+		opts = append(opts, slack.MsgOptionTS(thread))
+	}
+	err = c.call(ctx, "chat.postEphemeral", ch, prioHigh, func(ctx context.Context) error {
+		_, err := c.api.PostEphemeralContext(ctx, ch, out.PrivateTo, opts...)
+		return err
+	})
+	if err != nil {
+		return echogate.MessageRef{}, fmt.Errorf("slack: post privately to %s in %s: %w", out.PrivateTo, ch, err)
+	}
+	return echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: "ephemeral"}, nil
+}
+
 // suggestPrompts offers the configured prompts in a new assistant thread.
 func (c *Channel) suggestPrompts(ctx context.Context, ch, thread string) {
 	if len(c.cfg.SuggestedPrompts) == 0 || ch == "" || thread == "" {

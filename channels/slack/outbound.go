@@ -326,6 +326,9 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.M
 	if out.Interaction != "" {
 		return c.respondPrivately(ctx, out.Interaction, out.Text)
 	}
+	if out.PrivateTo != "" {
+		return c.postPrivately(ctx, out)
+	}
 	ch, thread, err := c.target(out)
 	if err != nil {
 		return echogate.MessageRef{}, err

@@ -127,9 +127,13 @@ func (c *core) Close() {
 func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	cfg := c.cfg
 	policy := map[string]string{}
+	var approversOnly []string
 	for name, t := range cfg.Tools {
 		if t.Approval != "" {
 			policy[name] = t.Approval
+		}
+		if t.ApproversOnly {
+			approversOnly = append(approversOnly, name)
 		}
 	}
 	pcfg := pipeline.Config{
@@ -150,6 +154,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		JanitorInterval: time.Duration(cfg.Approval.CheckInterval),
 		ToolPolicy:      policy,
 		PerUser:         cfg.Agent.perUser(),
+		ApproversOnly:   approversOnly,
 	}
 	if c.backend == "postgres" {
 		// Several replicas may share the database: take over only events whose replica is gone.

@@ -238,7 +238,13 @@ func TestChaos(t *testing.T) {
 	fake.Respond(c.model(script))
 	c.vars = map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-chaos", "ECHOGATE_DATA_DIR": filepath.Join(dir, "data"),
 		"SLACK_BOT_TOKEN": srv.BotToken(), "SLACK_APP_TOKEN": srv.AppToken(), "SLACK_API_URL": srv.APIURL(), "ECHOGATE_LOG_LEVEL": "info"}
-	c.cfg = writeConfig(t, fmt.Sprintf("agent: {drain_timeout: 2s}\ntools:\n  run_command: {approval: ask, allowed: [%q], timeout: 10s}\n", script))
+	// run_command is destructive: its calls need an approver, so each session's user is one.
+	approvers := make([]string, *chaosSessions)
+	for i := range approvers {
+		approvers[i] = fmt.Sprintf("slack:U%07d", 100+i)
+	}
+	c.cfg = writeConfig(t, fmt.Sprintf("agent: {drain_timeout: 2s}\napproval: {approvers: [%s]}\ntools:\n  run_command: {approval: ask, allowed: [%q], timeout: 10s}\n",
+		strings.Join(approvers, ", "), script))
 	c.g = startBinaryGateway(t, c.vars, c.cfg)
 	c.connected()
 

@@ -252,6 +252,9 @@ type ToolConf struct {
 	Env        []string `yaml:"env"`
 	Timeout    Duration `yaml:"timeout"`
 	Enabled    *bool    `yaml:"enabled"`
+	// ApproversOnly: the tool's calls need an approver's decision (as a destructive tool's);
+	// the requester's own approval does not count.
+	ApproversOnly bool `yaml:"approvers_only"`
 }
 
 type BudgetsConfig struct {

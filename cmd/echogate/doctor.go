@@ -30,6 +30,7 @@ func cmdDoctor(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 	client := &http.Client{Timeout: 10 * time.Second}
 	checks := []check{{name: "config", ok: true, detail: "loaded and valid"}, doctorConfigFile(cfg.source.path)}
 	checks = append(checks, doctorAgents(cfg)...) // doctor_agents.go
+	checks = append(checks, doctorApprovers(cfg)...)
 	checks = append(checks, doctorStore(ctx, cfg, log))
 	checks = append(checks, doctorModel(ctx, client, cfg)...)
 	checks = append(checks, doctorSlack(ctx, client, cfg)...)

@@ -522,6 +522,9 @@ type platform struct {
 	react   func(t *testing.T, c *conv, msgID, user, emoji string)
 	// waitFor blocks until cond holds (re-checked on every change of the fake) or fails the test.
 	waitFor func(t *testing.T, what string, cond func() bool)
+	// private lists the texts shown to user alone in c (Slack's ephemeral messages); nil where
+	// the platform has none, and such answers are posted in the conversation.
+	private func(c *conv, user string) []string
 	// reconnected waits until the platform sees exactly one live connection from the gateway
 	// after n connections in total.
 	reconnected func(t *testing.T, n int)
@@ -606,6 +609,15 @@ func newSlackPlatform(t *testing.T) (*platform, *slacktest.Server) {
 	p.waitFor = func(t *testing.T, what string, cond func() bool) {
 		t.Helper()
 		slackWait(t, srv, what, cond)
+	}
+	p.private = func(c *conv, user string) []string {
+		var out []string
+		for _, e := range srv.Ephemerals() {
+			if e.Channel == c.ch && e.User == user {
+				out = append(out, e.Text)
+			}
+		}
+		return out
 	}
 	p.reconnected = func(t *testing.T, n int) {
 		t.Helper()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,11 +19,21 @@ func scenarioStrangerCannotDecide(t *testing.T, e approvalEnv, tag string) {
 
 	for _, word := range []string{"stop", "approve", "deny"} {
 		p.say(t, c, p.stranger, word)
-		e.g.logs.waitLine(t, "approval message ignored", p.qualified(p.stranger), c.ch)
+		// A stop that comes while the requester's turn is still finishing is refused at once.
+		e.g.logs.waitMatch(t, "the stranger's "+word+" ignored", func(l string) bool {
+			return containsAll(l, p.qualified(p.stranger), c.ch) &&
+				(strings.Contains(l, "approval message ignored") || word == "stop" && strings.Contains(l, "stop refused"))
+		})
 	}
 	// "!new" would forget the conversation and the requester's pause with it.
 	p.say(t, c, p.stranger, "!new")
-	c.waitMsg(t, "can't be cleared now")
+	if p.private != nil { // told privately where the platform can
+		p.waitFor(t, "a private answer to the stranger's !new", func() bool {
+			return slices.ContainsFunc(p.private(c, p.stranger), func(s string) bool { return strings.Contains(s, "can't be cleared now") })
+		})
+	} else {
+		c.waitMsg(t, "can't be cleared now")
+	}
 	for _, emoji := range []string{echogate.ReactionStop, echogate.ReactionDeny} {
 		p.react(t, c, prompt.ID, p.stranger, emoji)
 	}

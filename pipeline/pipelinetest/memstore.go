@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,7 @@ type MemStore struct {
 	sessions map[echogate.SessionKey]echogate.SessionInfo
 	messages map[echogate.SessionKey][]echogate.StoredMessage
 	seq      map[echogate.SessionKey]int64
-	grants   map[echogate.SessionKey]map[string]bool
+	grants   map[echogate.SessionKey]map[string]string // user NUL tool → granted by
 	turns    map[string]echogate.TurnRecord
 	usage    []echogate.UsageRecord
 	pending  map[echogate.SessionKey]echogate.PendingTurn
@@ -44,7 +45,7 @@ func NewMemStore() *MemStore {
 		sessions: map[echogate.SessionKey]echogate.SessionInfo{},
 		messages: map[echogate.SessionKey][]echogate.StoredMessage{},
 		seq:      map[echogate.SessionKey]int64{},
-		grants:   map[echogate.SessionKey]map[string]bool{},
+		grants:   map[echogate.SessionKey]map[string]string{},
 		turns:    map[string]echogate.TurnRecord{},
 		pending:  map[echogate.SessionKey]echogate.PendingTurn{},
 		resumes:  map[string]echogate.TurnResume{},
@@ -208,28 +209,34 @@ func (s *MemStore) HistorySince(ctx context.Context, key echogate.SessionKey, af
 	return append([]echogate.StoredMessage(nil), rest...), true, nil
 }
 
-func (s *MemStore) GrantTool(ctx context.Context, key echogate.SessionKey, tool, by string, at time.Time) error {
+// GrantTool records user's grant of tool in the session (one person's, see Store); granting
+// again keeps the first grant.
+func (s *MemStore) GrantTool(ctx context.Context, key echogate.SessionKey, user, tool, by string, at time.Time) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
 	if s.grants[key] == nil {
-		s.grants[key] = map[string]bool{}
+		s.grants[key] = map[string]string{}
 	}
-	s.grants[key][tool] = true
+	if _, ok := s.grants[key][user+"\x00"+tool]; !ok {
+		s.grants[key][user+"\x00"+tool] = by
+	}
 	return nil
 }
 
-func (s *MemStore) Grants(ctx context.Context, key echogate.SessionKey) ([]string, error) {
+// Grants maps the tools granted to user in the session to who granted each.
+func (s *MemStore) Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	var out []string
-	for g := range s.grants[key] {
-		out = append(out, g)
+	out := map[string]string{}
+	for g, by := range s.grants[key] {
+		if tool, ok := strings.CutPrefix(g, user+"\x00"); ok {
+			out[tool] = by
+		}
 	}
-	sort.Strings(out)
 	return out, nil
 }
 

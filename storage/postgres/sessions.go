@@ -51,9 +51,9 @@ SELECT $1, bump.last_seq - $2 + b.n, $3, b.role, b.body, $4
 FROM bump, unnest($5::text[], $6::json[]) WITH ORDINALITY AS b(role, body, n)`
 	qHistory = `SELECT seq, turn, body, at FROM messages WHERE session = $1 ORDER BY seq DESC LIMIT $2`
 
-	qGrantTool = `INSERT INTO grants (session, tool, granted_by, granted_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (session, tool) DO NOTHING`
-	qGrants = `SELECT tool FROM grants WHERE session = $1 ORDER BY tool`
+	qGrantTool = `INSERT INTO grants (session, user_id, tool, granted_by, granted_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (session, user_id, tool) DO NOTHING`
+	qGrants = `SELECT tool, granted_by FROM grants WHERE session = $1 AND user_id = $2`
 )
 
 // UpsertSession creates the session or, when it exists, bumps its UpdatedAt (never backwards)
@@ -279,35 +279,46 @@ func (s *Store) HistorySince(ctx context.Context, key echogate.SessionKey, after
 	return out, anchor, nil
 }
 
-// GrantTool records that tool is approved for the rest of the session, by whom and when (zero
-// means now). Granting again is not an error and keeps the first grant.
-func (s *Store) GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error {
-	if key == "" || tool == "" {
-		return fmt.Errorf("postgres: grant tool %q in %q: %w: empty session key or tool name", tool, key, ErrInvalid)
+// GrantTool records that user's calls of tool are approved for the rest of the session, who
+// decided it (by: the user or an approver) and when (zero means now). A grant is one person's:
+// other users of the session still ask. Granting again is not an error and keeps the first
+// grant.
+func (s *Store) GrantTool(ctx context.Context, key echogate.SessionKey, user, tool, by string, at time.Time) error {
+	if key == "" || tool == "" || user == "" {
+		return fmt.Errorf("postgres: grant tool %q in %q: %w: empty session key, user or tool name", tool, key, ErrInvalid)
 	}
 	p, err := s.pool(ctx, fmt.Sprintf("grant tool %q in %q", tool, key))
 	if err != nil {
 		return err
 	}
-	if _, err := p.Exec(ctx, qGrantTool, string(key), tool, by, utc(s.stamp(at))); err != nil {
+	if _, err := p.Exec(ctx, qGrantTool, string(key), user, tool, by, utc(s.stamp(at))); err != nil {
 		return fail(ctx, err, "grant tool %q in %q", tool, key)
 	}
 	return nil
 }
 
-// Grants lists the tools granted in the session, sorted by name (byte order, as in SQLite).
-func (s *Store) Grants(ctx context.Context, key echogate.SessionKey) ([]string, error) {
+// Grants maps the tools granted to user in the session to who granted each (the user or an
+// approver); none is an empty map.
+func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error) {
 	p, err := s.pool(ctx, fmt.Sprintf("grants of %q", key))
 	if err != nil {
 		return nil, err
 	}
-	rows, err := p.Query(ctx, qGrants, string(key))
+	rows, err := p.Query(ctx, qGrants, string(key), user)
 	if err != nil {
 		return nil, fail(ctx, err, "grants of %q", key)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var tool, by string
+		if err := rows.Scan(&tool, &by); err != nil {
+			return nil, fail(ctx, err, "grants of %q", key)
+		}
+		out[tool] = by
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fail(ctx, err, "grants of %q", key)
 	}
-	return nilIfEmpty(out), nil
+	return out, nil
 }

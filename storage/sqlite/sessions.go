@@ -36,9 +36,9 @@ ON CONFLICT (key) DO UPDATE SET
 	// The anchor row and what follows; the anchor's body is not needed.
 	qHistorySince = `SELECT seq, turn, CASE WHEN seq > ? THEN body END, at FROM messages WHERE session = ? AND seq >= ? ORDER BY seq LIMIT ?`
 
-	qGrantTool = `INSERT INTO grants (session, tool, granted_by, granted_at) VALUES (?, ?, ?, ?)
-ON CONFLICT (session, tool) DO NOTHING`
-	qGrants = `SELECT tool FROM grants WHERE session = ? ORDER BY tool`
+	qGrantTool = `INSERT INTO grants (session, user_id, tool, granted_by, granted_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (session, user_id, tool) DO NOTHING`
+	qGrants = `SELECT tool, granted_by FROM grants WHERE session = ? AND user_id = ?`
 )
 
 // UpsertSession creates the session or, when it exists, bumps its UpdatedAt (never backwards)
@@ -338,18 +338,20 @@ func (s *Store) HistorySince(ctx context.Context, key echogate.SessionKey, after
 	return out, anchor, nil
 }
 
-// GrantTool records that tool is approved for the rest of the session, by whom and when (zero
-// means now). Granting again is not an error and keeps the first grant.
-func (s *Store) GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error {
-	if key == "" || tool == "" {
-		return fmt.Errorf("sqlite: grant tool %q in %q: %w: empty session key or tool name", tool, key, ErrInvalid)
+// GrantTool records that user's calls of tool are approved for the rest of the session, who
+// decided it (by: the user or an approver) and when (zero means now). A grant is one person's:
+// other users of the session still ask. Granting again is not an error and keeps the first
+// grant.
+func (s *Store) GrantTool(ctx context.Context, key echogate.SessionKey, user, tool, by string, at time.Time) error {
+	if key == "" || tool == "" || user == "" {
+		return fmt.Errorf("sqlite: grant tool %q in %q: %w: empty session key, user or tool name", tool, key, ErrInvalid)
 	}
 	d, err := s.conns(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: grant tool %q in %q: %w", tool, key, err)
 	}
 	err = d.write(ctx, func(tx *wtx) error {
-		_, err := tx.exec(qGrantTool, string(key), tool, by, toMicros(s.stamp(at)))
+		_, err := tx.exec(qGrantTool, string(key), user, tool, by, toMicros(s.stamp(at)))
 		return err
 	})
 	if err != nil {
@@ -358,8 +360,9 @@ func (s *Store) GrantTool(ctx context.Context, key echogate.SessionKey, tool str
 	return nil
 }
 
-// Grants lists the tools granted in the session, sorted by name.
-func (s *Store) Grants(ctx context.Context, key echogate.SessionKey) ([]string, error) {
+// Grants maps the tools granted to user in the session to who granted each (the user or an
+// approver); none is an empty map.
+func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error) {
 	d, err := s.conns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: grants of %q: %w", key, err)
@@ -368,18 +371,18 @@ func (s *Store) Grants(ctx context.Context, key echogate.SessionKey) ([]string, 
 	if err != nil {
 		return nil, fail(ctx, err, "grants of %q", key)
 	}
-	rows, err := st.QueryContext(ctx, string(key))
+	rows, err := st.QueryContext(ctx, string(key), user)
 	if err != nil {
 		return nil, fail(ctx, err, "grants of %q", key)
 	}
 	defer rows.Close()
-	var out []string
+	out := map[string]string{}
 	for rows.Next() {
-		var tool string
-		if err := rows.Scan(&tool); err != nil {
+		var tool, by string
+		if err := rows.Scan(&tool, &by); err != nil {
 			return nil, fail(ctx, err, "grants of %q", key)
 		}
-		out = append(out, tool)
+		out[tool] = by
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fail(ctx, err, "grants of %q", key)

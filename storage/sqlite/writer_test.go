@@ -116,7 +116,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		}
 	}
 	// Queued one by one so the batch order is known.
-	queue("grant a", func() (bool, error) { return true, s.GrantTool(ctx, "s", "a", "u", time.Time{}) })
+	queue("grant a", func() (bool, error) { return true, s.GrantTool(ctx, "s", "u", "a", "u", time.Time{}) })
 	waitQueued("grant a")
 	queue("duplicate turn", func() (bool, error) {
 		return false, s.CreateTurn(ctx, echogate.TurnRecord{ID: "taken", Session: "s"})
@@ -128,9 +128,9 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	waitQueued("append")
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	queue("cancelled while queued", func() (bool, error) { return false, s.GrantTool(cctx, "s", "cancelled", "u", time.Time{}) })
+	queue("cancelled while queued", func() (bool, error) { return false, s.GrantTool(cctx, "s", "u", "cancelled", "u", time.Time{}) })
 	waitQueued("cancelled while queued")
-	queue("grant a again", func() (bool, error) { return true, s.GrantTool(ctx, "s", "a", "v", time.Time{}) })
+	queue("grant a again", func() (bool, error) { return true, s.GrantTool(ctx, "s", "u", "a", "v", time.Time{}) })
 	waitQueued("grant a again")
 	cancel()
 	// The cancelled call leaves the queue logically at once (its slot is skipped later).
@@ -167,7 +167,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if h, err := s.History(ctx, "s", 0); err != nil || len(h) != 2 {
 		t.Errorf("History after the batch = %d, %v; want 2 messages committed", len(h), err)
 	}
-	if g, err := s.Grants(ctx, "s"); err != nil || len(g) != 1 || g[0] != "a" {
+	if g, err := s.Grants(ctx, "s", "u"); err != nil || len(g) != 1 || g["a"] == "" {
 		t.Errorf("Grants after the batch = %v, %v; want [a] (the cancelled grant wrote nothing)", g, err)
 	}
 	// The batch ran without savepoints first, met the failing call, and ran again with them.
@@ -196,7 +196,7 @@ func TestEventLogGroupCommit(t *testing.T) {
 	go func() { ok, err := s.ClaimEvent(ctx, "k1", nil, time.Time{}); again <- result{ok, err} }()
 	<-queued
 	// The main writer is free meanwhile: the transcript does not wait for the event log.
-	if err := s.GrantTool(ctx, "s", "a", "u", time.Time{}); err != nil {
+	if err := s.GrantTool(ctx, "s", "u", "a", "u", time.Time{}); err != nil {
 		t.Fatalf("GrantTool while the event log's writer is busy = %v", err)
 	}
 	cancel()
@@ -223,7 +223,7 @@ func TestGroupCommitWithoutFailuresRunsOnce(t *testing.T) {
 	queued := notifyQueued(s)
 	errc := make(chan error, 3)
 	for i := range 3 {
-		go func() { errc <- s.GrantTool(ctx, "s", fmt.Sprintf("tool%d", i), "u", time.Time{}) }()
+		go func() { errc <- s.GrantTool(ctx, "s", "u", fmt.Sprintf("tool%d", i), "u", time.Time{}) }()
 		<-queued
 	}
 	before := s.WriteStats()
@@ -303,7 +303,7 @@ func TestCloseFailsQueuedWrites(t *testing.T) {
 	release := holdWriter(t, s)
 	queued := notifyQueued(s)
 	errc := make(chan error, 1)
-	go func() { errc <- s.GrantTool(ctx, "s", "tool", "u", time.Time{}) }()
+	go func() { errc <- s.GrantTool(ctx, "s", "u", "tool", "u", time.Time{}) }()
 	select {
 	case <-queued:
 	case err := <-errc:
@@ -319,7 +319,7 @@ func TestCloseFailsQueuedWrites(t *testing.T) {
 	if err := answerWithin(t, "write queued during Close", errc); err != nil && !errors.Is(err, ErrClosed) {
 		t.Errorf("write queued during Close = %v, want nil or ErrClosed", err)
 	}
-	if err := s.GrantTool(ctx, "s", "tool", "u", time.Time{}); !errors.Is(err, ErrClosed) {
+	if err := s.GrantTool(ctx, "s", "u", "tool", "u", time.Time{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("write after Close = %v, want ErrClosed", err)
 	}
 }
@@ -362,9 +362,9 @@ func TestBrokenBatchAnswersEveryCall(t *testing.T) {
 			go func() { first <- wr.do(ctx, false, breaker) }()
 			<-queued
 			behind := make(chan error, 2)
-			go func() { behind <- s.GrantTool(ctx, "s", "tool-a", "u", time.Time{}) }()
+			go func() { behind <- s.GrantTool(ctx, "s", "u", "tool-a", "u", time.Time{}) }()
 			<-queued
-			go func() { behind <- s.GrantTool(ctx, "s", "tool-b", "u", time.Time{}) }()
+			go func() { behind <- s.GrantTool(ctx, "s", "u", "tool-b", "u", time.Time{}) }()
 			<-queued
 			release()
 
@@ -377,14 +377,14 @@ func TestBrokenBatchAnswersEveryCall(t *testing.T) {
 					t.Errorf("call queued behind a broken transaction = %v, want a \"not run\" error", err)
 				}
 			}
-			if g, err := s.Grants(ctx, "s"); err != nil || len(g) != 0 {
+			if g, err := s.Grants(ctx, "s", "u"); err != nil || len(g) != 0 {
 				t.Errorf("Grants after the broken batch = %v, %v; want none written", g, err)
 			}
 			// The writer recovered: the next transaction works.
-			if err := s.GrantTool(ctx, "s", "tool-a", "u", time.Time{}); err != nil {
+			if err := s.GrantTool(ctx, "s", "u", "tool-a", "u", time.Time{}); err != nil {
 				t.Fatalf("GrantTool after the broken batch = %v, want nil", err)
 			}
-			if g, err := s.Grants(ctx, "s"); err != nil || len(g) != 1 {
+			if g, err := s.Grants(ctx, "s", "u"); err != nil || len(g) != 1 {
 				t.Errorf("Grants after a good write = %v, %v; want one", g, err)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"reflect"
 	"slices"
@@ -68,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"ConcurrentAppendDifferentSessions", r.concurrentAppendDifferentSessions},
 		{"ConcurrentAppendSameSession", r.concurrentAppendSameSession},
 		{"Grants", r.grants},
+		{"GrantsPerUser", r.grantsPerUser},
 		{"Turns", r.turns},
 		{"StartTurn", r.startTurn},
 		{"ListTurns", r.listTurns},
@@ -416,7 +418,8 @@ func (r *runner) sessionUpsertGet(t *testing.T, s Store, u uniq) {
 	must(t, "GetSession", err)
 	checkSession(t, "GetSession after create", got, want)
 
-	// A later upsert bumps UpdatedAt only.
+	// A later upsert bumps UpdatedAt only: the starter (UserID) stays, whoever posts later
+	// (the pipeline's authority over a shared conversation relies on it).
 	later := want
 	later.Conversation.Channel = "C-other"
 	later.Ephemeral = false
@@ -485,7 +488,7 @@ func (r *runner) deleteSession(t *testing.T, s Store, u uniq) {
 	for _, k := range []echogate.SessionKey{key, keep} {
 		must(t, "UpsertSession", s.UpsertSession(ctx, echogate.SessionInfo{Key: k, UserID: "web:u", CreatedAt: r.at(0), UpdatedAt: r.at(0)}))
 		must(t, "AppendMessages", s.AppendMessages(ctx, k, turn, []echogate.Message{userMsg("hi"), {Role: echogate.RoleAssistant, Content: "hello"}}, r.at(0)))
-		must(t, "GrantTool", s.GrantTool(ctx, k, "http_fetch", "web:u", r.at(0)))
+		must(t, "GrantTool", s.GrantTool(ctx, k, "web:u", "http_fetch", "web:u", r.at(0)))
 		must(t, "SavePending", s.SavePending(ctx, echogate.PendingTurn{Session: k, Turn: turn, Kind: echogate.PauseAsk, CreatedAt: r.at(0)}))
 	}
 	must(t, "CreateTurn", s.CreateTurn(ctx, echogate.TurnRecord{ID: turn, Session: key, Status: echogate.TurnDoneSt, StartedAt: r.at(0)}))
@@ -500,8 +503,8 @@ func (r *runner) deleteSession(t *testing.T, s Store, u uniq) {
 	if h, err := s.History(ctx, key, 0); err != nil || len(h) != 0 {
 		t.Errorf("History(deleted) = %d entries, %v; want 0, nil", len(h), err)
 	}
-	if g, err := s.Grants(ctx, key); err != nil || len(g) != 0 {
-		t.Errorf("Grants(deleted) = %q, %v; want none, nil", g, err)
+	if g, err := s.Grants(ctx, key, "web:u"); err != nil || len(g) != 0 {
+		t.Errorf("Grants(deleted) = %v, %v; want none, nil", g, err)
 	}
 	_, err = s.GetPending(ctx, key)
 	checkNotFound(t, "GetPending(deleted)", err)
@@ -520,8 +523,8 @@ func (r *runner) deleteSession(t *testing.T, s Store, u uniq) {
 	if h, err := s.History(ctx, keep, 0); err != nil || len(h) != 2 {
 		t.Errorf("History(other) = %d entries, %v; want 2, nil", len(h), err)
 	}
-	if g, err := s.Grants(ctx, keep); err != nil || len(g) != 1 {
-		t.Errorf("Grants(other) = %q, %v; want [http_fetch], nil", g, err)
+	if g, err := s.Grants(ctx, keep, "web:u"); err != nil || len(g) != 1 {
+		t.Errorf("Grants(other) = %v, %v; want http_fetch, nil", g, err)
 	}
 	if _, err := s.GetPending(ctx, keep); err != nil {
 		t.Errorf("GetPending(other) = %v, want it kept", err)
@@ -858,16 +861,39 @@ func (r *runner) concurrentAppendSameSession(t *testing.T, s Store, u uniq) {
 func (r *runner) grants(t *testing.T, s Store, u uniq) {
 	ctx := t.Context()
 	key, other := u.session("g"), u.session("other")
-	for i, tool := range []string{"run_command", "http_fetch", "run_command", "mcp__docs"} {
-		must(t, "GrantTool("+tool+")", s.GrantTool(ctx, key, tool, "slack:U1", r.at(time.Duration(i)*time.Second)))
+	for i, g := range []struct{ tool, by string }{
+		{"run_command", "slack:ADMIN"}, {"http_fetch", "slack:U1"}, {"run_command", "slack:U1"}, {"mcp__docs", "slack:U1"},
+	} {
+		must(t, "GrantTool("+g.tool+")", s.GrantTool(ctx, key, "slack:U1", g.tool, g.by, r.at(time.Duration(i)*time.Second)))
 	}
-	got, err := s.Grants(ctx, key)
+	got, err := s.Grants(ctx, key, "slack:U1")
 	must(t, "Grants", err)
-	if want := []string{"http_fetch", "mcp__docs", "run_command"}; !slices.Equal(got, want) {
-		t.Errorf("Grants(%q) = %q, want %q (each once, sorted)", key, got, want)
+	want := map[string]string{"http_fetch": "slack:U1", "mcp__docs": "slack:U1", "run_command": "slack:ADMIN"}
+	if !maps.Equal(got, want) {
+		t.Errorf("Grants(%q, slack:U1) = %v, want %v (each once, the first grant kept)", key, got, want)
 	}
-	if got, err := s.Grants(ctx, other); err != nil || len(got) != 0 {
-		t.Errorf("Grants(%q) = %q, %v; want none", other, got, err)
+	if got, err := s.Grants(ctx, other, "slack:U1"); err != nil || len(got) != 0 {
+		t.Errorf("Grants(%q, slack:U1) = %v, %v; want none", other, got, err)
+	}
+	if err := s.GrantTool(ctx, key, "", "run_command", "slack:U1", r.at(0)); err == nil {
+		t.Errorf("GrantTool(no user) = nil, want an error: a grant is someone's")
+	}
+}
+
+// grantsPerUser: a grant is one person's (issue 36): U1's 🔁 of run_command in a shared
+// session is not U2's, and an approver's grant for U2 is U2's, not the approver's.
+func (r *runner) grantsPerUser(t *testing.T, s Store, u uniq) {
+	ctx := t.Context()
+	key := u.session("shared")
+	must(t, "GrantTool(U1's own)", s.GrantTool(ctx, key, "slack:U1", "run_command", "slack:U1", r.at(0)))
+	must(t, "GrantTool(for U2, by an approver)", s.GrantTool(ctx, key, "slack:U2", "http_fetch", "slack:ADMIN", r.at(time.Second)))
+	for user, want := range map[string]map[string]string{
+		"slack:U1": {"run_command": "slack:U1"}, "slack:U2": {"http_fetch": "slack:ADMIN"}, "slack:ADMIN": {}, "slack:U3": {},
+	} {
+		got, err := s.Grants(ctx, key, user)
+		if err != nil || !maps.Equal(got, want) {
+			t.Errorf("Grants(%q, %s) = %v, %v; want %v", key, user, got, err, want)
+		}
 	}
 }
 
@@ -1168,7 +1194,7 @@ func (r *runner) notFound(t *testing.T, s Store, u uniq) {
 	// Listing nothing is not an error.
 	for name, call := range map[string]func() (int, error){
 		"History":   func() (int, error) { h, err := s.History(ctx, missing, 0); return len(h), err },
-		"Grants":    func() (int, error) { g, err := s.Grants(ctx, missing); return len(g), err },
+		"Grants":    func() (int, error) { g, err := s.Grants(ctx, missing, "web:u"); return len(g), err },
 		"ListTurns": func() (int, error) { l, err := s.ListTurns(ctx, missing, 0); return len(l), err },
 		"ListUsage": func() (int, error) {
 			l, err := s.ListUsage(ctx, echogate.UsageFilter{Session: missing}, 0)
@@ -1189,8 +1215,9 @@ func (r *runner) rejectsEmptyKeys(t *testing.T, s Store, u uniq) {
 			return s.UpsertSession(ctx, echogate.SessionInfo{CreatedAt: r.at(0), UpdatedAt: r.at(0)})
 		},
 		"AppendMessages(\"\")":  func() error { return s.AppendMessages(ctx, "", "t", []echogate.Message{userMsg("x")}, r.at(0)) },
-		"GrantTool(\"\", tool)": func() error { return s.GrantTool(ctx, "", "tool", "u", r.at(0)) },
-		"GrantTool(key, \"\")":  func() error { return s.GrantTool(ctx, u.session("k"), "", "u", r.at(0)) },
+		"GrantTool(\"\", tool)": func() error { return s.GrantTool(ctx, "", "u", "tool", "u", r.at(0)) },
+		"GrantTool(key, \"\")":  func() error { return s.GrantTool(ctx, u.session("k"), "u", "", "u", r.at(0)) },
+		"GrantTool(no user)":    func() error { return s.GrantTool(ctx, u.session("k"), "", "tool", "u", r.at(0)) },
 		"CreateTurn(ID \"\")": func() error {
 			return s.CreateTurn(ctx, echogate.TurnRecord{Session: u.session("k"), StartedAt: r.at(0)})
 		},
@@ -1301,8 +1328,8 @@ func (r *runner) cancelledContext(t *testing.T, s Store, u uniq) {
 			"DeleteSession":  func() error { return s.DeleteSession(ctx, key) },
 			"AppendMessages": func() error { return s.AppendMessages(ctx, key, "t", []echogate.Message{userMsg("y")}, r.at(0)) },
 			"History":        func() error { _, err := s.History(ctx, key, 0); return err },
-			"GrantTool":      func() error { return s.GrantTool(ctx, key, "tool", "u", r.at(0)) },
-			"Grants":         func() error { _, err := s.Grants(ctx, key); return err },
+			"GrantTool":      func() error { return s.GrantTool(ctx, key, "u", "tool", "u", r.at(0)) },
+			"Grants":         func() error { _, err := s.Grants(ctx, key, "u"); return err },
 			"CreateTurn": func() error {
 				return s.CreateTurn(ctx, echogate.TurnRecord{ID: u.key("turn2"), Session: key, StartedAt: r.at(0)})
 			},

@@ -29,8 +29,8 @@ type Store interface {
 	AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
 	History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error)
 	HistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int) ([]echogate.StoredMessage, bool, error)
-	GrantTool(ctx context.Context, key echogate.SessionKey, tool string, by string, at time.Time) error
-	Grants(ctx context.Context, key echogate.SessionKey) ([]string, error)
+	GrantTool(ctx context.Context, key echogate.SessionKey, user, tool, by string, at time.Time) error
+	Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error)
 
 	// TurnLog
 	CreateTurn(ctx context.Context, t echogate.TurnRecord) error

@@ -133,7 +133,8 @@ func NewHTTPFetch(cfg HTTPFetchConfig) (tools.Tool, error) {
 			`"url":{"type":"string","description":"absolute http or https URL, e.g. https://example.com/page","minLength":1,"maxLength":%d},`+
 			`"max_bytes":{"type":"integer","description":"read at most this many bytes of the body (default and maximum %d)","minimum":1,"maximum":%d}},`+
 			`"required":["url"],"additionalProperties":false}`, maxURLLength, cfg.MaxBytes, cfg.MaxBytes)),
-		Safety: tools.Safe,
+		Safety:  tools.Safe,
+		Fetches: true, // asks when the turn carries others' text or fetched pages (issue 36)
 	}
 	return f, nil
 }
