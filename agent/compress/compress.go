@@ -15,6 +15,10 @@
 // Rebuild on the loaded history: it returns the latest checkpoint and the stored messages after
 // it, so the context is rebuilt from the checkpoint instead of from the raw history.
 //
+// A checkpoint is replayed to whoever speaks next in the session: for a conversation several
+// people share, the caller compacts with CompactScrubbed, whose summarizer sees each message only
+// as the caller allows (per-person tool results withheld), see scrub.go.
+//
 // The summarizer's usage is reported exactly once per summary through the report function
 // (Kind echogate.UsageCompression). When the summary call fails, Compact drops the oldest turns
 // instead (the turn goes on) and logs why.
@@ -261,6 +265,12 @@ func (c *Compressor) Limit() int { return c.cfg.limit() }
 // summary fails it drops the oldest turns instead, and a failed store write is only logged: in
 // both cases the turn goes on. It returns an error only when ctx ended.
 func (c *Compressor) Compact(ctx context.Context, session echogate.SessionKey, msgs []echogate.Message, report func(echogate.Usage)) ([]echogate.Message, bool, error) {
+	return c.compact(ctx, session, msgs, report, nil)
+}
+
+// compact is Compact; scrub (may be nil) is CompactScrubbed's.
+func (c *Compressor) compact(ctx context.Context, session echogate.SessionKey, msgs []echogate.Message,
+	report func(echogate.Usage), scrub func(echogate.Message) (echogate.Message, bool)) ([]echogate.Message, bool, error) {
 	limit := c.cfg.limit()
 	before := EstimateMessages(msgs, c.cfg.Estimate)
 	if before <= limit {
@@ -290,7 +300,8 @@ func (c *Compressor) Compact(ctx context.Context, session echogate.SessionKey, m
 		return out, true, nil
 	}
 
-	text, err := c.summarize(ctx, session, p.summarize, sumTokens, report)
+	view, verbatim := forSummary(p.summarize, scrub)
+	text, err := c.summarize(ctx, session, view, sumTokens, report)
 	if err != nil {
 		if ctx.Err() != nil {
 			return msgs, false, fmt.Errorf("compress: summarize session %s: %w", session, ctx.Err())
@@ -300,7 +311,7 @@ func (c *Compressor) Compact(ctx context.Context, session echogate.SessionKey, m
 			"tokens_before", before, "tokens_after", EstimateMessages(out, c.cfg.Estimate), "limit", limit)
 		return out, true, nil
 	}
-	cp := echogate.Message{Role: echogate.RoleUser, Content: c.checkpointText(text, p.summarize)}
+	cp := echogate.Message{Role: echogate.RoleUser, Content: c.checkpointText(text, verbatim)}
 	out := make([]echogate.Message, 0, 2+len(p.tail))
 	out = append(out, cp, echogate.Message{Role: echogate.RoleAssistant, Content: ackText})
 	out = append(out, p.tail...)
