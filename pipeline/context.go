@@ -71,13 +71,16 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if err != nil {
 		return agent.Input{}, err
 	}
+	// The history as t's person may see it, before the Compactor ties it to transcript positions:
+	// its later Compact matches the messages it is given against these.
+	hist = p.scopeHistory(ctx, t, hist)
 	var head []echogate.Message // the latest checkpoint, when the Compactor keeps them
 	if rb, ok := p.d.Compactor.(continuedRebuilder); ok && src == histCached && !p.replicas {
 		head, hist = rb.RebuildContinued(ctx, key, hist)
 	} else if rb, ok := p.d.Compactor.(historyRebuilder); ok {
 		head, hist = rb.Rebuild(ctx, key, hist)
 	}
-	buf, all := contextMessages(head, p.scopeHistory(ctx, t, hist), in, note)
+	buf, all := contextMessages(head, hist, in, note)
 	return agent.Input{System: system, Messages: all, Buf: buf}, nil
 }
 
