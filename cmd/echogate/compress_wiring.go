@@ -18,6 +18,12 @@ var (
 	_ interface {
 		Rebuild(context.Context, echogate.SessionKey, []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage)
 	} = (*compress.Compressor)(nil)
+	// In a shared conversation the pipeline compacts through this optional method, so that the
+	// summary sees no per-person tool results; a Compactor without it is not run there.
+	_ interface {
+		CompactScrubbed(context.Context, echogate.SessionKey, []echogate.Message, func(echogate.Usage),
+			func(echogate.Message) (echogate.Message, bool)) ([]echogate.Message, bool, error)
+	} = (*compress.Compressor)(nil)
 )
 
 // promptReserve is the part of the context window kept for what the compressor does not see:
