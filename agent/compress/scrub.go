@@ -2,6 +2,7 @@ package compress
 
 import (
 	"context"
+	"strings"
 
 	"github.com/echogate/echogate"
 )
@@ -13,6 +14,26 @@ import (
 // without its arguments) or leaves it out. Only the summarizer's input and the checkpoint's
 // verbatim tool results go through it; the kept messages are returned as given (they are the
 // current person's context), and the checkpoint's lineage is computed from the messages as given.
+// Such a checkpoint says so (scopedNote, after the intro); RebuildScoped starts a turn only from
+// such a checkpoint.
+
+// scopedNote follows checkpointIntro in a checkpoint whose summary was scrubbed.
+const scopedNote = " Tool results of individual participants were left out of it: when one is needed again, call the tool again."
+
+// RebuildScoped is Rebuild, or RebuildContinued when continued, for a conversation several
+// people share: only a checkpoint written by CompactScrubbed with a scrub function starts the
+// context. Another one (written before the session had several people, or by an older version)
+// is ignored like a stale one: the plain history is returned, and the turn's compaction, if
+// any, writes a scoped checkpoint of it.
+func (c *Compressor) RebuildScoped(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage, continued bool) ([]echogate.Message, []echogate.StoredMessage) {
+	return c.rebuild(ctx, session, hist, continued, scopedCheckpoint)
+}
+
+// scopedCheckpoint reports whether m is a checkpoint written by CompactScrubbed with a scrub
+// function.
+func scopedCheckpoint(m echogate.Message) bool {
+	return IsCheckpoint(m) && strings.HasPrefix(m.Content, CheckpointTitle+"\n\n"+checkpointIntro+scopedNote)
+}
 
 // CompactScrubbed is Compact whose summary sees the summarized messages through scrub: scrub
 // returns a message as the summary may see it and whether to keep it at all. A tool result that

@@ -69,6 +69,9 @@ func TestCompactScrubbedSummarizesOnlyWhatScrubShows(t *testing.T) {
 				t.Errorf("scrub %v: %s contains %q = %v, want %v:\n%.800s", scrubbed, c.where, c.s, got, c.want, c.text)
 			}
 		}
+		if got := scopedCheckpoint(out[0]); got != scrubbed {
+			t.Errorf("scrub %v: scopedCheckpoint(checkpoint) = %v, want %v", scrubbed, got, scrubbed)
+		}
 		kept := out[2:]
 		for i, m := range kept {
 			if want := msgs[len(msgs)-len(kept)+i]; m.Content != want.Content || m.Role != want.Role {
@@ -80,6 +83,50 @@ func TestCompactScrubbedSummarizesOnlyWhatScrubShows(t *testing.T) {
 		want := int64(len(conv) - (len(kept) - 1)) // the kept messages: the last turns and the new one
 		if len(saved) != 1 || saved[0].Seq != want {
 			t.Errorf("scrub %v: saved checkpoints = %+v, want 1 covering seq %d", scrubbed, saved, want)
+		}
+	}
+}
+
+// RebuildScoped starts only from a checkpoint written through a scrub; another one is ignored
+// and the next compaction, counting from the start of the loaded history, replaces it.
+func TestRebuildScopedIgnoresUnscopedCheckpoints(t *testing.T) {
+	keep := func(m echogate.Message) (echogate.Message, bool) { return m, true }
+	for _, scoped := range []bool{false, true} {
+		c, _, store := newTestCompressor(t, Config{}, agenttest.Reply(summaryText), agenttest.Reply(summaryText))
+		hist, next := longTurn()
+		msgs := startTurn(c, hist, next)
+		var err error
+		if scoped {
+			_, _, err = c.CompactScrubbed(context.Background(), testSession, msgs, nil, keep)
+		} else {
+			_, _, err = c.Compact(context.Background(), testSession, msgs, nil)
+		}
+		if err != nil || len(store.all()) != 1 {
+			t.Fatalf("scoped %v: first compaction = %v, %d checkpoints; want nil, 1", scoped, err, len(store.all()))
+		}
+		first := store.all()[0]
+		all := stored(testSession, append(conversation(13), next, assistant("answer 13")))
+		head, rest := c.RebuildScoped(context.Background(), testSession, all, false)
+		if got := len(head) == 2 && head[0].Content == first.Message.Content; got != scoped {
+			t.Fatalf("scoped %v: RebuildScoped starts from the checkpoint = %v, want %v", scoped, got, scoped)
+		}
+		if !scoped && len(rest) != len(all) {
+			t.Fatalf("RebuildScoped past an unscoped checkpoint = %d messages, want the whole history (%d)", len(rest), len(all))
+		}
+		if scoped {
+			continue
+		}
+		// The plain history, compacted through a scrub: the new checkpoint is scoped and covers
+		// what it summarized, counted from the start of the history.
+		msgs = append(messagesOf(rest), user(words("question 14", 240)))
+		out, changed, err := c.CompactScrubbed(context.Background(), testSession, msgs, nil, keep)
+		if err != nil || !changed {
+			t.Fatalf("second compaction = %v, %v; want changed, nil", changed, err)
+		}
+		saved := store.all()
+		want := int64(len(all) - (len(out) - 3)) // the kept messages but the new one are stored
+		if len(saved) != 2 || saved[1].Seq != want || !scopedCheckpoint(saved[1].Message) {
+			t.Errorf("checkpoints after the second compaction = %+v, want a second, scoped one covering seq %d", saved, want)
 		}
 	}
 }
