@@ -171,3 +171,69 @@ func TestCompactionWithoutScrubbingIsNotRunInSharedConversations(t *testing.T) {
 		t.Errorf("plain Compactor ran for sessions %s, want [web:dm-UA] (the direct message only)", got)
 	}
 }
+
+// A checkpoint written without the scrub (by an older version, or while compression ran
+// unscoped) may hold one person's tool results: a shared conversation does not replay it but
+// starts from its (scoped) history; a direct message still starts from it.
+func TestUnscopedCheckpointIsNotReplayedToOthers(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		ev      func(user, text string) echogate.InboundEvent
+		session echogate.SessionKey
+		reader  string
+		shared  bool
+	}{
+		{"Slack thread", threadMsg, "slack:C1:1.0", "UB", true},
+		{"direct message", func(user, text string) echogate.InboundEvent { return msg("dm-UA", user, text) }, "web:dm-UA", "UA", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := pipelinetest.NewMemStore()
+			rep := pipelinetest.NewReplier(echogate.PlatformSlack)
+			repliers := func(d *pipeline.Deps) {
+				for _, p := range []string{echogate.PlatformSlack, echogate.PlatformDiscord, echogate.PlatformWeb} {
+					d.Repliers[p] = rep
+				}
+			}
+			recall := newTool("recall", tools.Safe, "- Passport number is X123 (note, pinned)")
+			h := start(t, opts{store: store, tools: []tools.Tool{recall}, deps: repliers},
+				agenttest.CallTool("recall", `{"query":"passport"}`), agenttest.Reply("It is on file."), agenttest.Reply("Fine."))
+			for _, text := range []string{"what is my passport number?", "and the weather?"} {
+				h.submit(tt.ev("UA", text))
+				<-rep.Done
+			}
+			h.stop()
+			hist, err := store.History(context.Background(), tt.session, 0)
+			if err != nil || len(hist) < 6 {
+				t.Fatalf("History(%s) = %d messages, %v; want the two turns", tt.session, len(hist), err)
+			}
+			// The checkpoint an unscoped compaction of the first turn would have written.
+			old := echogate.Message{Role: echogate.RoleUser, Content: compress.CheckpointTitle + "\n\nThe conversation before the following messages was condensed.\n\n" +
+				"## Key facts\nUA asked for the passport number.\n\n## Latest tool results (verbatim)\n\n### recall (call c1)\n- Passport number is X123 (note, pinned)\n"}
+			checkpoints := &memCheckpoints{saved: []echogate.StoredMessage{{Session: tt.session, Seq: hist[3].Seq, Message: old}}}
+			h = start(t, opts{store: store, tools: []tools.Tool{recall}, cfg: pipeline.Config{Model: "chat-model"}, deps: func(d *pipeline.Deps) {
+				repliers(d)
+				c, err := compress.New(compress.Config{ChatModel: "chat-model"}, agenttest.NewScriptedModel(), checkpoints, nil)
+				if err != nil {
+					t.Fatalf("compress.New: %v", err)
+				}
+				d.Compactor = c
+			}}, agenttest.Reply("Nothing new."))
+			h.submit(tt.ev(tt.reader, "anything new?"))
+			<-rep.Done
+			reqs := h.model.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("reader's turn made %d model requests, want 1", len(reqs))
+			}
+			got := requestText(reqs[0])
+			fromCheckpoint := compress.IsCheckpoint(reqs[0].Messages[1])
+			if strings.Contains(got, "X123") == tt.shared || fromCheckpoint == tt.shared {
+				t.Errorf("reader's request contains X123 = %v, starts from the checkpoint = %v; want %v, %v:\n%s",
+					strings.Contains(got, "X123"), fromCheckpoint, !tt.shared, !tt.shared, got)
+			}
+			if tt.shared && (!strings.Contains(got, "what is my passport number?") || !strings.Contains(got, "[result of recall for another participant omitted]")) {
+				t.Errorf("reader's request = %q; want the whole history, UA's recall withheld", got)
+			}
+			checkPairs(t, "reader's request", reqs[0].Messages)
+		})
+	}
+}

@@ -21,7 +21,10 @@ import (
 // conversation-level: the summarizer sees every per-person call without its arguments and every
 // per-person result as the same placeholder, whoever's they are, and not the turn's note (the
 // per-turn context of one person). The messages kept after a checkpoint are stored ones,
-// replayed to each person through scopeHistory.
+// replayed to each person through scopeHistory. A checkpoint written otherwise (while the
+// session was a DM's, or by an older version) is not replayed in a shared conversation: its
+// turns start from the whole history window, and the next compaction writes a scoped one
+// (context.go, rebuild).
 
 // turnOwnersMax bounds the turns whose requester is remembered (about 1.5 MiB when full); a full
 // table starts afresh (the store is asked again). Only turns of shared conversations are kept.
