@@ -427,7 +427,7 @@ func (c *Compressor) rebuild(ctx context.Context, session echogate.SessionKey, h
 		return nil, hist
 	}
 	if accept != nil && !accept(cp.Message) {
-		c.log.Info("context compression: the session's checkpoint is not one to replay here; using the plain history",
+		c.log.Debug("context compression: the session's checkpoint is not one to replay here; using the plain history",
 			"session", session, "covers_seq", cp.Seq)
 		c.remember(session, 0, hist, &cp, true)
 		return nil, hist
