@@ -71,13 +71,11 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	if err != nil {
 		return agent.Input{}, err
 	}
-	var head []echogate.Message // the latest checkpoint, when the Compactor keeps them
-	if rb, ok := p.d.Compactor.(continuedRebuilder); ok && src == histCached && !p.replicas {
-		head, hist = rb.RebuildContinued(ctx, key, hist)
-	} else if rb, ok := p.d.Compactor.(historyRebuilder); ok {
-		head, hist = rb.Rebuild(ctx, key, hist)
-	}
-	buf, all := contextMessages(head, p.scopeHistory(ctx, t, hist), in, note)
+	// The history as t's person may see it, before the Compactor ties it to transcript positions:
+	// its later Compact matches the messages it is given against these.
+	hist = p.scopeHistory(ctx, t, hist)
+	head, hist := p.rebuild(ctx, t, hist, src == histCached && !p.replicas)
+	buf, all := contextMessages(head, hist, in, note)
 	return agent.Input{System: system, Messages: all, Buf: buf}, nil
 }
 
@@ -88,6 +86,27 @@ func contextMessages(head []echogate.Message, hist []echogate.StoredMessage, in 
 	buf = agent.NewBuf(len(head) + len(hist) + len(in) + 1)
 	all = append(sanitizeHistory(append(buf[1:1], head...), hist), in...)
 	return buf, insertNote(all, len(in), note)
+}
+
+// rebuild starts t's context from the session's latest checkpoint when the Compactor keeps
+// them: it returns the checkpoint messages (head) and the stored messages after it. continued
+// says the history cache served hist (see continuedRebuilder). In a shared conversation only a
+// checkpoint written through summaryScrub may start it (scopedRebuilder); without that
+// capability the whole window is replayed.
+func (p *Pipeline) rebuild(ctx context.Context, t *turn, hist []echogate.StoredMessage, continued bool) ([]echogate.Message, []echogate.StoredMessage) {
+	if !t.ev.Conversation.DM {
+		if rb, ok := p.d.Compactor.(scopedRebuilder); ok {
+			return rb.RebuildScoped(ctx, t.key, hist, continued)
+		}
+		return nil, hist
+	}
+	if rb, ok := p.d.Compactor.(continuedRebuilder); ok && continued {
+		return rb.RebuildContinued(ctx, t.key, hist)
+	}
+	if rb, ok := p.d.Compactor.(historyRebuilder); ok {
+		return rb.Rebuild(ctx, t.key, hist)
+	}
+	return nil, hist
 }
 
 // historyRebuilder is an optional capability of a Compactor (agent/compress has it): it starts a
@@ -102,6 +121,13 @@ type historyRebuilder interface {
 // session was not deleted or changed elsewhere since): it reuses the checkpoint it knows.
 type continuedRebuilder interface {
 	RebuildContinued(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage)
+}
+
+// scopedRebuilder is the historyRebuilder of a conversation several people share: it starts
+// from the latest checkpoint only when that was written through CompactScrubbed's scrub
+// (history_people.go), and from the plain history otherwise.
+type scopedRebuilder interface {
+	RebuildScoped(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage, continued bool) ([]echogate.Message, []echogate.StoredMessage)
 }
 
 // sanitizeHistory turns stored messages into a sequence every OpenAI-compatible API accepts:

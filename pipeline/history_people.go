@@ -16,6 +16,15 @@ import (
 // calls lose their arguments, which hold the same kind of data ("passport X123"). The calls
 // stay, each answered, so the sequence is one every provider accepts. Direct messages have one
 // person and are replayed as stored.
+//
+// A compaction summary (checkpoint) of a shared conversation is replayed to everyone, so it is
+// conversation-level: the summarizer sees every per-person call without its arguments and every
+// per-person result as the same placeholder, whoever's they are, and not the turn's note (the
+// per-turn context of one person). The messages kept after a checkpoint are stored ones,
+// replayed to each person through scopeHistory. A checkpoint written otherwise (while the
+// session was a DM's, or by an older version) is not replayed in a shared conversation: its
+// turns start from the whole history window, and the next compaction writes a scoped one
+// (context.go, rebuild).
 
 // turnOwnersMax bounds the turns whose requester is remembered (about 1.5 MiB when full); a full
 // table starts afresh (the store is asked again). Only turns of shared conversations are kept.
@@ -131,4 +140,49 @@ func (p *Pipeline) withheld(m echogate.Message) echogate.Message {
 	}
 	m.ToolCalls = calls
 	return m
+}
+
+// scopedCompactor is an optional capability of a Compactor (agent/compress has it): Compact
+// whose summary sees the summarized messages through scrub (a message as the summary may see it,
+// and whether to keep it); the kept messages are returned as given.
+type scopedCompactor interface {
+	CompactScrubbed(ctx context.Context, session echogate.SessionKey, msgs []echogate.Message,
+		report func(echogate.Usage), scrub func(echogate.Message) (echogate.Message, bool)) ([]echogate.Message, bool, error)
+}
+
+// compactor returns the agent loop's Compact for t (nil without a Compactor). In a shared
+// conversation a Compactor with the scopedCompactor capability summarizes through
+// summaryScrub; one without it cannot be kept from summarizing per-person results, so in a
+// shared conversation it is not run (a warning says so once per turn).
+func (p *Pipeline) compactor(t *Turn) func(context.Context, []echogate.Message) ([]echogate.Message, bool, error) {
+	comp := p.d.Compactor
+	if comp == nil {
+		return nil
+	}
+	if t.ev.Conversation.DM {
+		return func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {
+			return comp.Compact(ctx, t.key, msgs, t.reportUsage)
+		}
+	}
+	sc, ok := comp.(scopedCompactor)
+	if !ok {
+		t.log.Warn("pipeline: the Compactor cannot withhold per-person tool results from its summary; no compression in this shared conversation")
+		return nil
+	}
+	return func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {
+		return sc.CompactScrubbed(ctx, t.key, msgs, t.reportUsage, p.summaryScrub)
+	}
+}
+
+// summaryScrub is a message of a shared conversation as its compaction summary may see it: a
+// per-person result or call withheld as from another participant (whoever's it is), and no
+// system message (the turn's note).
+func (p *Pipeline) summaryScrub(m echogate.Message) (echogate.Message, bool) {
+	if m.Role == echogate.RoleSystem {
+		return m, false
+	}
+	if p.personal(m) {
+		return p.withheld(m), true
+	}
+	return m, true
 }

@@ -76,11 +76,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 		}
 		return t.reserveBudget(ctx, t.prof.Budget, scope, req) // the agent's own limits, on top
 	}
-	if p.d.Compactor != nil {
-		rt.Compact = func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {
-			return p.d.Compactor.Compact(ctx, t.key, msgs, t.reportUsage)
-		}
-	}
+	rt.Compact = p.compactor(t) // history_people.go: a shared conversation's summary is scrubbed
 	return rt
 }
 

@@ -15,6 +15,10 @@
 // Rebuild on the loaded history: it returns the latest checkpoint and the stored messages after
 // it, so the context is rebuilt from the checkpoint instead of from the raw history.
 //
+// A checkpoint is replayed to whoever speaks next in the session: for a conversation several
+// people share, the caller compacts with CompactScrubbed, whose summarizer sees each message only
+// as the caller allows (per-person tool results withheld), see scrub.go.
+//
 // The summarizer's usage is reported exactly once per summary through the report function
 // (Kind echogate.UsageCompression). When the summary call fails, Compact drops the oldest turns
 // instead (the turn goes on) and logs why.
@@ -261,6 +265,12 @@ func (c *Compressor) Limit() int { return c.cfg.limit() }
 // summary fails it drops the oldest turns instead, and a failed store write is only logged: in
 // both cases the turn goes on. It returns an error only when ctx ended.
 func (c *Compressor) Compact(ctx context.Context, session echogate.SessionKey, msgs []echogate.Message, report func(echogate.Usage)) ([]echogate.Message, bool, error) {
+	return c.compact(ctx, session, msgs, report, nil)
+}
+
+// compact is Compact; scrub (may be nil) is CompactScrubbed's.
+func (c *Compressor) compact(ctx context.Context, session echogate.SessionKey, msgs []echogate.Message,
+	report func(echogate.Usage), scrub func(echogate.Message) (echogate.Message, bool)) ([]echogate.Message, bool, error) {
 	limit := c.cfg.limit()
 	before := EstimateMessages(msgs, c.cfg.Estimate)
 	if before <= limit {
@@ -290,7 +300,8 @@ func (c *Compressor) Compact(ctx context.Context, session echogate.SessionKey, m
 		return out, true, nil
 	}
 
-	text, err := c.summarize(ctx, session, p.summarize, sumTokens, report)
+	view, verbatim := forSummary(p.summarize, scrub)
+	text, err := c.summarize(ctx, session, view, sumTokens, report)
 	if err != nil {
 		if ctx.Err() != nil {
 			return msgs, false, fmt.Errorf("compress: summarize session %s: %w", session, ctx.Err())
@@ -300,7 +311,7 @@ func (c *Compressor) Compact(ctx context.Context, session echogate.SessionKey, m
 			"tokens_before", before, "tokens_after", EstimateMessages(out, c.cfg.Estimate), "limit", limit)
 		return out, true, nil
 	}
-	cp := echogate.Message{Role: echogate.RoleUser, Content: c.checkpointText(text, p.summarize)}
+	cp := echogate.Message{Role: echogate.RoleUser, Content: c.checkpointText(text, verbatim, scrub != nil)}
 	out := make([]echogate.Message, 0, 2+len(p.tail))
 	out = append(out, cp, echogate.Message{Role: echogate.RoleAssistant, Content: ackText})
 	out = append(out, p.tail...)
@@ -373,7 +384,7 @@ func (c *Compressor) dropOldest(msgs []echogate.Message, p plan, limit int) []ec
 // plain history is used. A checkpoint that covers the newest stored message or more is stale (the
 // session was deleted and started again) and is ignored.
 func (c *Compressor) Rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage) {
-	return c.rebuild(ctx, session, hist, false)
+	return c.rebuild(ctx, session, hist, false, nil)
 }
 
 // RebuildContinued is Rebuild for a turn whose transcript continues the one the session's
@@ -381,10 +392,13 @@ func (c *Compressor) Rebuild(ctx context.Context, session echogate.SessionKey, h
 // elsewhere since: the caller knows it, e.g. from its history cache). It uses the checkpoint
 // that turn read or that its compaction stored, and reads the store only when it knows none.
 func (c *Compressor) RebuildContinued(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage) {
-	return c.rebuild(ctx, session, hist, true)
+	return c.rebuild(ctx, session, hist, true, nil)
 }
 
-func (c *Compressor) rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage, continued bool) ([]echogate.Message, []echogate.StoredMessage) {
+// rebuild is Rebuild and RebuildContinued; accept (nil: any) tells which checkpoints may start
+// the context: another one is ignored, like a stale one.
+func (c *Compressor) rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage, continued bool,
+	accept func(echogate.Message) bool) ([]echogate.Message, []echogate.StoredMessage) {
 	var (
 		cp  echogate.StoredMessage
 		err error
@@ -409,6 +423,12 @@ func (c *Compressor) rebuild(ctx context.Context, session echogate.SessionKey, h
 	if len(hist) == 0 || cp.Seq >= hist[len(hist)-1].Seq || strings.TrimSpace(cp.Message.Content) == "" {
 		c.log.Warn("context compression: ignoring a stale checkpoint that does not match the transcript",
 			"session", session, "covers_seq", cp.Seq, "history", len(hist))
+		c.remember(session, 0, hist, &cp, true)
+		return nil, hist
+	}
+	if accept != nil && !accept(cp.Message) {
+		c.log.Debug("context compression: the session's checkpoint is not one to replay here; using the plain history",
+			"session", session, "covers_seq", cp.Seq)
 		c.remember(session, 0, hist, &cp, true)
 		return nil, hist
 	}

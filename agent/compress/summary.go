@@ -80,13 +80,17 @@ func (c *Compressor) summarize(ctx context.Context, session echogate.SessionKey,
 	return text, nil
 }
 
-// checkpointText renders the checkpoint message: title, intro, the model's summary and the latest
-// tool results of the summarized part, verbatim (capped).
-func (c *Compressor) checkpointText(summary string, summarized []echogate.Message) string {
+// checkpointText renders the checkpoint message: title, intro (with scopedNote when the summary
+// was scrubbed), the model's summary and the latest tool results of the summarized part,
+// verbatim (capped).
+func (c *Compressor) checkpointText(summary string, summarized []echogate.Message, scoped bool) string {
 	var b strings.Builder
 	b.WriteString(CheckpointTitle)
 	b.WriteString("\n\n")
 	b.WriteString(checkpointIntro)
+	if scoped {
+		b.WriteString(scopedNote)
+	}
 	b.WriteString("\n\n")
 	b.WriteString(summary)
 	results := latestToolResults(summarized, c.cfg.KeepToolResults)
@@ -138,7 +142,7 @@ func renderTranscript(msgs []echogate.Message, budget int) string {
 			continue
 		case IsCheckpoint(m):
 			body := strings.TrimSpace(strings.TrimPrefix(m.Content, CheckpointTitle))
-			parts = append(parts, part{"earlier checkpoint", strings.TrimSpace(strings.TrimPrefix(body, checkpointIntro)), true})
+			parts = append(parts, part{"earlier checkpoint", strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(body, checkpointIntro), scopedNote)), true})
 			continue
 		}
 		label := string(m.Role)

@@ -18,6 +18,14 @@ var (
 	_ interface {
 		Rebuild(context.Context, echogate.SessionKey, []echogate.StoredMessage) ([]echogate.Message, []echogate.StoredMessage)
 	} = (*compress.Compressor)(nil)
+	// In a shared conversation the pipeline compacts and starts turns through these optional
+	// methods, so that a checkpoint holds no per-person tool results; a Compactor without them is
+	// not run there and its checkpoints are not replayed there.
+	_ interface {
+		CompactScrubbed(context.Context, echogate.SessionKey, []echogate.Message, func(echogate.Usage),
+			func(echogate.Message) (echogate.Message, bool)) ([]echogate.Message, bool, error)
+		RebuildScoped(context.Context, echogate.SessionKey, []echogate.StoredMessage, bool) ([]echogate.Message, []echogate.StoredMessage)
+	} = (*compress.Compressor)(nil)
 )
 
 // promptReserve is the part of the context window kept for what the compressor does not see:
