@@ -243,8 +243,9 @@ func TestChaos(t *testing.T) {
 	for i := range approvers {
 		approvers[i] = fmt.Sprintf("slack:U%07d", 100+i)
 	}
-	c.cfg = writeConfig(t, fmt.Sprintf("agent: {drain_timeout: 2s}\napproval: {approvers: [%s]}\ntools:\n  run_command: {approval: ask, allowed: [%q], timeout: 10s}\n",
-		strings.Join(approvers, ", "), script))
+	// The count file is outside the data dir's workspace: allow_paths lets the command name it.
+	c.cfg = writeConfig(t, fmt.Sprintf("agent: {drain_timeout: 2s}\napproval: {approvers: [%s]}\ntools:\n  run_command: {approval: ask, allowed: [%q], timeout: 10s, allow_paths: [%q]}\n",
+		strings.Join(approvers, ", "), script, filepath.Dir(c.countFile)))
 	c.g = startBinaryGateway(t, c.vars, c.cfg)
 	c.connected()
 
