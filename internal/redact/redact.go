@@ -20,23 +20,71 @@ const minSecretLen = 8
 // shapes are the token shapes, without word boundaries so that glued-on text cannot hide one.
 // A shape marked random also needs upper and lower case letters and a digit in what it matched,
 // so kebab-case words ("disk-usage-monitoring-service") are not taken for keys.
+//
+// Each shape has a cheap test (may) that every text it matches passes: most outbound text (an
+// answer, a streamed delta) holds no secret, and Go's regexp costs microseconds per pass over a
+// paragraph, so a shape's expression runs only when its test says a match is possible.
 var shapes = []shape{
-	{re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`)},
-	{re: regexp.MustCompile(`(?:xox[abposer]|xoxe\.xox[bp]|xapp)-[A-Za-z0-9-]{8,}`)},
-	{re: regexp.MustCompile(`sk-[A-Za-z0-9_-]{20,}`), random: true},
-	{re: regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}`)},
-	{re: regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`)},
-	{re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
-	{re: regexp.MustCompile(`[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}`), random: true}, // Discord bot token
+	{re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`), may: has("-----BEGIN")},
+	{re: regexp.MustCompile(`(?:xox[abposer]|xoxe\.xox[bp]|xapp)-[A-Za-z0-9-]{8,}`), may: has("xox", "xapp-")},
+	{re: regexp.MustCompile(`sk-[A-Za-z0-9_-]{20,}`), random: true, may: has("sk-")},
+	{re: regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}`), may: has("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")},
+	{re: regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`), may: has("AKIA", "ASIA")},
+	{re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), may: has("eyJ")},
+	{re: regexp.MustCompile(`[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}`), random: true, may: dottedRun}, // Discord bot token
 }
 
 type shape struct {
 	re     *regexp.Regexp
 	random bool
+	may    func(string) bool // false only when re cannot match
+}
+
+// has returns a test that passes when s contains one of the literals.
+func has(literals ...string) func(string) bool {
+	return func(s string) bool {
+		for _, l := range literals {
+			if strings.Contains(s, l) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// dottedRun reports whether s has 23 or more of [A-Za-z0-9_-] in a row followed by a dot: the
+// start every Discord token has.
+func dottedRun(s string) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-':
+			run++
+		case c == '.' && run >= 23:
+			return true
+		default:
+			run = 0
+		}
+	}
+	return false
+}
+
+// hasFold reports whether s contains word (ASCII lower case) in any letter case.
+func hasFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }
 
 // matches returns the byte ranges of s this shape masks.
 func (sh shape) matches(s string) [][]int {
+	if !sh.may(s) {
+		return nil
+	}
 	all := sh.re.FindAllStringIndex(s, -1)
 	if !sh.random {
 		return all
@@ -97,7 +145,27 @@ func (r *Redactor) Redact(s string) string {
 	for _, sh := range shapes {
 		s = replaceSpans(s, sh.matches(s))
 	}
+	if !hasFold(s, "bearer") {
+		return s
+	}
 	return bearer.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// maybe reports whether s may hold a secret: false means Redact(s) == s and spans(s) is empty.
+func (r *Redactor) maybe(s string) bool {
+	if r != nil {
+		for _, lit := range r.literals {
+			if strings.Contains(s, lit) {
+				return true
+			}
+		}
+	}
+	for _, sh := range shapes {
+		if sh.may(s) {
+			return true
+		}
+	}
+	return hasFold(s, "bearer")
 }
 
 // spans returns the byte ranges of s that Redact would mask (literals and shapes), unordered.
@@ -117,6 +185,9 @@ func (r *Redactor) spans(s string) [][]int {
 	}
 	for _, sh := range shapes {
 		out = append(out, sh.matches(s)...)
+	}
+	if !hasFold(s, "bearer") {
+		return out
 	}
 	return append(out, bearer.FindAllStringIndex(s, -1)...)
 }

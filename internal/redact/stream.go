@@ -1,9 +1,6 @@
 package redact
 
-import (
-	"regexp"
-	"strings"
-)
+import "strings"
 
 // maxHold bounds the text a Stream holds back; past it the stream emits all but a margin long
 // enough for any token shape.
@@ -27,6 +24,12 @@ func (r *Redactor) Stream() *Stream { return &Stream{r: r} }
 // Write adds delta and returns the text that is now safe to show (possibly empty).
 func (s *Stream) Write(delta string) string {
 	s.pending += delta
+	if !s.r.maybe(s.pending) { // no secret can be in it: only a possible start is held back
+		cut := s.r.hold(s.pending)
+		out := s.pending[:cut]
+		s.pending = s.pending[cut:]
+		return out
+	}
 	cut := s.r.safeCut(s.pending, s.r.hold(s.pending))
 	if len(s.pending)-cut > maxHold {
 		cut = s.r.safeCut(s.pending, len(s.pending)-holdMargin)
@@ -49,10 +52,7 @@ func tokenChar(c byte) bool {
 		strings.IndexByte("_-.+/=~", c) >= 0
 }
 
-var (
-	bearerTail = regexp.MustCompile(`(?i)bearer\s*$`)
-	pemBegin   = "-----BEGIN"
-)
+const pemBegin = "-----BEGIN"
 
 // hold returns where the possibly unfinished secret at the end of s starts (len(s) if none).
 func (r *Redactor) hold(s string) int {
@@ -60,29 +60,39 @@ func (r *Redactor) hold(s string) int {
 	for cut > 0 && tokenChar(s[cut-1]) { // a token may go on
 		cut--
 	}
-	if loc := bearerTail.FindStringIndex(s[:cut]); loc != nil { // "Bearer " waits for its token
-		cut = loc[0]
+	t := cut
+	for t > 0 && strings.IndexByte(" \t\r\n\v\f", s[t-1]) >= 0 {
+		t--
+	}
+	if t >= len("bearer") && strings.EqualFold(s[t-len("bearer"):t], "bearer") {
+		cut = t - len("bearer") // "Bearer " waits for its token
 	}
 	if i := strings.LastIndex(s, pemBegin); i >= 0 && !strings.Contains(s[i:], "-----END") {
 		cut = min(cut, i) // a private key block until its end line
 	}
-	for k := min(len(pemBegin)-1, len(s)); k > 0; k-- { // "-----BEG" may become a block
-		if strings.HasSuffix(s, pemBegin[:k]) {
-			cut = min(cut, len(s)-k)
-			break
-		}
-	}
+	cut = min(cut, partialStart(s, pemBegin)) // "-----BEG" may become a block
 	if r != nil {
 		for _, lit := range r.literals { // the start of a configured secret
-			for k := min(len(lit)-1, len(s)); k > 0; k-- {
-				if strings.HasSuffix(s, lit[:k]) {
-					cut = min(cut, len(s)-k)
-					break
-				}
-			}
+			cut = min(cut, partialStart(s, lit))
 		}
 	}
 	return cut
+}
+
+// partialStart returns where the longest proper prefix of lit that ends s starts, or len(s) when
+// s ends with none. It looks only at the last len(lit)-1 bytes, at the bytes equal to lit[0].
+func partialStart(s, lit string) int {
+	for i := max(0, len(s)-len(lit)+1); i < len(s); i++ {
+		j := strings.IndexByte(s[i:], lit[0])
+		if j < 0 {
+			break
+		}
+		i += j
+		if strings.HasPrefix(lit, s[i:]) {
+			return i
+		}
+	}
+	return len(s)
 }
 
 // safeCut moves cut back to the start of any secret that spans it, so what is emitted never
