@@ -53,3 +53,30 @@ func BenchmarkCheckNoLimits(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReserve is BenchmarkCheck's ttl=5s case with the call's estimate held against every
+// limit until release, as each model call now does (report only; compare with BenchmarkCheck).
+func BenchmarkReserve(b *testing.B) {
+	now := at("2025-03-14T12:00:00Z")
+	l := &fakeLedger{}
+	for i := range 10_000 {
+		l.add(echogate.UsageRecord{Turn: fmt.Sprint("t", i), Session: "s", UserID: fmt.Sprint("u", i%50), Channel: "c",
+			Usage: echogate.Usage{CostUSD: 0.0001}, At: now.Add(-time.Duration(i) * time.Minute)})
+	}
+	lim := Limits{PerTurnUSD: 1, PerSessionUSD: 100, PerUserDayUSD: 10, PerChannelDayUSD: 100, PerDayUSD: 100, PerMonthUSD: 1000}
+	req := agent.Request{Model: "gpt-4o", Messages: []echogate.Message{{Role: echogate.RoleUser, Content: "hello"}}}
+	tr, err := New(Config{Limits: lim, Prices: testPrices, Now: func() time.Time { return now }, CacheTTL: 5 * time.Second}, l, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			release, err := tr.Reserve(context.Background(), Scope{Turn: "t1", Session: "s", UserID: "u1", Channel: "c"}, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			release()
+		}
+	})
+}
