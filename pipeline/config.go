@@ -12,6 +12,7 @@ import (
 	"github.com/echogate/echogate/internal/metrics"
 	"github.com/echogate/echogate/internal/redact"
 	"github.com/echogate/echogate/tools"
+	"github.com/echogate/echogate/tools/skills"
 )
 
 // OnBusy says what a new message does while the session's turn runs.
@@ -32,11 +33,14 @@ const (
 
 // Config tunes the pipeline. The zero value means the defaults documented on each field.
 type Config struct {
-	SystemPrompt    string        // default: DefaultSystemPrompt
-	Model           string        // default model name passed to the Model
-	MaxIterations   int           // model calls per turn; default 8
-	MaxTokens       int           // per model call; 0 lets the model decide
-	TurnTimeout     time.Duration // default 5m
+	SystemPrompt  string        // default: DefaultSystemPrompt
+	Model         string        // default model name passed to the Model
+	MaxIterations int           // model calls per turn; default 8
+	MaxTokens     int           // per model call; 0 lets the model decide
+	TurnTimeout   time.Duration // default 5m
+	// SkillScripts (skills.allow_scripts) lets a skill's scripts run through run_command, under
+	// its approval; false refuses them, naming the setting (skills.go).
+	SkillScripts    bool
 	OnBusy          OnBusy        // default queue
 	MailboxSize     int           // queued events per session; default 32
 	HistoryMessages int           // transcript messages loaded per turn; default 40
@@ -174,6 +178,10 @@ type Deps struct {
 	// Redactor masks secrets in tool results before the model reads them and in every text
 	// posted to a channel (redact.go); nil masks the known token shapes only.
 	Redactor *redact.Redactor
+	// Skills are the installed Agent Skills (tools/skills' Library, swapped on reload): their
+	// catalogue goes in each agent's system prompt, the skill tools read them (skills.go). nil
+	// means none.
+	Skills skills.Source
 }
 
 // SpendReporter renders a user's spend and limits as Markdown (agent/cost's Tracker); session,

@@ -52,6 +52,7 @@ type Turn struct {
 	w      turnWrites  // start writes (start.go)
 	usage  usageLedger // spend (usage.go)
 	grants grantCache  // session grants (inference_gate.go)
+	skills turnSkills  // the skills the turn loaded (skills.go)
 	// pauseHeld: another user's paused turn holds the session's pause (withPauseHeld).
 	pauseHeld bool
 	// inputSaved: the input messages are in the transcript already (replay of a dead turn).
