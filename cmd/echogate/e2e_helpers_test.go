@@ -184,6 +184,12 @@ func writeConfig(t *testing.T, yaml string) string {
 // waits for /healthz, and stops it (expecting exit 0) when the test ends.
 func startGateway(t *testing.T, vars map[string]string, yaml string) *e2eGateway {
 	t.Helper()
+	return startGatewayFile(t, vars, writeConfig(t, yaml))
+}
+
+// startGatewayFile is startGateway with the configuration file at path ("" for none).
+func startGatewayFile(t *testing.T, vars map[string]string, path string) *e2eGateway {
+	t.Helper()
 	vars = cloneVars(vars)
 	addr := freeAddr(t)
 	vars["ECHOGATE_HTTP_ADDR"] = addr
@@ -191,8 +197,8 @@ func startGateway(t *testing.T, vars map[string]string, yaml string) *e2eGateway
 		vars["ECHOGATE_DATA_DIR"] = t.TempDir()
 	}
 	var args []string
-	if p := writeConfig(t, yaml); p != "" {
-		args = append(args, "--config", p)
+	if path != "" {
+		args = append(args, "--config", path)
 	}
 	e, _, _ := testEnv(vars, append(args, "serve")...)
 	logs := newLogBuffer()
