@@ -1,0 +1,137 @@
+package pipeline_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/tools"
+	"github.com/echogate/echogate/tools/skills"
+)
+
+// skillLibrary loads skills written from name → SKILL.md into a temp folder.
+func skillLibrary(t *testing.T, mds map[string]string) (*skills.Library, []tools.Tool) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, md := range mds {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "SKILL.md"), []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, ps := skills.Load(skills.Config{Dirs: []string{dir}})
+	if len(ps) > 0 {
+		t.Fatalf("skills: %v", ps)
+	}
+	lib := skills.NewLibrary(set)
+	st, err := skills.NewSkillTool(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := skills.NewFileTool(lib, skills.ToolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lib, []tools.Tool{st, ft}
+}
+
+// TestActiveSkillNarrowsTools: once a turn loaded a skill whose allowed-tools lists only
+// lookup, a call of another tool is denied naming the skill, lookup still runs, and a tool the
+// agent does not have stays unavailable even though the skill lists it (narrow, never widen).
+// The tools offered to the model do not change mid-turn (the cached prefix stays).
+func TestActiveSkillNarrowsTools(t *testing.T) {
+	lib, skillTools := skillLibrary(t, map[string]string{
+		"narrow": "---\nname: narrow\ndescription: Looks things up only.\nallowed-tools: lookup admin\n---\nUse lookup.\n",
+	})
+	lookup := newTool("lookup", tools.Safe, "found it")
+	other := newTool("other", tools.Safe, "other ran")
+	admin := newTool("admin", tools.Safe, "admin ran")
+	h := start(t, opts{tools: append(skillTools, lookup, other, admin),
+		cfg: pipeline.Config{Agents: pipeline.Agents{Default: pipeline.Profile{Tools: []string{"skill", "skill_file", "lookup", "other"}}}},
+		deps: func(d *pipeline.Deps) { d.Skills = lib }},
+		agenttest.CallTool("other", `{}`), // before any skill: allowed
+		agenttest.CallTool("skill", `{"name":"narrow"}`),
+		agenttest.CallTool("other", `{}`),
+		agenttest.CallTool("lookup", `{}`),
+		agenttest.CallTool("admin", `{}`),
+		agenttest.Reply("done"))
+	h.submit(msg("s1", "ann", "look it up"))
+	if d := h.waitDone(); d.Status != "done" {
+		t.Fatalf("turn = %+v, want done", d)
+	}
+	if n := other.calls.Load(); n != 1 {
+		t.Errorf("other ran %d times, want 1 (before the skill only)", n)
+	}
+	if n := lookup.calls.Load(); n != 1 {
+		t.Errorf("lookup ran %d times, want 1", n)
+	}
+	if n := admin.calls.Load(); n != 0 {
+		t.Errorf("admin ran %d times, want 0: a skill must not widen the agent's tools", n)
+	}
+	got := strings.Join(h.transcript("s1"), "|")
+	for _, want := range []string{"tool:other ran", "tool:Skill narrow:", "tool:not allowed while skill narrow is active: its allowed-tools do not list other", "tool:found it", `unknown tool "admin"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("transcript = %s\nwant it to contain %q", got, want)
+		}
+	}
+	reqs := h.model.Requests()
+	for i, r := range reqs {
+		if !sameSpecs(r.Tools, reqs[0].Tools) {
+			t.Errorf("request %d offers other tools than request 0", i)
+		}
+	}
+}
+
+func sameSpecs(a, b []tools.Spec) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAgentWithoutSkillsHasNoSkillTools: an agent whose skills list is empty gets no catalogue
+// and is not offered the skill tools; an agent with a list sees only what it allows.
+func TestAgentWithoutSkillsHasNoSkillTools(t *testing.T) {
+	lib, skillTools := skillLibrary(t, map[string]string{
+		"alpha": "---\nname: alpha\ndescription: First.\n---\nA.\n",
+		"beta":  "---\nname: beta\ndescription: Second.\n---\nB.\n",
+	})
+	for _, tt := range []struct {
+		allow []string
+		want  string // the catalogue's skill lines, "" for none
+		tools bool
+	}{
+		{nil, "- alpha: First.\n- beta: Second.", true},
+		{[]string{"b*"}, "- beta: Second.", true},
+		{[]string{}, "", false},
+	} {
+		h := start(t, opts{tools: skillTools, cfg: pipeline.Config{Agents: pipeline.Agents{Default: pipeline.Profile{Skills: tt.allow}}},
+			deps: func(d *pipeline.Deps) { d.Skills = lib }}, agenttest.Reply("hi"))
+		h.submit(msg("s1", "ann", "hello"))
+		h.waitDone()
+		req := h.model.Requests()[0]
+		sys := req.Messages[0].Content
+		hasCat := strings.Contains(sys, "## Skills\n")
+		if hasCat != (tt.want != "") || tt.want != "" && !strings.Contains(sys, tt.want) || tt.want == "- beta: Second." && strings.Contains(sys, "alpha") {
+			t.Errorf("skills %v: system prompt = %q, want catalogue %q", tt.allow, sys, tt.want)
+		}
+		offered := false
+		for _, s := range req.Tools {
+			offered = offered || s.Name == "skill" || s.Name == "skill_file"
+		}
+		if offered != tt.tools {
+			t.Errorf("skills %v: skill tools offered = %v, want %v", tt.allow, offered, tt.tools)
+		}
+		h.stop()
+	}
+}
