@@ -52,7 +52,7 @@ func TestActiveSkillNarrowsTools(t *testing.T) {
 	other := newTool("other", tools.Safe, "other ran")
 	admin := newTool("admin", tools.Safe, "admin ran")
 	h := start(t, opts{tools: append(skillTools, lookup, other, admin),
-		cfg: pipeline.Config{Agents: pipeline.Agents{Default: pipeline.Profile{Tools: []string{"skill", "skill_file", "lookup", "other"}}}},
+		cfg:  pipeline.Config{Agents: pipeline.Agents{Default: pipeline.Profile{Tools: []string{"skill", "skill_file", "lookup", "other"}}}},
 		deps: func(d *pipeline.Deps) { d.Skills = lib }},
 		agenttest.CallTool("other", `{}`), // before any skill: allowed
 		agenttest.CallTool("skill", `{"name":"narrow"}`),
