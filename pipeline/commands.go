@@ -88,7 +88,7 @@ func (p *Pipeline) command(ctx context.Context, log *slog.Logger, evp *echogate.
 	case cmdNew:
 		answer = p.newCommand(ctx, log, ev)
 	default:
-		answer = commandHelp()
+		answer = commandHelp() + p.skillsHelp(ev) // skills.go
 	}
 	p.answerCommand(ctx, log, ev, answer)
 	return true

@@ -89,6 +89,18 @@ func (p *Pipeline) skillCatalogue(pr *profile) string {
 	return skills.Catalogue(p.skillSet(), pr.Skills)
 }
 
+// skillsHelp is the help command's line about the skills of the agent serving ev ("" none).
+func (p *Pipeline) skillsHelp(ev echogate.InboundEvent) string {
+	var names []string
+	for _, sk := range p.agentSkills(p.profileFor(ev)) {
+		names = append(names, "`"+sk.Name+"`")
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "\nSkills I can use here (installed by the operator; ask for a task they cover): " + strings.Join(names, ", ") + "."
+}
+
 // skillToolAllowed hides the skill tools from an agent with no skill, and applies the active
 // skills' allowed-tools.
 func (t *Turn) skillToolAllowed(tool string) bool {

@@ -135,3 +135,27 @@ func TestAgentWithoutSkillsHasNoSkillTools(t *testing.T) {
 		h.stop()
 	}
 }
+
+// TestHelpNamesTheAgentsSkills: /echogate help lists the skills of the agent serving the
+// conversation, and nothing about skills for an agent without any.
+func TestHelpNamesTheAgentsSkills(t *testing.T) {
+	lib, skillTools := skillLibrary(t, map[string]string{
+		"alpha": "---\nname: alpha\ndescription: First.\n---\nA.\n",
+		"beta":  "---\nname: beta\ndescription: Second.\n---\nB.\n",
+	})
+	for _, tt := range []struct {
+		allow      []string
+		want, deny string
+	}{
+		{[]string{"alpha"}, "Skills I can use here (installed by the operator; ask for a task they cover): `alpha`.", "beta"},
+		{[]string{}, "Commands:", "Skills"},
+	} {
+		h := start(t, opts{tools: skillTools, cfg: pipeline.Config{Agents: pipeline.Agents{Default: pipeline.Profile{Skills: tt.allow}}},
+			deps: func(d *pipeline.Deps) { d.Skills = lib }})
+		h.submit(msg("s1", "ann", "!help"))
+		if d := h.waitDone(); !strings.Contains(d.Text, tt.want) || strings.Contains(d.Text, tt.deny) {
+			t.Errorf("skills %v: help = %q, want it to contain %q and not %q", tt.allow, d.Text, tt.want, tt.deny)
+		}
+		h.stop()
+	}
+}
