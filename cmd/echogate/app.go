@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -82,6 +83,8 @@ type core struct {
 	pipeline *pipeline.Pipeline
 	tracing  *tracingWiring  // nil unless tracing is configured (tracing_wiring.go)
 	skills   *skills.Library // nil unless skills are installed or skills.dirs set (skills_wiring.go)
+	// skillProblems are the problems of the last skills load (start or reload), for the console.
+	skillProblems atomic.Pointer[[]skills.Problem]
 }
 
 // newCore opens the store (migrating it), makes the model and the tools; the pipeline is made by
@@ -103,7 +106,8 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 		return nil, err
 	}
 	c.model = c.models.model
-	set, _ := loadSkills(cfg, log, "start") // skills_wiring.go
+	set, sps := loadSkills(cfg, log, "start") // skills_wiring.go
+	c.skillProblems.Store(&sps)
 	c.tools, err = newTools(cfg, log, c.metrics, skillScripts(cfg, set)...)
 	if err == nil && skillsWanted(cfg, set) {
 		c.skills = skills.NewLibrary(set)

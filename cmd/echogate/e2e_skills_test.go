@@ -6,6 +6,7 @@ package main
 // approval, and skills.lock at start and on reload.
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,6 +176,17 @@ func TestE2ESkillsCatalogueAndTools(t *testing.T) {
 	}
 	waitMetrics(t, s.g.base, `echogate_skill_loads_total{agent="oncall",skill="incident-runbook"} 1`,
 		`echogate_skill_loads_total{agent="default",skill="sql-style"} 1`)
+
+	// The console's view: each skill with the agents that have it.
+	var view skillsView
+	getJSON(t, s.g.base+"/api/skills", &view)
+	got := map[string]string{}
+	for _, sk := range view.Skills {
+		got[sk.Name] = strings.Join(sk.Agents, ",")
+	}
+	if want := map[string]string{"incident-runbook": "oncall,default", "sql-style": "default"}; !maps.Equal(got, want) {
+		t.Errorf("GET /api/skills agents = %v, want %v", got, want)
+	}
 }
 
 // TestE2ESkillScripts: with skills.allow_scripts off a skill's script is refused, the reason

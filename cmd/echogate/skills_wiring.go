@@ -113,8 +113,9 @@ func (c *core) reloadSkills(cfg *Config) {
 	if c.skills == nil {
 		return
 	}
-	set, _ := loadSkills(cfg, c.log, "reload")
+	set, ps := loadSkills(cfg, c.log, "reload")
 	c.skills.Replace(set)
+	c.skillProblems.Store(&ps)
 }
 
 // doctorSkills lists the installed skills and every problem of them, with its fix.
