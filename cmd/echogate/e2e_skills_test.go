@@ -177,6 +177,25 @@ func TestE2ESkillsCatalogueAndTools(t *testing.T) {
 	waitMetrics(t, s.g.base, `echogate_skill_loads_total{agent="oncall",skill="incident-runbook"} 1`,
 		`echogate_skill_loads_total{agent="default",skill="sql-style"} 1`)
 
+	// The turn detail names the skills the turn loaded (a refused name is not a load).
+	var turns []echogate.TurnRecord
+	getJSON(t, s.g.base+"/api/turns?agent=oncall", &turns)
+	loaded := map[string]string{}
+	for _, tr := range turns {
+		var d turnDetail
+		getJSON(t, s.g.base+"/api/turns/detail?id="+tr.ID, &d)
+		for _, m := range d.Messages {
+			for _, tag := range []string{"[sk-4]", "[sk-9]"} {
+				if m.Message.Role == echogate.RoleUser && strings.Contains(m.Message.Content, tag) {
+					loaded[tag] = strings.Join(d.Skills, ",")
+				}
+			}
+		}
+	}
+	if want := map[string]string{"[sk-4]": "incident-runbook", "[sk-9]": ""}; !maps.Equal(loaded, want) {
+		t.Errorf("turn detail skills by turn = %v, want %v", loaded, want)
+	}
+
 	// The console's view: each skill with the agents that have it.
 	var view skillsView
 	getJSON(t, s.g.base+"/api/skills", &view)
