@@ -251,7 +251,8 @@ func TestE2ESkillScripts(t *testing.T) {
 
 // TestE2ESkillsLockRefusesChangedFile: with skills.lock present, a skill whose file changed is
 // refused at start and on reload, the error naming the skill and the file; the other skills
-// serve, and after a reload with the file restored the skill is back.
+// serve, and after a reload with the file restored the skill is back. A skill that does not
+// validate is logged at start naming the file, the field and the fix.
 func TestE2ESkillsLockRefusesChangedFile(t *testing.T) {
 	dir := t.TempDir()
 	installSkills(t, dir)
@@ -270,8 +271,11 @@ func TestE2ESkillsLockRefusesChangedFile(t *testing.T) {
 	if err := os.WriteFile(sev, []byte("SEV1: whatever the reporter says.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A skill that does not validate is skipped with a startup line naming file, field and fix.
+	writeSkill(t, dir, "broken", "---\nname: Broken_Skill\ndescription: x\n---\nbody\n")
 	s := startSkillsGateway(t, dir, "")
 	s.g.logs.waitLine(t, "skills: refused", "incident-runbook", "references/severity.md changed", "when=start")
+	s.g.logs.waitLine(t, "skills: refused", filepath.Join("skills", "broken", "SKILL.md"), "field=name", "fix=")
 	catalogue := func(tag string) string {
 		s.ask(t, s.gen, "hello "+tag, echoText+"hello "+tag)
 		return systemOf(requestsFor(s.fake, tag)[0])

@@ -137,3 +137,59 @@ func lineOf(out, prefix string) string {
 	}
 	return ""
 }
+
+// TestSkillsConfig: agents[].skills keeps unset (every skill) apart from [] (none); bad
+// patterns and empty folders are errors naming the key; relative skills.dirs resolve against
+// the configuration file's folder.
+func TestSkillsConfig(t *testing.T) {
+	for name, tt := range map[string]struct{ yaml, want string }{
+		"bad skill glob":   {"agents: [{name: a, match: [web], skills: ['incident-[']}]", `agents.a.skills: skills: "incident-[" is not a valid skill name pattern`},
+		"empty pattern":    {"agents: [{name: a, match: [web], skills: ['']}]", "agents.a.skills"},
+		"empty dir":        {"skills: {dirs: ['']}", "skills.dirs[0]: is empty"},
+		"scripts not bool": {"skills: {allow_scripts: maybe}", "skills.allow_scripts"},
+	} {
+		if _, err := loadYAML(t, tt.yaml); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: loadConfig = %v, want an error containing %q", name, err, tt.want)
+		}
+	}
+	cfg, err := loadYAML(t, "skills: {dirs: [team-skills, /opt/skills]}\nagents: [{name: none, match: [web], skills: []}, {name: all, match: [web]}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Agents[0].Skills; s == nil || len(s) != 0 || cfg.Agents[1].Skills != nil {
+		t.Errorf("skills: [] = %#v, unset = %#v; want an empty list (no skill) and nil (every skill)", s, cfg.Agents[1].Skills)
+	}
+	sc := cfg.skillsConfig()
+	if want := filepath.Dir(cfg.source.path); sc.Base != want || sc.LockPath() != filepath.Join(want, "skills.lock") {
+		t.Errorf("skillsConfig = base %q, lock %q; want the configuration's folder %q", sc.Base, sc.LockPath(), want)
+	}
+}
+
+// TestDoctorListsSkillProblems: doctor reports a skill that does not validate as a problem
+// naming the file, the field and the fix, and the installed skills as a passed check.
+func TestDoctorListsSkillProblems(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "echogate.yaml"), []byte("log: {level: warn}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	installSkills(t, dir)
+	writeSkill(t, dir, "broken", "---\nname: Broken_Skill\ndescription: x\n---\nbody\n")
+	cfg, err := loadConfig(filepath.Join(dir, "echogate.yaml"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problems, oks []string
+	for _, c := range doctorSkills(cfg) {
+		if c.ok {
+			oks = append(oks, c.detail)
+		} else {
+			problems = append(problems, c.name+": "+c.detail+" fix: "+c.fix)
+		}
+	}
+	if len(problems) != 1 || !containsAll(problems[0], filepath.Join("skills", "broken", "SKILL.md"), `field "name"`, "fix: ") {
+		t.Errorf("doctor skill problems = %q, want one naming skills/broken/SKILL.md, the field and a fix", problems)
+	}
+	if len(oks) != 1 || !containsAll(oks[0], "2 installed", "incident-runbook, sql-style", "not locked") {
+		t.Errorf("doctor skills ok = %q, want the two installed skills, not locked", oks)
+	}
+}
