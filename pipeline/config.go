@@ -33,14 +33,11 @@ const (
 
 // Config tunes the pipeline. The zero value means the defaults documented on each field.
 type Config struct {
-	SystemPrompt  string        // default: DefaultSystemPrompt
-	Model         string        // default model name passed to the Model
-	MaxIterations int           // model calls per turn; default 8
-	MaxTokens     int           // per model call; 0 lets the model decide
-	TurnTimeout   time.Duration // default 5m
-	// SkillScripts (skills.allow_scripts) lets a skill's scripts run through run_command, under
-	// its approval; false refuses them, naming the setting (skills.go).
-	SkillScripts    bool
+	SystemPrompt    string        // default: DefaultSystemPrompt
+	Model           string        // default model name passed to the Model
+	MaxIterations   int           // model calls per turn; default 8
+	MaxTokens       int           // per model call; 0 lets the model decide
+	TurnTimeout     time.Duration // default 5m
 	OnBusy          OnBusy        // default queue
 	MailboxSize     int           // queued events per session; default 32
 	HistoryMessages int           // transcript messages loaded per turn; default 40
@@ -79,6 +76,12 @@ type Config struct {
 	PerUser PerUserLimits
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// SkillScripts (skills.allow_scripts) lets a skill's scripts run through run_command, under
+	// its approval; false refuses them, naming the setting (skills.go).
+	SkillScripts bool
+	// SkillScriptPaths are the skills' scripts run_command was given at start (absolute): one
+	// whose skill is no longer installed, or was refused on reload, is denied (skills.go).
+	SkillScriptPaths []string
 }
 
 // DefaultSystemPrompt is used when Config.SystemPrompt is empty.

@@ -175,6 +175,13 @@ func (t *Turn) scriptRefusal(raw string) string {
 		// A skill outside the agent's list is not told apart from one that does not exist.
 		return fmt.Sprintf("not run: %s is not a command this conversation may run", args.Command)
 	}
+	// run_command still holds the scripts of the skills installed at start: one whose skill
+	// was removed or refused since (changed files with a lock) must not run.
+	for _, sp := range t.p.cfg.SkillScriptPaths {
+		if args.Command == sp || !filepath.IsAbs(args.Command) && filepath.Base(sp) == args.Command {
+			return fmt.Sprintf("not run: %s is a script of a skill that is no longer installed, or was refused since it changed (see `echogate skills check`)", args.Command)
+		}
+	}
 	return ""
 }
 

@@ -159,3 +159,29 @@ func TestHelpNamesTheAgentsSkills(t *testing.T) {
 		h.stop()
 	}
 }
+
+// TestScriptOfRefusedSkillDoesNotRun: run_command was given a skill's script at start
+// (skills.allow_scripts); once the skill is refused on reload (its files changed, the lock
+// stands) or removed, the script is denied before any approval, by path and by base name.
+func TestScriptOfRefusedSkillDoesNotRun(t *testing.T) {
+	lib, skillTools := skillLibrary(t, map[string]string{"other": "---\nname: other\ndescription: Another skill.\n---\nO.\n"})
+	script := filepath.Join(t.TempDir(), "skills", "gone", "scripts", "collect.sh")
+	run := newTool("run_command", tools.Destructive, "ran")
+	for _, command := range []string{script, "collect.sh"} {
+		h := start(t, opts{tools: append(skillTools, run),
+			cfg:  pipeline.Config{SkillScripts: true, SkillScriptPaths: []string{script}},
+			deps: func(d *pipeline.Deps) { d.Skills = lib }},
+			agenttest.CallTool("run_command", `{"command":"`+command+`"}`), agenttest.Reply("ok"))
+		h.submit(msg("s1", "ann", "collect the status"))
+		if d := h.waitDone(); d.Status != "done" {
+			t.Fatalf("command %s: turn = %+v, want done with the call denied (no approval asked)", command, d)
+		}
+		if got := strings.Join(h.transcript("s1"), "|"); !strings.Contains(got, "not run: "+command+" is a script of a skill that is no longer installed") {
+			t.Errorf("command %s: transcript = %s, want the denial", command, got)
+		}
+		h.stop()
+	}
+	if n := run.calls.Load(); n != 0 {
+		t.Errorf("run_command ran %d times, want 0", n)
+	}
+}

@@ -191,6 +191,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	if c.skills != nil {
 		deps.Skills = c.skills
 		pcfg.SkillScripts = cfg.Skills.AllowScripts
+		pcfg.SkillScriptPaths = skillScripts(cfg, c.skills.Skills())
 	}
 	if c.models.router != nil {
 		deps.Models = c.models.router
