@@ -1,8 +1,10 @@
 package pipeline_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,6 +80,10 @@ func TestActiveSkillNarrowsTools(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("transcript = %s\nwant it to contain %q", got, want)
 		}
+	}
+	recs, err := h.store.ListTurns(context.Background(), "web:s1", 1)
+	if err != nil || len(recs) != 1 || !slices.Equal(recs[0].Skills, []string{"narrow"}) {
+		t.Errorf("turn record = %+v, %v; want skills [narrow]", recs, err)
 	}
 	reqs := h.model.Requests()
 	for i, r := range reqs {

@@ -101,8 +101,6 @@ type turnDetail struct {
 	Turn     echogate.TurnRecord      `json:"turn"`
 	Usage    []echogate.UsageRecord   `json:"usage"`
 	Messages []echogate.StoredMessage `json:"messages"`
-	// Skills the turn loaded with the skill tool, in load order (skills_api.go).
-	Skills []string `json:"skills"`
 }
 
 // detailHistory bounds how far back in its session's transcript a turn's messages are looked for.
@@ -140,7 +138,7 @@ func (g *gateway) handleTurnDetail(w http.ResponseWriter, r *http.Request) {
 			msgs = append(msgs, m)
 		}
 	}
-	writeJSON(w, turnDetail{Turn: t, Usage: nonNil(usage), Messages: msgs, Skills: loadedSkills(msgs)}, nil)
+	writeJSON(w, turnDetail{Turn: t, Usage: nonNil(usage), Messages: msgs}, nil)
 }
 
 // approvalView is a paused turn as the console lists it (the agent state stays on the server).

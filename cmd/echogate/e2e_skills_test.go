@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,17 +178,21 @@ func TestE2ESkillsCatalogueAndTools(t *testing.T) {
 	waitMetrics(t, s.g.base, `echogate_skill_loads_total{agent="oncall",skill="incident-runbook"} 1`,
 		`echogate_skill_loads_total{agent="default",skill="sql-style"} 1`)
 
-	// The turn detail names the skills the turn loaded (a refused name is not a load).
+	// The turn record names the skills the turn loaded (a refused name is not a load), in
+	// /api/turns and in the turn's detail.
 	var turns []echogate.TurnRecord
 	getJSON(t, s.g.base+"/api/turns?agent=oncall", &turns)
 	loaded := map[string]string{}
 	for _, tr := range turns {
 		var d turnDetail
 		getJSON(t, s.g.base+"/api/turns/detail?id="+tr.ID, &d)
+		if !slices.Equal(d.Turn.Skills, tr.Skills) {
+			t.Errorf("turn %s: detail skills %q, list skills %q; want the same", tr.ID, d.Turn.Skills, tr.Skills)
+		}
 		for _, m := range d.Messages {
 			for _, tag := range []string{"[sk-4]", "[sk-9]"} {
 				if m.Message.Role == echogate.RoleUser && strings.Contains(m.Message.Content, tag) {
-					loaded[tag] = strings.Join(d.Skills, ",")
+					loaded[tag] = strings.Join(tr.Skills, ",")
 				}
 			}
 		}

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
-	"strings"
-
-	"github.com/echogate/echogate"
 
 	"github.com/echogate/echogate/internal/access"
 	"github.com/echogate/echogate/pipeline"
@@ -66,31 +62,6 @@ func (g *gateway) handleSkills(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, v, nil)
-}
-
-// loadedSkills returns the skills a turn loaded, in load order, from its transcript: the skill
-// tool's calls whose result is the skill's body (a refused name is not a load).
-func loadedSkills(msgs []echogate.StoredMessage) []string {
-	asked := map[string]string{} // call id → skill name
-	out := []string{}
-	for _, m := range msgs {
-		for _, c := range m.Message.ToolCalls {
-			var args struct {
-				Name string `json:"name"`
-			}
-			if c.Name == skills.SkillToolName && json.Unmarshal([]byte(c.Arguments), &args) == nil {
-				asked[c.ID] = strings.TrimSpace(args.Name)
-			}
-		}
-		if m.Message.Role != echogate.RoleTool {
-			continue
-		}
-		name, ok := asked[m.Message.ToolCallID]
-		if ok && strings.HasPrefix(m.Message.Content, "Skill "+name+": ") && !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 // profileHasSkill reports whether the agent's catalogue lists the skill: its skills list allows

@@ -258,7 +258,7 @@
     const r = await api("api/turns/detail?id=" + encodeURIComponent(id));
     if (id !== selectedTurn) return;
     if (!r.ok) { box.replaceChildren(el("p", "empty", r.error)); return; }
-    const { turn: t, usage, messages, skills } = r.data;
+    const { turn: t, usage, messages } = r.data;
     const su = t.session ? await sessionUsage(t.session) : null;
     if (id !== selectedTurn) return;
     await learnNames([t.user_id]);
@@ -271,7 +271,7 @@
     row("User", who(t.user_id));
     row("Model", t.model, "mono");
     row("Routing", t.route_reason);
-    row("Skills loaded", (skills || []).join(", "), "mono");
+    row("Skills loaded", (t.skills || []).join(", "), "mono");
     row("Started", when(t.started_at));
     row("Ended", when(t.ended_at));
     row("Duration", duration(t.started_at, t.ended_at));
