@@ -50,6 +50,9 @@ func skillsList(out, errw io.Writer, cfg *Config, scfg skills.Config) int {
 		fmt.Fprintf(out, "no skills installed (skills.dirs: %s)\n", strings.Join(skillDirs(cfg), ", "))
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if len(set.Skills()) > 0 {
+		fmt.Fprintln(tw, "SKILL\tDESCRIPTION\tAGENTS\tLOCK")
+	}
 	for _, sk := range set.Skills() {
 		state := "not locked"
 		if locked {
