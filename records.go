@@ -1,6 +1,9 @@
 package echogate
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The record values below are what the stores persist. The interfaces that read and write them
 // are declared by their consumers (pipeline.Store, memory.Store, knowledge.Store); storage/sqlite
@@ -59,6 +62,21 @@ type TurnRecord struct {
 	CostUSD           float64   `json:"cost_usd"`
 	StartedAt         time.Time `json:"started_at"`
 	EndedAt           time.Time `json:"ended_at,omitzero"`
+	// Skills names the skills the turn loaded with the skill tool, in load order; set when the
+	// turn ends (SPEC "Skills").
+	Skills []string `json:"skills,omitempty"`
+}
+
+// JoinSkills is how stores keep TurnRecord.Skills in one text column: names joined by commas
+// (a skill's name holds only lowercase letters, digits and hyphens).
+func JoinSkills(names []string) string { return strings.Join(names, ",") }
+
+// SplitSkills is JoinSkills' inverse; "" is nil.
+func SplitSkills(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // TurnEnd is what the ResponseStage writes when a turn ends, in one store call

@@ -98,7 +98,7 @@ func (p *Pipeline) commandOf(ctx context.Context, log *slog.Logger, evp *echogat
 	case cmdNew:
 		answer = p.newCommand(ctx, log, ev)
 	default:
-		answer = commandHelp()
+		answer = commandHelp() + p.skillsHelp(ev) // skills.go
 	}
 	p.answerCommand(ctx, log, ev, answer)
 	return true

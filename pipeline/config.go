@@ -12,6 +12,7 @@ import (
 	"github.com/echogate/echogate/internal/metrics"
 	"github.com/echogate/echogate/internal/redact"
 	"github.com/echogate/echogate/tools"
+	"github.com/echogate/echogate/tools/skills"
 )
 
 // OnBusy says what a new message does while the session's turn runs.
@@ -78,6 +79,12 @@ type Config struct {
 	PerUser PerUserLimits
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// SkillScripts (skills.allow_scripts) lets a skill's scripts run through run_command, under
+	// its approval; false refuses them, naming the setting (skills.go).
+	SkillScripts bool
+	// SkillScriptPaths are the skills' scripts run_command was given at start (absolute): one
+	// whose skill is no longer installed, or was refused on reload, is denied (skills.go).
+	SkillScriptPaths []string
 }
 
 // DefaultSystemPrompt is used when Config.SystemPrompt is empty.
@@ -177,6 +184,10 @@ type Deps struct {
 	// Redactor masks secrets in tool results before the model reads them and in every text
 	// posted to a channel (redact.go); nil masks the known token shapes only.
 	Redactor *redact.Redactor
+	// Skills are the installed Agent Skills (tools/skills' Library, swapped on reload): their
+	// catalogue goes in each agent's system prompt, the skill tools read them (skills.go). nil
+	// means none.
+	Skills skills.Source
 }
 
 // SpendReporter renders a user's spend and limits as Markdown (agent/cost's Tracker); session,

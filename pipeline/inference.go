@@ -45,7 +45,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.key)},
 		},
 		Tools:       t.toolSpecs(),
-		Authorize:   t.authorize,
+		Authorize:   t.authorizeSkills, // the active skills' allowed-tools and skill scripts, then authorize (skills.go)
 		ExecuteTool: t.executeTool,
 		IsStopping:  t.ctl.stopping.Load,
 		Emit:        t.emit,

@@ -8,6 +8,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/internal/access"
+	"github.com/echogate/echogate/tools/skills"
 )
 
 // DefaultAgent is the name of the profile built from the top-level `agent:` settings.
@@ -39,6 +40,9 @@ type Profile struct {
 	Budget Budget
 	// Approvers may decide the approvals of the agent's turns, besides Config.Approvers.
 	Approvers []string
+	// Skills allow-lists the installed skills the agent may see and load (agents[].skills), as
+	// globs: nil means every installed skill, an empty list none (skills.go).
+	Skills []string
 }
 
 // Agents is an ordered set of profiles: the first whose Match fits a conversation serves it,
@@ -70,6 +74,9 @@ func (a Agents) Validate() error {
 			if !access.ValidGlob(pat) {
 				return fmt.Errorf("agents[%d] (%s): %q is not a valid pattern", i, p.Name, pat)
 			}
+		}
+		if err := skills.ValidateAllow(p.Skills); err != nil {
+			return fmt.Errorf("agents[%d] (%s): %w", i, p.Name, err)
 		}
 		if p.Model != "" && p.Route != "" {
 			return fmt.Errorf("agents[%d] (%s): set a model or a route, not both", i, p.Name)

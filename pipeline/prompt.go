@@ -12,7 +12,8 @@ import (
 // The model request of a turn is ordered for provider prompt caching, which reuses the longest
 // prefix a request shares with an earlier one:
 //
-//	system    the configured system prompt, the platform, and the standing context (memory
+//	system    the configured system prompt, the platform, the agent's skill catalogue
+//	          (skills.go), and the standing context (memory
 //	          snapshot) frozen per session and person until it changes (VersionedContext)
 //	tools     in a stable order (the registry's, by name)
 //	history   the session's earlier messages, as stored
@@ -29,6 +30,10 @@ func (p *Pipeline) prompt(ctx context.Context, t *turn, query string) (system, n
 	var sys, per strings.Builder
 	sys.WriteString(t.prof.SystemPrompt) // the agent's (profile.go)
 	fmt.Fprintf(&sys, "\n\nConversation on %s.", t.ev.Conversation.Platform)
+	if cat := t.p.skillCatalogue(t.prof); cat != "" { // stable bytes: part of the cached prefix (skills.go)
+		sys.WriteString("\n\n")
+		sys.WriteString(strings.TrimRight(cat, "\n"))
+	}
 	sys.WriteString(p.standingContext(ctx, t, q))
 
 	now := p.cfg.Now().UTC()

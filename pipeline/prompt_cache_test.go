@@ -14,6 +14,7 @@ import (
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/tools"
+	"github.com/echogate/echogate/tools/skills"
 )
 
 // fakeMemory is a VersionedContext like the memory service: its snapshot depends on the query
@@ -65,8 +66,14 @@ func (s specTool) Call(ctx context.Context, args json.RawMessage) (tools.Result,
 // knowledge hits, through the real OpenAI provider against a model that applies OpenAI's
 // prefix-caching rule. Every request starts with the same bytes (tools and system prompt, the
 // snapshot included), each request extends the previous one's history, and at least 85% of the
-// input tokens are cache reads. A memory write changes the snapshot once.
+// input tokens are cache reads. A memory write changes the snapshot once. With skills
+// installed, their catalogue is part of that prefix and the share still holds.
 func TestPromptPrefixIsCacheable(t *testing.T) {
+	t.Run("no skills", func(t *testing.T) { checkPromptCache(t, false) })
+	t.Run("skills installed", func(t *testing.T) { checkPromptCache(t, true) })
+}
+
+func checkPromptCache(t *testing.T, withSkills bool) {
 	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{PrefixCache: true,
 		Default: &agenttest.Answer{Text: "Here is a short answer to that."}})
 	defer fake.Close()
@@ -80,11 +87,25 @@ func TestPromptPrefixIsCacheable(t *testing.T) {
 		"open_issue", "close_issue", "post_note", "schedule", "translate", "summarize"} {
 		toolset = append(toolset, specTool{n})
 	}
+	var lib *skills.Library
+	if withSkills {
+		set, ps := skills.Load(skills.Config{Dirs: []string{"../examples/skills"}})
+		if len(set.Skills()) == 0 || skills.Errors(ps) {
+			t.Fatalf("examples/skills: %d skills, problems %v", len(set.Skills()), ps)
+		}
+		lib = skills.NewLibrary(set)
+		st, _ := skills.NewSkillTool(lib)
+		ft, _ := skills.NewFileTool(lib, skills.ToolConfig{})
+		toolset = append(toolset, st, ft)
+	}
 	system := "You are the team's assistant. " + strings.Repeat("Follow the team's conventions and answer precisely. ", 80)
 	store := pipelinetest.NewMemStore()
 	h := start(t, opts{store: store, tools: toolset, cfg: pipeline.Config{SystemPrompt: system, Model: "gpt-4o-mini"}, deps: func(d *pipeline.Deps) {
 		d.Model = model
 		d.Context = []pipeline.ContextProvider{mem, fakeKnowledge{}}
+		if lib != nil {
+			d.Skills = lib
+		}
 	}})
 
 	const turns = 20
@@ -121,6 +142,9 @@ func TestPromptPrefixIsCacheable(t *testing.T) {
 		}
 		if !strings.Contains(r.Messages[0].Content, "What you remember") || strings.Contains(r.Messages[0].Content, "Knowledge base") {
 			t.Errorf("request %d: system prompt must hold the memory snapshot and no knowledge hits", i)
+		}
+		if got := strings.Contains(r.Messages[0].Content, "## Skills\n") && strings.Contains(r.Messages[0].Content, "- incident-runbook: "); got != withSkills {
+			t.Errorf("request %d: skill catalogue in the system prompt = %v, want %v", i, got, withSkills)
 		}
 		n := len(r.Messages)
 		if note := r.Messages[n-2]; note.Role != "system" || !strings.Contains(note.Content, "Knowledge base") || !strings.Contains(note.Content, "Current time") {

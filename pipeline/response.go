@@ -127,6 +127,7 @@ func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input
 	rec := t.rec
 	rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens, rec.CostUSD = t.usage.totals()
 	rec.Status, rec.EndedAt = statusOf(t.life.State()), p.cfg.Now()
+	rec.Skills = t.skills.names() // skills.go
 	if res.Model != "" {
 		rec.Model, rec.RouteReason = res.Model, res.RouteReason
 	}

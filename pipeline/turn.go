@@ -55,6 +55,7 @@ type Turn struct {
 	grants grantCache  // the user's session grants (inference_gate.go)
 	// fetched: a tool that fetches outside content ran in this turn (tainted).
 	fetched atomic.Bool
+	skills  turnSkills // the skills the turn loaded (skills.go)
 	// pauseHeld: another user's paused turn holds the session's pause (withPauseHeld).
 	pauseHeld bool
 	// inputSaved: the input messages are in the transcript already (replay of a dead turn).

@@ -28,6 +28,7 @@ import (
 //	                                    (/api/usage and /api/usage/series take ?agent= too; /api/usage sums by_agent)
 //	GET  /api/agents                    → the agent profiles, in match order, the default last
 //	GET  /api/refusals                  → the latest events the access rules refused, newest first
+//	GET  /api/skills                    → {skills: [{name, description, agents, allowed_tools, files, locked}], problems, scripts}
 //	GET  /api/turns/detail              ?id= → {turn, usage, messages}: one turn with its ledger entries and transcript
 //	GET  /api/approvals                 ?limit= → paused turns waiting for an approval or an answer
 //	POST /api/approvals/decide          {"session","call_id","decision","user"} → 202: decide an approval of any session, as the console
@@ -58,6 +59,7 @@ func (g *gateway) adminAPI(mux *routeMux) {
 	})
 	mux.HandleFunc("GET /api/turns", g.handleTurns) // agents_api.go
 	mux.HandleFunc("GET /api/agents", g.handleAgents)
+	mux.HandleFunc("GET /api/skills", g.handleSkills) // skills_api.go
 	mux.HandleFunc("GET /api/refusals", g.handleRefusals)
 	mux.HandleFunc("GET /api/turns/detail", g.handleTurnDetail)
 	mux.HandleFunc("GET /api/approvals", g.handleApprovals)

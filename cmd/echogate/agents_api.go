@@ -46,11 +46,12 @@ type agentInfo struct {
 	Memory    *bool    `json:"memory,omitempty"`
 	Budgets   bool     `json:"budgets"`
 	Approvers []string `json:"approvers,omitempty"`
+	Skills    []string `json:"skills"` // allow-list globs of installed skills; nil: every skill (skills_api.go)
 }
 
 func infoOf(p pipeline.Profile) agentInfo {
 	return agentInfo{Name: p.Name, Match: p.Match, Model: p.Model, Route: p.Route, Tools: p.Tools,
-		Knowledge: p.Knowledge, Memory: p.Memory, Budgets: p.Budget != nil, Approvers: p.Approvers}
+		Knowledge: p.Knowledge, Memory: p.Memory, Budgets: p.Budget != nil, Approvers: p.Approvers, Skills: p.Skills}
 }
 
 // handleAgents lists the agents in match order, the default last.

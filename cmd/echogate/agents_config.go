@@ -10,6 +10,7 @@ import (
 	"github.com/echogate/echogate/channels/slack"
 	"github.com/echogate/echogate/internal/access"
 	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/tools/skills"
 )
 
 // AccessConf is the `access:` section: who may use the gateway at all (SPEC "Access and
@@ -35,6 +36,7 @@ type AgentProfileConf struct {
 	MemoryScope    string        `yaml:"memory_scope"` // user | channel (needs memory.channel_memories)
 	Budgets        BudgetsConfig `yaml:"budgets"`
 	Approvers      []string      `yaml:"approvers"`
+	Skills         []string      `yaml:"skills"` // allow-list globs of installed skills; unset = every skill, [] = none (skills_wiring.go)
 }
 
 // placePrefixes are the platforms a place name or id may start with.
@@ -94,6 +96,9 @@ func (c *Config) validateAgentsAccess() error {
 			if tp == "" || !access.ValidGlob(tp) {
 				return bad(key+".tools", "%q is not a tool name or glob (e.g. current_time, pager__*)", tp)
 			}
+		}
+		if err := skills.ValidateAllow(a.Skills); err != nil {
+			return bad(key+".skills", "%v", err)
 		}
 		for _, ap := range a.Approvers {
 			plat, id, ok := strings.Cut(ap, ":")
@@ -187,7 +192,7 @@ func (c *Config) buildAgents(cat agentCatalog) (pipeline.Agents, error) {
 	for _, a := range c.Agents {
 		key := "agents." + a.Name
 		p := pipeline.Profile{Name: a.Name, Match: a.Match, SystemPrompt: a.SystemPrompt, Tools: a.Tools,
-			Knowledge: a.Knowledge, Memory: a.Memory, MemoryScope: a.MemoryScope, Approvers: a.Approvers}
+			Knowledge: a.Knowledge, Memory: a.Memory, MemoryScope: a.MemoryScope, Approvers: a.Approvers, Skills: a.Skills}
 		for _, tp := range a.Tools {
 			if !toolPatternMatches(tp, cat) {
 				return pipeline.Agents{}, &ConfigError{Key: key + ".tools", Msg: fmt.Sprintf("%q matches no tool: the tools are %s (MCP tools are <server>__<tool> of mcp.servers)",

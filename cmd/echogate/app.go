@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -22,6 +24,7 @@ import (
 	"github.com/echogate/echogate/tools"
 	"github.com/echogate/echogate/tools/builtin"
 	"github.com/echogate/echogate/tools/mcp"
+	"github.com/echogate/echogate/tools/skills"
 )
 
 // store is what the gateway needs of a storage backend.
@@ -78,7 +81,10 @@ type core struct {
 	memkb    *memkb // long-term memory and knowledge base (memory_wiring.go)
 	metrics  *metrics.Metrics
 	pipeline *pipeline.Pipeline
-	tracing  *tracingWiring // nil unless tracing is configured (tracing_wiring.go)
+	tracing  *tracingWiring  // nil unless tracing is configured (tracing_wiring.go)
+	skills   *skills.Library // nil unless skills are installed or skills.dirs set (skills_wiring.go)
+	// skillProblems are the problems of the last skills load (start or reload), for the console.
+	skillProblems atomic.Pointer[[]skills.Problem]
 }
 
 // newCore opens the store (migrating it), makes the model and the tools; the pipeline is made by
@@ -100,7 +106,13 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 		return nil, err
 	}
 	c.model = c.models.model
-	c.tools, err = newTools(cfg, log, c.metrics)
+	set, sps := loadSkills(cfg, log, "start") // skills_wiring.go
+	c.skillProblems.Store(&sps)
+	c.tools, err = newTools(cfg, log, c.metrics, skillScripts(cfg, set)...)
+	if err == nil && skillsWanted(cfg, set) {
+		c.skills = skills.NewLibrary(set)
+		err = addSkillTools(c.tools, c.skills)
+	}
 	if err != nil {
 		c.store.Close()
 		return nil, err
@@ -181,6 +193,11 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		},
 		Redactor: newRedactor(cfg, os.Environ()), // redact_wiring.go
 	}
+	if c.skills != nil {
+		deps.Skills = c.skills
+		pcfg.SkillScripts = cfg.Skills.AllowScripts
+		pcfg.SkillScriptPaths = skillScripts(cfg, c.skills.Skills())
+	}
 	if c.models.router != nil {
 		deps.Models = c.models.router
 	}
@@ -224,8 +241,9 @@ func newModel(cfg *Config, log *slog.Logger) (agent.Model, error) {
 	return m, nil
 }
 
-// newTools builds the built-in tools from config, each behind a circuit breaker.
-func newTools(cfg *Config, log *slog.Logger, m *metrics.Metrics) (*tools.Registry, error) {
+// newTools builds the built-in tools from config, each behind a circuit breaker. scripts are
+// skills' scripts run_command may run besides tools.run_command.allowed (skills.allow_scripts).
+func newTools(cfg *Config, log *slog.Logger, m *metrics.Metrics, scripts ...string) (*tools.Registry, error) {
 	var ts []tools.Tool
 	add := func(t tools.Tool, err error) error {
 		if err != nil {
@@ -257,12 +275,12 @@ func newTools(cfg *Config, log *slog.Logger, m *metrics.Metrics) (*tools.Registr
 			return nil, fmt.Errorf("tools.ask_user: %w", err)
 		}
 	}
-	if rc := cfg.Tools["run_command"]; len(rc.Allowed) > 0 && enabled("run_command", true) {
+	if rc := cfg.Tools["run_command"]; len(rc.Allowed)+len(scripts) > 0 && enabled("run_command", true) {
 		dir := filepath.Join(cfg.DataDir, "workspace")
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("tools.run_command: create %s: %w", dir, err)
 		}
-		if err := add(builtin.NewRunCommand(builtin.RunCommandConfig{Allowed: rc.Allowed, Dir: dir, Timeout: time.Duration(rc.Timeout),
+		if err := add(builtin.NewRunCommand(builtin.RunCommandConfig{Allowed: append(slices.Clone(rc.Allowed), scripts...), Dir: dir, Timeout: time.Duration(rc.Timeout),
 			AllowPaths: rc.AllowPaths, PassEnv: rc.Env})); err != nil {
 			return nil, fmt.Errorf("tools.run_command: %w", err)
 		}

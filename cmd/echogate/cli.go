@@ -48,6 +48,11 @@ var commands = []command{
 			flags: func(fs *flag.FlagSet) { memoryFlags(fs) }},
 		{name: "reembed", synopsis: "memory reembed", summary: "Re-embed the current memories whose vectors came from another embedding model (or have\nnone); until then they are found by full text only."},
 	}},
+	{name: "skills", synopsis: "skills list|check|lock", summary: "Agent Skills under skills.dirs (default ./skills beside the configuration file).", subs: []command{
+		{name: "list", synopsis: "skills list", summary: "List the skills: name, description, the agents that have them (agents[].skills), locked or not."},
+		{name: "check", synopsis: "skills check", summary: "Validate every skill (Agent Skills format) and check it against skills.lock; exit 1 on a problem."},
+		{name: "lock", synopsis: "skills lock", summary: "Write skills.lock (sha256 of every file of every skill): once it exists, a skill that differs\nfrom it is refused at start and on reload until you review the change and lock again."},
+	}},
 	{name: "version", synopsis: "version", summary: "Print the version and build info."},
 	{name: "healthcheck", synopsis: "healthcheck", summary: "Exit 0 when the local gateway answers /healthz (for container health checks)."},
 	{name: "help", synopsis: "help [COMMAND [SUBCOMMAND]]", summary: "Show help for echogate or one command.", args: true},

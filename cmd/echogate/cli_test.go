@@ -28,7 +28,7 @@ func TestHelpEveryCommand(t *testing.T) {
 	vars := map[string]string{"ECHOGATE_DATA_DIR": dataDir, "ECHOGATE_CONFIG": filepath.Join(cwd, "missing.yaml")}
 	paths := allPaths(commands, nil)
 	// Every command the binary dispatches is in the table the help is built from.
-	for _, want := range []string{"serve", "chat", "migrate", "doctor", "knowledge", "memory", "version", "healthcheck", "help"} {
+	for _, want := range []string{"serve", "chat", "migrate", "doctor", "knowledge", "memory", "skills", "version", "healthcheck", "help"} {
 		if _, ok := findCommand(commands, want); !ok {
 			t.Errorf("command %q has no help entry", want)
 		}
@@ -91,6 +91,7 @@ func TestCLIMistakes(t *testing.T) {
 		{[]string{"knowledge", "search", "--top", "3", "x"}, "echogate knowledge search --help"},
 		{[]string{"memory", "lst"}, `did you mean "list"`},
 		{[]string{"memory", "list", "--usr", "x"}, "echogate memory list --help"},
+		{[]string{"skills", "chek"}, `did you mean "check"`},
 		{[]string{"help", "nope"}, "unknown command"},
 	} {
 		e, out, errb := testEnv(map[string]string{}, tt.args...)

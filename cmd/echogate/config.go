@@ -75,6 +75,8 @@ type Config struct {
 	// Access and Agents: who may use the gateway, and a profile per place (agents_config.go).
 	Access AccessConf         `yaml:"access"`
 	Agents []AgentProfileConf `yaml:"agents"`
+	// Skills: Agent Skills folders the agents may load (skills_wiring.go).
+	Skills SkillsConf `yaml:"skills"`
 	// source is where the configuration was read from, for a reload (reload.go).
 	source configSource
 }

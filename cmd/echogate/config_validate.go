@@ -21,7 +21,7 @@ func (c *Config) validate() error {
 		c.validatePlatforms,
 		c.validatePolicy,
 		c.validateMCPAndLog,
-		c.Tracing.validate, c.Storage.validate, c.Runtime.validate, c.validateAgentsAccess,
+		c.Tracing.validate, c.Storage.validate, c.Runtime.validate, c.validateAgentsAccess, c.Skills.validate,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 // builtinToolNames are the stable names of the built-in tools (SPEC "Built-in tools"), what
 // doctor checks agents' tool patterns against without starting the tools.
 var builtinToolNames = []string{"current_time", "http_fetch", "ask_user", "run_command", "read_file",
-	"remember", "recall", "forget", "knowledge_search"}
+	"remember", "recall", "forget", "knowledge_search", "skill", "skill_file"}
 
 // doctorAgents lists which agent serves which place and checks the names the agents use:
 // tool patterns against the built-in tools and MCP servers, models and routes against

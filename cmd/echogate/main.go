@@ -56,6 +56,7 @@ Commands:
   doctor                     check configuration, tokens, database and model endpoint
   knowledge add|search|list|rm   manage the knowledge base
   memory list|search|forget      inspect and edit long-term memory
+  skills list|check|lock         list, validate and pin the installed Agent Skills
   version                    print version and build info
   healthcheck                exit 0 when the local gateway answers /healthz (container health checks)
   help [COMMAND]             show help for a command (also: echogate COMMAND --help)
@@ -136,6 +137,8 @@ func run(ctx context.Context, e env) int {
 		code = cmdKnowledge(ctx, e, cfg, log, rest)
 	case "memory":
 		code = cmdMemory(ctx, e, cfg, log, rest)
+	case "skills":
+		code = cmdSkills(ctx, e, cfg, rest) // skills_cmd.go
 	}
 	return code
 }

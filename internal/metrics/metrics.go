@@ -37,6 +37,7 @@ type Metrics struct {
 	EmbeddingSkipped prometheus.Counter     // retrieval ran keyword-only (embedding breaker open)
 	HistoryReads     *prometheus.CounterVec // source: cache (only newer entries read) | store (whole window read)
 	AdapterPanics    *prometheus.CounterVec // channel, path: panics recovered in a platform adapter
+	SkillLoads       *prometheus.CounterVec // skill, agent (skills.go)
 	agentCollectors
 	stageCollectors
 
@@ -78,6 +79,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerAgents(r)
 	m.registerStages(r)
+	m.registerSkills(r)
 	return m
 }
 

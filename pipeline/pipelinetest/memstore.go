@@ -263,7 +263,7 @@ func (s *MemStore) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error 
 	}
 	old.Status, old.Model, old.RouteReason, old.Error = t.Status, t.Model, t.RouteReason, t.Error
 	old.InputTokens, old.OutputTokens, old.CachedInputTokens = t.InputTokens, t.OutputTokens, t.CachedInputTokens
-	old.CostUSD, old.EndedAt = t.CostUSD, t.EndedAt
+	old.CostUSD, old.EndedAt, old.Skills = t.CostUSD, t.EndedAt, slices.Clone(t.Skills)
 	s.turns[t.ID] = old
 	return nil
 }

@@ -58,7 +58,7 @@ func (s *Store) finishBatch(ctx context.Context, tx pgx.Tx, end echogate.TurnEnd
 		b.Queue(qAppend, string(end.Session), int64(len(end.Messages)), t.ID, utc(s.stamp(end.At)), roles, bodies)
 	}
 	b.Queue(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD,
-		optTime(t.EndedAt), t.ID)
+		optTime(t.EndedAt), echogate.JoinSkills(t.Skills), t.ID)
 	b.Queue(qDeleteResume, t.ID)
 	for _, r := range end.Usage {
 		u := r.Usage

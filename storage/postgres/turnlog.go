@@ -60,7 +60,7 @@ func (s *Store) ResumeTurn(ctx context.Context, r echogate.TurnResume, rec echog
 			return err
 		}
 		_, err = tx.Exec(ctx, qCreateTurn, rec.ID, string(rec.Session), rec.EventKey, rec.UserID, rec.Agent, string(rec.Status), rec.Model,
-			rec.RouteReason, rec.Error, rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens, rec.CostUSD, utc(s.stamp(rec.StartedAt)), optTime(rec.EndedAt))
+			rec.RouteReason, rec.Error, rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens, rec.CostUSD, utc(s.stamp(rec.StartedAt)), optTime(rec.EndedAt), echogate.JoinSkills(rec.Skills))
 		return err
 	})
 	switch {

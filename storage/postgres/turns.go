@@ -11,10 +11,10 @@ import (
 )
 
 const (
-	turnCols    = `id, session, event_key, user_id, agent, status, model, route_reason, error, input_tokens, output_tokens, cached_input_tokens, cost_usd, started_at, ended_at`
-	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
+	turnCols    = `id, session, event_key, user_id, agent, status, model, route_reason, error, input_tokens, output_tokens, cached_input_tokens, cost_usd, started_at, ended_at, skills`
+	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 	qUpdateTurn = `UPDATE turns SET status = $1, model = $2, route_reason = $3, error = $4,
-input_tokens = $5, output_tokens = $6, cached_input_tokens = $7, cost_usd = $8, ended_at = $9 WHERE id = $10`
+input_tokens = $5, output_tokens = $6, cached_input_tokens = $7, cost_usd = $8, ended_at = $9, skills = $10 WHERE id = $11`
 	qGetTurn          = `SELECT ` + turnCols + ` FROM turns WHERE id = $1`
 	qListTurnsSession = `SELECT ` + turnCols + ` FROM turns WHERE session = $1 ORDER BY started_at DESC, id DESC LIMIT $2`
 	qListTurnsAll     = `SELECT ` + turnCols + ` FROM turns ORDER BY started_at DESC, id DESC LIMIT $1`
@@ -34,7 +34,7 @@ func (s *Store) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
 		return err
 	}
 	_, err = p.Exec(ctx, qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
-		t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, utc(s.stamp(t.StartedAt)), optTime(t.EndedAt))
+		t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, utc(s.stamp(t.StartedAt)), optTime(t.EndedAt), echogate.JoinSkills(t.Skills))
 	if err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("postgres: create turn %q: %w", t.ID, ErrExists)
@@ -56,7 +56,7 @@ func (s *Store) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error {
 		return err
 	}
 	tag, err := p.Exec(ctx, qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error,
-		t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, optTime(t.EndedAt), t.ID)
+		t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, optTime(t.EndedAt), echogate.JoinSkills(t.Skills), t.ID)
 	if err != nil {
 		return fail(ctx, err, "update turn %q", t.ID)
 	}
@@ -72,12 +72,14 @@ func scanTurn(row pgx.Row) (echogate.TurnRecord, error) {
 		session string
 		status  string
 		ended   *time.Time
+		skills  string
 	)
 	err := row.Scan(&t.ID, &session, &t.EventKey, &t.UserID, &t.Agent, &status, &t.Model, &t.RouteReason, &t.Error,
-		&t.InputTokens, &t.OutputTokens, &t.CachedInputTokens, &t.CostUSD, &t.StartedAt, &ended)
+		&t.InputTokens, &t.OutputTokens, &t.CachedInputTokens, &t.CostUSD, &t.StartedAt, &ended, &skills)
 	if err != nil {
 		return t, err
 	}
+	t.Skills = echogate.SplitSkills(skills)
 	t.Session = echogate.SessionKey(session)
 	t.Status = echogate.TurnStatus(status)
 	t.StartedAt = t.StartedAt.UTC()

@@ -12,10 +12,10 @@ import (
 )
 
 const (
-	turnCols    = `id, session, event_key, user_id, agent, status, model, route_reason, error, input_tokens, output_tokens, cached_input_tokens, cost_usd, started_at, ended_at`
-	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	turnCols    = `id, session, event_key, user_id, agent, status, model, route_reason, error, input_tokens, output_tokens, cached_input_tokens, cost_usd, started_at, ended_at, skills`
+	qCreateTurn = `INSERT INTO turns (` + turnCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qUpdateTurn = `UPDATE turns SET status = ?, model = ?, route_reason = ?, error = ?,
-input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, cost_usd = ?, ended_at = ? WHERE id = ?`
+input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, cost_usd = ?, ended_at = ?, skills = ? WHERE id = ?`
 	qGetTurn          = `SELECT ` + turnCols + ` FROM turns WHERE id = ?`
 	qListTurnsSession = `SELECT ` + turnCols + ` FROM turns WHERE session = ? ORDER BY started_at DESC, id DESC LIMIT ?`
 	qListTurnsAll     = `SELECT ` + turnCols + ` FROM turns ORDER BY started_at DESC, id DESC LIMIT ?`
@@ -60,7 +60,7 @@ func (s *Store) createTurn(ctx context.Context, t echogate.TurnRecord) (*dbs, fu
 	}
 	return d, func(tx *wtx) error {
 		_, err := tx.exec(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
-			t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, toMicros(s.stamp(t.StartedAt)), optMicros(t.EndedAt))
+			t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, toMicros(s.stamp(t.StartedAt)), optMicros(t.EndedAt), echogate.JoinSkills(t.Skills))
 		return err
 	}, nil
 }
@@ -90,7 +90,7 @@ func (s *Store) UpdateTurn(ctx context.Context, t echogate.TurnRecord) error {
 	var n int64
 	err = d.write(ctx, func(tx *wtx) (err error) {
 		n, err = tx.rowsAffected(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error,
-			t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, optMicros(t.EndedAt), t.ID)
+			t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, optMicros(t.EndedAt), echogate.JoinSkills(t.Skills), t.ID)
 		return err
 	})
 	if err != nil {
@@ -109,12 +109,14 @@ func scanTurn(row interface{ Scan(...any) error }) (echogate.TurnRecord, error) 
 		status  string
 		started int64
 		ended   sql.NullInt64
+		skills  string
 	)
 	err := row.Scan(&t.ID, &session, &t.EventKey, &t.UserID, &t.Agent, &status, &t.Model, &t.RouteReason, &t.Error,
-		&t.InputTokens, &t.OutputTokens, &t.CachedInputTokens, &t.CostUSD, &started, &ended)
+		&t.InputTokens, &t.OutputTokens, &t.CachedInputTokens, &t.CostUSD, &started, &ended, &skills)
 	if err != nil {
 		return t, err
 	}
+	t.Skills = echogate.SplitSkills(skills)
 	t.Session = echogate.SessionKey(session)
 	t.Status = echogate.TurnStatus(status)
 	t.StartedAt = fromMicros(started)
@@ -243,7 +245,7 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 			msgErr = appendTx(tx, end.Session, t.ID, end.Messages, bodies, atUS)
 		}
 		n, err := tx.rowsAffected(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error,
-			t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, optMicros(t.EndedAt), t.ID)
+			t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, optMicros(t.EndedAt), echogate.JoinSkills(t.Skills), t.ID)
 		switch {
 		case err != nil:
 			turnErr = err

@@ -677,6 +677,7 @@ func (r *runner) finishTurn(t *testing.T, s Store, u uniq) {
 	// Two model calls: the record carries their sums, cached input tokens among them.
 	turn.Status, turn.Model, turn.EndedAt = echogate.TurnDoneSt, "m", r.at(time.Second)
 	turn.InputTokens, turn.OutputTokens, turn.CachedInputTokens, turn.CostUSD = 3+1500, 4+6, 0+1280, 0.5
+	turn.Skills = []string{"incident-runbook", "sql-style"} // loaded by the skill tool, in order
 	usage := []echogate.UsageRecord{{Turn: turn.ID, Session: key, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
 		Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 3, OutputTokens: 4, CostUSD: 0.5}, At: r.at(time.Second)},
 		{Turn: turn.ID, Session: key, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
@@ -699,6 +700,9 @@ func (r *runner) finishTurn(t *testing.T, s Store, u uniq) {
 	}
 	if got.InputTokens != 1503 || got.OutputTokens != 10 || got.CachedInputTokens != 1280 {
 		t.Errorf("GetTurn after FinishTurn: tokens in/out/cached = %d/%d/%d, want 1503/10/1280", got.InputTokens, got.OutputTokens, got.CachedInputTokens)
+	}
+	if !slices.Equal(got.Skills, turn.Skills) {
+		t.Errorf("GetTurn after FinishTurn: skills = %q, want %q", got.Skills, turn.Skills)
 	}
 	if sum, err := s.SumUsage(ctx, echogate.UsageFilter{Turn: turn.ID}); err != nil || sum.InputTokens != got.InputTokens || sum.CachedInputTokens != got.CachedInputTokens {
 		t.Errorf("SumUsage of the turn = %+v, %v; want the record's %d input, %d cached", sum, err, got.InputTokens, got.CachedInputTokens)
@@ -922,12 +926,13 @@ func (r *runner) turns(t *testing.T, s Store, u uniq) {
 	upd.Error = "model: 500 Internal Server Error"
 	upd.InputTokens, upd.OutputTokens, upd.CachedInputTokens, upd.CostUSD = 1200, 345, 960, 0.000387
 	upd.EndedAt = r.at(3 * time.Second)
+	upd.Skills = []string{"incident-runbook"}
 	must(t, "UpdateTurn", s.UpdateTurn(ctx, upd))
 	got, err = s.GetTurn(ctx, want.ID)
 	must(t, "GetTurn", err)
 	want.Status, want.Model, want.RouteReason, want.Error = upd.Status, upd.Model, upd.RouteReason, upd.Error
 	want.InputTokens, want.OutputTokens, want.CachedInputTokens = upd.InputTokens, upd.OutputTokens, upd.CachedInputTokens
-	want.CostUSD, want.EndedAt = upd.CostUSD, upd.EndedAt
+	want.CostUSD, want.EndedAt, want.Skills = upd.CostUSD, upd.EndedAt, upd.Skills
 	checkTurn(t, "GetTurn after update", got, want)
 
 	// A paused turn that resumes has no end again.

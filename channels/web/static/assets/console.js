@@ -271,6 +271,7 @@
     row("User", who(t.user_id));
     row("Model", t.model, "mono");
     row("Routing", t.route_reason);
+    row("Skills loaded", (t.skills || []).join(", "), "mono");
     row("Started", when(t.started_at));
     row("Ended", when(t.ended_at));
     row("Duration", duration(t.started_at, t.ended_at));
@@ -475,6 +476,7 @@
         return tr;
       }));
     }
+    await loadSkills();
     const r = await api("api/refusals");
     if (!r.ok) { $("access-updated").textContent = r.error; return; }
     const list = r.data || [];
@@ -487,6 +489,24 @@
     }));
     $("refusals-empty").hidden = list.length > 0;
     stamp("access-updated");
+  }
+
+  // The installed skills, the agents whose catalogue lists them, and the last load's problems.
+  async function loadSkills() {
+    const r = await api("api/skills");
+    if (!r.ok) return;
+    const list = r.data.skills || [], problems = r.data.problems || [];
+    $("skills-table").tBodies[0].replaceChildren(...list.map((s) => {
+      const tr = el("tr");
+      tr.append(td(s.name, "mono"), td(clip(s.description, 200), "wrap"), td((s.agents || []).join(", ") || "none", "wrap"),
+        td(s.allowed_tools ? s.allowed_tools.join(", ") || "only the skill tools" : "the agent's", "wrap"),
+        td(num(s.files), "num"), td(s.locked ? "yes" : "no"));
+      return tr;
+    }));
+    $("skills-table").hidden = list.length === 0;
+    $("skills-empty").hidden = list.length > 0;
+    $("skills-problems").replaceChildren(...problems.map((p) =>
+      el("li", "", (p.warning ? "warning: " : "refused: ") + p.file + (p.field ? " (" + p.field + ")" : "") + ": " + p.error + (p.fix ? " — " + p.fix : ""))));
   }
 
   // ---- memory and knowledge -----------------------------------------------------------------
