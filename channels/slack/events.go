@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +45,8 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBody))
 	if err != nil {
-		http.Error(w, "slack events: request body unreadable or over 1 MiB", http.StatusRequestEntityTooLarge)
+		code, msg := bodyError(err)
+		http.Error(w, "slack events: "+msg, code)
 		return
 	}
 	if err := verifySignature(r.Header, body, c.cfg.SigningSecret, c.cfg.Clock.Now()); err != nil {
@@ -130,4 +133,17 @@ func verifySignature(h http.Header, body []byte, secret string, now time.Time) e
 		return fmt.Errorf("%w: signature mismatch (wrong signing secret?)", ErrInvalidSignature)
 	}
 	return nil
+}
+
+// bodyError names why a request body could not be read, for the answer: too large (413), not
+// received within the server's body deadline (408: a client trickling its body), or cut off (400).
+func bodyError(err error) (int, string) {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, "request body over 1 MiB"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return http.StatusRequestTimeout, "request body not received in time (http.body_timeout)"
+	}
+	return http.StatusBadRequest, "request body unreadable: " + err.Error()
 }

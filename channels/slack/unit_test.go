@@ -3,7 +3,10 @@ package slack
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -232,5 +235,20 @@ func TestBudgets(t *testing.T) {
 	b.block("C3", time.Hour)
 	if err := b.waitHigh(ctx, "C3"); err == nil {
 		t.Errorf("waitHigh with cancelled ctx = nil, want error")
+	}
+}
+
+func TestEventsBodyErrorsSayWhy(t *testing.T) {
+	for name, tt := range map[string]struct {
+		err  error
+		code int
+	}{
+		"over the limit":                  {&http.MaxBytesError{Limit: 1 << 20}, http.StatusRequestEntityTooLarge},
+		"trickled past the body deadline": {fmt.Errorf("read tcp: %w", os.ErrDeadlineExceeded), http.StatusRequestTimeout},
+		"cut off":                         {io.ErrUnexpectedEOF, http.StatusBadRequest},
+	} {
+		if code, msg := bodyError(tt.err); code != tt.code || msg == "" {
+			t.Errorf("%s: bodyError = %d %q, want %d", name, code, msg, tt.code)
+		}
 	}
 }
