@@ -26,6 +26,7 @@ func cmdChat(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []s
 		fmt.Fprintf(e.stderr, "echogate chat: unexpected arguments %q (quote the message: chat -m \"what time is it\")\n", fs.Args())
 		return 2
 	}
+	hardenProcess(log) // its tools' children cannot read our environment either (harden_linux.go)
 	c, err := newCore(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate chat:", err)
