@@ -221,3 +221,23 @@ func CheckJob(j Job, lim Limits, now time.Time) (Job, error) {
 	}
 	return j, nil
 }
+
+// ApplyOutcome is job j after its run e ended at `at`: last outcome and error, the count of
+// consecutive failures (+1 for a failure, reset by a success, kept by unconfirmed), the
+// back-off after a failure, and the pause when the count reaches MaxFailures. pausedNow is
+// true only for the run that paused it: its caller posts the one alert. Stores call it inside
+// FinishRun's transaction.
+func ApplyOutcome(j Job, e RunEnd, at time.Time) (_ Job, pausedNow bool) {
+	j.LastOutcome, j.LastError, j.LastRunAt, j.UpdatedAt = e.Outcome, e.Error, at, at
+	switch {
+	case e.Outcome.Failure():
+		j.Failures++
+		j.NotBefore = at.Add(Backoff(j.Failures))
+	case e.Outcome != OutcomeUnconfirmed:
+		j.Failures, j.NotBefore = 0, time.Time{}
+	}
+	if !j.Paused && j.MaxFailures > 0 && j.Failures >= j.MaxFailures {
+		j.Paused, pausedNow = true, true
+	}
+	return j, pausedNow
+}

@@ -81,10 +81,10 @@ func Compile(s Spec, lim Limits, now time.Time) (Schedule, error) {
 		}
 		return atSched{s.At.Truncate(time.Second)}, nil
 	}
-	return compileCron(s, lim)
+	return compileCron(s, lim, true)
 }
 
-func compileCron(s Spec, lim Limits) (Schedule, error) {
+func compileCron(s Spec, lim Limits, checkGap bool) (Schedule, error) {
 	expr := strings.TrimSpace(s.Cron)
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return nil, fmt.Errorf("%w: cron %q: put the time zone in `timezone:`, not in the expression", ErrInvalid, s.Cron)
@@ -109,6 +109,9 @@ func compileCron(s Spec, lim Limits) (Schedule, error) {
 		return nil, fmt.Errorf("%w: cron %q: not a five-field schedule", ErrInvalid, s.Cron)
 	}
 	c := &cronSched{spec: spec, loc: loc}
+	if !checkGap {
+		return c, nil
+	}
 	if gap, ok := c.minGap(); !ok {
 		return nil, fmt.Errorf("%w: cron %q: never fires (no day matches); check day-of-month and month", ErrInvalid, s.Cron)
 	} else if gap < lim.MinInterval {
@@ -151,4 +154,16 @@ func (s Spec) Key() string {
 		return "at:" + s.At.UTC().Format(time.RFC3339)
 	}
 	return ""
+}
+
+// Of returns the schedule of a stored job's spec, without the limits and the "not in the
+// past" rule Compile applies to new jobs (a stored one-shot may be due or done).
+func Of(s Spec) (Schedule, error) {
+	switch {
+	case s.Cron != "" && s.Every == 0 && s.At.IsZero():
+		return compileCron(s, Limits{}, false)
+	case !s.At.IsZero() && s.Cron == "" && s.Every == 0:
+		return atSched{s.At.Truncate(time.Second)}, nil
+	}
+	return Compile(s, Limits{MinInterval: time.Nanosecond}, time.Time{})
 }

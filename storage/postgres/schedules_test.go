@@ -1,0 +1,31 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/echogate/echogate/internal/schedule"
+	"github.com/echogate/echogate/storage/postgres"
+	"github.com/echogate/echogate/storage/storagetest"
+)
+
+var _ schedule.Store = (*postgres.Store)(nil)
+
+// openReplicas opens two stores on one fresh schema: two replicas.
+func openReplicas(t *testing.T) (schedule.Store, schedule.Store) {
+	schema := newSchema(t)
+	a := openStore(t, postgres.Config{Schema: schema, MaxConns: 8, MaxLockConns: 2})
+	b := openStore(t, postgres.Config{Schema: schema, MaxConns: 8, MaxLockConns: 2})
+	if err := a.Migrate(ctxT(t)); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if err := b.Migrate(ctxT(t)); err != nil {
+		t.Fatalf("Migrate (second replica): %v", err)
+	}
+	return a, b
+}
+
+func TestScheduleConformance(t *testing.T) {
+	t.Parallel()
+	requireURL(t)
+	storagetest.RunSchedules(t, openReplicas)
+}
