@@ -193,7 +193,7 @@ func schedClaimSlotOnce(t *testing.T, a, b schedule.Store) {
 	}{
 		{a, c, true},
 		{b, c, false}, // the cursor moved
-		{b, schedule.Claim{JobID: j.ID, Cursor: c.Next, Next: c.Next.Add(time.Hour), Slot: c.Slot, By: "r2", At: c.At}, false}, // slot taken
+		{b, schedule.Claim{JobID: j.ID, Cursor: c.Next, Next: c.Next.Add(time.Hour), Slot: c.Slot, By: "r2", At: c.At}, false},  // slot taken
 		{b, schedule.Claim{JobID: j.ID, Cursor: c.Next, Next: c.Next.Add(2 * time.Hour), Skip: true, By: "r2", At: c.At}, true}, // skip: cursor only
 		{a, schedule.Claim{JobID: "nope", Cursor: c.Next, Slot: c.Next, By: "r1", At: c.At}, false},
 	} {
