@@ -8,7 +8,7 @@ import (
 
 // Schedule yields a job's slots.
 type Schedule interface {
-	// Next returns the first slot strictly after t, or false when there is none (a one-shot
+	// Next returns the first slot strictly after t (in UTC), or false when there is none (a one-shot
 	// whose time has passed, a cron expression with no matching day in five years).
 	Next(t time.Time) (time.Time, bool)
 }
@@ -32,15 +32,18 @@ type atSched struct{ at time.Time }
 
 func (a atSched) Next(t time.Time) (time.Time, bool) {
 	if a.at.After(t) {
-		return a.at, true
+		return a.at.UTC(), true
 	}
 	return time.Time{}, false
 }
 
-// cronSched walks wall-clock minutes in loc. Each wall-clock slot maps to one instant: the
-// first instant showing that wall time (a time repeated when clocks fall back runs once, in
-// its first pass), or, for a time inside a spring-forward gap, the instant the gap ends. Slots
-// that map to one instant run once.
+// cronSched finds slots in loc, the way Vixie cron treats DST. An expression with a fixed
+// hour walks wall-clock minutes, each mapped to one instant: the first instant showing that
+// wall time (a time repeated when clocks fall back runs once, in its first pass), or, for a
+// time inside a spring-forward gap, the instant the gap ends; slots that map to one instant
+// run once. An expression whose hour is * (runs every hour) walks real minutes instead: it
+// runs in both passes of a repeated hour and skips none, so an hourly check never goes silent
+// for an hour.
 type cronSched struct {
 	spec *cron.SpecSchedule
 	loc  *time.Location
@@ -54,6 +57,9 @@ const starBit = 1 << 63
 const searchDays = 5*366 + 1
 
 func (c *cronSched) Next(t time.Time) (time.Time, bool) {
+	if c.spec.Hour&starBit != 0 {
+		return c.nextReal(t)
+	}
 	l := t.In(c.loc)
 	day := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC) // a civil date
 	startH, startM := l.Hour(), l.Minute()
@@ -72,13 +78,34 @@ func (c *cronSched) Next(t time.Time) (time.Time, bool) {
 						continue
 					}
 					if at := firstInstant(day, h, m, c.loc); at.After(t) {
-						return at, true
+						return at.UTC(), true
 					}
 				}
 			}
 		}
 		day = day.AddDate(0, 0, 1)
 		startH, startM = 0, 0
+	}
+	return time.Time{}, false
+}
+
+// nextReal walks real minutes after t, skipping days that do not match.
+func (c *cronSched) nextReal(t time.Time) (time.Time, bool) {
+	u := t.Truncate(time.Minute).Add(time.Minute)
+	for limit := t.AddDate(0, 0, searchDays); u.Before(limit); {
+		l := u.In(c.loc)
+		if !c.dayMatches(time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)) {
+			next := time.Date(l.Year(), l.Month(), l.Day()+1, 0, 0, 0, 0, c.loc)
+			u = u.Add(time.Minute)
+			if n := next.Truncate(time.Minute); n.After(u) {
+				u = n
+			}
+			continue
+		}
+		if c.spec.Hour&(1<<uint(l.Hour())) != 0 && c.spec.Minute&(1<<uint(l.Minute())) != 0 {
+			return u.UTC(), true
+		}
+		u = u.Add(time.Minute)
 	}
 	return time.Time{}, false
 }

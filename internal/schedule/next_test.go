@@ -67,10 +67,20 @@ func TestCronAcrossDST(t *testing.T) {
 			time.Date(2026, 10, 24, 12, 0, 0, 0, ber), time.Date(2026, 10, 26, 12, 0, 0, 0, ber),
 			[]string{"2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"},
 		},
-		"Berlin fall-back: hourly at :00 runs each wall hour once": {
+		"Berlin fall-back: hourly (hour *) runs every real hour, both passes of the repeated hour": {
 			Spec{Cron: "0 * * * *", Timezone: "Europe/Berlin"},
 			time.Date(2026, 10, 25, 1, 30, 0, 0, ber), time.Date(2026, 10, 25, 4, 0, 0, 0, ber),
-			[]string{"2026-10-25T00:00:00Z", "2026-10-25T02:00:00Z", "2026-10-25T03:00:00Z"},
+			[]string{"2026-10-25T00:00:00Z", "2026-10-25T01:00:00Z", "2026-10-25T02:00:00Z", "2026-10-25T03:00:00Z"},
+		},
+		"New York spring-forward: every 30 min (hour *) loses no real time": {
+			Spec{Cron: "*/30 * * * *", Timezone: "America/New_York"},
+			time.Date(2026, 3, 8, 1, 0, 0, 0, ny), time.Date(2026, 3, 8, 3, 30, 0, 0, ny),
+			[]string{"2026-03-08T06:30:00Z", "2026-03-08T07:00:00Z", "2026-03-08T07:30:00Z"},
+		},
+		"Berlin fall-back: 02:00-02:59 every 10 min (fixed hour) runs in the first pass only": {
+			Spec{Cron: "*/10 2 * * *", Timezone: "Europe/Berlin"},
+			time.Date(2026, 10, 25, 0, 0, 0, 0, ber), time.Date(2026, 10, 25, 12, 0, 0, 0, ber),
+			[]string{"2026-10-25T00:00:00Z", "2026-10-25T00:10:00Z", "2026-10-25T00:20:00Z", "2026-10-25T00:30:00Z", "2026-10-25T00:40:00Z", "2026-10-25T00:50:00Z"},
 		},
 		"New York spring-forward: 02:00 is in the gap, runs at 03:00 EDT": {
 			Spec{Cron: "0 2 * * *", Timezone: "America/New_York"},
@@ -120,7 +130,7 @@ func TestCronAcrossDST(t *testing.T) {
 // TestCronFromInsideRepeatedHour: a cursor computed during the second pass of a repeated hour
 // does not run that hour's slots again.
 func TestCronFromInsideRepeatedHour(t *testing.T) {
-	sch := compile(t, Spec{Cron: "*/10 * * * *", Timezone: "Europe/Berlin"})
+	sch := compile(t, Spec{Cron: "*/10 2,3 * * *", Timezone: "Europe/Berlin"})
 	second := time.Date(2026, 10, 25, 1, 5, 0, 0, time.UTC) // 02:05 CET, the second 02:05
 	got, _ := sch.Next(second)
 	if want := time.Date(2026, 10, 25, 2, 0, 0, 0, time.UTC); !got.Equal(want) { // 03:00 CET
