@@ -29,3 +29,9 @@ func TestScheduleConformance(t *testing.T) {
 	requireURL(t)
 	storagetest.RunSchedules(t, openReplicas)
 }
+
+func TestScheduler(t *testing.T) {
+	t.Parallel()
+	requireURL(t)
+	storagetest.RunScheduler(t, openReplicas)
+}

@@ -19,3 +19,7 @@ func openTwo(t *testing.T) (schedule.Store, schedule.Store) {
 func TestScheduleConformance(t *testing.T) {
 	storagetest.RunSchedules(t, openTwo)
 }
+
+func TestScheduler(t *testing.T) {
+	storagetest.RunScheduler(t, openTwo)
+}
