@@ -35,3 +35,7 @@ func TestScheduler(t *testing.T) {
 	requireURL(t)
 	storagetest.RunScheduler(t, openReplicas)
 }
+
+func BenchmarkClaimSlot(b *testing.B) {
+	storagetest.BenchClaimSlot(b, newStore(b))
+}

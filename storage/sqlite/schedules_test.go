@@ -23,3 +23,7 @@ func TestScheduleConformance(t *testing.T) {
 func TestScheduler(t *testing.T) {
 	storagetest.RunScheduler(t, openTwo)
 }
+
+func BenchmarkClaimSlot(b *testing.B) {
+	storagetest.BenchClaimSlot(b, openTemp(b, Config{}))
+}
