@@ -51,7 +51,9 @@ func normJob(j schedule.Job) schedule.Job {
 	return j
 }
 
-func notFound(what string) error { return fmt.Errorf("scheduletest: %s: %w", what, echogate.ErrNotFound) }
+func notFound(what string) error {
+	return fmt.Errorf("scheduletest: %s: %w", what, echogate.ErrNotFound)
+}
 
 func ctxErr(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
