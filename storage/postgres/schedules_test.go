@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/echogate/echogate/internal/schedule"
@@ -38,4 +39,25 @@ func TestScheduler(t *testing.T) {
 
 func BenchmarkClaimSlot(b *testing.B) {
 	storagetest.BenchClaimSlot(b, newStore(b))
+}
+
+// TestSchedulerChaos runs two replica processes on one schema, SIGKILLed at random instants.
+func TestSchedulerChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	requireURL(t)
+	schema := newSchema(t)
+	st := openStore(t, postgres.Config{Schema: schema, MaxConns: 4, MaxLockConns: 1})
+	if err := st.Migrate(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	storagetest.RunSchedulerChaos(t, st, "TestSchedulerChaosChild", []string{"ECHOGATE_SCHED_CHAOS_SCHEMA=" + schema}, 2)
+}
+
+func TestSchedulerChaosChild(t *testing.T) {
+	if !storagetest.ChaosChild() {
+		t.Skip("a child of TestSchedulerChaos")
+	}
+	storagetest.SchedulerChaosChild(t, openStore(t, postgres.Config{Schema: os.Getenv("ECHOGATE_SCHED_CHAOS_SCHEMA"), MaxConns: 4, MaxLockConns: 1}))
 }

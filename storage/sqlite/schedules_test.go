@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -26,4 +27,20 @@ func TestScheduler(t *testing.T) {
 
 func BenchmarkClaimSlot(b *testing.B) {
 	storagetest.BenchClaimSlot(b, openTemp(b, Config{}))
+}
+
+// TestSchedulerChaos runs two processes on one SQLite file, SIGKILLed at random instants.
+func TestSchedulerChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	p := filepath.Join(t.TempDir(), "echogate.db")
+	storagetest.RunSchedulerChaos(t, openTemp(t, Config{Path: p}), "TestSchedulerChaosChild", []string{"ECHOGATE_SCHED_CHAOS_DB=" + p}, 2)
+}
+
+func TestSchedulerChaosChild(t *testing.T) {
+	if !storagetest.ChaosChild() {
+		t.Skip("a child of TestSchedulerChaos")
+	}
+	storagetest.SchedulerChaosChild(t, openTemp(t, Config{Path: os.Getenv("ECHOGATE_SCHED_CHAOS_DB")}))
 }
