@@ -21,6 +21,8 @@ type Trigger struct {
 	Lag      time.Duration // how late the slot was submitted (echogate_schedule_lag_seconds)
 	// Recovered: the slot's claim was taken over from a worker that died before submitting.
 	Recovered bool
+	// Manual: a run asked for now (RunNow), outside the schedule.
+	Manual bool
 }
 
 // Submit hands a trigger over, as an adapter hands an event to the dispatcher's sink. It
@@ -55,6 +57,10 @@ type Config struct {
 	// MaxWait bounds the sleep between passes while nothing is due, so jobs other replicas
 	// create are seen (default 30s).
 	MaxWait time.Duration
+	// OnPause, when set, is called when a run this worker finished (a failed submit) paused
+	// its job: post the one alert to the job's delivery place there. The wiring's own
+	// FinishRun at a turn's end reports the same through Finished.PausedNow.
+	OnPause func(ctx context.Context, j Job)
 }
 
 func (c Config) withDefaults() Config {
@@ -255,8 +261,12 @@ func (w *Worker) submitOne(ctx context.Context, t Trigger) bool {
 		return true
 	}
 	w.log.Warn("schedule: submit failed", "job", t.Job.ID, "slot", t.Slot, "err", err)
-	if _, ferr := w.st.FinishRun(ctx, RunEnd{JobID: t.Job.ID, Slot: t.Slot, Outcome: OutcomeFailed, Error: "submit: " + err.Error(), At: now}); ferr != nil {
+	f, ferr := w.st.FinishRun(ctx, RunEnd{JobID: t.Job.ID, Slot: t.Slot, Outcome: OutcomeFailed, Error: "submit: " + err.Error(), At: now})
+	if ferr != nil {
 		w.log.Warn("schedule: record failed submit", "job", t.Job.ID, "err", ferr)
+	}
+	if f.PausedNow && w.cfg.OnPause != nil {
+		w.cfg.OnPause(ctx, f.Job)
 	}
 	return false
 }
@@ -269,4 +279,46 @@ func (w *Worker) callSubmit(ctx context.Context, t Trigger) (err error) {
 		}
 	}()
 	return w.submit(ctx, t)
+}
+
+// RunNow claims and submits a slot of job id at the current second, once, outside its
+// schedule (`echogate schedule run`, POST /api/schedules/{id}/run). The job's cursor stays,
+// unless the slot is the cursor itself, which then moves on. A paused job is refused.
+func (w *Worker) RunNow(ctx context.Context, id string) (Trigger, error) {
+	j, err := w.st.GetJob(ctx, id)
+	if err != nil {
+		return Trigger{}, fmt.Errorf("schedule: run %s now: %w", id, err)
+	}
+	if j.Paused {
+		return Trigger{}, fmt.Errorf("schedule: run %s now: the job is paused; resume it first", id)
+	}
+	now := w.clock.Now()
+	slot := now.Truncate(time.Second).UTC()
+	cursor, next := j.Next, j.Next
+	if cursor.IsZero() {
+		return Trigger{}, fmt.Errorf("schedule: run %s now: the job has no slot left (a one-shot that ran); create a new one", id)
+	}
+	if slot.Equal(cursor) {
+		sch, err := Of(j.Spec)
+		if err != nil {
+			return Trigger{}, fmt.Errorf("schedule: run %s now: %w", id, err)
+		}
+		next, _ = sch.Next(slot)
+	}
+	won, err := w.st.ClaimSlot(ctx, Claim{JobID: id, Cursor: cursor, Next: next, Slot: slot, By: w.cfg.Replica, At: now})
+	if err != nil {
+		return Trigger{}, fmt.Errorf("schedule: run %s now: %w", id, err)
+	}
+	if !won {
+		return Trigger{}, fmt.Errorf("schedule: run %s now: the slot %s was taken (a run this second, or the job changed); try again", id, slot.Format(time.RFC3339))
+	}
+	j.Next = next
+	t := Trigger{Job: j, Slot: slot, EventKey: EventKey(id, slot), Manual: true}
+	if !w.submitOne(ctx, t) {
+		if err := ctx.Err(); err != nil {
+			return t, fmt.Errorf("schedule: run %s now: %w (the claim is taken over after StaleAfter)", id, err)
+		}
+		return t, fmt.Errorf("schedule: run %s now: submit failed (recorded as the run's outcome)", id)
+	}
+	return t, nil
 }
