@@ -198,12 +198,13 @@ func CheckJob(j Job, lim Limits, now time.Time) (Job, error) {
 		return j, fmt.Errorf("%w: job %s: no owner", ErrInvalid, j.ID)
 	case j.Prompt == "":
 		return j, fmt.Errorf("%w: job %s: prompt is empty; say what the agent should do", ErrInvalid, j.ID)
-	case j.Deliver == "":
-		return j, fmt.Errorf("%w: job %s: deliver is empty; name where the answer goes (slack:C…, discord:…, web:…, webhook:https://…)", ErrInvalid, j.ID)
 	case j.BudgetUSD < 0:
 		return j, fmt.Errorf("%w: job %s: budget_usd %v: must be >= 0", ErrInvalid, j.ID, j.BudgetUSD)
 	case j.MaxFailures < 0:
 		return j, fmt.Errorf("%w: job %s: max_failures %d: must be >= 0 (0: never pause)", ErrInvalid, j.ID, j.MaxFailures)
+	}
+	if _, err := ParseTarget(j.Deliver); err != nil {
+		return j, fmt.Errorf("job %s: %w", j.ID, err)
 	}
 	switch j.Session {
 	case "":
