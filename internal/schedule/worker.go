@@ -127,8 +127,12 @@ func (w *Worker) Wake() {
 // submission it started has returned.
 func (w *Worker) Run(ctx context.Context) error {
 	for {
-		if _, err := w.Tick(ctx); err != nil && ctx.Err() == nil {
+		st, err := w.Tick(ctx)
+		if err != nil && ctx.Err() == nil {
 			w.log.Warn("schedule: pass failed", "err", err)
+		}
+		if err == nil && st.Claimed+st.Skipped >= w.cfg.Batch {
+			continue // more may be due than one pass takes
 		}
 		wait := w.cfg.MaxWait
 		if next, ok, err := w.st.NextDue(ctx); err == nil && ok {
@@ -172,10 +176,12 @@ func (w *Worker) Tick(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("schedule: due jobs: %w", err)
 	}
+	var errs []error
 	for _, j := range due {
 		t, ok, err := w.claim(ctx, j, now)
 		if err != nil {
-			return st, err
+			errs = append(errs, err) // the slots claimed so far are still submitted
+			continue
 		}
 		switch {
 		case ok:
@@ -187,7 +193,10 @@ func (w *Worker) Tick(ctx context.Context) (Stats, error) {
 	}
 	sub, failed := w.submitAll(ctx, trigs)
 	st.Submitted, st.Failed = sub, failed
-	return st, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return st, errors.Join(errs...)
 }
 
 // claim decides job j's due slot and claims it. ok reports a slot to submit; a returned
