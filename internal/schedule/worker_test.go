@@ -86,9 +86,13 @@ func TestSubmissionsAreBounded(t *testing.T) {
 	clock.Advance(time.Minute)
 	done := make(chan schedule.Stats)
 	go func() { s, _ := w.Tick(ctx); done <- s }()
-	for range 7 {
-		<-entered
+	<-entered
+	<-entered // two in flight, both held
+	for i := range 7 {
 		release <- struct{}{}
+		if i < 5 {
+			<-entered // one more starts only as one ends
+		}
 	}
 	s := <-done
 	if peak != 2 || s.Submitted != 7 {
@@ -179,5 +183,42 @@ func TestSyncConfigJobs(t *testing.T) {
 	jobs, _ := st.ListJobs(ctx, schedule.ConfigOwner)
 	if len(jobs) != 1 || jobs[0].Name != "xmas" || !jobs[0].Next.IsZero() {
 		t.Errorf("config jobs after reload = %+v; want only xmas, done", jobs)
+	}
+}
+
+// failingClaims fails ClaimSlot for one job.
+type failingClaims struct {
+	*scheduletest.MemStore
+	job string
+}
+
+func (f failingClaims) ClaimSlot(ctx context.Context, c schedule.Claim) (bool, error) {
+	if c.JobID == f.job {
+		return false, errors.New("disk I/O error")
+	}
+	return f.MemStore.ClaimSlot(ctx, c)
+}
+
+// TestClaimErrorKeepsOtherSlots: a claim that fails does not keep the slots the pass claimed
+// from being submitted (left claimed, they would wait StaleAfter for a takeover).
+func TestClaimErrorKeepsOtherSlots(t *testing.T) {
+	ctx := context.Background()
+	mem := scheduletest.NewMemStore(nil)
+	clock := scheduletest.NewClock(t0)
+	for _, id := range []string{"a", "b", "c"} {
+		newJob(t, mem, id, schedule.Spec{Every: time.Minute}, 0)
+	}
+	var got []string
+	w, _ := schedule.NewWorker(schedule.Config{MaxConcurrent: 1}, failingClaims{mem, "b"}, func(_ context.Context, tr schedule.Trigger) error {
+		got = append(got, tr.Job.ID)
+		return nil
+	}, clock, nil)
+	clock.Advance(time.Minute)
+	st, err := w.Tick(ctx)
+	if err == nil || !strings.Contains(err.Error(), "disk I/O error") {
+		t.Errorf("Tick error = %v, want the failed claim's", err)
+	}
+	if strings.Join(got, ",") != "a,c" || st.Submitted != 2 {
+		t.Errorf("submitted %v (%+v), want a,c", got, st)
 	}
 }
