@@ -171,6 +171,11 @@ type SlotStore interface {
 	FinishRun(ctx context.Context, e RunEnd) (Finished, error)
 	// ListRuns lists a job's runs, newest slot first, at most limit (<= 0: all).
 	ListRuns(ctx context.Context, jobID string, limit int) ([]Run, error)
+	// UnfinishedRuns lists runs submitted before `before` that have no outcome yet, oldest
+	// submission first, at most limit: at start, the wiring finishes each from its turn's
+	// record (found by the run's event key) when the process died between the turn's end and
+	// FinishRun, so a run's outcome is never lost.
+	UnfinishedRuns(ctx context.Context, before time.Time, limit int) ([]Run, error)
 }
 
 // Store is what scheduled work persists; storage/sqlite and storage/postgres implement it and

@@ -193,6 +193,27 @@ func (s *Store) ListRuns(ctx context.Context, jobID string, limit int) ([]schedu
 	return runs, nil
 }
 
+// UnfinishedRuns lists submitted runs without an outcome; see schedule.SlotStore.
+func (s *Store) UnfinishedRuns(ctx context.Context, before time.Time, limit int) ([]schedule.Run, error) {
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	p, err := s.pool(ctx, "unfinished runs")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.Query(ctx, `SELECT `+schedRunCols+` FROM schedule_runs
+WHERE submitted_at IS NOT NULL AND outcome = '' AND submitted_at < $1 ORDER BY submitted_at LIMIT $2`, utc(before), limit)
+	if err != nil {
+		return nil, fail(ctx, err, "unfinished runs")
+	}
+	runs, err := scanSchedRuns(rows)
+	if err != nil {
+		return nil, fail(ctx, err, "unfinished runs")
+	}
+	return runs, nil
+}
+
 func scanSchedRuns(rows pgx.Rows) ([]schedule.Run, error) {
 	defer rows.Close()
 	var out []schedule.Run

@@ -186,31 +186,41 @@ last_run_at = ?, updated_at = ? WHERE id = ?`, int64(f.Job.Failures), optMicros(
 
 // ListRuns lists a job's runs, newest slot first.
 func (s *Store) ListRuns(ctx context.Context, jobID string, limit int) ([]schedule.Run, error) {
+	return s.queryRuns(ctx, "list runs of "+jobID, `SELECT `+schedRunCols+` FROM schedule_runs WHERE job_id = ? ORDER BY slot DESC LIMIT ?`, jobID, sqlLimit(limit))
+}
+
+func (s *Store) queryRuns(ctx context.Context, op, q string, args ...any) ([]schedule.Run, error) {
 	d, err := s.conns(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list runs of %q: %w", jobID, err)
+		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	st, err := d.read(ctx, `SELECT `+schedRunCols+` FROM schedule_runs WHERE job_id = ? ORDER BY slot DESC LIMIT ?`)
+	st, err := d.read(ctx, q)
 	if err != nil {
-		return nil, fail(ctx, err, "list runs of %q", jobID)
+		return nil, fail(ctx, err, "%s", op)
 	}
-	rows, err := st.QueryContext(ctx, jobID, sqlLimit(limit))
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, fail(ctx, err, "list runs of %q", jobID)
+		return nil, fail(ctx, err, "%s", op)
 	}
 	defer rows.Close()
 	var out []schedule.Run
 	for rows.Next() {
 		r, err := scanSchedRun(rows)
 		if err != nil {
-			return nil, fail(ctx, err, "list runs of %q", jobID)
+			return nil, fail(ctx, err, "%s", op)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, err, "list runs of %q", jobID)
+		return nil, fail(ctx, err, "%s", op)
 	}
 	return out, nil
+}
+
+// UnfinishedRuns lists submitted runs without an outcome; see schedule.SlotStore.
+func (s *Store) UnfinishedRuns(ctx context.Context, before time.Time, limit int) ([]schedule.Run, error) {
+	return s.queryRuns(ctx, "unfinished runs", `SELECT `+schedRunCols+` FROM schedule_runs
+WHERE submitted_at IS NOT NULL AND outcome = '' AND submitted_at < ? ORDER BY submitted_at LIMIT ?`, toMicros(before), sqlLimit(limit))
 }
 
 func scanSchedRun(r interface{ Scan(...any) error }) (schedule.Run, error) {

@@ -35,6 +35,7 @@ func RunSchedules(t *testing.T, open OpenSchedules) {
 		{"ReclaimStale", schedReclaimStale},
 		{"FinishRunFailuresPause", schedFinishRun},
 		{"DueJobs", schedDueJobs},
+		{"UnfinishedRuns", schedUnfinishedRuns},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := open(t)

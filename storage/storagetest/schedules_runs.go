@@ -130,3 +130,32 @@ func schedDueJobs(t *testing.T, a, b schedule.Store) {
 		t.Errorf("NextDue = %v, %v, %v; want %v", next, ok, err, schedBase.Add(-time.Minute))
 	}
 }
+
+func schedUnfinishedRuns(t *testing.T, a, b schedule.Store) {
+	ctx := context.Background()
+	j := testJob("unfinished", time.Minute)
+	if err := a.CreateJob(ctx, j, 0); err != nil {
+		t.Fatal(err)
+	}
+	s0, s1, s2 := j.Next, j.Next.Add(time.Minute), j.Next.Add(2*time.Minute)
+	for i, s := range []time.Time{s0, s1, s2} {
+		if ok, err := a.ClaimSlot(ctx, schedule.Claim{JobID: j.ID, Cursor: s, Next: s.Add(time.Minute), Slot: s, By: "r", At: s}); !ok || err != nil {
+			t.Fatalf("ClaimSlot(%v) = %v, %v", s, ok, err)
+		}
+		if i < 2 { // s2 stays claimed, not submitted
+			if err := a.MarkSubmitted(ctx, j.ID, s, s.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := a.FinishRun(ctx, schedule.RunEnd{JobID: j.ID, Slot: s0, Outcome: schedule.OutcomeDelivered, At: s0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := b.UnfinishedRuns(ctx, s2, 0)
+	if err != nil || len(runs) != 1 || !runs[0].Slot.Equal(s1) || runs[0].EventKey != schedule.EventKey(j.ID, s1) {
+		t.Errorf("UnfinishedRuns = %+v, %v; want only the submitted, unfinished run of %v", runs, err, s1)
+	}
+	if runs, _ := b.UnfinishedRuns(ctx, s1, 0); len(runs) != 0 {
+		t.Errorf("UnfinishedRuns(before its submission) = %+v, want none", runs)
+	}
+}

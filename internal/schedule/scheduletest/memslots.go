@@ -172,3 +172,25 @@ func (m *MemStore) ListRuns(ctx context.Context, jobID string, limit int) ([]sch
 	}
 	return out, nil
 }
+
+// UnfinishedRuns lists submitted runs without an outcome, oldest submission first.
+func (m *MemStore) UnfinishedRuns(ctx context.Context, before time.Time, limit int) ([]schedule.Run, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []schedule.Run
+	for _, runs := range m.runs {
+		for _, r := range runs {
+			if !r.SubmittedAt.IsZero() && r.Outcome == "" && r.SubmittedAt.Before(before) {
+				out = append(out, r)
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].SubmittedAt.Before(out[b].SubmittedAt) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

@@ -48,3 +48,4 @@ CREATE TABLE schedule_runs (
     PRIMARY KEY (job_id, slot)
 ) STRICT;
 CREATE INDEX schedule_runs_unsubmitted ON schedule_runs (claimed_at) WHERE submitted_at IS NULL AND outcome = '';
+CREATE INDEX schedule_runs_unfinished ON schedule_runs (submitted_at) WHERE submitted_at IS NOT NULL AND outcome = '';
