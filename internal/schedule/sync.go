@@ -14,7 +14,10 @@ import (
 // and on every hot reload: each is validated and put (a job whose spec is unchanged keeps its
 // cursor, failures and pause), and a config job no longer in the config is deleted. A
 // one-shot `at` already stored under the same spec is accepted though its time has passed
-// (it ran, or catch-up decides). It returns every problem, each naming the job.
+// (it ran, or catch-up decides). Pass only the enabled jobs: one left out (removed, or
+// `enabled: false`) is deleted with its runs, and enabled again it starts at its next slot,
+// with no catch-up of the time it was off. A pause (max_failures, `pause`) survives a sync;
+// `resume` clears it. It returns every problem, each naming the job.
 func SyncConfigJobs(ctx context.Context, st JobStore, jobs []Job, lim Limits, now time.Time) error {
 	var errs []error
 	keep := map[string]bool{}
