@@ -125,14 +125,17 @@ func schedConfigJobKeepsCursor(t *testing.T, a, b schedule.Store) {
 	if ok, err := a.ClaimSlot(ctx, schedule.Claim{JobID: j.ID, Cursor: j.Next, Next: j.Next.Add(time.Hour), Slot: j.Next, By: "r1", At: j.Next}); !ok || err != nil {
 		t.Fatalf("ClaimSlot = %v, %v", ok, err)
 	}
+	if err := a.SetPaused(ctx, j.ID, true, time.Time{}, j.Next); err != nil {
+		t.Fatal(err)
+	}
 	reload := j
 	reload.Prompt = "a new prompt"
 	reload.Next = schedBase.Add(10 * time.Hour) // what a fresh computation would say
 	if err := b.PutConfigJob(ctx, reload); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustJob(t, a, j.ID); !got.Next.Equal(j.Next.Add(time.Hour)) || got.Prompt != "a new prompt" {
-		t.Errorf("after a reload with the same spec: cursor %v prompt %q; want cursor %v (kept) and the new prompt", got.Next, got.Prompt, j.Next.Add(time.Hour))
+	if got := mustJob(t, a, j.ID); !got.Next.Equal(j.Next.Add(time.Hour)) || got.Prompt != "a new prompt" || !got.Paused {
+		t.Errorf("after a reload with the same spec: cursor %v prompt %q paused %v; want cursor %v (kept), the new prompt, still paused", got.Next, got.Prompt, got.Paused, j.Next.Add(time.Hour))
 	}
 	reload.Spec = schedule.Spec{Every: 2 * time.Hour}
 	if err := b.PutConfigJob(ctx, reload); err != nil {
