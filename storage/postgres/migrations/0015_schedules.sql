@@ -1,4 +1,4 @@
--- 0014_schedules: scheduled work; see storage/sqlite/migrations/0014_schedules.sql. The primary
+-- 0015_schedules: scheduled work; see storage/sqlite/migrations/0015_schedules.sql. The primary
 -- key of schedule_runs makes a (job, slot) run once across replicas; ClaimSlot moves the job's
 -- cursor (next_at) with a compare-and-set in the same transaction.
 CREATE TABLE schedule_jobs (

@@ -1,4 +1,4 @@
--- 0014_schedules: scheduled work. schedule_jobs holds config jobs (id "config:<name>") and jobs
+-- 0015_schedules: scheduled work. schedule_jobs holds config jobs (id "config:<name>") and jobs
 -- created in chat (random id), each with its cursor next_at: the next slot not yet decided.
 -- schedule_runs holds one row per claimed (job, slot): its primary key is what makes a slot
 -- run once, on one replica; submitted_at tells a claim whose trigger was handed over from one
