@@ -133,8 +133,8 @@ func canonicalEmoji(name, id string) string {
 	}, name)
 }
 
-// reactionAdd is MESSAGE_REACTION_ADD as sent on the wire. discordgo v0.29's struct lacks
-// message_author_id, so the raw payload is decoded here.
+// reactionAdd is MESSAGE_REACTION_ADD as sent on the wire. discordgo's MessageReactionAdd
+// (v0.28.1, as v0.29.0) lacks message_author_id, so the raw payload is decoded here.
 type reactionAdd struct {
 	UserID          string `json:"user_id"`
 	ChannelID       string `json:"channel_id"`
