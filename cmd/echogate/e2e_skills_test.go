@@ -215,7 +215,8 @@ func TestE2ESkillsCatalogueAndTools(t *testing.T) {
 
 // TestE2ESkillScripts: with skills.allow_scripts off a skill's script is refused, the reason
 // naming the setting, before any approval; with it on, the script runs through run_command
-// and asks for approval first. An agent without the skill cannot run its script either way.
+// and asks for approval first — an approver's, as for every run_command call, since it is
+// destructive. An agent without the skill cannot run its script either way.
 func TestE2ESkillScripts(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		t.Run(map[bool]string{false: "allow_scripts off", true: "allow_scripts on"}[allow], func(t *testing.T) {
@@ -223,7 +224,7 @@ func TestE2ESkillScripts(t *testing.T) {
 			installSkills(t, dir)
 			yaml := "tools:\n  run_command: {allowed: [ls]}\nskills:\n  allow_scripts: false\n"
 			if allow {
-				yaml = "skills:\n  allow_scripts: true\n"
+				yaml = "skills:\n  allow_scripts: true\napproval: {approvers: [slack:U0LEAD]}\n"
 			}
 			s := startSkillsGateway(t, dir, yaml)
 			script := filepath.Join(dir, "skills", "incident-runbook", "scripts", "collect-status.sh")
@@ -240,7 +241,7 @@ func TestE2ESkillScripts(t *testing.T) {
 			}
 			s.p.open(t, s.ops, s.p.requester, call+" [sc-2]")
 			prompt := s.ops.waitPrompt(t, "run_command")
-			s.p.react(t, s.ops, prompt.ID, s.p.requester, echogate.ReactionApprove)
+			s.p.react(t, s.ops, prompt.ID, "U0LEAD", echogate.ReactionApprove)
 			s.ops.waitMsg(t, "tool said:")
 			if got := toolResult(t, s.fake, "[sc-2]"); !strings.Contains(got, "time: ") {
 				t.Errorf("approved script: tool result = %q, want the script's output", got)
