@@ -1,6 +1,6 @@
 // Package embed is the embedding decorator shared by memory and knowledge: it batches texts,
 // caches vectors by content hash (so unchanged text is never embedded twice in a process) and
-// wraps the embedding endpoint in a circuit breaker (sony/gobreaker), so that a failing endpoint
+// wraps the embedding endpoint in a circuit breaker (internal/breaker), so that a failing endpoint
 // costs one fast error per call instead of a timeout per turn.
 //
 // While the breaker is open, Embed fails at once with an error wrapping ErrUnavailable; callers
@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
+	"github.com/echogate/echogate/internal/breaker"
 
 	"github.com/echogate/echogate"
 )
@@ -48,6 +48,8 @@ type Config struct {
 	// OnState is called on every breaker state change ("closed", "open", "half-open"), e.g. to
 	// update a metric. It must not block.
 	OnState func(from, to string)
+	// Now is the breaker's clock (its cool-down runs on it). Default time.Now.
+	Now func() time.Time
 }
 
 // Embedder is the decorator. It is safe for concurrent use.
@@ -55,7 +57,7 @@ type Embedder struct {
 	cfg Config
 	b   Backend
 	log *slog.Logger
-	cb  *gobreaker.CircuitBreaker[batchOut]
+	cb  *breaker.Breaker
 
 	mu    sync.Mutex
 	lru   *list.List // of *entry, most recent first
@@ -102,16 +104,15 @@ func New(cfg Config, b Backend, log *slog.Logger) (*Embedder, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Embedder{cfg: cfg, b: b, log: log, lru: list.New(), cache: map[[32]byte]*list.Element{}}
-	failures := uint32(cfg.Failures)
-	e.cb = gobreaker.NewCircuitBreaker[batchOut](gobreaker.Settings{
-		Name:        "embeddings",
-		MaxRequests: 1,
-		Timeout:     cfg.CoolDown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+	e.cb = breaker.New(breaker.Settings{
+		Name:     "embeddings",
+		Failures: cfg.Failures,
+		CoolDown: cfg.CoolDown,
+		Now:      cfg.Now,
 		// A caller that gave up is not the endpoint's fault.
 		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, context.Canceled) },
-		OnStateChange: func(_ string, from, to gobreaker.State) {
-			if to == gobreaker.StateOpen {
+		OnState: func(_ string, from, to breaker.State) {
+			if to == breaker.StateOpen {
 				e.log.Warn("embeddings: circuit breaker opened; retrieval uses full-text search only until the endpoint recovers",
 					"model", cfg.Model, "cool_down", cfg.CoolDown)
 			} else {
@@ -167,7 +168,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, echo
 		for j, i := range idx {
 			batch[j] = texts[i]
 		}
-		res, err := e.cb.Execute(func() (batchOut, error) {
+		res, err := breaker.Do(e.cb, func() (batchOut, error) {
 			v, u, err := e.b.Embed(ctx, e.cfg.Model, e.cfg.Dims, batch)
 			if err == nil && len(v) != len(batch) {
 				err = fmt.Errorf("sent %d texts, got %d vectors", len(batch), len(v))
@@ -186,7 +187,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, echo
 		usage.CostUSD += res.usage.CostUSD
 		if err != nil {
 			usage.Failed = true
-			if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+			if errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrTooManyRequests) {
 				return nil, usage, fmt.Errorf("embed with %s: %w", e.cfg.Model, ErrUnavailable)
 			}
 			return nil, usage, fmt.Errorf("embed with %s: %w", e.cfg.Model, err)
