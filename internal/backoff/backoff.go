@@ -59,6 +59,9 @@ func (p Policy) Step(n int) time.Duration {
 // Delay returns the wait before retry n (1-based): half of Step(n) plus Jitter of the other half.
 func (p Policy) Delay(n int) time.Duration {
 	d := p.Step(n)
+	if d <= 0 {
+		return 0 // Jitter is not asked about an empty step
+	}
 	jitter := p.Jitter
 	if jitter == nil {
 		jitter = Random

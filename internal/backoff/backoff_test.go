@@ -26,6 +26,7 @@ func TestDelaySchedule(t *testing.T) {
 		{"zero jitter waits half", Policy{Initial: time.Second, Max: time.Minute, Jitter: none}, 3, 2 * time.Second},
 		{"half jitter", Policy{Initial: time.Second, Max: time.Minute, Jitter: func(d time.Duration) time.Duration { return d / 2 }}, 3, 3 * time.Second},
 		{"zero initial", Policy{Initial: 0, Max: time.Minute, Jitter: NoJitter}, 5, 0},
+		{"n 0 does not ask Jitter", Policy{Initial: time.Second, Max: time.Minute, Jitter: func(d time.Duration) time.Duration { return d - 1 }}, 0, 0},
 	}
 	for _, tt := range tests {
 		if got := tt.p.Delay(tt.n); got != tt.want {
