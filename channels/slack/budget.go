@@ -95,14 +95,14 @@ func (b *budgets) waitHigh(ctx context.Context, ch string) error {
 		now := b.clock.Now()
 		bk := b.get(ch, now)
 		var wait time.Duration
-		switch tokens := bk.lim.TokensAt(now); {
+		switch {
 		case now.Before(bk.blockedUntil):
 			wait = bk.blockedUntil.Sub(now)
-		case tokens >= 1 && bk.lim.AllowN(now, 1):
+		case bk.lim.AllowN(now, 1):
 			b.mu.Unlock()
 			return nil
 		default:
-			wait = time.Duration((1 - tokens) / b.rate * float64(time.Second))
+			wait = time.Duration((1 - bk.lim.TokensAt(now)) / b.rate * float64(time.Second))
 		}
 		if !registered {
 			bk.highWaiting++
