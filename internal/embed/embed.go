@@ -9,18 +9,17 @@
 package embed
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/echogate/echogate/internal/breaker"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/breaker"
 )
 
 // ErrUnavailable is wrapped by Embed while the breaker is open (or half-open with its probe in
@@ -59,14 +58,7 @@ type Embedder struct {
 	log *slog.Logger
 	cb  *breaker.Breaker
 
-	mu    sync.Mutex
-	lru   *list.List // of *entry, most recent first
-	cache map[[32]byte]*list.Element
-}
-
-type entry struct {
-	key [32]byte
-	vec []float32
+	cache *lru.Cache[[32]byte, []float32] // nil when Config.CacheSize < 0
 }
 
 type batchOut struct {
@@ -103,7 +95,14 @@ func New(cfg Config, b Backend, log *slog.Logger) (*Embedder, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &Embedder{cfg: cfg, b: b, log: log, lru: list.New(), cache: map[[32]byte]*list.Element{}}
+	e := &Embedder{cfg: cfg, b: b, log: log}
+	if cfg.CacheSize > 0 {
+		c, err := lru.New[[32]byte, []float32](cfg.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("embed: %w: cache size %d: %v", ErrInvalid, cfg.CacheSize, err)
+		}
+		e.cache = c
+	}
 	e.cb = breaker.New(breaker.Settings{
 		Name:     "embeddings",
 		Failures: cfg.Failures,
@@ -215,33 +214,18 @@ func (e *Embedder) key(text string) [32]byte {
 }
 
 func (e *Embedder) get(k [32]byte) ([]float32, bool) {
-	if e.cfg.CacheSize < 0 {
+	if e.cache == nil {
 		return nil, false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	el, ok := e.cache[k]
-	if !ok {
-		return nil, false
-	}
-	e.lru.MoveToFront(el)
-	return el.Value.(*entry).vec, true
+	return e.cache.Get(k)
 }
 
+// put caches v under k; a key already cached keeps its vector (the same text's) and is refreshed.
 func (e *Embedder) put(k [32]byte, v []float32) {
-	if e.cfg.CacheSize < 0 {
+	if e.cache == nil {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if el, ok := e.cache[k]; ok {
-		e.lru.MoveToFront(el)
-		return
-	}
-	e.cache[k] = e.lru.PushFront(&entry{key: k, vec: v})
-	for e.lru.Len() > e.cfg.CacheSize {
-		last := e.lru.Back()
-		e.lru.Remove(last)
-		delete(e.cache, last.Value.(*entry).key)
+	if _, ok := e.cache.Get(k); !ok {
+		e.cache.Add(k, v)
 	}
 }

@@ -169,3 +169,33 @@ type ctxBackend struct{}
 func (ctxBackend) Embed(ctx context.Context, model string, dims int, texts []string) ([][]float32, echogate.Usage, error) {
 	return nil, echogate.Usage{}, ctx.Err()
 }
+
+// TestCacheEvictsLeastRecentlyUsed: the cache holds Config.CacheSize vectors; a hit refreshes a
+// text, and the least recently used one is embedded again. CacheSize -1 caches nothing.
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	b := &fakeBackend{}
+	e, _ := New(Config{Model: "m", Dims: 4, CacheSize: 2}, b, nil)
+	for i, step := range []struct {
+		text  string
+		calls int // backend calls after this step
+	}{
+		{"a", 1}, {"b", 2}, {"a", 2}, {"c", 3}, // a was refreshed: b is evicted
+		{"a", 3}, {"b", 4},
+	} {
+		if _, _, err := e.Embed(ctx, []string{step.text}); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.n(); got != step.calls {
+			t.Fatalf("step %d (%q): backend calls = %d, want %d", i, step.text, got, step.calls)
+		}
+	}
+	none := &fakeBackend{}
+	e, _ = New(Config{Model: "m", Dims: 4, CacheSize: -1}, none, nil)
+	for range 2 {
+		e.Embed(ctx, []string{"a"})
+	}
+	if got := none.n(); got != 2 {
+		t.Errorf("CacheSize -1: backend calls for the same text twice = %d, want 2", got)
+	}
+}
