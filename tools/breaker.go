@@ -137,7 +137,7 @@ type Breaker struct {
 	tripFrom breaker.State // the state the circuit last opened from
 }
 
-// WithBreaker wraps t in a circuit breaker (github.com/sony/gobreaker/v2): after cfg.Failures
+// WithBreaker wraps t in a circuit breaker (internal/breaker, around gobreaker): after cfg.Failures
 // consecutive failures (see BreakerConfig for what counts) the circuit opens and every call
 // returns at once, without running t, an IsError result:
 //
