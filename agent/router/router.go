@@ -3,10 +3,10 @@
 // tool need, explicit overrides), and fails over along the route's fallback chain when a model is
 // unavailable (429, 5xx, timeouts, an open circuit breaker).
 //
-// Every model has its own circuit breaker (internal/breaker: gobreaker on Config.Clock): the router asks
-// it before the stream opens and reports the outcome when Generate returns. An open breaker makes
-// the router skip that model at once, without a request, until its cool-down ends; then one probe
-// call decides whether it closes again.
+// Every model has its own circuit breaker (internal/breaker: gobreaker on Config.Clock): the
+// router asks it before the stream opens and reports the outcome when Generate returns. An open
+// breaker makes the router skip that model at once, without a request, until its cool-down ends;
+// then one probe call decides whether it closes again.
 //
 // Failover happens only on errors that wrap agent.ErrUnavailable and only while no answer text has
 // reached onDelta: the user never sees two answers. Each attempt's usage reaches the ledger exactly
