@@ -35,10 +35,7 @@ func (p *Pipeline) deferReplay(it item) bool {
 	}
 	d := &p.deferred
 	key := it.ev.DedupeKey()
-	wait := p.cfg.DeferredRetry << min(it.deferrals, 16)
-	if wait <= 0 || wait > maxDeferredRetry {
-		wait = maxDeferredRetry
-	}
+	wait := deferredWait(p.cfg.DeferredRetry, it.deferrals)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed || len(d.timers) >= maxDeferred {

@@ -392,8 +392,7 @@ func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (fu
 	if lk == nil {
 		return func() {}, nil
 	}
-	wait := 20 * time.Millisecond
-	for {
+	for tries := 1; ; tries++ {
 		unlock, got, err := lk.TryLockSession(ctx, key)
 		if err != nil {
 			return nil, err
@@ -401,14 +400,13 @@ func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (fu
 		if got {
 			return unlock, nil
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(lockWait.Delay(tries))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		wait = min(wait*2, time.Second)
 	}
 }
 

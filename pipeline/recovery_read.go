@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/backoff"
 )
 
 // recoveryReads bounds the attempts to read a replayed event's turn log; recoveryBackoff is
@@ -30,17 +31,16 @@ func (p *Pipeline) readReplayed(ctx context.Context, log *slog.Logger, ev echoga
 		rp  replayed
 		err error
 	)
-	wait := recoveryBackoff
+	waits := backoff.Policy{Initial: recoveryBackoff, Max: recoveryBackoff << recoveryReads, Jitter: backoff.NoJitter}
 	for attempt := 0; attempt < recoveryReads; attempt++ {
 		if attempt > 0 {
-			t := time.NewTimer(wait)
+			t := time.NewTimer(waits.Delay(attempt))
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return rp, ctx.Err()
 			case <-t.C:
 			}
-			wait *= 2
 		}
 		if rp, err = p.readReplayedOnce(ctx, ev); err == nil {
 			return rp, nil

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
+	"github.com/echogate/echogate/internal/breaker"
 )
 
 // Breaker defaults.
@@ -41,6 +41,9 @@ type BreakerConfig struct {
 	// CallTimeout, when positive, bounds every call; a call that runs out of it is a failure.
 	// Zero means no extra bound (the caller's ctx still applies).
 	CallTimeout time.Duration
+	// Now is the breaker's clock: the cool-down and the retry time in the open message run on
+	// it. Default time.Now.
+	Now func() time.Time
 }
 
 func (c BreakerConfig) withDefaults() BreakerConfig {
@@ -52,6 +55,9 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 	}
 	if c.CallTimeout < 0 {
 		c.CallTimeout = 0
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c
 }
@@ -125,14 +131,13 @@ type Breaker struct {
 	cfg     BreakerConfig
 	log     *slog.Logger
 	onState func(tool, from, to string)
-	cb      *gobreaker.TwoStepCircuitBreaker[Result]
+	cb      *breaker.Breaker
 
 	mu       sync.Mutex
-	openedAt time.Time // when the circuit last opened
-	tripFrom gobreaker.State
+	tripFrom breaker.State // the state the circuit last opened from
 }
 
-// WithBreaker wraps t in a circuit breaker (github.com/sony/gobreaker/v2): after cfg.Failures
+// WithBreaker wraps t in a circuit breaker (internal/breaker, around gobreaker): after cfg.Failures
 // consecutive failures (see BreakerConfig for what counts) the circuit opens and every call
 // returns at once, without running t, an IsError result:
 //
@@ -146,8 +151,7 @@ type Breaker struct {
 // called on every state change with "closed", "open" or "half-open"; it runs while the breaker
 // holds its lock, so it must return quickly and must not call back into the breaker.
 //
-// gobreaker v2 reads the wall clock itself (no injectable clock), so tests use a short CoolDown
-// and poll with a deadline.
+// The breaker is internal/breaker's; its cool-down runs on cfg.Now.
 func WithBreaker(t Tool, cfg BreakerConfig, log *slog.Logger, onState func(tool string, from, to string)) Tool {
 	if t == nil {
 		return nil
@@ -159,16 +163,15 @@ func WithBreaker(t Tool, cfg BreakerConfig, log *slog.Logger, onState func(tool 
 		log = slog.New(slog.DiscardHandler)
 	}
 	b := &Breaker{tool: t, name: t.Spec().Name, cfg: cfg.withDefaults(), log: log, onState: onState}
-	failures := uint32(b.cfg.Failures)
-	b.cb = gobreaker.NewTwoStepCircuitBreaker[Result](gobreaker.Settings{
-		Name:        b.name,
-		MaxRequests: 1,
-		Timeout:     b.cfg.CoolDown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+	b.cb = breaker.New(breaker.Settings{
+		Name:     b.name,
+		Failures: b.cfg.Failures,
+		CoolDown: b.cfg.CoolDown,
+		Now:      b.cfg.Now,
 		// Outcomes are classified in Call: done(nil) is a success, done(errExcluded) is neither,
 		// anything else is a failure.
-		IsExcluded:    func(err error) bool { return errors.Is(err, errExcluded) },
-		OnStateChange: b.stateChanged,
+		IsExcluded: func(err error) bool { return errors.Is(err, errExcluded) },
+		OnState:    b.stateChanged,
 	})
 	return b
 }
@@ -246,17 +249,17 @@ func (b *Breaker) failed(ctx, callCtx context.Context, res Result, err error, do
 // rejected builds the result of a call refused by the breaker.
 func (b *Breaker) rejected(err error) Result {
 	b.mu.Lock()
-	openedAt, from := b.openedAt, b.tripFrom
+	from := b.tripFrom
 	b.mu.Unlock()
-	if errors.Is(err, gobreaker.ErrTooManyRequests) {
+	if errors.Is(err, breaker.ErrTooManyRequests) {
 		return Errorf("tool %s unavailable: circuit half-open while a probe call checks whether it recovered; try again in a few seconds", b.name)
 	}
 	why := fmt.Sprintf("after %d consecutive failures", b.cfg.Failures)
-	if from == gobreaker.StateHalfOpen {
+	if from == breaker.StateHalfOpen {
 		why = "after a failed recovery probe"
 	}
-	retry := openedAt.Add(b.cfg.CoolDown)
-	wait := time.Until(retry).Round(time.Second)
+	retry := b.cb.OpenedAt().Add(b.cfg.CoolDown)
+	wait := retry.Sub(b.cfg.Now()).Round(time.Second)
 	if wait < time.Second {
 		wait = time.Second
 	}
@@ -264,15 +267,15 @@ func (b *Breaker) rejected(err error) Result {
 		b.name, why, retry.UTC().Format("15:04:05 MST"), wait)
 }
 
-// stateChanged is gobreaker's OnStateChange; it runs under the breaker's lock.
-func (b *Breaker) stateChanged(_ string, from, to gobreaker.State) {
-	if to == gobreaker.StateOpen {
+// stateChanged is the breaker's OnState; it runs under the breaker's lock.
+func (b *Breaker) stateChanged(_ string, from, to breaker.State) {
+	if to == breaker.StateOpen {
 		b.mu.Lock()
-		b.openedAt, b.tripFrom = time.Now(), from
+		b.tripFrom = from
 		b.mu.Unlock()
 	}
 	level := slog.LevelInfo
-	if to == gobreaker.StateOpen {
+	if to == breaker.StateOpen {
 		level = slog.LevelWarn
 	}
 	b.log.LogAttrs(context.Background(), level, "tool circuit breaker state changed",

@@ -33,19 +33,28 @@ func (tr *transitions) list() []string {
 	return append([]string(nil), tr.got...)
 }
 
-// waitState polls b until it reports want. gobreaker reads the wall clock, so the cool-down
-// must really pass; the deadline only bounds a failure.
-func waitState(t *testing.T, b tools.Tool, want string) {
+// fakeClock is the breakers' injected clock: tests move it past the cool-down, no sleeping.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// pass moves the clock by d and checks that b then reports want.
+func (c *fakeClock) pass(t *testing.T, d time.Duration, b tools.Tool, want string) {
 	t.Helper()
-	br := b.(*tools.Breaker)
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for br.State() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("State() = %s after 5s, want %s", br.State(), want)
-		}
-		<-tick.C
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	if got := b.(*tools.Breaker).State(); got != want {
+		t.Fatalf("State() %s later = %s, want %s", d, got, want)
 	}
 }
 
@@ -59,7 +68,8 @@ func TestBreakerOpensFailsFastAndProbeCloses(t *testing.T) {
 		tooltest.Step{Err: errBoom}, tooltest.Step{Err: errBoom}, tooltest.Step{Err: errBoom},
 		tooltest.Step{Result: tools.Result{Content: "recovered"}})
 	var tr transitions
-	b := tools.WithBreaker(fake, tools.BreakerConfig{Failures: 3, CoolDown: 50 * time.Millisecond}, nil, tr.record)
+	clk := newFakeClock()
+	b := tools.WithBreaker(fake, tools.BreakerConfig{Failures: 3, CoolDown: 30 * time.Second, Now: clk.Now}, nil, tr.record)
 
 	for i := range 3 {
 		if _, err := call(t, b); !errors.Is(err, errBoom) {
@@ -70,14 +80,15 @@ func TestBreakerOpensFailsFastAndProbeCloses(t *testing.T) {
 		t.Fatalf("State() after 3 failures = %s, want open", got)
 	}
 	res, err := call(t, b)
-	if err != nil || !res.IsError || !strings.Contains(res.Content, "tool flaky unavailable: circuit open after 3 consecutive failures; try again after") {
-		t.Fatalf("Call while open = %+v, %v, want IsError 'tool flaky unavailable: circuit open after 3 consecutive failures; try again after …'", res, err)
+	if err != nil || !res.IsError || !strings.Contains(res.Content, "tool flaky unavailable: circuit open after 3 consecutive failures; try again after 12:00:30 UTC (in 30s)") {
+		t.Fatalf("Call while open = %+v, %v, want IsError 'tool flaky unavailable: circuit open after 3 consecutive failures; try again after 12:00:30 UTC (in 30s)'", res, err)
 	}
 	if got := fake.Calls(); got != 3 {
 		t.Fatalf("tool ran %d times, want 3 (no run while open)", got)
 	}
 
-	waitState(t, b, "half-open")
+	clk.pass(t, 30*time.Second-time.Millisecond, b, "open")
+	clk.pass(t, time.Millisecond, b, "half-open")
 	res, err = call(t, b)
 	if err != nil || res.IsError || res.Content != "recovered" {
 		t.Fatalf("probe = %+v, %v, want the tool's result", res, err)
@@ -94,11 +105,12 @@ func TestBreakerOpensFailsFastAndProbeCloses(t *testing.T) {
 func TestBreakerFailedProbeReopens(t *testing.T) {
 	fake := tooltest.NewFake("flaky")
 	fake.Default = tooltest.Step{Err: errBoom}
-	b := tools.WithBreaker(fake, tools.BreakerConfig{Failures: 1, CoolDown: 50 * time.Millisecond}, nil, nil)
+	clk := newFakeClock()
+	b := tools.WithBreaker(fake, tools.BreakerConfig{Failures: 1, CoolDown: 50 * time.Millisecond, Now: clk.Now}, nil, nil)
 	if _, err := call(t, b); !errors.Is(err, errBoom) {
 		t.Fatalf("first call err = %v, want %v", err, errBoom)
 	}
-	waitState(t, b, "half-open")
+	clk.pass(t, 50*time.Millisecond, b, "half-open")
 	if _, err := call(t, b); !errors.Is(err, errBoom) {
 		t.Fatalf("probe err = %v, want %v", err, errBoom)
 	}
@@ -115,10 +127,11 @@ func TestBreakerHalfOpenLetsOneProbe(t *testing.T) {
 	gate := make(chan struct{})
 	fake := tooltest.NewFake("slow", tooltest.Step{Err: errBoom}, tooltest.Step{Gate: gate, Result: tools.Result{Content: "ok"}})
 	fake.Started = make(chan int, 4)
-	b := tools.WithBreaker(fake, tools.BreakerConfig{Failures: 1, CoolDown: 50 * time.Millisecond}, nil, nil)
+	clk := newFakeClock()
+	b := tools.WithBreaker(fake, tools.BreakerConfig{Failures: 1, CoolDown: 50 * time.Millisecond, Now: clk.Now}, nil, nil)
 	call(t, b)
 	<-fake.Started
-	waitState(t, b, "half-open")
+	clk.pass(t, 50*time.Millisecond, b, "half-open")
 
 	probe := make(chan tools.Result, 1)
 	go func() {

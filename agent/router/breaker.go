@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
+	circuit "github.com/echogate/echogate/internal/breaker"
 )
 
 // Breaker states as reported by BreakerStatus.State and Config.OnState.
@@ -37,10 +37,11 @@ type BreakerStatus struct {
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
 
-// breaker is one model's gobreaker two-step breaker plus the totals the console shows.
+// breaker is one model's circuit breaker (internal/breaker, on Config.Clock) plus the totals the
+// console shows.
 type breaker struct {
 	model string
-	cb    *gobreaker.TwoStepCircuitBreaker[struct{}]
+	cb    *circuit.Breaker
 
 	calls, failures, skipped atomic.Uint64
 
@@ -52,17 +53,17 @@ type breaker struct {
 
 func newBreaker(model string, cfg BreakerConfig, now func() time.Time, onState func(model, from, to string)) *breaker {
 	b := &breaker{model: model}
-	threshold := uint32(cfg.Failures)
-	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        model,
-		MaxRequests: uint32(cfg.Probes),
-		Timeout:     cfg.CoolDown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
+	b.cb = circuit.New(circuit.Settings{
+		Name:     model,
+		Failures: cfg.Failures,
+		Probes:   cfg.Probes,
+		CoolDown: cfg.CoolDown,
+		Now:      now,
 		// Only errCounted is a failure; errExcluded is neither (see outcome).
 		IsSuccessful: func(err error) bool { return err == nil || !errors.Is(err, errCounted) },
 		IsExcluded:   func(err error) bool { return errors.Is(err, errExcluded) },
-		// Called with gobreaker's lock held: record and forward, never call back into cb.
-		OnStateChange: func(name string, from, to gobreaker.State) {
+		// Called with the breaker's lock held: record and forward, never call back into cb.
+		OnState: func(name string, from, to circuit.State) {
 			b.mu.Lock()
 			b.since = now()
 			b.mu.Unlock()

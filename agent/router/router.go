@@ -3,10 +3,10 @@
 // tool need, explicit overrides), and fails over along the route's fallback chain when a model is
 // unavailable (429, 5xx, timeouts, an open circuit breaker).
 //
-// Every model has its own circuit breaker (github.com/sony/gobreaker/v2, two-step): the router asks
-// it before the stream opens and reports the outcome when Generate returns. An open breaker makes
-// the router skip that model at once, without a request, until its cool-down ends; then one probe
-// call decides whether it closes again.
+// Every model has its own circuit breaker (internal/breaker: gobreaker on Config.Clock): the
+// router asks it before the stream opens and reports the outcome when Generate returns. An open
+// breaker makes the router skip that model at once, without a request, until its cool-down ends;
+// then one probe call decides whether it closes again.
 //
 // Failover happens only on errors that wrap agent.ErrUnavailable and only while no answer text has
 // reached onDelta: the user never sees two answers. Each attempt's usage reaches the ledger exactly
@@ -50,7 +50,7 @@ type BreakerConfig struct {
 	// agent.ErrUnavailable, or a stream that broke mid-answer) that opens the breaker. Default 3.
 	Failures int
 	// CoolDown is how long an open breaker skips its model before letting a probe through.
-	// Default 30s. It runs on the wall clock (gobreaker takes no clock).
+	// Default 30s. It runs on Config.Clock.
 	CoolDown time.Duration
 	// Probes is the number of calls let through while half-open; that many successes in a row
 	// close the breaker, one failure opens it again. Default 1.

@@ -133,10 +133,14 @@ func TestWireBreakerOpensAndProbes(t *testing.T) {
 
 	var states []string
 	var smu sync.Mutex
-	const coolDown = 750 * time.Millisecond
+	const coolDown = time.Minute
+	var cmu sync.Mutex
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { cmu.Lock(); defer cmu.Unlock(); return now }
 	r, err := New(Config{
 		Routes:  []Route{{Name: "main", Model: "strong", Fallback: []string{"light"}}},
 		Breaker: BreakerConfig{Failures: 2, CoolDown: coolDown},
+		Clock:   clock,
 		OnUsage: func(echogate.Usage) {},
 		OnState: func(model, from, to string) {
 			smu.Lock()
@@ -156,7 +160,6 @@ func TestWireBreakerOpensAndProbes(t *testing.T) {
 		return resp
 	}
 	gen()
-	opened := time.Now()
 	gen()
 	if n := len(primary.ChatRequests()); n != 2 {
 		t.Fatalf("primary requests = %d, want 2", n)
@@ -174,27 +177,26 @@ func TestWireBreakerOpensAndProbes(t *testing.T) {
 		t.Fatalf("strong breaker = %+v, want open after 2 failures", st)
 	}
 	resp := gen()
-	if time.Since(opened) < coolDown { // only meaningful while the cool-down runs
-		if n := len(primary.ChatRequests()); n != 2 || resp.Model != "light" || !strings.Contains(resp.RouteReason, "skipped strong: breaker open") {
-			t.Errorf("with the breaker open: primary requests %d, model %q, reason %q; want 2 (no request), light, the skip named",
-				n, resp.Model, resp.RouteReason)
-		}
+	if n := len(primary.ChatRequests()); n != 2 || resp.Model != "light" || !strings.Contains(resp.RouteReason, "skipped strong: breaker open") {
+		t.Errorf("with the breaker open: primary requests %d, model %q, reason %q; want 2 (no request), light, the skip named",
+			n, resp.Model, resp.RouteReason)
 	}
 
-	// The cool-down runs on gobreaker's wall clock: poll, with a deadline, for the half-open state.
+	// The cool-down runs on Config.Clock: a second before its end the breaker is still open.
 	mu.Lock()
 	healthy = true
 	mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for strongStatus().State != StateHalfOpen {
-		if time.Now().After(deadline) {
-			t.Fatalf("strong breaker = %+v, want half-open after the %s cool-down", strongStatus(), coolDown)
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		}
+	cmu.Lock()
+	now = now.Add(coolDown - time.Second)
+	cmu.Unlock()
+	if st := strongStatus(); st.State != StateOpen {
+		t.Fatalf("strong breaker a second before the cool-down ends = %+v, want open", st)
+	}
+	cmu.Lock()
+	now = now.Add(time.Second)
+	cmu.Unlock()
+	if st := strongStatus(); st.State != StateHalfOpen {
+		t.Fatalf("strong breaker after the %s cool-down = %+v, want half-open", coolDown, st)
 	}
 	resp = gen()
 	if resp.Model != "strong" || resp.Message.Content != "primary is back" || len(primary.ChatRequests()) != 3 {

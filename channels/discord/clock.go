@@ -3,19 +3,16 @@ package discord
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/echogate/echogate/internal/backoff"
+	"github.com/echogate/echogate/internal/clock"
 )
 
-// Clock is the channel's time source. Tests inject a fake; the zero Config uses the system clock.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has elapsed.
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the channel's time source (internal/clock's, the project's one). Tests inject a fake;
+// the zero Config uses the system clock.
+type Clock = clock.Clock
 
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type systemClock = clock.System
 
 func randJitter(max time.Duration) time.Duration {
 	if max <= 0 {
@@ -25,19 +22,9 @@ func randJitter(max time.Duration) time.Duration {
 }
 
 // backoffDelay is the wait before reconnection attempt n (n ≥ 1 counts consecutive failures):
-// half of the exponential step plus a random part of the other half ("equal jitter"), so
-// reconnecting shards never synchronise yet never retry in a tight loop. n ≤ 0 waits nothing.
+// half of the exponential step (initial·2^(n-1), capped at max) plus a random part of the other
+// half ("equal jitter", internal/backoff), so reconnecting shards never synchronise yet never
+// retry in a tight loop. n ≤ 0 waits nothing.
 func backoffDelay(n int, initial, max time.Duration, jitter func(time.Duration) time.Duration) time.Duration {
-	if n <= 0 {
-		return 0
-	}
-	d := initial
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	half := d / 2
-	return half + jitter(d-half)
+	return backoff.Policy{Initial: initial, Max: max, Jitter: jitter}.Delay(n)
 }

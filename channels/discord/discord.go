@@ -14,7 +14,8 @@
 // with exponential backoff and jitter; discordgo keeps the session id and sequence number across
 // Close/Open, so the new connection sends Resume and Discord replays what was missed (replays
 // carry the original message ids, which the dispatcher dedupes). A run of short-lived
-// connections opens a circuit breaker (gobreaker) that pauses reconnecting for a cool-down.
+// connections opens a circuit breaker (internal/breaker, on Config.Clock) that pauses
+// reconnecting for a cool-down.
 // A connection whose heartbeats stopped being acknowledged is reported not ready and replaced.
 package discord
 
@@ -31,10 +32,10 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/internal/breaker"
 	"github.com/echogate/echogate/internal/netguard"
 )
 
@@ -68,7 +69,7 @@ type Channel struct {
 	budget *budget
 	posted *idSet // ids of messages this process posted (to recognise reactions on them)
 
-	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
+	breaker *breaker.Breaker
 	conns   connTracker
 
 	running atomic.Bool
@@ -170,16 +171,13 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 		NetDialContext:   c.conns.dial,
 	}
 	c.life, c.stopLife = context.WithCancel(context.Background())
-	c.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:         "discord-gateway",
-		MaxRequests:  1,
-		Interval:     cfg.BreakerWindow,
-		BucketPeriod: max(cfg.BreakerWindow/10, time.Millisecond),
-		Timeout:      cfg.BreakerCooldown,
-		ReadyToTrip: func(n gobreaker.Counts) bool {
-			return n.TotalFailures >= uint32(cfg.BreakerFailures)
-		},
-		OnStateChange: func(_ string, from, to gobreaker.State) {
+	c.breaker = breaker.New(breaker.Settings{
+		Name:     "discord-gateway",
+		Failures: cfg.BreakerFailures,
+		Window:   cfg.BreakerWindow,
+		CoolDown: cfg.BreakerCooldown,
+		Now:      cfg.Clock.Now,
+		OnState: func(_ string, from, to breaker.State) {
 			log.Warn("discord: reconnect breaker changed state", "from", from.String(), "to", to.String())
 		},
 	})

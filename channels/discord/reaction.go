@@ -8,6 +8,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/backoff"
 )
 
 // reactionLookups bounds the attempts of GET message for a reaction whose message is unknown;
@@ -68,13 +69,10 @@ func (c *Channel) storedSession(ctx context.Context, r reactionAdd) (echogate.Co
 // reactionLookups times (an unknown message is not the bot's).
 func (c *Channel) ownMessage(ctx context.Context, r reactionAdd, botID string) (bool, error) {
 	var err error
-	wait := reactionBackoff
+	waits := backoff.Policy{Initial: reactionBackoff, Max: reactionBackoff << reactionLookups, Jitter: backoff.NoJitter}
 	for attempt := 0; attempt < reactionLookups; attempt++ {
-		if attempt > 0 {
-			if !c.sleep(ctx, wait) {
-				return false, ctx.Err()
-			}
-			wait *= 2
+		if attempt > 0 && !c.sleep(ctx, waits.Delay(attempt)) {
+			return false, ctx.Err()
 		}
 		var msg *discordgo.Message
 		err = c.call(ctx, "get message", true, func(opts ...discordgo.RequestOption) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // priority orders calls competing for one channel's budget.
@@ -14,8 +16,8 @@ const (
 	prioHigh                 // final replies, approval prompts, notices: wait for a slot
 )
 
-// budgets holds one token bucket per Slack channel. There is deliberately no global limiter: a
-// busy channel never slows another.
+// budgets holds one token bucket (golang.org/x/time/rate, read at the channel clock's time) per
+// Slack channel. There is deliberately no global limiter: a busy channel never slows another.
 type budgets struct {
 	clock Clock
 	rate  float64
@@ -26,9 +28,8 @@ type budgets struct {
 }
 
 type bucket struct {
-	tokens       float64
-	last         time.Time
-	blockedUntil time.Time // set from a 429's Retry-After
+	lim          *rate.Limiter // always called with times from budgets.clock, under budgets.mu
+	blockedUntil time.Time     // set from a 429's Retry-After
 	highWaiting  int
 }
 
@@ -38,20 +39,15 @@ func newBudgets(clock Clock, rate float64, burst int) *budgets {
 	return &budgets{clock: clock, rate: rate, burst: float64(burst), m: map[string]*bucket{}}
 }
 
-// get returns ch's bucket with tokens refilled to now. Called with b.mu held.
+// get returns ch's bucket, a full one if ch has none. Called with b.mu held.
 func (b *budgets) get(ch string, now time.Time) *bucket {
 	bk, ok := b.m[ch]
 	if !ok {
 		if len(b.m) >= maxBuckets {
 			b.evictIdle(now)
 		}
-		bk = &bucket{tokens: b.burst, last: now}
+		bk = &bucket{lim: rate.NewLimiter(rate.Limit(b.rate), int(b.burst))}
 		b.m[ch] = bk
-		return bk
-	}
-	if el := now.Sub(bk.last).Seconds(); el > 0 {
-		bk.tokens = min(b.burst, bk.tokens+el*b.rate)
-		bk.last = now
 	}
 	return bk
 }
@@ -59,7 +55,7 @@ func (b *budgets) get(ch string, now time.Time) *bucket {
 // evictIdle drops buckets that are full, unblocked and unwaited: forgetting them changes nothing.
 func (b *budgets) evictIdle(now time.Time) {
 	for k, bk := range b.m {
-		full := bk.tokens+now.Sub(bk.last).Seconds()*b.rate >= b.burst
+		full := bk.lim.TokensAt(now) >= b.burst
 		if full && bk.highWaiting == 0 && !now.Before(bk.blockedUntil) {
 			delete(b.m, k)
 		}
@@ -73,11 +69,10 @@ func (b *budgets) tryLow(ch string) bool {
 	defer b.mu.Unlock()
 	now := b.clock.Now()
 	bk := b.get(ch, now)
-	if now.Before(bk.blockedUntil) || bk.highWaiting > 0 || bk.tokens < 2 {
+	if now.Before(bk.blockedUntil) || bk.highWaiting > 0 || bk.lim.TokensAt(now) < 2 {
 		return false
 	}
-	bk.tokens--
-	return true
+	return bk.lim.AllowN(now, 1)
 }
 
 // waitHigh blocks until a token for ch is free (or the channel's Retry-After block ends) and
@@ -103,12 +98,11 @@ func (b *budgets) waitHigh(ctx context.Context, ch string) error {
 		switch {
 		case now.Before(bk.blockedUntil):
 			wait = bk.blockedUntil.Sub(now)
-		case bk.tokens >= 1:
-			bk.tokens--
+		case bk.lim.AllowN(now, 1):
 			b.mu.Unlock()
 			return nil
 		default:
-			wait = time.Duration((1 - bk.tokens) / b.rate * float64(time.Second))
+			wait = time.Duration((1 - bk.lim.TokensAt(now)) / b.rate * float64(time.Second))
 		}
 		if !registered {
 			bk.highWaiting++

@@ -1,15 +1,9 @@
 package slack
 
-import "time"
+import "github.com/echogate/echogate/internal/clock"
 
-// Clock is the channel's time source. Tests inject a fake; the zero Config uses the system clock.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has elapsed.
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the channel's time source (internal/clock's, the project's one). Tests inject a fake;
+// the zero Config uses the system clock.
+type Clock = clock.Clock
 
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type systemClock = clock.System

@@ -37,6 +37,35 @@ func TestNewAllocatesNoCacheCapacity(t *testing.T) {
 	}
 }
 
+// TestLRURecency: Get and Add refresh a key, AddIfAbsent neither replaces nor refreshes one.
+func TestLRURecency(t *testing.T) {
+	c := newLRU[string, int](2)
+	c.Add("a", 1)
+	c.Add("b", 2)
+	c.Get("a")    // a is now the most recent: adding c evicts b
+	c.Add("c", 3) // a, c
+	if _, ok := c.Get("b"); ok {
+		t.Errorf("Get(b) after Get(a) and Add(c) = present, want evicted")
+	}
+	if c.AddIfAbsent("a", 10) { // a is present: no change, no refresh (order stays a, c)
+		t.Errorf("AddIfAbsent(a) = true, want false (present)")
+	}
+	if v, _ := c.Get("a"); v != 1 {
+		t.Errorf("Get(a) after AddIfAbsent(a, 10) = %d, want 1", v)
+	}
+	c.Add("d", 4) // a was just read: c goes
+	if _, ok := c.Get("c"); ok {
+		t.Errorf("Get(c) = present, want evicted")
+	}
+	c.Remove("a")
+	if _, ok := c.Get("a"); ok {
+		t.Errorf("Get(a) after Remove = present, want gone")
+	}
+	if !c.AddIfAbsent("e", 5) {
+		t.Errorf("AddIfAbsent(e) = false, want true (absent)")
+	}
+}
+
 func TestLRUBound(t *testing.T) {
 	for _, tt := range []struct {
 		max, added int
@@ -53,9 +82,9 @@ func TestLRUBound(t *testing.T) {
 			c.Add(fmt.Sprint(i), i)
 		}
 		_, first := c.Get("0")
-		if got := len(c.m); got != tt.wantLen || c.ll.Len() != tt.wantLen || first != tt.wantFirst {
-			t.Errorf("newLRU(%d) after %d adds: len %d (list %d), first kept %v; want len %d, first kept %v",
-				tt.max, tt.added, got, c.ll.Len(), first, tt.wantLen, tt.wantFirst)
+		if got := c.c.Len(); got != tt.wantLen || first != tt.wantFirst {
+			t.Errorf("newLRU(%d) after %d adds: len %d, first kept %v; want len %d, first kept %v",
+				tt.max, tt.added, got, first, tt.wantLen, tt.wantFirst)
 		}
 	}
 }

@@ -1,76 +1,32 @@
 package slack
 
-import (
-	"container/list"
-	"sync"
-)
+import golru "github.com/hashicorp/golang-lru/v2"
 
-// lru is a small, bounded, concurrency-safe LRU map.
-type lru[K comparable, V any] struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List
-	m   map[K]*list.Element
-}
+// lru is a small, bounded, concurrency-safe LRU map: hashicorp/golang-lru's Cache, whose map
+// grows with its entries (an idle channel does not hold storage for a bound it may never reach).
+type lru[K comparable, V any] struct{ c *golru.Cache[K, V] }
 
-type lruEntry[K comparable, V any] struct {
-	k K
-	v V
-}
-
-// newLRU makes an LRU of at most max entries. Its map grows with its entries: an idle channel
-// does not hold storage for a bound it may never reach.
-func newLRU[K comparable, V any](max int) *lru[K, V] {
-	return &lru[K, V]{max: max, ll: list.New(), m: map[K]*list.Element{}}
-}
-
-func (c *lru[K, V]) Add(k K, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.addLocked(k, v)
-}
-
-func (c *lru[K, V]) addLocked(k K, v V) {
-	if e, ok := c.m[k]; ok {
-		e.Value.(*lruEntry[K, V]).v = v
-		c.ll.MoveToFront(e)
-		return
+// newLRU makes an LRU of at most size (at least 1) entries.
+func newLRU[K comparable, V any](size int) *lru[K, V] {
+	c, err := golru.New[K, V](max(size, 1))
+	if err != nil {
+		panic(err) // only for a size below 1, excluded above
 	}
-	c.m[k] = c.ll.PushFront(&lruEntry[K, V]{k, v})
-	for c.ll.Len() > c.max {
-		last := c.ll.Back()
-		c.ll.Remove(last)
-		delete(c.m, last.Value.(*lruEntry[K, V]).k)
-	}
+	return &lru[K, V]{c: c}
 }
 
-func (c *lru[K, V]) Get(k K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*lruEntry[K, V]).v, true
-	}
-	var zero V
-	return zero, false
-}
+// Add adds or replaces k's value and marks k most recently used.
+func (c *lru[K, V]) Add(k K, v V) { c.c.Add(k, v) }
 
-// AddIfAbsent adds k and reports true, or reports false when k is already present.
+// Get returns k's value and marks k most recently used.
+func (c *lru[K, V]) Get(k K) (V, bool) { return c.c.Get(k) }
+
+// AddIfAbsent adds k and reports true, or reports false when k is already present (without
+// changing its value or its recency).
 func (c *lru[K, V]) AddIfAbsent(k K, v V) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
-		return false
-	}
-	c.addLocked(k, v)
-	return true
+	present, _ := c.c.ContainsOrAdd(k, v)
+	return !present
 }
 
-func (c *lru[K, V]) Remove(k K) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.ll.Remove(e)
-		delete(c.m, k)
-	}
-}
+// Remove drops k.
+func (c *lru[K, V]) Remove(k K) { c.c.Remove(k) }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/channels"
+	retry "github.com/echogate/echogate/internal/backoff"
 	"github.com/echogate/echogate/internal/netguard"
 )
 
@@ -371,19 +372,16 @@ func shardOf(ch string) int {
 	return int(h % numShards)
 }
 
-// backoff is exponential backoff with full jitter in [d/2, d].
+// backoff counts one loop's retries: next is the wait before the next one, initial·2^n capped
+// at max with equal jitter in [d/2, d] (internal/backoff).
 type backoff struct {
 	initial, max time.Duration
 	n            int
 }
 
 func (b *backoff) next() time.Duration {
-	d := b.initial << min(b.n, 20)
-	if d <= 0 || d > b.max {
-		d = b.max
-	}
 	b.n++
-	return d/2 + jitter(d/2)
+	return retry.Policy{Initial: b.initial, Max: b.max}.Delay(b.n)
 }
 
 func (b *backoff) reset() { b.n = 0 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,14 +13,9 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
-)
 
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d + 1) // #nosec G404 -- jitter needs no cryptographic randomness
-}
+	retry "github.com/echogate/echogate/internal/backoff"
+)
 
 // runSocket runs the Socket Mode client until ctx ends or the app token is rejected. slack-go
 // reconnects after drops, "disconnect" requests and ping timeouts; the connect gate spaces the
@@ -234,13 +228,10 @@ func (g *connectGate) delay() time.Duration {
 	case 0:
 		return 0
 	case 1:
-		return jitter(time.Second)
+		return retry.Random(time.Second)
 	}
-	d := time.Second << min(n-1, 10)
-	if d > maxReconnectWait {
-		d = maxReconnectWait
-	}
-	return d/2 + jitter(d/2)
+	// 2s, 4s, … capped at 30s, with equal jitter.
+	return retry.Policy{Initial: 2 * time.Second, Max: maxReconnectWait}.Delay(n - 1)
 }
 
 type gateTransport struct {

@@ -32,7 +32,13 @@ func ruleFor(rel string) rule {
 	case rel == "":
 		return rule{"L0 root", nil}
 	case top == "internal":
-		return rule{"L0 internal", []string{"", "internal/" + firstSegment(rest)}}
+		// Besides its own tree, an internal package may use the shared primitives (one breaker,
+		// one backoff, one clock), which import no other project package.
+		may := []string{"", "internal/" + firstSegment(rest)}
+		if !primitives[firstSegment(rest)] {
+			may = append(may, "internal/breaker", "internal/backoff", "internal/clock")
+		}
+		return rule{"L0 internal", may}
 	case top == "channels":
 		// The contract package, and the adapter's own tree (channels/slack may import
 		// channels/slack/slacktest), never a sibling adapter.
@@ -54,6 +60,10 @@ func ruleFor(rel string) rule {
 	}
 	return rule{"unknown", nil}
 }
+
+// primitives are the internal packages every layer, internal ones included, may import: the one
+// wrapper per concern. They import no project package but the root.
+var primitives = map[string]bool{"breaker": true, "backoff": true, "clock": true}
 
 func firstSegment(s string) string {
 	seg, _, _ := strings.Cut(s, "/")
@@ -161,6 +171,9 @@ func TestRuleTable(t *testing.T) {
 		{"storage/sqlite", "pipeline", false},
 		{"memory", "knowledge", false},
 		{"", "internal/ids", false},
+		{"internal/embed", "internal/breaker", true},
+		{"internal/embed", "internal/ids", false},
+		{"internal/breaker", "internal/clock", false},
 		{"cmd/echogate", "channels/slack", true},
 	} {
 		if got := allowed(ruleFor(tt.from), tt.to); got != tt.want {

@@ -1,6 +1,6 @@
 // Package embed is the embedding decorator shared by memory and knowledge: it batches texts,
 // caches vectors by content hash (so unchanged text is never embedded twice in a process) and
-// wraps the embedding endpoint in a circuit breaker (sony/gobreaker), so that a failing endpoint
+// wraps the embedding endpoint in a circuit breaker (internal/breaker), so that a failing endpoint
 // costs one fast error per call instead of a timeout per turn.
 //
 // While the breaker is open, Embed fails at once with an error wrapping ErrUnavailable; callers
@@ -9,18 +9,17 @@
 package embed
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/breaker"
 )
 
 // ErrUnavailable is wrapped by Embed while the breaker is open (or half-open with its probe in
@@ -48,6 +47,8 @@ type Config struct {
 	// OnState is called on every breaker state change ("closed", "open", "half-open"), e.g. to
 	// update a metric. It must not block.
 	OnState func(from, to string)
+	// Now is the breaker's clock (its cool-down runs on it). Default time.Now.
+	Now func() time.Time
 }
 
 // Embedder is the decorator. It is safe for concurrent use.
@@ -55,16 +56,9 @@ type Embedder struct {
 	cfg Config
 	b   Backend
 	log *slog.Logger
-	cb  *gobreaker.CircuitBreaker[batchOut]
+	cb  *breaker.Breaker
 
-	mu    sync.Mutex
-	lru   *list.List // of *entry, most recent first
-	cache map[[32]byte]*list.Element
-}
-
-type entry struct {
-	key [32]byte
-	vec []float32
+	cache *lru.Cache[[32]byte, []float32] // nil when Config.CacheSize < 0
 }
 
 type batchOut struct {
@@ -101,17 +95,23 @@ func New(cfg Config, b Backend, log *slog.Logger) (*Embedder, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &Embedder{cfg: cfg, b: b, log: log, lru: list.New(), cache: map[[32]byte]*list.Element{}}
-	failures := uint32(cfg.Failures)
-	e.cb = gobreaker.NewCircuitBreaker[batchOut](gobreaker.Settings{
-		Name:        "embeddings",
-		MaxRequests: 1,
-		Timeout:     cfg.CoolDown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+	e := &Embedder{cfg: cfg, b: b, log: log}
+	if cfg.CacheSize > 0 {
+		c, err := lru.New[[32]byte, []float32](cfg.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("embed: %w: cache size %d: %v", ErrInvalid, cfg.CacheSize, err)
+		}
+		e.cache = c
+	}
+	e.cb = breaker.New(breaker.Settings{
+		Name:     "embeddings",
+		Failures: cfg.Failures,
+		CoolDown: cfg.CoolDown,
+		Now:      cfg.Now,
 		// A caller that gave up is not the endpoint's fault.
 		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, context.Canceled) },
-		OnStateChange: func(_ string, from, to gobreaker.State) {
-			if to == gobreaker.StateOpen {
+		OnState: func(_ string, from, to breaker.State) {
+			if to == breaker.StateOpen {
 				e.log.Warn("embeddings: circuit breaker opened; retrieval uses full-text search only until the endpoint recovers",
 					"model", cfg.Model, "cool_down", cfg.CoolDown)
 			} else {
@@ -167,7 +167,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, echo
 		for j, i := range idx {
 			batch[j] = texts[i]
 		}
-		res, err := e.cb.Execute(func() (batchOut, error) {
+		res, err := breaker.Do(e.cb, func() (batchOut, error) {
 			v, u, err := e.b.Embed(ctx, e.cfg.Model, e.cfg.Dims, batch)
 			if err == nil && len(v) != len(batch) {
 				err = fmt.Errorf("sent %d texts, got %d vectors", len(batch), len(v))
@@ -186,7 +186,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, echo
 		usage.CostUSD += res.usage.CostUSD
 		if err != nil {
 			usage.Failed = true
-			if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+			if errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrTooManyRequests) {
 				return nil, usage, fmt.Errorf("embed with %s: %w", e.cfg.Model, ErrUnavailable)
 			}
 			return nil, usage, fmt.Errorf("embed with %s: %w", e.cfg.Model, err)
@@ -214,33 +214,18 @@ func (e *Embedder) key(text string) [32]byte {
 }
 
 func (e *Embedder) get(k [32]byte) ([]float32, bool) {
-	if e.cfg.CacheSize < 0 {
+	if e.cache == nil {
 		return nil, false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	el, ok := e.cache[k]
-	if !ok {
-		return nil, false
-	}
-	e.lru.MoveToFront(el)
-	return el.Value.(*entry).vec, true
+	return e.cache.Get(k)
 }
 
+// put caches v under k; a key already cached keeps its vector (the same text's) and is refreshed.
 func (e *Embedder) put(k [32]byte, v []float32) {
-	if e.cfg.CacheSize < 0 {
+	if e.cache == nil {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if el, ok := e.cache[k]; ok {
-		e.lru.MoveToFront(el)
-		return
-	}
-	e.cache[k] = e.lru.PushFront(&entry{key: k, vec: v})
-	for e.lru.Len() > e.cfg.CacheSize {
-		last := e.lru.Back()
-		e.lru.Remove(last)
-		delete(e.cache, last.Value.(*entry).key)
+	if _, ok := e.cache.Get(k); !ok {
+		e.cache.Add(k, v)
 	}
 }

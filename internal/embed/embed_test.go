@@ -104,13 +104,14 @@ func TestWrongDimensionsFail(t *testing.T) {
 }
 
 // TestBreaker: three consecutive failures open the breaker; while open no call is made; after
-// the cool-down one probe closes it. gobreaker reads the wall clock, so the cool-down is short
-// and the test polls with a deadline.
+// the cool-down, on Config.Now, one probe closes it.
 func TestBreaker(t *testing.T) {
 	b := &fakeBackend{fail: 3}
 	var mu sync.Mutex
 	var states []string
-	e, _ := New(Config{Model: "m", Dims: 4, CoolDown: 50 * time.Millisecond, OnState: func(from, to string) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e, _ := New(Config{Model: "m", Dims: 4, CoolDown: time.Minute, Now: clock, OnState: func(from, to string) {
 		mu.Lock()
 		states = append(states, to)
 		mu.Unlock()
@@ -127,10 +128,15 @@ func TestBreaker(t *testing.T) {
 	if _, _, err := e.Embed(ctx, []string{"z"}); !errors.Is(err, ErrUnavailable) || b.n() != 3 {
 		t.Errorf("Embed while open = %v after %d calls, want ErrUnavailable without a call", err, b.n())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for e.State() == "open" && time.Now().Before(deadline) {
-		<-time.After(10 * time.Millisecond)
+	mu.Lock()
+	now = now.Add(time.Minute - time.Second)
+	mu.Unlock()
+	if _, _, err := e.Embed(ctx, []string{"y"}); !errors.Is(err, ErrUnavailable) || b.n() != 3 {
+		t.Errorf("Embed a second before the cool-down ends = %v after %d calls, want ErrUnavailable without a call", err, b.n())
 	}
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
 	if _, _, err := e.Embed(ctx, []string{"probe"}); err != nil {
 		t.Fatalf("probe Embed = %v, want success", err)
 	}
@@ -162,4 +168,34 @@ type ctxBackend struct{}
 
 func (ctxBackend) Embed(ctx context.Context, model string, dims int, texts []string) ([][]float32, echogate.Usage, error) {
 	return nil, echogate.Usage{}, ctx.Err()
+}
+
+// TestCacheEvictsLeastRecentlyUsed: the cache holds Config.CacheSize vectors; a hit refreshes a
+// text, and the least recently used one is embedded again. CacheSize -1 caches nothing.
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	b := &fakeBackend{}
+	e, _ := New(Config{Model: "m", Dims: 4, CacheSize: 2}, b, nil)
+	for i, step := range []struct {
+		text  string
+		calls int // backend calls after this step
+	}{
+		{"a", 1}, {"b", 2}, {"a", 2}, {"c", 3}, // a was refreshed: b is evicted
+		{"a", 3}, {"b", 4},
+	} {
+		if _, _, err := e.Embed(ctx, []string{step.text}); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.n(); got != step.calls {
+			t.Fatalf("step %d (%q): backend calls = %d, want %d", i, step.text, got, step.calls)
+		}
+	}
+	none := &fakeBackend{}
+	e, _ = New(Config{Model: "m", Dims: 4, CacheSize: -1}, none, nil)
+	for range 2 {
+		e.Embed(ctx, []string{"a"})
+	}
+	if got := none.n(); got != 2 {
+		t.Errorf("CacheSize -1: backend calls for the same text twice = %d, want 2", got)
+	}
 }

@@ -5,31 +5,31 @@
 package names
 
 import (
-	"container/list"
 	"strings"
-	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // DefaultMax bounds a Directory made with New(0).
 const DefaultMax = 10000
 
 // Directory is a bounded, concurrency-safe map of qualified id → display name; the least
-// recently set or read entry goes first when it is full. The zero value is not usable: call New.
+// recently set or read entry goes first when it is full (hashicorp/golang-lru). The zero value is
+// not usable: call New.
 type Directory struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List
-	m   map[string]*list.Element
+	c *lru.Cache[string, string]
 }
-
-type entry struct{ id, name string }
 
 // New returns a Directory holding at most max names (DefaultMax when max <= 0).
 func New(max int) *Directory {
 	if max <= 0 {
 		max = DefaultMax
 	}
-	return &Directory{max: max, ll: list.New(), m: map[string]*list.Element{}}
+	c, err := lru.New[string, string](max)
+	if err != nil {
+		panic(err) // only for a size below 1, excluded above
+	}
+	return &Directory{c: c}
 }
 
 // Set records name for id. An empty id or name, or a name equal to the bare id part
@@ -39,31 +39,12 @@ func (d *Directory) Set(id, name string) {
 	if id == "" || name == "" || name == id || strings.HasSuffix(id, ":"+name) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if e, ok := d.m[id]; ok {
-		e.Value.(*entry).name = name
-		d.ll.MoveToFront(e)
-		return
-	}
-	d.m[id] = d.ll.PushFront(&entry{id, name})
-	if d.ll.Len() > d.max {
-		last := d.ll.Back()
-		d.ll.Remove(last)
-		delete(d.m, last.Value.(*entry).id)
-	}
+	d.c.Add(id, name)
 }
 
 // Get returns the name of id, if known.
 func (d *Directory) Get(id string) (string, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	e, ok := d.m[id]
-	if !ok {
-		return "", false
-	}
-	d.ll.MoveToFront(e)
-	return e.Value.(*entry).name, true
+	return d.c.Get(id)
 }
 
 // Lookup returns the known names of ids (unknown ids are left out).
@@ -79,7 +60,5 @@ func (d *Directory) Lookup(ids []string) map[string]string {
 
 // Len reports how many names the directory holds.
 func (d *Directory) Len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.ll.Len()
+	return d.c.Len()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	retry "github.com/echogate/echogate/internal/backoff"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -292,20 +292,9 @@ func (s *server) supervise(ctx context.Context) {
 	}
 }
 
-// backoff is min·2^(n-1) capped at max, with jitter in [d/2, d].
+// backoff is min·2^(n-1) capped at max, with jitter in [d/2, d] (internal/backoff).
 func backoff(min, max time.Duration, n int) time.Duration {
-	d := min
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	half := d / 2
-	if half <= 0 {
-		return d
-	}
-	return half + rand.N(half+1)
+	return retry.Policy{Initial: min, Max: max}.Delay(n)
 }
 
 // setDown marks the server disconnected and removes its tools in one step under s.mu, so

@@ -17,6 +17,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/internal/backoff"
 )
 
 // respInfo records what the transport saw of one attempt's HTTP response: go-openai drops the
@@ -169,13 +170,13 @@ func (p *Provider) retry(ctx context.Context, op, model string, fn attemptFunc) 
 }
 
 // backoff is the wait before retry number attempt (1-based): base·2^(attempt-1) capped at
-// MaxRetryDelay, with "equal jitter" (between half and all of it).
+// MaxRetryDelay, with "equal jitter" (between half and all of it; internal/backoff).
 func (p *Provider) backoff(attempt int) time.Duration {
-	d := p.cfg.RetryBaseDelay << min(attempt-1, 30)
-	if d <= 0 || d > p.cfg.MaxRetryDelay {
-		d = p.cfg.MaxRetryDelay
-	}
-	return d/2 + time.Duration(p.jitter()*float64(d/2))
+	return backoff.Policy{
+		Initial: p.cfg.RetryBaseDelay,
+		Max:     p.cfg.MaxRetryDelay,
+		Jitter:  func(max time.Duration) time.Duration { return time.Duration(p.jitter() * float64(max)) },
+	}.Delay(attempt)
 }
 
 // classified is an Error with its retry decision.
