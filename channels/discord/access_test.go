@@ -159,3 +159,52 @@ func TestDiscordRefusedReactionCostsNoLookup(t *testing.T) {
 		t.Errorf("GET message calls = %d, want 1 (the admitted reaction's only)", gets)
 	}
 }
+
+// TestDiscordReactionWaitsBehindItsChannelsLane: a reaction (a ✅, a 🛑) in a channel whose
+// message is still in its lane waiting for a thread read reaches the sink after that message,
+// never before it; other channels are not held up.
+func TestDiscordReactionWaitsBehindItsChannelsLane(t *testing.T) {
+	t.Parallel()
+	h := start(t, discordtest.Options{}, func(c *Config) { c.MessageContent = true }, nil)
+	h.waitReady(t)
+	const th = "700000000000000046"
+	h.srv.SetThread(testGuild, th)
+	prompt := postAsBot(t, h.srv, th, "Run `rm`?")
+	release := h.srv.HoldREST(http.MethodGet, "/channels/"+th)
+	defer release()
+	first := h.srv.SendGuildMessage(testGuild, th, ann, "first", true)
+	if err := h.srv.WaitFor(5*time.Second, "the held read", func() bool { return h.srv.Held() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.AddReaction(prompt, ann, echogate.ReactionStop); err != nil {
+		t.Fatal(err)
+	}
+	other := h.srv.SendGuildMessage(testGuild, "700000000000000047", bob, "elsewhere", true)
+	if err := h.srv.WaitFor(5*time.Second, "the other channel's message", func() bool { return hasEvent(h, other.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range eventsOf(h) {
+		if ev.Kind == echogate.KindReaction || ev.ID == first.ID {
+			t.Fatalf("event %+v reached the sink while its channel's read was held", ev)
+		}
+	}
+	release()
+	var order []string
+	if err := h.srv.WaitFor(5*time.Second, "the message and the reaction", func() bool {
+		order = order[:0]
+		for _, ev := range eventsOf(h) {
+			switch {
+			case ev.ID == first.ID:
+				order = append(order, "message")
+			case ev.Kind == echogate.KindReaction && ev.Target.ID == prompt:
+				order = append(order, "reaction")
+			}
+		}
+		return len(order) == 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if order[0] != "message" || order[1] != "reaction" {
+		t.Errorf("channel events in order %q, want [message reaction]", order)
+	}
+}

@@ -257,7 +257,7 @@ func (c *Channel) deliverReaction(r reactionAdd, botID string, own bool) {
 		c.log.Debug("discord: reaction ignored", "event_id", r.MessageID, "reason", why)
 		return
 	}
-	c.deliver(ev)
+	c.deliverInOrder(r.ChannelID, ev)
 }
 
 // context is Run's context (or a cancelled one outside Run).

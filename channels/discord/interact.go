@@ -123,7 +123,7 @@ func (c *Channel) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionC
 		if err != nil {
 			c.log.Warn("discord: acknowledge interaction", "err", err, "event_id", ev.ID)
 		}
-		c.deliver(ev)
+		c.deliverInOrder(i.ChannelID, ev)
 	})
 }
 

@@ -134,6 +134,17 @@ func (c *Channel) runLane(ch string) {
 	}
 }
 
+// deliverInOrder delivers an event that needs no read (a reaction, a button press, a command)
+// behind the messages its channel's lane still holds, so a channel's events reach the sink in
+// the order they came: a ✅ or 🛑 never overtakes the message before it. Without a running
+// lane (or with a full one) it is delivered at once.
+func (c *Channel) deliverInOrder(ch string, ev echogate.InboundEvent) {
+	if c.lanes.offer(ch, laneJob{ev: ev}, false) == offerJoined {
+		return
+	}
+	c.deliver(ev)
+}
+
 // handleJob adds the thread context (reading the platform only when mayRead) and delivers.
 func (c *Channel) handleJob(job laneJob, mayRead bool) {
 	if job.read {

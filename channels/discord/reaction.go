@@ -101,5 +101,5 @@ func (c *Channel) deliverReactionIn(r reactionAdd, botID string, conv echogate.C
 	if conv.Platform == echogate.PlatformDiscord && conv.Channel != "" {
 		ev.Conversation = conv
 	}
-	c.deliver(ev)
+	c.deliverInOrder(r.ChannelID, ev)
 }
