@@ -184,27 +184,7 @@ func (s *Store) CountMemories(ctx context.Context, f memrec.MemoryFilter) (int, 
 }
 
 func (s *Store) queryMemories(ctx context.Context, d *dbs, op, q string, args []any) ([]memrec.Memory, error) {
-	st, err := d.read(ctx, q)
-	if err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	defer rows.Close()
-	var out []memrec.Memory
-	for rows.Next() {
-		m, err := scanMemory(rows)
-		if err != nil {
-			return nil, fail(ctx, err, "%s", op)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	return out, nil
+	return queryAll(ctx, d, op, q, args, func(r rowScanner) (memrec.Memory, error) { return scanMemory(r) })
 }
 
 // DeleteMemory removes one memory for good. Unknown ids wrap ErrNotFound.

@@ -194,27 +194,7 @@ func (s *Store) queryRuns(ctx context.Context, op, q string, args ...any) ([]sch
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	st, err := d.read(ctx, q)
-	if err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	defer rows.Close()
-	var out []schedule.Run
-	for rows.Next() {
-		r, err := scanSchedRun(rows)
-		if err != nil {
-			return nil, fail(ctx, err, "%s", op)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	return out, nil
+	return queryAll(ctx, d, op, q, args, scanSchedRun)
 }
 
 // UnfinishedRuns lists submitted runs without an outcome; see schedule.SlotStore.
@@ -223,7 +203,7 @@ func (s *Store) UnfinishedRuns(ctx context.Context, before time.Time, limit int)
 WHERE submitted_at IS NOT NULL AND outcome = '' AND submitted_at < ? ORDER BY submitted_at LIMIT ?`, toMicros(before), sqlLimit(limit))
 }
 
-func scanSchedRun(r interface{ Scan(...any) error }) (schedule.Run, error) {
+func scanSchedRun(r rowScanner) (schedule.Run, error) {
 	var run schedule.Run
 	var slot, claimed int64
 	var submitted, finished sql.NullInt64

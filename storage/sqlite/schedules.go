@@ -150,30 +150,10 @@ func (s *Store) queryJobs(ctx context.Context, op, q string, args ...any) ([]sch
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	st, err := d.read(ctx, q)
-	if err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	defer rows.Close()
-	var out []schedule.Job
-	for rows.Next() {
-		j, err := scanSchedJob(rows)
-		if err != nil {
-			return nil, fail(ctx, err, "%s", op)
-		}
-		out = append(out, j)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	return out, nil
+	return queryAll(ctx, d, op, q, args, scanSchedJob)
 }
 
-func scanSchedJob(r interface{ Scan(...any) error }) (schedule.Job, error) {
+func scanSchedJob(r rowScanner) (schedule.Job, error) {
 	var j schedule.Job
 	var every, lateness, maxFail, paused, failures int64
 	var at, next, notBefore, lastRun sql.NullInt64
