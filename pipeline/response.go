@@ -169,8 +169,8 @@ func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input
 		msgs = append(append(make([]echogate.Message, 0, len(input)+len(msgs)), input...), msgs...)
 	}
 	end := echogate.TurnEnd{Session: t.rec.Session, Messages: msgs, Turn: rec, At: p.cfg.Now(), Usage: t.usage.take()}
-	if c := completionFrom(ctx); c != nil && c.take() {
-		end.EventKey = c.key
+	if key, ok := t.ctl.takeCompletion(); ok {
+		end.EventKey = key
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
 	defer cancel()
@@ -192,7 +192,7 @@ func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
 	key, status, rec, resumed := t.key, t.rec.Status, t.rec, t.resume != nil
 	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
 	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
-		waitSessionWrite(ctx) // never delete before the session's own upsert landed
+		t.ctl.waitSessionWrite() // never delete before the session's own upsert landed
 		if info, err := p.d.Store.GetSession(ctx, key); t.ev.Ephemeral || (err == nil && info.Ephemeral) {
 			if err := p.d.Store.DeleteSession(ctx, key); err != nil {
 				t.log.Warn("pipeline: remove ephemeral session", "err", err)
