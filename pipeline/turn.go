@@ -42,6 +42,10 @@ type Turn struct {
 	// the lifecycle refused, which fails the turn (refuse).
 	stop    context.CancelCauseFunc
 	refusal atomic.Pointer[error]
+	// detached is the turn's context without its cancellation, bounded by the turn's longest
+	// life (runTurn): what must outlive a stop (the stream, usage writes) derives from it, so
+	// the turn's values (span, logger) flow and nothing outlives the turn.
+	detached context.Context
 
 	// What the turn continues from: a resumed turn's paused state and the decision (nil for
 	// a new turn), the durable record of that decision, and the messages the event adds.
@@ -192,6 +196,10 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	}()
 	defer t.startActivity(ctx)() // cleared when the turn ends, however it ends
 	defer t.releaseBudget()      // after the ResponseStage recorded the last call's usage
+	// The longest a turn lives: its timeout, then the ResponseStage's own bound.
+	detached, endDetached := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.TurnTimeout+stageTimeout)
+	defer endDetached()
+	t.detached, t.out.streamCtx = detached, detached
 	ctx, stopTurn := context.WithCancelCause(ctx)
 	defer stopTurn(nil)
 	t.stop = stopTurn
