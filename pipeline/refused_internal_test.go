@@ -45,8 +45,8 @@ func (b *lockedBuffer) records(msg string) []map[string]any {
 
 // TestRefusedTransitionFailsTheTurn drives real turns (scripted model, streaming web replier,
 // memory store) into a transition the lifecycle refuses, injected as a stage bug would make it:
-// a stage that moves the turn to Done before the answer was posted, and a move back to Idle in
-// the middle of the model's stream. The refusal must fail the turn: the record says failed,
+// a stage that moves the turn to Done before the answer was posted, a move back to Idle in
+// the middle of the model's stream, and a move back to Processing while the answer is posted. The refusal must fail the turn: the record says failed,
 // the user gets the fallback text, no tool runs after it, the refusal is counted and logged
 // with the turn id and both states. (Today it is only logged and the turn records done.)
 func TestRefusedTransitionFailsTheTurn(t *testing.T) {
@@ -82,6 +82,21 @@ func TestRefusedTransitionFailsTheTurn(t *testing.T) {
 				})
 			},
 			from: StateStreaming, to: StateIdle,
+		},
+		"refused while the answer is posted": {
+			steps: []agenttest.Step{agenttest.Reply("the answer")},
+			inject: func(p *Pipeline) {
+				real := p.stages.Response
+				p.stages.Response = StageFunc(func(ctx context.Context, tu *Turn) error {
+					tu.life.onEnter = func(_, to State) {
+						if to == StateResponse {
+							tu.enter(StateProcessing) // a bug: the answer is being posted
+						}
+					}
+					return real.Process(ctx, tu)
+				})
+			},
+			from: StateResponse, to: StateProcessing,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
