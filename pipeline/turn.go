@@ -181,6 +181,11 @@ func (t *Turn) refused() error {
 // is not what they expected (TestMain).
 var refusals atomic.Int64
 
+// RefusedTransitions is how many turn transitions the lifecycle refused in this process, over
+// every Pipeline (each failed its turn and is in echogate_turn_refused_transitions_total). Any
+// is a pipeline bug: test binaries that run turns check that it stays zero.
+func RefusedTransitions() int64 { return refusals.Load() }
+
 // runTurn runs the three stages for one event.
 func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) {
 	t, ok := p.newTurn(ctl, log, ev, msgs, opts...)
