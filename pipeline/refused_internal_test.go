@@ -46,7 +46,8 @@ func (b *lockedBuffer) records(msg string) []map[string]any {
 // TestRefusedTransitionFailsTheTurn drives real turns (scripted model, streaming web replier,
 // memory store) into a transition the lifecycle refuses, injected as a stage bug would make it:
 // a stage that moves the turn to Done before the answer was posted, a move back to Idle in
-// the middle of the model's stream, and a move back to Processing while the answer is posted. The refusal must fail the turn: the record says failed,
+// the middle of the model's stream, a move back to Processing while the answer is posted, and
+// a pause the turn cannot enter (no pause of the failed turn may be saved). The refusal must fail the turn: the record says failed,
 // the user gets the fallback text, no tool runs after it, the refusal is counted and logged
 // with the turn id and both states. (Today it is only logged and the turn records done.)
 func TestRefusedTransitionFailsTheTurn(t *testing.T) {
@@ -98,13 +99,25 @@ func TestRefusedTransitionFailsTheTurn(t *testing.T) {
 			},
 			from: StateResponse, to: StateProcessing,
 		},
+		"refused as the turn pauses": {
+			steps: []agenttest.Step{agenttest.CallTool("send", `{}`)},
+			inject: func(p *Pipeline) {
+				real := p.stages.Response
+				p.stages.Response = StageFunc(func(ctx context.Context, tu *Turn) error {
+					tu.enter(StateProcessing) // a bug moves the paused turn on to Response…
+					tu.enter(StateResponse)
+					return real.Process(ctx, tu) // …so entering WaitingApproval is refused
+				})
+			},
+			from: StateResponse, to: StateWaitingApproval,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			expectRefusals(t, 1)
 			rep := pipelinetest.NewReplier(echogate.PlatformWeb)
 			store := pipelinetest.NewMemStore()
-			lookup := &countingTool{}
-			reg, err := tools.NewRegistry(lookup)
+			lookup, send := &countingTool{name: "lookup", safety: tools.Safe}, &countingTool{name: "send", safety: tools.Sensitive}
+			reg, err := tools.NewRegistry(lookup, send)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,8 +162,11 @@ func TestRefusedTransitionFailsTheTurn(t *testing.T) {
 			if !strings.Contains(texts, DefaultFallback) || !strings.Contains(texts, "(ref "+turns[0].ID+")") {
 				t.Errorf("posts = %q, want the fallback text with the turn's reference", texts)
 			}
-			if n := lookup.calls(); n != 0 {
-				t.Errorf("tool ran %d times after the refused transition, want 0", n)
+			if n := lookup.calls() + send.calls(); n != 0 {
+				t.Errorf("tools ran %d times after the refused transition, want 0", n)
+			}
+			if pend, err := store.GetPending(context.Background(), ev.SessionKey()); err == nil {
+				t.Errorf("a pause of the failed turn was saved (turn %s, tool %s), want none", pend.Turn, pend.Tool)
 			}
 			labels := map[string]string{"from": tt.from.String(), "to": tt.to.String()}
 			if got := sample(t, m, "echogate_turn_refused_transitions_total", labels).GetCounter().GetValue(); got != 1 {
@@ -167,14 +183,16 @@ func TestRefusedTransitionFailsTheTurn(t *testing.T) {
 	}
 }
 
-// countingTool is a safe tool that counts its calls.
+// countingTool is a tool that counts its calls.
 type countingTool struct {
-	mu sync.Mutex
-	n  int
+	name   string
+	safety tools.Safety
+	mu     sync.Mutex
+	n      int
 }
 
 func (c *countingTool) Spec() tools.Spec {
-	return tools.Spec{Name: "lookup", Description: "lookup", Safety: tools.Safe}
+	return tools.Spec{Name: c.name, Description: c.name, Safety: c.safety}
 }
 
 func (c *countingTool) Call(context.Context, json.RawMessage) (tools.Result, error) {
