@@ -41,6 +41,11 @@ type Request struct {
 	// providers with prompt caching (OpenAI's prompt_cache_key). Empty means none. The loop
 	// sets it to Params.CacheKey, or the session of Params.Hints.
 	CacheKey string
+	// ReportUsage receives the usage of the calls a routing Model made for this request besides
+	// the one its Response describes (a router's failed attempts), attributed to the caller's
+	// turn. The loop sets it to Runtime.ReportUsage; nil leaves them to the Model's own
+	// reporting. Providers ignore it.
+	ReportUsage func(echogate.Usage)
 }
 
 // Hints describe a turn for model routing.

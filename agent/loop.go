@@ -234,7 +234,8 @@ func (r *runner) callModel(ctx context.Context, system string, final bool) (Resp
 	}
 	p := r.rt.Params
 	msgs := r.requestMessages(system + planPrompt(r.state.Plan))
-	req := Request{Model: p.Model, Messages: msgs, MaxTokens: p.MaxTokens, Temperature: p.Temperature, Hints: p.Hints, CacheKey: p.CacheKey}
+	req := Request{Model: p.Model, Messages: msgs, MaxTokens: p.MaxTokens, Temperature: p.Temperature, Hints: p.Hints, CacheKey: p.CacheKey,
+		ReportUsage: r.rt.ReportUsage}
 	if req.CacheKey == "" {
 		req.CacheKey = string(p.Hints.Session)
 	}

@@ -105,13 +105,13 @@ func (p *Pipeline) ownTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	log.Info("new message from another user while a turn is paused: answering it as their own turn", "actor",
 		ev.Actor.QualifiedID(ev.Conversation.Platform))
 	if name, arg, ok := parseCommand(ev.Text); ok && name == cmdNew {
-		if who := p.commandAuthority(ctx, &ev, name, arg, pend.RequestedBy); who != "" {
+		if who := p.commandAuthority(ctx, ctl, &ev, name, arg, pend.RequestedBy); who != "" {
 			p.refuseCommand(ctx, log, ev, "Another user's tool call is waiting for approval in this conversation, "+
 				"so it can't be cleared now. Try again once it is decided. "+who)
 			return
 		}
 	}
-	if p.commandOf(ctx, log, &ev, pend.RequestedBy) {
+	if p.commandOf(ctx, ctl, log, &ev, pend.RequestedBy) {
 		return
 	}
 	p.runTurn(ctx, ctl, log, &ev, []echogate.Message{userMessage(&ev)}, withPauseHeld())

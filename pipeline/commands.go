@@ -66,13 +66,13 @@ func isStopCommand(text string) bool {
 
 // command handles the chat commands. It reports whether ev was one; a command always ends its
 // exchange with an answer (see answerCommand), so no client waits for a turn that never comes.
-func (p *Pipeline) command(ctx context.Context, log *slog.Logger, evp *echogate.InboundEvent) bool {
-	return p.commandOf(ctx, log, evp, "")
+func (p *Pipeline) command(ctx context.Context, ctl *turnCtl, log *slog.Logger, evp *echogate.InboundEvent) bool {
+	return p.commandOf(ctx, ctl, log, evp, "")
 }
 
 // commandOf is command in a session whose paused turn requester started ("" none): the
 // requester has a say over the conversation's commands too (authority).
-func (p *Pipeline) commandOf(ctx context.Context, log *slog.Logger, evp *echogate.InboundEvent, requester string) bool {
+func (p *Pipeline) commandOf(ctx context.Context, ctl *turnCtl, log *slog.Logger, evp *echogate.InboundEvent, requester string) bool {
 	ev := *evp
 	name, arg, ok := parseCommand(ev.Text)
 	if !ok {
@@ -82,7 +82,7 @@ func (p *Pipeline) commandOf(ctx context.Context, log *slog.Logger, evp *echogat
 		}
 		return false
 	}
-	if refused := p.commandAuthority(ctx, &ev, name, arg, requester); refused != "" {
+	if refused := p.commandAuthority(ctx, ctl, &ev, name, arg, requester); refused != "" {
 		p.refuseCommand(ctx, log, ev, refused)
 		return true
 	}
@@ -96,7 +96,7 @@ func (p *Pipeline) commandOf(ctx context.Context, log *slog.Logger, evp *echogat
 		// A running turn was stopped by the dispatcher already; a paused one by handlePaused.
 		answer = "Nothing is running in this conversation."
 	case cmdNew:
-		answer = p.newCommand(ctx, log, ev)
+		answer = p.newCommand(ctx, ctl, log, ev)
 	default:
 		answer = commandHelp() + p.skillsHelp(ev) // skills.go
 	}
@@ -107,7 +107,7 @@ func (p *Pipeline) commandOf(ctx context.Context, log *slog.Logger, evp *echogat
 // commandAuthority applies authority to the commands that act on the whole conversation:
 // !new, and !model with a choice (showing it is anyone's). It returns who can when ev's sender
 // may not, "" when they may.
-func (p *Pipeline) commandAuthority(ctx context.Context, ev *echogate.InboundEvent, name, arg, requester string) string {
+func (p *Pipeline) commandAuthority(ctx context.Context, ctl *turnCtl, ev *echogate.InboundEvent, name, arg, requester string) string {
 	a := actMessage
 	switch {
 	case name == cmdNew:
@@ -119,7 +119,7 @@ func (p *Pipeline) commandAuthority(ctx context.Context, ev *echogate.InboundEve
 	}
 	prof := p.profileFor(*ev)
 	who := parties{requester: requester, approvers: prof.approvers, dm: ev.Conversation.DM, pinned: a == actModelSet && prof.pinned}
-	waitSessionWrite(ctx) // a new conversation's starter may be the one whose upsert is landing
+	ctl.waitSessionWrite() // a new conversation's starter may be the one whose upsert is landing
 	if p.allowed(ctx, ev, a, &who) {
 		return ""
 	}
@@ -177,9 +177,9 @@ func (p *Pipeline) modelCommand(ev echogate.InboundEvent, arg string) string {
 
 // newCommand forgets the conversation: transcript, pause, grants and model choice. The usage
 // ledger keeps its entries.
-func (p *Pipeline) newCommand(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent) string {
+func (p *Pipeline) newCommand(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent) string {
 	key := ev.SessionKey()
-	waitSessionWrite(ctx) // never delete before the session's own upsert landed
+	ctl.waitSessionWrite() // never delete before the session's own upsert landed
 	if err := p.d.Store.DeleteSession(ctx, key); err != nil {
 		log.Error("pipeline: /new delete session", "err", err)
 		return "I couldn't clear this conversation just now; try again in a moment."

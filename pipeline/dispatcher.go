@@ -96,6 +96,10 @@ type turnCtl struct {
 	stopping atomic.Bool
 	cancel   context.CancelFunc
 	owner    atomic.Pointer[turnOwner] // whose turn runs, for authority (authority_running.go)
+	// The handled event's completion and the wait for its session record's write, set by
+	// handle before a turn or command answers it (handle.go); nil when none.
+	done           *completion
+	sessionWritten func()
 }
 
 func (c *turnCtl) stop() {

@@ -6,9 +6,11 @@
 // turn's end). Metrics and tracing wrap the stages as decorators (stages.go).
 //
 // A turn's lifecycle is a State (state.go): one Transition function decides which moves are
-// legal, and the turn events users see follow from the transitions. What recovery needs is
-// durable in the store's TurnLog before the effect it guards (store.go); recovery.go finishes,
-// at start, what a crash interrupted, from the last durable state.
+// legal, and the turn events users see follow from the transitions. A move it refuses fails the
+// turn (Turn.refuse: counted, logged with the turn id, answered with the fallback text,
+// recorded failed); the package's tests fail on any refusal they did not provoke. What
+// recovery needs is durable in the store's TurnLog before the effect it guards (store.go);
+// recovery.go finishes, at start, what a crash interrupted, from the last durable state.
 //
 // The pipeline talks to platforms only through the Replier interface and the Caps read from
 // it once; it never imports channels.
@@ -26,7 +28,11 @@
 //     stageTimeout, waited for before the turn's end is written (started, usage.inFlight);
 //     its question is written by the first that needs it durable (a tool run, the next model
 //     call, a timer), on that goroutine, else with the turn's end (start.go).
-//   - A stop sets the turn's stopping flag and cancels its context; the ResponseStage runs on
-//     a fresh bounded context so a stopped turn is still answered and recorded.
+//   - A stop sets the turn's stopping flag and cancels its context; the ResponseStage, the
+//     stream and async usage writes run on the turn's context without its cancellation
+//     (context.WithoutCancel) and a bound of their own, so a stopped turn is still answered and
+//     recorded, and the turn's values (span, logger) reach them. No turn path starts from
+//     context.Background(); per-turn values are fields of the Turn or of its turnCtl, never
+//     context values (TestNoDetachedContextsOrContextValuesOnTurnPaths).
 //   - Every queue has a bound: Config.MailboxSize events per session (ErrMailboxFull beyond).
 package pipeline

@@ -17,7 +17,7 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it *item) {
 	log := deferredLogger(p.log, slog.Any("session", ev.SessionKey()), slog.String("event_id", ev.ID),
 		slog.String("channel", ev.Conversation.Platform))
 	done := &completion{p: p, key: ev.DedupeKey(), log: log}
-	ctx = withCompletion(ctx, done)
+	ctl.done = done
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 		defer cancel()
@@ -33,7 +33,8 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it *item) {
 			return
 		}
 	}
-	ctx, wait, opt := p.writeSession(ctx, log, ev)
+	wait, opt := p.writeSession(ctx, log, ev)
+	ctl.sessionWritten = wait
 	defer wait()
 	if opt != nil {
 		opts = append(opts, opt)
@@ -72,8 +73,8 @@ func (p *Pipeline) recoverReplay(ctx context.Context, ctl *turnCtl, log *slog.Lo
 // nothing reads it before the turn ends, and its write joins the turn's first commit (group
 // commit). A session active in the last minute has it already (see sessionMarks): then the
 // returned option lets the turn write it should its transcript show it gone. wait waits for
-// the write (also reachable from ctx, see waitSessionWrite).
-func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev *echogate.InboundEvent) (context.Context, func(), turnOption) {
+// the write (handle keeps it on the turn's control, see waitSessionWrite).
+func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev *echogate.InboundEvent) (func(), turnOption) {
 	key, now := ev.SessionKey(), p.cfg.Now()
 	info := echogate.SessionInfo{Key: key, Conversation: ev.Conversation, UserID: ev.Actor.QualifiedID(ev.Conversation.Platform),
 		Ephemeral: ev.Ephemeral, CreatedAt: now, UpdatedAt: now}
@@ -102,7 +103,7 @@ func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev *echog
 			log.Error("pipeline: upsert session", "err", err)
 		}
 	})
-	return context.WithValue(ctx, sessionWriteKey{}, wait), wait, opt
+	return wait, opt
 }
 
 // route sends the event where it belongs: to the session's paused turn, to a command, or to a
@@ -123,7 +124,7 @@ func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev
 		return // an internal event for a pause that no longer exists
 	case ev.Kind == echogate.KindReaction:
 		return // reactions only matter on approval prompts (stop is handled by Submit)
-	case p.command(ctx, log, ev):
+	case p.command(ctx, ctl, log, ev):
 		return
 	case isStop(ev):
 		return // nothing is running
@@ -133,11 +134,20 @@ func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev
 	p.runUserTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, opts...) // per-user limits (peruser.go)
 }
 
-type sessionWriteKey struct{}
-
-// waitSessionWrite waits until the session record of the event being handled is written.
-func waitSessionWrite(ctx context.Context) {
-	if f, ok := ctx.Value(sessionWriteKey{}).(func()); ok {
-		f()
+// waitSessionWrite waits until the session record of the event being handled is written
+// (writeSession); it returns at once when there is none to wait for.
+func (c *turnCtl) waitSessionWrite() {
+	if c != nil && c.sessionWritten != nil {
+		c.sessionWritten()
 	}
+}
+
+// takeCompletion takes the handled event's completion for a caller that writes it itself, in
+// a TurnLog.FinishTurn: it returns the event's key, or false when the completion was written
+// or taken already, or there is none.
+func (c *turnCtl) takeCompletion() (string, bool) {
+	if c == nil || c.done == nil || !c.done.take() {
+		return "", false
+	}
+	return c.done.key, true
 }

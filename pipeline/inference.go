@@ -6,7 +6,6 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/cost"
-	"github.com/echogate/echogate/agent/router"
 )
 
 // InferenceStage runs the agent loop (agent.Run) on the input the ContextStage built: the
@@ -19,9 +18,9 @@ type InferenceStage struct{ p *Pipeline }
 // Process implements Stage. It blocks for the whole loop; ctx's cancellation (a stop, the
 // turn timeout) ends the model stream and the running tools.
 func (s InferenceStage) Process(ctx context.Context, t *Turn) error {
-	// A routing model reports the usage of failed attempts through the context, attributed
-	// to this turn.
-	t.res = agent.Run(router.WithUsageReporter(ctx, t.reportUsage), t.in, s.p.runtime(t))
+	// A routing model reports the usage of failed attempts to Runtime.ReportUsage (the loop
+	// puts it on every agent.Request), attributed to this turn.
+	t.res = agent.Run(ctx, t.in, s.p.runtime(t))
 	// The turn's context is not needed any more, nor, unless the turn pauses, the conversation
 	// in its state: neither is kept while the ResponseStage posts and waits for its writes.
 	t.in = agent.Input{}

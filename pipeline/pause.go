@@ -28,16 +28,21 @@ func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string
 	if pz.Kind == echogate.PauseApproval && p.cfg.OnTimeout == OnTimeoutDeny {
 		pend.ExpiresAt = p.cfg.Now().Add(p.cfg.ApprovalTimeout)
 	}
+	resting := StateWaitingApproval
+	if pz.Kind == echogate.PauseAsk {
+		resting = StateClarifying
+	}
+	// The turn rests before its pause is saved: a pause its lifecycle refuses is never saved
+	// (the turn fails; the ResponseStage answers it, failRefused).
+	changed := t.enter(resting)
+	if t.refused() != nil {
+		return "", nil
+	}
 	if err := p.savePending(ctx, pend); err != nil {
 		t.enter(StateFailed)
 		return out.Text, fmt.Errorf("pipeline: save paused turn: %w", err)
 	}
 	p.d.Metrics.ApprovalPending(1)
-	resting := StateWaitingApproval
-	if pz.Kind == echogate.PauseAsk {
-		resting = StateClarifying
-	}
-	changed := t.enter(resting)
 	ref, err := t.rep.Send(ctx, out)
 	if err != nil {
 		return out.Text, fmt.Errorf("pipeline: post approval prompt: %w", err)

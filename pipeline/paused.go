@@ -38,7 +38,7 @@ func (p *Pipeline) handlePaused(ctx context.Context, ctl *turnCtl, log *slog.Log
 	if !p.authorized(ctx, ctl, log, ev, pend, prof) {
 		return
 	}
-	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(&ev) && p.commandOf(ctx, log, &ev, pend.RequestedBy) {
+	if ev.Kind != echogate.KindReaction && !ev.Actor.IsSelf && !isStop(&ev) && p.commandOf(ctx, ctl, log, &ev, pend.RequestedBy) {
 		return // a command leaves the pause as it is
 	}
 	d := p.decide(ev, pend, log)

@@ -119,7 +119,7 @@ func (p *Pipeline) recoverEvent(ctx context.Context, ctl *turnCtl, log *slog.Log
 				p.repostPrompt(ctx, log, ev, pend)
 			}
 			return recovery{handled: true}
-		case tr.Status == echogate.TurnRunning && p.posted(ctx, log, ev, tr, nil):
+		case tr.Status == echogate.TurnRunning && p.posted(ctx, ctl, log, ev, tr, nil):
 			return recovery{handled: true}
 		case tr.Status == echogate.TurnRunning:
 			dead[tr.ID] = true
@@ -209,7 +209,7 @@ const replyLookups = 3
 // platform by the turn's id, with retries); then it records the turn's end from what the
 // platform shows (the question, when the dead turn had not saved it, and that answer), so the
 // event is not answered twice.
-func (p *Pipeline) posted(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, tr echogate.TurnRecord, resumed *echogate.TurnResume) bool {
+func (p *Pipeline) posted(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev echogate.InboundEvent, tr echogate.TurnRecord, resumed *echogate.TurnResume) bool {
 	finder := p.caps[ev.Conversation.Platform].Finder
 	if finder == nil {
 		return false
@@ -244,8 +244,8 @@ func (p *Pipeline) posted(ctx context.Context, log *slog.Logger, ev echogate.Inb
 	msgs = append(msgs, echogate.Message{Role: echogate.RoleAssistant, Content: text})
 	tr.Status, tr.EndedAt = echogate.TurnDoneSt, p.cfg.Now()
 	end := echogate.TurnEnd{Session: ev.SessionKey(), Turn: tr, Messages: msgs, At: p.cfg.Now()}
-	if c := completionFrom(ctx); c != nil && c.take() {
-		end.EventKey = c.key
+	if key, ok := ctl.takeCompletion(); ok {
+		end.EventKey = key
 	}
 	if err := p.d.Store.FinishTurn(ctx, end); err != nil {
 		log.Warn("pipeline: record the end of a turn that had posted its answer", "turn", tr.ID, "err", err)
@@ -286,7 +286,7 @@ func (p *Pipeline) recoverResumed(ctx context.Context, ctl *turnCtl, log *slog.L
 	if err == nil && tr.Status != echogate.TurnRunning {
 		return
 	}
-	if err == nil && p.posted(ctx, log, ev, tr, &r) {
+	if err == nil && p.posted(ctx, ctl, log, ev, tr, &r) {
 		return
 	}
 	if pend, err := p.d.Store.GetPending(ctx, r.Session); err == nil && pend.Turn == r.Turn {
@@ -409,15 +409,4 @@ func (c *completion) complete(ctx context.Context) {
 			c.log.Error("pipeline: complete event", "err", err)
 		}
 	})
-}
-
-type completionKey struct{}
-
-func withCompletion(ctx context.Context, c *completion) context.Context {
-	return context.WithValue(ctx, completionKey{}, c)
-}
-
-func completionFrom(ctx context.Context) *completion {
-	c, _ := ctx.Value(completionKey{}).(*completion)
-	return c
 }

@@ -29,8 +29,10 @@ type responder struct {
 	text         strings.Builder // what was streamed so far
 	needSep      bool
 	firstToken   bool
-	streamCtx    context.Context
-	contUsed     bool // the turn's answer went into Turn.cont (posting.go)
+	// streamCtx is the turn's detached context (Turn.detached): the stream and the plan
+	// message outlive a stop, since the stopped turn's final text goes into them.
+	streamCtx context.Context
+	contUsed  bool // the turn's answer went into Turn.cont (posting.go)
 
 	// The plan message, edited in place (rate-limited); planMu is separate from mu so a plan
 	// edit never waits on a stream update.
@@ -42,7 +44,7 @@ type responder struct {
 }
 
 func newResponder(p *Pipeline, t *Turn) *responder {
-	return &responder{p: p, t: t, streamCtx: context.Background(), str: t.caps.Streamer, obs: t.caps.Observer}
+	return &responder{p: p, t: t, str: t.caps.Streamer, obs: t.caps.Observer}
 }
 
 func (r *responder) outbound(kind echogate.OutboundKind, text string) echogate.Outbound {

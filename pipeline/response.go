@@ -30,6 +30,11 @@ type ResponseStage struct{ p *Pipeline }
 // a stop); the post is bounded by postBudget and the end's write by endTimeout.
 func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
 	p := s.p
+	// A turn whose lifecycle refused a move fails: its outcome is not trusted (refuse).
+	refused := t.refused()
+	if refused != nil {
+		t.res = agent.Result{Status: agent.StatusError, Err: refused, Answer: t.res.Answer, Usage: t.res.Usage, Model: t.res.Model, RouteReason: t.res.RouteReason}
+	}
 	res := t.res
 	// Unless a tool or the delay made it written already, the question is appended with the
 	// answer (see startTurn). A pause saves it first: the pause outlives this turn.
@@ -51,6 +56,9 @@ func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
 	cancel()
 	if postErr != nil {
 		p.undelivered(ctx, t, postErr)
+	}
+	if err := t.refused(); refused == nil && err != nil {
+		p.failRefused(ctx, t, err) // refused while posting
 	}
 	if t.life.State() == StateResponse {
 		t.enter(StateDone)
@@ -120,13 +128,37 @@ func (p *Pipeline) undelivered(ctx context.Context, t *Turn, err error) {
 	}
 }
 
+// failRefused fails a turn whose lifecycle refused a move while its outcome was posted: the
+// user is told with the fallback text, and the turn ends failed (finalStatus).
+func (p *Pipeline) failRefused(ctx context.Context, t *Turn, err error) {
+	p.d.Metrics.DegradedAnswer()
+	if t.rec.Error == "" {
+		t.rec.Error = errText(err)
+	}
+	_, _ = t.life.Enter(StateFailed) // refused again when terminal: finalStatus says failed all the same
+	text := p.cfg.FallbackText + " (ref " + t.id + ")"
+	nctx, cancel := context.WithTimeout(ctx, stageTimeout-postBudget-endTimeout)
+	defer cancel()
+	p.notify(nctx, t.log, t.ev, text)
+	t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: text})
+}
+
+// finalStatus is the turn record's status for the state the turn ended in. A turn whose
+// lifecycle refused a move failed, whatever state it reached.
+func (t *Turn) finalStatus() echogate.TurnStatus {
+	if t.refused() != nil {
+		return echogate.TurnFailed
+	}
+	return statusOf(t.life.State())
+}
+
 // endTurn writes the turn's end: one TurnLog.FinishTurn on a bounded context of its own, with
 // the new transcript messages (input first), the record's final state, the last usage entries
 // and the event's completion. It waits for the usage writes issued during the turn.
 func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input []echogate.Message) {
 	rec := t.rec
 	rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens, rec.CostUSD = t.usage.totals()
-	rec.Status, rec.EndedAt = statusOf(t.life.State()), p.cfg.Now()
+	rec.Status, rec.EndedAt = t.finalStatus(), p.cfg.Now()
 	rec.Skills = t.skills.names() // skills.go
 	if res.Model != "" {
 		rec.Model, rec.RouteReason = res.Model, res.RouteReason
@@ -137,8 +169,8 @@ func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input
 		msgs = append(append(make([]echogate.Message, 0, len(input)+len(msgs)), input...), msgs...)
 	}
 	end := echogate.TurnEnd{Session: t.rec.Session, Messages: msgs, Turn: rec, At: p.cfg.Now(), Usage: t.usage.take()}
-	if c := completionFrom(ctx); c != nil && c.take() {
-		end.EventKey = c.key
+	if key, ok := t.ctl.takeCompletion(); ok {
+		end.EventKey = key
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
 	defer cancel()
@@ -160,7 +192,7 @@ func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
 	key, status, rec, resumed := t.key, t.rec.Status, t.rec, t.resume != nil
 	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
 	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
-		waitSessionWrite(ctx) // never delete before the session's own upsert landed
+		t.ctl.waitSessionWrite() // never delete before the session's own upsert landed
 		if info, err := p.d.Store.GetSession(ctx, key); t.ev.Ephemeral || (err == nil && info.Ephemeral) {
 			if err := p.d.Store.DeleteSession(ctx, key); err != nil {
 				t.log.Warn("pipeline: remove ephemeral session", "err", err)

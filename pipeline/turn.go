@@ -38,6 +38,14 @@ type Turn struct {
 	act     *activity // nil unless the channel shows activity
 	ctl     *turnCtl
 	life    *Lifecycle
+	// stop cancels the turn's stages with a cause (runTurn); refusal is the first transition
+	// the lifecycle refused, which fails the turn (refuse).
+	stop    context.CancelCauseFunc
+	refusal atomic.Pointer[error]
+	// detached is the turn's context without its cancellation, bounded by the turn's longest
+	// life (runTurn): what must outlive a stop (the stream, usage writes) derives from it, so
+	// the turn's values (span, logger) flow and nothing outlives the turn.
+	detached context.Context
 
 	// What the turn continues from: a resumed turn's paused state and the decision (nil for
 	// a new turn), the durable record of that decision, and the messages the event adds.
@@ -132,13 +140,13 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 }
 
 // enter moves the turn's lifecycle to `to` and announces the transition's turn event, if it
-// has one without data (the start). It reports whether the state changed; an illegal move is
-// logged and leaves the state as it was.
+// has one without data (the start). It reports whether the state changed. An illegal move
+// leaves the state as it was and fails the turn (refuse).
 func (t *Turn) enter(to State) bool {
 	from := t.life.State()
 	changed, err := t.life.Enter(to)
 	if err != nil {
-		t.log.Error("pipeline: refused turn transition", "err", err)
+		t.refuse(from, to, err)
 		return false
 	}
 	if typ, ok := turnEventOf(from, to); changed && ok && typ == echogate.TurnStarted {
@@ -146,6 +154,37 @@ func (t *Turn) enter(to State) bool {
 	}
 	return changed
 }
+
+// refuse fails the turn on a move its lifecycle refused: a pipeline bug, never the user's
+// doing. The refusal is counted and logged with the turn id and both states, the turn's stages
+// are stopped (no tool runs after it), and the ResponseStage answers and records the turn as
+// failed, whatever state it reached (failRefused, refusedStatus). Tests fail on any refusal
+// they did not ask for (refusals, TestMain).
+func (t *Turn) refuse(from, to State, err error) {
+	refusals.Add(1)
+	t.p.d.Metrics.RefusedTransition(from.String(), to.String())
+	t.log.Error("pipeline: refused turn transition; the turn fails", "from", from.String(), "to", to.String(), "err", err)
+	if t.refusal.CompareAndSwap(nil, &err) && t.stop != nil {
+		t.stop(err)
+	}
+}
+
+// refused is the error of the first transition the turn's lifecycle refused, or nil.
+func (t *Turn) refused() error {
+	if e := t.refusal.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// refusals counts every refused transition of the process; the package's tests fail when it
+// is not what they expected (TestMain).
+var refusals atomic.Int64
+
+// RefusedTransitions is how many turn transitions the lifecycle refused in this process, over
+// every Pipeline (each failed its turn and is in echogate_turn_refused_transitions_total). Any
+// is a pipeline bug: test binaries that run turns check that it stays zero.
+func RefusedTransitions() int64 { return refusals.Load() }
 
 // runTurn runs the three stages for one event.
 func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) {
@@ -162,12 +201,17 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	}()
 	defer t.startActivity(ctx)() // cleared when the turn ends, however it ends
 	defer t.releaseBudget()      // after the ResponseStage recorded the last call's usage
+	// The longest a turn lives: its timeout, then the ResponseStage's own bound.
+	detached, endDetached := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.TurnTimeout+stageTimeout)
+	defer endDetached()
+	t.detached, t.out.streamCtx = detached, detached
+	ctx, stopTurn := context.WithCancelCause(ctx)
+	defer stopTurn(nil)
+	t.stop = stopTurn
 	t.enter(t.firstState())
 
 	// The turn record and the user's message are written while the context is built and the
 	// model runs (see startTurn). A resumed turn's record was written with its decision.
-	ctx, stopTurn := context.WithCancelCause(ctx)
-	defer stopTurn(nil)
 	begin := p.beginTurn(t.rec)
 	var input []echogate.Message
 	if t.resume == nil && !t.inputSaved {

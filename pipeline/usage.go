@@ -81,7 +81,7 @@ func (t *Turn) recordAsync(rec echogate.UsageRecord) {
 	t.usage.inFlight.Add(1)
 	go func() {
 		defer t.usage.inFlight.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), stageTimeout)
+		ctx, cancel := context.WithTimeout(t.detached, stageTimeout)
 		defer cancel()
 		t.record(ctx, rec)
 	}()

@@ -44,6 +44,8 @@ func (c *Compressor) summarize(ctx context.Context, session echogate.SessionKey,
 		},
 		MaxTokens: maxTokens,
 		Hints:     agent.Hints{Session: session},
+		// A router's failed attempts go where this call's usage goes (the turn's ledger).
+		ReportUsage: report,
 	}
 	if c.cfg.Model != c.cfg.ChatModel {
 		req.Hints.Override = c.cfg.Model // a router must use the configured summarizer

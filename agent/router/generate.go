@@ -12,25 +12,18 @@ import (
 	"github.com/echogate/echogate/internal/lazyre"
 )
 
-type reporterKey struct{}
-
-// WithUsageReporter returns a context whose Generate calls report failed attempts' usage to f
-// instead of Config.OnUsage. The pipeline sets it per turn with the same function it gives
-// agent.Runtime.ReportUsage, so failed attempts are attributed to the turn like every other usage.
-func WithUsageReporter(ctx context.Context, f func(echogate.Usage)) context.Context {
-	return context.WithValue(ctx, reporterKey{}, f)
-}
-
-func (r *Router) reportFailed(ctx context.Context, u echogate.Usage, log *slog.Logger) {
-	if f, _ := ctx.Value(reporterKey{}).(func(echogate.Usage)); f != nil {
-		f(u)
+// reportFailed reports the usage of a failed attempt: to the request's own reporter (set by the
+// agent loop, it knows the turn), else to Config.OnUsage.
+func (r *Router) reportFailed(req agent.Request, u echogate.Usage, log *slog.Logger) {
+	if req.ReportUsage != nil {
+		req.ReportUsage(u)
 		return
 	}
 	if r.cfg.OnUsage != nil {
 		r.cfg.OnUsage(u)
 		return
 	}
-	log.Warn("router: usage of a failed attempt not recorded: set router Config.OnUsage or WithUsageReporter",
+	log.Warn("router: usage of a failed attempt not recorded: set router Config.OnUsage or agent.Request.ReportUsage",
 		"in", u.InputTokens, "out", u.OutputTokens)
 }
 
@@ -89,7 +82,7 @@ func (r *Router) Generate(ctx context.Context, req agent.Request, onDelta func(a
 		}
 		if g.pending != nil {
 			// Another attempt starts: the previous one is final, report it now.
-			r.reportFailed(ctx, g.pending.resp.Usage, g.log())
+			r.reportFailed(req, g.pending.resp.Usage, g.log())
 			g.pending = nil
 		}
 		areq := req

@@ -12,7 +12,7 @@
 // reached onDelta: the user never sees two answers. Each attempt's usage reaches the ledger exactly
 // once: the returned Response carries the usage of the attempt it describes (the agent loop reports
 // it), and every earlier, failed attempt is reported through the usage reporter (see
-// WithUsageReporter and Config.OnUsage) before the next attempt starts.
+// agent.Request.ReportUsage and Config.OnUsage) before the next attempt starts.
 package router
 
 import (
@@ -81,8 +81,8 @@ type Config struct {
 	Clock func() time.Time
 	// OnUsage receives the usage of every failed attempt that was followed by another attempt
 	// (Failed set, Model named, real tokens, usually zero). Wire it to the same ledger entry
-	// point as agent.Runtime.ReportUsage. A reporter set on the call's context with
-	// WithUsageReporter takes precedence (it knows the turn); OnUsage is the fallback for calls
+	// point as agent.Runtime.ReportUsage. The request's own agent.Request.ReportUsage takes
+	// precedence (the agent loop sets it: it knows the turn); OnUsage is the fallback for calls
 	// without one. It is called synchronously from Generate and must not block for long.
 	OnUsage func(echogate.Usage)
 	// OnState is called when a model's breaker changes state ("closed", "half-open", "open"),

@@ -150,7 +150,7 @@ func TestGenerateEveryModelFails(t *testing.T) {
 	}
 }
 
-func TestUsageReporterFromContextWins(t *testing.T) {
+func TestRequestUsageReporterWins(t *testing.T) {
 	strong := agenttest.NewScriptedModel(agenttest.Fail(unavailable(500)))
 	light := agenttest.NewScriptedModel(agenttest.Reply("ok"))
 	global, turn := &ledger{}, &ledger{}
@@ -159,7 +159,9 @@ func TestUsageReporterFromContextWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Generate(WithUsageReporter(context.Background(), turn.report), userReq("hi"), nil); err != nil {
+	req := userReq("hi")
+	req.ReportUsage = turn.report
+	if _, err := r.Generate(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(global.entries()) != 0 || len(turn.entries()) != 1 {

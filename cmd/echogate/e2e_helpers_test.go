@@ -29,6 +29,7 @@ import (
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/channels/discord/discordtest"
 	"github.com/echogate/echogate/channels/slack/slacktest"
+	"github.com/echogate/echogate/pipeline"
 )
 
 // waitTimeout bounds every wait for the gateway to do something. It is generous because the
@@ -46,6 +47,11 @@ var e2eBinary struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if n := pipeline.RefusedTransitions(); n != 0 && code == 0 {
+		// A refused turn transition is a pipeline bug, even when the turn's failure went unseen.
+		fmt.Fprintf(os.Stderr, "FAIL: %d refused turn transitions in the in-process tests (see the log lines \"pipeline: refused turn transition\")\n", n)
+		code = 1
+	}
 	if e2eBinary.dir != "" {
 		_ = os.RemoveAll(e2eBinary.dir)
 	}

@@ -13,6 +13,9 @@ import (
 type stageCollectors struct {
 	StageSeconds *prometheus.HistogramVec // stage, channel, agent
 	StageRuns    *prometheus.CounterVec   // stage, channel, agent, outcome
+	// RefusedTransitions counts the moves the turn's lifecycle refused (from, to: state names,
+	// ten of them). Each failed its turn; any at all is a pipeline bug.
+	RefusedTransitions *prometheus.CounterVec
 }
 
 func (m *Metrics) registerStages(r *prometheus.Registry) {
@@ -23,7 +26,17 @@ func (m *Metrics) registerStages(r *prometheus.Registry) {
 	m.StageRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_stage_runs_total",
 		Help: "Stages run, by stage, channel, agent profile and outcome (ok, error, paused, stopped)."},
 		[]string{"stage", "channel", "agent", "outcome"})
-	r.MustRegister(m.StageSeconds, m.StageRuns)
+	m.RefusedTransitions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "echogate_turn_refused_transitions_total",
+		Help: "Turn lifecycle transitions refused by the state machine, by from and to state; each failed its turn (a pipeline bug)."},
+		[]string{"from", "to"})
+	r.MustRegister(m.StageSeconds, m.StageRuns, m.RefusedTransitions)
+}
+
+// RefusedTransition counts a lifecycle move from → to that the state machine refused.
+func (m *Metrics) RefusedTransition(from, to string) {
+	if m != nil {
+		m.RefusedTransitions.WithLabelValues(from, to).Inc()
+	}
 }
 
 // Stage records one run of a turn's stage: how long it took and how it ended.
