@@ -36,6 +36,7 @@ type Manager struct {
 	servers []*server
 	byName  map[string]*server
 	running atomic.Bool
+	logins  *Logins // nil without auth: oauth servers
 
 	mu      sync.Mutex
 	updated chan struct{}
@@ -47,7 +48,11 @@ type ServerStatus struct {
 	Transport string // "stdio" or "http"
 	Target    string // the command, or the URL without credentials
 	Connected bool
-	Tools     []string // registered tool names, sorted
+	// NeedsLogin is set for a server with auth: oauth that has no usable grant (none stored,
+	// refused, or more scope wanted): its tools are withheld until a login; LastError says
+	// why and what to run.
+	NeedsLogin bool
+	Tools      []string // registered tool names, sorted
 	// LastError is why the server is not connected (or the last listing problem); empty when
 	// all is well. It never holds header values or URL credentials.
 	LastError string
@@ -83,6 +88,21 @@ func New(cfg Config, reg *tools.Registry, log *slog.Logger, onState func(tool, f
 		s := newServer(m, sc)
 		m.servers = append(m.servers, s)
 		m.byName[sc.Name] = s
+		if sc.Auth == AuthOAuth && (cfg.Tokens == nil || cfg.OAuthRedirectURL == "") {
+			return nil, fmt.Errorf("%w: mcp.servers[%d] (%s): auth: oauth needs a token store (%s and a database) and the gateway's OAuth redirect URL (its /oauth/callback)", ErrConfig, i, sc.Name, "ECHOGATE_SECRET_KEY")
+		}
+	}
+	if cfg.Tokens != nil && cfg.OAuthRedirectURL != "" {
+		l, err := NewLogins(LoginConfig{Servers: cfg.Servers, Tokens: cfg.Tokens, RedirectURL: cfg.OAuthRedirectURL,
+			HTTPClient: cfg.OAuthHTTPClient, Now: cfg.Now, OnStored: m.loginStored})
+		if err != nil {
+			return nil, err
+		}
+		if len(l.Servers()) > 0 {
+			m.logins = l
+		} else {
+			l.Close()
+		}
 	}
 	return m, nil
 }
@@ -106,7 +126,25 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	if m.logins != nil {
+		m.logins.Close()
+	}
 	return nil
+}
+
+// Logins returns the OAuth logins of the servers with auth: oauth (nil when there are none):
+// Begin/Complete for `echogate mcp login` and the /oauth/callback route. A completed login
+// reconnects its server at once.
+func (m *Manager) Logins() *Logins { return m.logins }
+
+// loginStored wakes a server waiting for a login.
+func (m *Manager) loginStored(k TokenKey) {
+	if s := m.byName[k.Server]; s != nil && k.User == "" {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Status reports every server in configuration order.
@@ -145,6 +183,7 @@ type server struct {
 	allow      allowList
 	relist     chan struct{} // a tools/list_changed arrived
 	broken     chan struct{} // a call saw the connection closed
+	kick       chan struct{} // a login stored a grant: reconnect now
 
 	mu         sync.Mutex
 	session    *sdk.ClientSession
@@ -152,6 +191,8 @@ type server struct {
 	since      time.Time
 	lastErr    string
 	attempts   int
+	lost       string            // this attempt found the OAuth grant unusable (why); reset per attempt
+	needsLogin bool              // the last attempt ended for want of a login
 	known      map[string]*entry // registry name → tool, kept across sessions so breakers survive
 	registered map[string]bool   // names this server holds in the registry now
 }
@@ -184,7 +225,7 @@ func newServer(m *Manager, sc ServerConfig) *server {
 		m: m, cfg: sc, safety: safety, toolSafety: ts, breaker: b, maxOutput: maxOut,
 		log:    m.log.With(slog.String("mcp_server", sc.Name)),
 		allow:  newAllowList(sc.AllowChannels, sc.AllowUsers),
-		relist: make(chan struct{}, 1), broken: make(chan struct{}, 1),
+		relist: make(chan struct{}, 1), broken: make(chan struct{}, 1), kick: make(chan struct{}, 1),
 		known: map[string]*entry{}, registered: map[string]bool{},
 	}
 }
@@ -213,7 +254,7 @@ func (s *server) status() ServerStatus {
 	}
 	sort.Strings(names)
 	return ServerStatus{Name: s.cfg.Name, Transport: s.cfg.Transport(), Target: s.target(), Connected: s.connected,
-		Tools: names, LastError: s.lastErr, Since: s.since, Attempts: s.attempts}
+		NeedsLogin: s.needsLogin, Tools: names, LastError: s.lastErr, Since: s.since, Attempts: s.attempts}
 }
 
 // current returns the live session, nil when disconnected.
@@ -237,6 +278,29 @@ func (s *server) requestRelist() {
 	case s.relist <- struct{}{}:
 	default:
 	}
+}
+
+// loginLost records that the OAuth grant is unusable and ends the session (its tools are then
+// withheld until a login).
+func (s *server) loginLost(reason string) {
+	s.mu.Lock()
+	s.lost = reason
+	s.mu.Unlock()
+	select {
+	case s.broken <- struct{}{}:
+	default:
+	}
+}
+
+// takeLost returns and clears why the attempt that just ended lost its grant ("" if it did
+// not), marking the server as needing login.
+func (s *server) takeLost() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.lost
+	s.lost = ""
+	s.needsLogin = r != ""
+	return r
 }
 
 // sessionBroken is called by a tool call that saw the connection closed: calls fail fast from
@@ -279,14 +343,25 @@ func (s *server) supervise(ctx context.Context) {
 		failures++
 		delay := backoff(s.m.cfg.ReconnectMin, s.m.cfg.ReconnectMax, failures)
 		msg := s.scrub(err.Error())
+		if reason := s.takeLost(); reason != "" {
+			// Nobody can answer a login here: wait for one (or for another replica's, which
+			// only the store shows: look again after ReconnectMax).
+			msg = fmt.Sprintf("needs login: %s; run `echogate mcp login %s`", reason, s.cfg.Name)
+			delay = s.m.cfg.ReconnectMax
+			s.log.Warn("mcp: server needs login; its tools are withheld", "reason", reason)
+		} else {
+			s.log.Warn("mcp: server unavailable; reconnecting", "err", msg, "attempt", n, "retry_in", delay.Round(time.Millisecond))
+		}
 		s.setDown(msg, true)
-		s.log.Warn("mcp: server unavailable; reconnecting", "err", msg, "attempt", n, "retry_in", delay.Round(time.Millisecond))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			s.setDown("stopped", false)
 			return
+		case <-s.kick:
+			t.Stop()
+			failures = 0
 		case <-t.C:
 		}
 	}
@@ -369,7 +444,7 @@ func (s *server) apply(cs *sdk.ClientSession, listed []*sdk.Tool) (bool, error) 
 	}
 	changed := false
 	if !s.connected {
-		s.connected, s.since, s.lastErr, s.attempts = true, time.Now(), "", 0
+		s.connected, s.since, s.lastErr, s.attempts, s.needsLogin = true, time.Now(), "", 0, false
 		changed = true
 	}
 	want := make(map[string]*entry, len(listed))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -101,9 +100,16 @@ func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdi
 	})
 	var transport sdk.Transport
 	if s.cfg.URL != "" {
-		var hc *http.Client
-		transport, hc = newHTTPTransport(s.cfg, s.m.cfg.ConnectTimeout)
+		ht, hc := newHTTPTransport(s.cfg, s.m.cfg.ConnectTimeout)
 		closeIdle = hc.CloseIdleConnections
+		if s.cfg.Auth == AuthOAuth {
+			a, err := s.oauth(ctx)
+			if err != nil {
+				return nil, nil, closeIdle, err
+			}
+			ht.OAuthHandler = a
+		}
+		transport = ht
 	} else {
 		transport, proc = newStdioTransport(s.cfg, func(line string) {
 			s.log.Debug("mcp: server stderr", "line", line)
@@ -134,6 +140,20 @@ func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdi
 		}
 	}
 	return nil, nil, closeIdle, fmt.Errorf("mcp: %s: connect to %s: %w", s.cfg.Name, s.target(), err)
+}
+
+// oauth returns the session's OAuth handler after checking a grant is stored: without one the
+// attempt ends at once, needing login, without asking the server.
+func (s *server) oauth(ctx context.Context) (*tokenAuth, error) {
+	key := TokenKey{Server: s.cfg.Name}
+	if _, err := s.m.cfg.Tokens.Get(ctx, key); err != nil {
+		if errors.Is(err, ErrNoToken) {
+			s.loginLost("no grant stored yet")
+			return nil, fmt.Errorf("mcp: %s: %w", s.cfg.Name, ErrNeedsLogin)
+		}
+		return nil, fmt.Errorf("mcp: %s: read the OAuth grant: %w", s.cfg.Name, err)
+	}
+	return &tokenAuth{key: key, store: s.m.cfg.Tokens, client: s.m.cfg.OAuthHTTPClient, now: s.m.cfg.Now, lost: s.loginLost}, nil
 }
 
 // relistTools lists the tools again after the server said they changed. A failure keeps the

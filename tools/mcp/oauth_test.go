@@ -1,0 +1,184 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate/tools"
+)
+
+// testClock is an injectable clock that tests move forward.
+type testClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+const testRedirect = "http://127.0.0.1:9/oauth/callback"
+
+// oauthManager runs a Manager with one auth: oauth server "tracker" in front of o.
+func oauthManager(t *testing.T, o *oauthServer, store TokenStore, clock *testClock) (*Manager, *tools.Registry) {
+	t.Helper()
+	cfg := fastConfig(ServerConfig{Name: "tracker", URL: o.URL + "/mcp", Auth: AuthOAuth, Safety: "safe"})
+	// A server needing login waits for the login, not for the backoff.
+	cfg.ReconnectMax = time.Hour
+	cfg.Tokens, cfg.OAuthRedirectURL, cfg.Now = store, testRedirect, clock.Now
+	return start(t, cfg)
+}
+
+func needsLogin(m *Manager) func() bool {
+	return func() bool {
+		st := m.Status()[0]
+		return st.NeedsLogin && !st.Connected && strings.Contains(st.LastError, "echogate mcp login tracker")
+	}
+}
+
+// login runs Begin, the browser and Complete, and returns the state used.
+func login(t *testing.T, m *Manager) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	ls, err := m.Logins().Begin(ctx, "tracker", "")
+	if err != nil {
+		t.Fatalf("Begin = %v, want nil", err)
+	}
+	q := browse(t, ls.URL)
+	if q.Get("state") != ls.State {
+		t.Fatalf("redirect state = %q, want %q", q.Get("state"), ls.State)
+	}
+	if k, err := m.Logins().Complete(ctx, q.Get("state"), q.Get("code"), q.Get("iss")); err != nil || k != (TokenKey{Server: "tracker"}) {
+		t.Fatalf("Complete = %v, %v, want {tracker}, nil", k, err)
+	}
+	return ls.State
+}
+
+func TestOAuthServerLoginCallRefreshRevoke(t *testing.T) {
+	o := newOAuthServer(t)
+	store := NewMemoryTokenStore()
+	clock := &testClock{}
+	m, reg := oauthManager(t, o, store, clock)
+
+	// No grant: needs login, no tools offered.
+	waitFor(t, m, "needs login before any login", needsLogin(m))
+	if got := names(reg); len(got) != 0 {
+		t.Fatalf("tools before login = %v, want none", got)
+	}
+
+	state := login(t, m)
+	waitFor(t, m, "tracker__whoami after login", has(reg, "tracker__whoami"))
+	if st := m.Status()[0]; !st.Connected || st.NeedsLogin || st.LastError != "" {
+		t.Errorf("status after login = %+v, want connected, no login needed, no error", st)
+	}
+	g, err := store.Get(context.Background(), TokenKey{Server: "tracker"})
+	if err != nil || g.AccessToken == "" || g.RefreshToken == "" || g.ClientID == "" || g.TokenURL != o.URL+"/token" {
+		t.Fatalf("stored grant = %+v, %v, want tokens, the registered client and the token endpoint", g, err)
+	}
+	if res := call(t, reg, "tracker__whoami", `{}`); res.IsError || !strings.Contains(res.Content, "token="+g.AccessToken) {
+		t.Fatalf("whoami = %+v, want it to carry %s", res, g.AccessToken)
+	}
+	o.mu.Lock()
+	for _, r := range o.resource {
+		if r != o.URL+"/mcp" {
+			t.Errorf("resource parameter = %q, want %q (RFC 8707)", r, o.URL+"/mcp")
+		}
+	}
+	o.mu.Unlock()
+
+	// A replayed or forged state is refused.
+	for _, st := range []string{state, "forged-state", ""} {
+		if _, err := m.Logins().Complete(context.Background(), st, "code-1", o.URL); !errors.Is(err, ErrLoginState) {
+			t.Errorf("Complete(state %q) = %v, want ErrLoginState", st, err)
+		}
+	}
+
+	// Near expiry the token is refreshed before use, and the new grant is stored.
+	clock.Advance(time.Hour - 30*time.Second)
+	res := call(t, reg, "tracker__whoami", `{}`)
+	g2, _ := store.Get(context.Background(), TokenKey{Server: "tracker"})
+	if g2.AccessToken == g.AccessToken || g2.RefreshToken == g.RefreshToken {
+		t.Fatalf("grant after expiry = %+v, want a refreshed one (was %s)", g2, g.AccessToken)
+	}
+	if res.IsError || !strings.Contains(res.Content, "token="+g2.AccessToken) {
+		t.Fatalf("whoami after refresh = %+v, want it to carry %s", res, g2.AccessToken)
+	}
+
+	// A revoked token: the call fails, the server needs login, its tools are withheld.
+	o.revokeAll()
+	tool, _ := reg.Get("tracker__whoami")
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if res, err := tool.Call(ctx, []byte(`{}`)); err == nil && !res.IsError {
+		t.Errorf("whoami with a revoked token = %+v, want an error", res)
+	}
+	waitFor(t, m, "needs login after revocation", needsLogin(m))
+	waitFor(t, m, "tools withheld after revocation", lacks(reg, "tracker__whoami"))
+
+	// A new login brings the tools back.
+	login(t, m)
+	waitFor(t, m, "tracker__whoami after the second login", has(reg, "tracker__whoami"))
+}
+
+func TestOAuthLoginStateExpires(t *testing.T) {
+	o := newOAuthServer(t)
+	clock := &testClock{}
+	l, err := NewLogins(LoginConfig{Servers: []ServerConfig{{Name: "tracker", URL: o.URL + "/mcp", Auth: AuthOAuth}},
+		Tokens: NewMemoryTokenStore(), RedirectURL: testRedirect, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	ls, err := l.Begin(ctx, "tracker", "")
+	if err != nil {
+		t.Fatalf("Begin = %v", err)
+	}
+	if ls.State == "" || len(ls.State) < 16 {
+		t.Errorf("state = %q, want a long random value", ls.State)
+	}
+	q := browse(t, ls.URL)
+	clock.Advance(LoginTTL + time.Second)
+	if _, err := l.Complete(ctx, q.Get("state"), q.Get("code"), q.Get("iss")); !errors.Is(err, ErrLoginState) {
+		t.Errorf("Complete after %s = %v, want ErrLoginState", LoginTTL, err)
+	}
+	if _, err := l.Begin(ctx, "nosuch", ""); err == nil || !strings.Contains(err.Error(), "tracker") {
+		t.Errorf("Begin(nosuch) = %v, want an error listing the servers that log in", err)
+	}
+}
+
+func TestOAuthWrongIssuerRefused(t *testing.T) {
+	o := newOAuthServer(t)
+	store := NewMemoryTokenStore()
+	l, err := NewLogins(LoginConfig{Servers: []ServerConfig{{Name: "tracker", URL: o.URL + "/mcp", Auth: AuthOAuth}},
+		Tokens: store, RedirectURL: testRedirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	ls, err := l.Begin(ctx, "tracker", "")
+	if err != nil {
+		t.Fatalf("Begin = %v", err)
+	}
+	q := browse(t, ls.URL)
+	if _, err := l.Complete(ctx, q.Get("state"), q.Get("code"), "https://evil.example"); err == nil || !strings.Contains(err.Error(), "issuer") {
+		t.Errorf("Complete with a foreign iss = %v, want an issuer mismatch", err)
+	}
+	if _, err := store.Get(ctx, TokenKey{Server: "tracker"}); !errors.Is(err, ErrNoToken) {
+		t.Errorf("grant after a refused login = %v, want ErrNoToken", err)
+	}
+}
