@@ -92,17 +92,8 @@ func New(cfg Config, reg *tools.Registry, log *slog.Logger, onState func(tool, f
 			return nil, fmt.Errorf("%w: mcp.servers[%d] (%s): auth: oauth needs a token store (%s and a database) and the gateway's OAuth redirect URL (its /oauth/callback)", ErrConfig, i, sc.Name, "ECHOGATE_SECRET_KEY")
 		}
 	}
-	if cfg.Tokens != nil && cfg.OAuthRedirectURL != "" {
-		l, err := NewLogins(LoginConfig{Servers: cfg.Servers, Tokens: cfg.Tokens, RedirectURL: cfg.OAuthRedirectURL,
-			HTTPClient: cfg.OAuthHTTPClient, Now: cfg.Now, OnStored: m.loginStored})
-		if err != nil {
-			return nil, err
-		}
-		if len(l.Servers()) > 0 {
-			m.logins = l
-		} else {
-			l.Close()
-		}
+	if err := m.startLogins(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -130,21 +121,6 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.logins.Close()
 	}
 	return nil
-}
-
-// Logins returns the OAuth logins of the servers with auth: oauth (nil when there are none):
-// Begin/Complete for `echogate mcp login` and the /oauth/callback route. A completed login
-// reconnects its server at once.
-func (m *Manager) Logins() *Logins { return m.logins }
-
-// loginStored wakes a server waiting for a login.
-func (m *Manager) loginStored(k TokenKey) {
-	if s := m.byName[k.Server]; s != nil && k.User == "" {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // Status reports every server in configuration order.
@@ -278,29 +254,6 @@ func (s *server) requestRelist() {
 	case s.relist <- struct{}{}:
 	default:
 	}
-}
-
-// loginLost records that the OAuth grant is unusable and ends the session (its tools are then
-// withheld until a login).
-func (s *server) loginLost(reason string) {
-	s.mu.Lock()
-	s.lost = reason
-	s.mu.Unlock()
-	select {
-	case s.broken <- struct{}{}:
-	default:
-	}
-}
-
-// takeLost returns and clears why the attempt that just ended lost its grant ("" if it did
-// not), marking the server as needing login.
-func (s *server) takeLost() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.lost
-	s.lost = ""
-	s.needsLogin = r != ""
-	return r
 }
 
 // sessionBroken is called by a tool call that saw the connection closed: calls fail fast from

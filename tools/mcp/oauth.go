@@ -156,3 +156,60 @@ func (a *tokenAuth) fail(reason string) error {
 func oauthHTTPClient() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: newBaseTransport(30 * time.Second)}
 }
+
+// Logins returns the OAuth logins of the servers with auth: oauth (nil when there are none):
+// Begin/Complete for `echogate mcp login` and the /oauth/callback route. A completed login
+// reconnects its server at once.
+func (m *Manager) Logins() *Logins { return m.logins }
+
+// loginStored wakes a server waiting for a login.
+func (m *Manager) loginStored(k TokenKey) {
+	if s := m.byName[k.Server]; s != nil && k.User == "" {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// loginLost records that the OAuth grant is unusable and ends the session (its tools are then
+// withheld until a login).
+func (s *server) loginLost(reason string) {
+	s.mu.Lock()
+	s.lost = reason
+	s.mu.Unlock()
+	select {
+	case s.broken <- struct{}{}:
+	default:
+	}
+}
+
+// takeLost returns and clears why the attempt that just ended lost its grant ("" if it did
+// not), marking the server as needing login.
+func (s *server) takeLost() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.lost
+	s.lost = ""
+	s.needsLogin = r != ""
+	return r
+}
+
+// startLogins builds the Logins of the servers with auth: oauth, if any.
+func (m *Manager) startLogins() error {
+	cfg := m.cfg
+	if cfg.Tokens == nil || cfg.OAuthRedirectURL == "" {
+		return nil
+	}
+	l, err := NewLogins(LoginConfig{Servers: cfg.Servers, Tokens: cfg.Tokens, RedirectURL: cfg.OAuthRedirectURL,
+		HTTPClient: cfg.OAuthHTTPClient, Now: cfg.Now, OnStored: m.loginStored})
+	if err != nil {
+		return err
+	}
+	if len(l.Servers()) > 0 {
+		m.logins = l
+	} else {
+		l.Close()
+	}
+	return nil
+}
