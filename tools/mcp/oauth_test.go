@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echogate/echogate/internal/mcptoken"
+	"github.com/echogate/echogate/internal/secretbox"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -67,10 +70,16 @@ func login(t *testing.T, m *Manager) string {
 	return ls.State
 }
 
+// sealedStore is a SealedTokenStore over an in-memory table, as replicas share one database.
+func sealedStore() *SealedTokenStore {
+	box, _ := secretbox.New(bytes.Repeat([]byte{9}, 32))
+	return NewSealedTokenStore(&blobStore{m: map[[2]string]mcptoken.Record{}}, box)
+}
+
 func TestOAuthServerLoginCallRefreshRevoke(t *testing.T) {
 	o := newOAuthServer(t)
-	store := NewMemoryTokenStore()
-	clock := &testClock{}
+	store := sealedStore()
+	clock := o.clock
 	m, reg := oauthManager(t, o, store, clock)
 
 	// No grant: needs login, no tools offered.
@@ -131,6 +140,31 @@ func TestOAuthServerLoginCallRefreshRevoke(t *testing.T) {
 	// A new login brings the tools back.
 	login(t, m)
 	waitFor(t, m, "tracker__whoami after the second login", has(reg, "tracker__whoami"))
+}
+
+func TestOAuthReplicasShareTheGrant(t *testing.T) {
+	o := newOAuthServer(t)
+	store := sealedStore()
+	clock := o.clock
+	a, regA := oauthManager(t, o, store, clock)
+	cfg := fastConfig(ServerConfig{Name: "tracker", URL: o.URL + "/mcp", Auth: AuthOAuth, Safety: "safe"})
+	cfg.Tokens, cfg.OAuthRedirectURL, cfg.Now = store, testRedirect, clock.Now // B looks at the store every 50ms
+	b, regB := start(t, cfg)
+	waitFor(t, b, "replica B needs login", func() bool { return b.Status()[0].NeedsLogin })
+
+	login(t, a)
+	waitFor(t, a, "tools on replica A", has(regA, "tracker__whoami"))
+	waitFor(t, b, "tools on replica B, from A's login", has(regB, "tracker__whoami"))
+	first := call(t, regB, "tracker__whoami", `{}`).Content
+
+	// A refreshes near expiry; B then reads A's new grant from the store instead of using the
+	// refresh token A's refresh rotated away.
+	clock.Advance(time.Hour - 30*time.Second)
+	resA := call(t, regA, "tracker__whoami", `{}`)
+	resB := call(t, regB, "tracker__whoami", `{}`)
+	if resA.IsError || resB.IsError || resA.Content != resB.Content || resA.Content == first {
+		t.Fatalf("after A's refresh: A = %+v, B = %+v, want both to carry the same new token (was %q)", resA, resB, first)
+	}
 }
 
 func TestOAuthLoginStateExpires(t *testing.T) {

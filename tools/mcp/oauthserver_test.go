@@ -27,6 +27,9 @@ import (
 type oauthServer struct {
 	*httptest.Server
 	t *testing.T
+	// clock is the tests' clock: tokens expire an hour after its now (oauth2 turns expires_in
+	// into an expiry by the real clock, so the answer makes up for the offset).
+	clock *testClock
 
 	mu       sync.Mutex
 	n        int
@@ -41,7 +44,7 @@ type codeGrant struct{ challenge, redirect, client string }
 
 func newOAuthServer(t *testing.T) *oauthServer {
 	t.Helper()
-	o := &oauthServer{t: t, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{}}
+	o := &oauthServer{t: t, clock: &testClock{}, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{}}
 	mux := http.NewServeMux()
 	o.Server = httptest.NewServer(mux)
 	t.Cleanup(o.Close)
@@ -153,7 +156,8 @@ func (o *oauthServer) token(w http.ResponseWriter, r *http.Request) {
 	o.n++
 	at, rt := fmt.Sprintf("at-%d", o.n), fmt.Sprintf("rt-%d", o.n)
 	o.access[at], o.refresh[rt] = true, true
-	writeJSON(w, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": 3600})
+	writeJSON(w, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer",
+		"expires_in": int(time.Until(o.clock.Now().Add(time.Hour)).Seconds())})
 }
 
 // revokeAll invalidates every token issued so far.
