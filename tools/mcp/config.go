@@ -102,6 +102,9 @@ type ServerConfig struct {
 	// ClientID is a client registered beforehand with the server's authorization server
 	// (public client, no secret). Empty: ClientMetadataURL, else dynamic registration.
 	ClientID string
+	// ClientSecret goes with ClientID for a confidential client (sent as the authorization
+	// server's metadata prefers: client_secret_post or client_secret_basic); never logged.
+	ClientSecret string
 	// ClientMetadataURL is an https URL (with a path) serving this gateway's Client ID
 	// Metadata Document; used when the authorization server supports it.
 	ClientMetadataURL string
@@ -248,8 +251,8 @@ func (s ServerConfig) validate(i int) error {
 func (s ServerConfig) validateAuth(where string) error {
 	switch s.Auth {
 	case AuthNone:
-		if s.ClientID != "" || s.ClientMetadataURL != "" || len(s.Scopes) > 0 {
-			return fmt.Errorf("%w: %s: client_id, client_metadata_url and scopes apply to auth: oauth; add it or remove them", ErrConfig, where)
+		if s.ClientID != "" || s.ClientSecret != "" || s.ClientMetadataURL != "" || len(s.Scopes) > 0 {
+			return fmt.Errorf("%w: %s: client_id, client_secret, client_metadata_url and scopes apply to auth: oauth; add it or remove them", ErrConfig, where)
 		}
 		return nil
 	case AuthOAuth:
@@ -263,6 +266,9 @@ func (s ServerConfig) validateAuth(where string) error {
 		if canonicalHeader(k) == "Authorization" {
 			return fmt.Errorf("%w: %s.headers: Authorization is set by auth: oauth; remove one of them", ErrConfig, where)
 		}
+	}
+	if s.ClientSecret != "" && s.ClientID == "" {
+		return fmt.Errorf("%w: %s: client_secret needs the client_id it belongs to", ErrConfig, where)
 	}
 	if s.ClientMetadataURL != "" {
 		u, err := url.Parse(s.ClientMetadataURL)

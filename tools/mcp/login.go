@@ -256,6 +256,9 @@ func (l *Logins) handler(sc ServerConfig, f *loginFlow, urls chan<- string) (*au
 	}
 	if sc.ClientID != "" {
 		hc.PreregisteredClient = &oauthex.ClientCredentials{ClientID: sc.ClientID}
+		if sc.ClientSecret != "" {
+			hc.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: sc.ClientSecret}
+		}
 	}
 	if len(sc.Scopes) > 0 {
 		scopes := append([]string(nil), sc.Scopes...)
