@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -69,6 +70,14 @@ type Logins struct {
 
 	mu      sync.Mutex
 	pending map[string]*loginFlow // by state
+	// challenges holds the last refusal a session met (a 401, or a 403 asking for more
+	// scope) per grant: the next Begin starts from it, so a step-up asks for that scope.
+	challenges map[TokenKey]challenge
+}
+
+type challenge struct {
+	status int
+	header http.Header
 }
 
 type loginFlow struct {
@@ -96,7 +105,7 @@ func NewLogins(cfg LoginConfig) (*Logins, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	l := &Logins{cfg: cfg, servers: map[string]ServerConfig{}, pending: map[string]*loginFlow{}}
+	l := &Logins{cfg: cfg, servers: map[string]ServerConfig{}, pending: map[string]*loginFlow{}, challenges: map[TokenKey]challenge{}}
 	for _, sc := range cfg.Servers {
 		if sc.Auth == AuthOAuth {
 			l.servers[sc.Name] = sc
@@ -141,12 +150,16 @@ func (l *Logins) Begin(ctx context.Context, server, user string) (LoginStart, er
 	f := &loginFlow{key: TokenKey{server, user}, cancel: cancel,
 		result: make(chan *auth.AuthorizationResult, 1), done: make(chan struct{})}
 	urls := make(chan string, 1)
-	h, err := l.handler(sc, f, urls)
+	var granted []string
+	if g, err := l.cfg.Tokens.Get(ctx, f.key); err == nil {
+		granted = g.Scopes // a step-up keeps what was granted (SEP-2350)
+	}
+	h, err := l.handler(sc, f, urls, granted)
 	if err != nil {
 		cancel()
 		return LoginStart{}, fmt.Errorf("mcp: %s: %w", server, err)
 	}
-	req, resp, err := l.probe(ctx, sc)
+	req, resp, err := l.challenge(ctx, sc, f.key)
 	if err != nil {
 		cancel()
 		return LoginStart{}, err
@@ -225,7 +238,7 @@ func (l *Logins) Complete(ctx context.Context, state, code, iss string) (TokenKe
 }
 
 // handler builds the SDK's authorization-code handler of one login.
-func (l *Logins) handler(sc ServerConfig, f *loginFlow, urls chan<- string) (*auth.AuthorizationCodeHandler, error) {
+func (l *Logins) handler(sc ServerConfig, f *loginFlow, urls chan<- string, granted []string) (*auth.AuthorizationCodeHandler, error) {
 	hc := &auth.AuthorizationCodeHandlerConfig{
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs: []string{l.cfg.RedirectURL}, ClientName: "echogate",
@@ -260,11 +273,40 @@ func (l *Logins) handler(sc ServerConfig, f *loginFlow, urls chan<- string) (*au
 			hc.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: sc.ClientSecret}
 		}
 	}
-	if len(sc.Scopes) > 0 {
-		scopes := append([]string(nil), sc.Scopes...)
-		hc.ScopeFilter = func([]string) []string { return scopes }
+	hc.ScopeFilter = func(discovered []string) []string {
+		want := discovered
+		if len(sc.Scopes) > 0 {
+			want = sc.Scopes
+		}
+		return unionScopes(granted, want)
 	}
 	return auth.NewAuthorizationCodeHandler(hc)
+}
+
+// noteChallenge records the refusal a session of key met, for the next Begin.
+func (l *Logins) noteChallenge(key TokenKey, status int, h http.Header) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.challenges[key] = challenge{status: status, header: h.Clone()}
+}
+
+// challenge returns the refusal discovery starts from: the one a session recorded, else the
+// server's answer to a request without a token. A server that answers that without refusing
+// (it checks tokens on later requests only) gets a bare 401: discovery then goes by the
+// well-known metadata URLs.
+func (l *Logins) challenge(ctx context.Context, sc ServerConfig, key TokenKey) (*http.Request, *http.Response, error) {
+	l.mu.Lock()
+	c, ok := l.challenges[key]
+	delete(l.challenges, key)
+	l.mu.Unlock()
+	if !ok {
+		return l.probe(ctx, sc)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sc.URL, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcp: %s: %w", sc.Name, err)
+	}
+	return req, &http.Response{StatusCode: c.status, Header: c.header, Body: http.NoBody, Request: req}, nil
 }
 
 // probe sends an initialize request without a token: the server's 401 (or 403) and its
@@ -286,10 +328,21 @@ func (l *Logins) probe(ctx context.Context, sc ServerConfig) (*http.Request, *ht
 	}
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		resp.Body.Close()
-		return nil, nil, fmt.Errorf("mcp: %s: %s answered %s without asking for authorization; check the url, or drop auth: oauth", sc.Name, redactURL(sc.URL), resp.Status)
+		resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}
 	}
 	// The SDK reads the request's URL (the resource) and the response's headers; the body
 	// was consumed.
 	req.Body = nil
 	return req, resp, nil
+}
+
+// unionScopes returns a's scopes followed by those of b not in a.
+func unionScopes(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

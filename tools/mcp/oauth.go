@@ -40,7 +40,8 @@ type tokenAuth struct {
 	store  TokenStore
 	client *http.Client
 	now    func() time.Time
-	lost   func(reason string) // the grant is unusable: the session ends, the server needs login
+	lost   func(reason string)             // the grant is unusable: the session ends, the server needs login
+	note   func(status int, h http.Header) // records the refusal for the next login (may be nil)
 
 	mu    sync.Mutex
 	grant *Grant
@@ -123,6 +124,7 @@ func (a *tokenAuth) Authorize(ctx context.Context, req *http.Request, resp *http
 	if resp.StatusCode == http.StatusForbidden {
 		for _, c := range challenges {
 			if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
+				a.noteChallenge(resp)
 				return a.failLocked(fmt.Sprintf("the server asks for more scope (%s)", c.Params["scope"]))
 			}
 		}
@@ -135,7 +137,14 @@ func (a *tokenAuth) Authorize(ctx context.Context, req *http.Request, resp *http
 		a.mu.Unlock()
 		return nil
 	}
+	a.noteChallenge(resp)
 	return a.failLocked("the server refused the token (revoked or expired)")
+}
+
+func (a *tokenAuth) noteChallenge(resp *http.Response) {
+	if a.note != nil {
+		a.note(resp.StatusCode, resp.Header)
+	}
 }
 
 func (a *tokenAuth) failLocked(reason string) error {
@@ -162,13 +171,25 @@ func oauthHTTPClient() *http.Client {
 // reconnects its server at once.
 func (m *Manager) Logins() *Logins { return m.logins }
 
-// loginStored wakes a server waiting for a login.
+// loginStored wakes a server waiting for a login; until it is connected it no longer shows
+// needs login.
 func (m *Manager) loginStored(k TokenKey) {
-	if s := m.byName[k.Server]; s != nil && k.User == "" {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+	s := m.byName[k.Server]
+	if s == nil || k.User != "" {
+		return
+	}
+	s.mu.Lock()
+	changed := s.needsLogin
+	if s.needsLogin {
+		s.needsLogin, s.lastErr = false, "logged in; connecting"
+	}
+	s.mu.Unlock()
+	if changed {
+		m.notify()
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -153,7 +154,11 @@ func (s *server) oauth(ctx context.Context) (*tokenAuth, error) {
 		}
 		return nil, fmt.Errorf("mcp: %s: read the OAuth grant: %w", s.cfg.Name, err)
 	}
-	return &tokenAuth{key: key, store: s.m.cfg.Tokens, client: s.m.cfg.OAuthHTTPClient, now: s.m.cfg.Now, lost: s.loginLost}, nil
+	a := &tokenAuth{key: key, store: s.m.cfg.Tokens, client: s.m.cfg.OAuthHTTPClient, now: s.m.cfg.Now, lost: s.loginLost}
+	if l := s.m.logins; l != nil {
+		a.note = func(status int, h http.Header) { l.noteChallenge(key, status, h) }
+	}
+	return a, nil
 }
 
 // relistTools lists the tools again after the server said they changed. A failure keeps the

@@ -12,7 +12,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log"
 	"net/http"
@@ -85,34 +84,61 @@ func run(ctx context.Context, scenario, serverURL string, cctx map[string]any) e
 			return err
 		}
 		return callTool(ctx, reg, server+"__add_numbers", `{"a":5,"b":3}`)
-	default: // initialize, sse-retry and the like: connect and list
+	case scenario == "sse-retry":
+		// The server closes the call's event stream; the answer comes on the resumed one.
+		if err := connected(ctx, m, reg, server+"__test_reconnection"); err != nil {
+			return err
+		}
+		return callTool(ctx, reg, server+"__test_reconnection", `{}`)
+	default: // initialize and the like: connect and list
 		return connected(ctx, m, reg, "")
 	}
 }
 
 // authScenario logs in whenever the server needs it (the first time, and again when it asks
-// for more scope), then calls test-tool.
+// for more scope: at most maxLogins times, as a person would not be asked forever), then calls
+// test-tool.
 func authScenario(ctx context.Context, m *mcp.Manager, reg *tools.Registry) error {
 	const tool = server + "__test-tool"
-	for round := 0; round < 3; round++ {
+	const maxLogins = 3
+	logins := 0
+	for {
 		if err := waitLoginOrTool(ctx, m, reg, tool); err != nil {
 			return err
 		}
 		if m.Status()[0].NeedsLogin {
+			if logins == maxLogins {
+				return fmt.Errorf("the server still refuses after %d logins: %s", logins, m.Status()[0].LastError)
+			}
+			logins++
 			if err := login(ctx, m); err != nil {
 				return err
 			}
-			if err := connected(ctx, m, reg, tool); err != nil {
+			// The login reconnects the server: wait for it to be up again, refused again, or
+			// failing otherwise (which ends the scenario).
+			if err := wait(ctx, m, func() bool {
+				st := m.Status()[0]
+				return st.Connected || st.NeedsLogin || (st.LastError != "" && !strings.HasPrefix(st.LastError, "logged in"))
+			}); err != nil {
 				return err
 			}
+			if st := m.Status()[0]; !st.Connected && !st.NeedsLogin {
+				return fmt.Errorf("after %d logins the server fails: %s", logins, st.LastError)
+			}
+			continue
 		}
 		err := callTool(ctx, reg, tool, `{}`)
 		if err == nil {
 			return nil
 		}
-		log.Printf("round %d: %v", round, err)
+		if !strings.Contains(err.Error(), mcp.ErrNeedsLogin.Error()) {
+			return err
+		}
+		log.Printf("after %d logins: %v", logins, err)
+		if err := wait(ctx, m, func() bool { return m.Status()[0].NeedsLogin }); err != nil {
+			return err
+		}
 	}
-	return errors.New("test-tool did not succeed after 3 logins")
 }
 
 func login(ctx context.Context, m *mcp.Manager) error {
