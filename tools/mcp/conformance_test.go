@@ -51,33 +51,33 @@ var conformanceExpect = map[string]string{
 	"auth/cross-app-access-complete-flow": "n/a: enterprise cross-app access (ID-JAG token exchange extension); not implemented by echogate",
 }
 
-// nodeTools returns the pinned Node and the entry point of an npm package under dir, skipping
-// the test without them (failing under CI=true, where .ci/run installs them).
-func nodeTools(t *testing.T, dir, entry string) (node, script string) {
+// npmEntry returns the file entry of the npm packages installed under dir, skipping the test
+// without it (failing under CI=true, where .ci/run installs it).
+func npmEntry(t *testing.T, dir, entry string) string {
 	t.Helper()
-	node = filepath.Join(dir, "node_modules", ".bin", "node")
-	script = filepath.Join(dir, "node_modules", filepath.FromSlash(entry))
-	for _, p := range []string{node, script} {
-		if _, err := os.Stat(p); err != nil {
-			msg := fmt.Sprintf("%s is missing: install the pinned packages with `npm ci --prefix tools/mcp/%s`", p, dir)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	abs, err := filepath.Abs(node)
+	p, err := filepath.Abs(filepath.Join(dir, "node_modules", filepath.FromSlash(entry)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return abs, script
+	if _, err := os.Stat(p); err != nil {
+		msg := fmt.Sprintf("%s is missing: install the pinned packages with `npm ci --prefix tools/mcp/%s`", p, dir)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return p
 }
+
+// pinnedNode is the Node (22) pinned in testdata/conformance: the suite needs it, and
+// server-everything runs on it too.
+func pinnedNode(t *testing.T) string { return npmEntry(t, conformanceDir, ".bin/node") }
 
 func TestConformanceClientScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the MCP conformance suite (about a minute)")
 	}
-	node, cli := nodeTools(t, conformanceDir, "@modelcontextprotocol/conformance/dist/index.js")
+	node, cli := pinnedNode(t), npmEntry(t, conformanceDir, "@modelcontextprotocol/conformance/dist/index.js")
 	client := filepath.Join(t.TempDir(), "conformanceclient")
 	if out, err := exec.Command("go", "build", "-o", client, "./testdata/conformanceclient").CombinedOutput(); err != nil {
 		t.Fatalf("go build the conformance client: %v\n%s", err, out)
