@@ -72,6 +72,13 @@ type Config struct {
 	OAuthHTTPClient *http.Client
 	// Now is the clock of token expiry and login states (default time.Now).
 	Now func() time.Time
+
+	// Elicit, when set, answers servers' questions during tool calls (elicitation, form and
+	// URL mode) by asking the person who started the call; without it the client does not
+	// offer elicitation and servers do not ask. ElicitTimeout bounds each question (default
+	// 5m): then it is declined and the call goes on.
+	Elicit        Elicitor
+	ElicitTimeout time.Duration
 }
 
 // ServerConfig is one MCP server. Exactly one of Command (stdio) or URL (streamable HTTP) is set.
@@ -154,6 +161,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.ElicitTimeout <= 0 {
+		c.ElicitTimeout = DefaultElicitTimeout
 	}
 	if c.OAuthHTTPClient == nil {
 		c.OAuthHTTPClient = oauthHTTPClient()

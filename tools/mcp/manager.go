@@ -167,8 +167,10 @@ type server struct {
 	since      time.Time
 	lastErr    string
 	attempts   int
-	lost       string            // this attempt found the OAuth grant unusable (why); reset per attempt
-	needsLogin bool              // the last attempt ended for want of a login
+	lost       string                  // this attempt found the OAuth grant unusable (why); reset per attempt
+	needsLogin bool                    // the last attempt ended for want of a login
+	inflight   map[uint64]inflightCall // tool calls in flight, for elicitations
+	callSeq    uint64
 	known      map[string]*entry // registry name → tool, kept across sessions so breakers survive
 	registered map[string]bool   // names this server holds in the registry now
 }
@@ -202,7 +204,7 @@ func newServer(m *Manager, sc ServerConfig) *server {
 		log:    m.log.With(slog.String("mcp_server", sc.Name)),
 		allow:  newAllowList(sc.AllowChannels, sc.AllowUsers),
 		relist: make(chan struct{}, 1), broken: make(chan struct{}, 1), kick: make(chan struct{}, 1),
-		known: map[string]*entry{}, registered: map[string]bool{},
+		known: map[string]*entry{}, registered: map[string]bool{}, inflight: map[uint64]inflightCall{},
 	}
 }
 

@@ -94,11 +94,16 @@ func (s *server) runSession(ctx context.Context) (established bool, err error) {
 // process (nil over HTTP); closeIdle, when not nil, releases the HTTP transport's connections
 // and is for the caller to run when the session is over, also after an error.
 func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdioProcess, closeIdle func(), err error) {
-	client := sdk.NewClient(&sdk.Implementation{Name: "echogate", Version: version()}, &sdk.ClientOptions{
+	opts := &sdk.ClientOptions{
 		Logger:                 s.log,
-		Capabilities:           &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+		Capabilities:           &sdk.ClientCapabilities{}, // no roots or sampling
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.requestRelist() },
-	})
+	}
+	if s.m.cfg.Elicit != nil {
+		opts.Capabilities.Elicitation = &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}
+		opts.ElicitationHandler = s.elicit
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "echogate", Version: version()}, opts)
 	var transport sdk.Transport
 	if s.cfg.URL != "" {
 		ht, hc := newHTTPTransport(s.cfg, s.m.cfg.ConnectTimeout)

@@ -46,7 +46,9 @@ func (t *remoteTool) Call(ctx context.Context, args json.RawMessage) (tools.Resu
 		return tools.Errorf("tool %s is unavailable: MCP server %s is not connected (%s); try again later or use another tool",
 			t.spec.Name, t.srv.cfg.Name, t.srv.downReason()), nil
 	}
+	done := t.srv.track(t.spec.Name, ctx)
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: obj})
+	done()
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, fmt.Errorf("mcp: %s: call %s: %w", t.srv.cfg.Name, t.remote, ctx.Err())

@@ -52,7 +52,11 @@ func main() {
 
 func run(ctx context.Context, scenario, serverURL string, cctx map[string]any) error {
 	sc := mcp.ServerConfig{Name: server, URL: serverURL, Safety: "safe"}
-	cfg := mcp.Config{ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond, ConnectTimeout: 10 * time.Second}
+	cfg := mcp.Config{ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond, ConnectTimeout: 10 * time.Second,
+		// The person accepts the form as offered: the schema's defaults fill it (SEP-1034).
+		Elicit: func(context.Context, mcp.Elicitation) (mcp.ElicitAnswer, error) {
+			return mcp.ElicitAnswer{Action: mcp.ElicitAccept}, nil
+		}}
 	isAuth := strings.HasPrefix(scenario, "auth/")
 	if isAuth {
 		sc.Auth, sc.ClientMetadataURL = mcp.AuthOAuth, cimdURL
@@ -84,6 +88,12 @@ func run(ctx context.Context, scenario, serverURL string, cctx map[string]any) e
 			return err
 		}
 		return callTool(ctx, reg, server+"__add_numbers", `{"a":5,"b":3}`)
+	case scenario == "elicitation-sep1034-client-defaults":
+		const tool = server + "__test_client_elicitation_defaults"
+		if err := connected(ctx, m, reg, tool); err != nil {
+			return err
+		}
+		return callTool(ctx, reg, tool, `{}`)
 	case scenario == "sse-retry":
 		// The server closes the call's event stream; the answer comes on the resumed one.
 		if err := connected(ctx, m, reg, server+"__test_reconnection"); err != nil {
@@ -206,6 +216,8 @@ func callTool(ctx context.Context, reg *tools.Registry, name, args string) error
 		slices.Sort(have)
 		return fmt.Errorf("no tool %s (have %v)", name, have)
 	}
+	// The call acts for a person, as a turn's calls do: a server's question goes to them.
+	ctx = tools.WithCaller(ctx, tools.Caller{UserID: "conformance:user", Session: "conformance", Turn: "t1"})
 	res, err := t.Call(ctx, json.RawMessage(args))
 	if err != nil {
 		return err
