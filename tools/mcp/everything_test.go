@@ -27,7 +27,13 @@ func everythingTools(t *testing.T, transport sdk.Transport) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "check", Version: "1"}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}).Connect(ctx, transport, nil)
+	// Capabilities as echogate's client with an Elicitor: form and URL elicitation.
+	opts := &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{
+		Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: ElicitDecline}, nil
+		}}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "check", Version: "1"}, opts).Connect(ctx, transport, nil)
 	if err != nil {
 		t.Fatalf("connect to server-everything: %v", err)
 	}
@@ -48,7 +54,13 @@ func everythingTools(t *testing.T, transport sdk.Transport) []string {
 
 func checkEverything(t *testing.T, sc ServerConfig, want []string) {
 	t.Helper()
-	m, reg := start(t, fastConfig(sc))
+	cfg := fastConfig(sc)
+	var asked []Elicitation
+	cfg.Elicit = func(_ context.Context, e Elicitation) (ElicitAnswer, error) {
+		asked = append(asked, e) // one call at a time
+		return ElicitAnswer{Action: ElicitAccept, Content: map[string]any{"name": "Ada Lovelace"}}, nil
+	}
+	m, reg := start(t, cfg)
 	waitFor(t, m, fmt.Sprintf("server-everything's tools %v", want), func() bool { return slices.Equal(names(reg), want) })
 	res := call(t, reg, "everything__echo", `{"message":"hello from echogate"}`)
 	if res.IsError || !strings.Contains(res.Content, "hello from echogate") {
@@ -57,6 +69,14 @@ func checkEverything(t *testing.T, sc ServerConfig, want []string) {
 	res = call(t, reg, "everything__get-sum", `{"a":2,"b":40}`)
 	if res.IsError || !strings.Contains(res.Content, "42") {
 		t.Errorf("everything__get-sum(2, 40) = %+v, want 42", res)
+	}
+	// An elicitation answered: the server asks during the call, the caller's answer reaches it.
+	res = callAs(t, reg, "everything__trigger-elicitation-request", "slack:UADA")
+	if res.IsError || !strings.Contains(res.Content, "Ada Lovelace") || !strings.Contains(res.Content, "It was a dark and stormy night.") {
+		t.Errorf("everything__trigger-elicitation-request = %+v, want the answer and the schema's default echoed", res)
+	}
+	if len(asked) != 1 || asked[0].Caller.UserID != "slack:UADA" || asked[0].Mode != "form" {
+		t.Errorf("questions asked = %+v, want one form put to slack:UADA", asked)
 	}
 }
 
