@@ -234,3 +234,20 @@ func (m *Manager) startLogins() error {
 	}
 	return nil
 }
+
+// Logout deletes the grant of (server, user) from the store (user "": the server's own, whose
+// session then ends: its tools are withheld until a new login). It does not revoke the token
+// at the authorization server; a grant that is not there wraps ErrNoToken.
+func (m *Manager) Logout(ctx context.Context, server, user string) error {
+	s := m.byName[server]
+	if s == nil || s.cfg.Auth != AuthOAuth {
+		return fmt.Errorf("%w: no MCP server %q with auth: oauth", ErrConfig, server)
+	}
+	if err := m.cfg.Tokens.Delete(ctx, TokenKey{Server: server, User: user}); err != nil {
+		return err
+	}
+	if user == "" {
+		s.loginLost("logged out")
+	}
+	return nil
+}

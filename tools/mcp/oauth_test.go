@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +141,48 @@ func TestOAuthServerLoginCallRefreshRevoke(t *testing.T) {
 	// A new login brings the tools back.
 	login(t, m)
 	waitFor(t, m, "tracker__whoami after the second login", has(reg, "tracker__whoami"))
+
+	// Logout forgets the grant: needs login again, tools withheld.
+	if err := m.Logout(context.Background(), "tracker", ""); err != nil {
+		t.Fatalf("Logout = %v", err)
+	}
+	waitFor(t, m, "needs login after logout", needsLogin(m))
+	waitFor(t, m, "tools withheld after logout", lacks(reg, "tracker__whoami"))
+	if _, err := store.Get(context.Background(), TokenKey{Server: "tracker"}); !errors.Is(err, ErrNoToken) {
+		t.Errorf("grant after logout = %v, want ErrNoToken", err)
+	}
+	if err := m.Logout(context.Background(), "tracker", ""); !errors.Is(err, ErrNoToken) {
+		t.Errorf("Logout twice = %v, want ErrNoToken", err)
+	}
+}
+
+func TestOAuthScopeStepUp(t *testing.T) {
+	o := newOAuthServer(t)
+	m, reg := oauthManager(t, o, sealedStore(), o.clock)
+	waitFor(t, m, "needs login", needsLogin(m))
+	login(t, m)
+	waitFor(t, m, "tracker__write", has(reg, "tracker__write"))
+
+	// The server wants more scope for this tool: the call fails, the server needs login and
+	// says why.
+	if res := call(t, reg, "tracker__write", `{}`); !res.IsError {
+		t.Fatalf("write with scope read = %+v, want an error", res)
+	}
+	waitFor(t, m, "needs login for more scope", func() bool {
+		st := m.Status()[0]
+		return st.NeedsLogin && strings.Contains(st.LastError, "more scope (read write)")
+	})
+	// The next login asks for what was granted plus what the server asked for.
+	login(t, m)
+	waitFor(t, m, "tracker__write after the step-up", has(reg, "tracker__write"))
+	if res := call(t, reg, "tracker__write", `{}`); res.IsError || !strings.Contains(res.Content, "written") {
+		t.Fatalf("write after the step-up = %+v, want written", res)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.scopes) != 2 || o.scopes[0] != "read" || !sameWords(o.scopes[1], "read write") {
+		t.Errorf("scopes asked for = %q, want read, then read and write", o.scopes)
+	}
 }
 
 func TestOAuthReplicasShareTheGrant(t *testing.T) {
@@ -215,4 +258,12 @@ func TestOAuthWrongIssuerRefused(t *testing.T) {
 	if _, err := store.Get(ctx, TokenKey{Server: "tracker"}); !errors.Is(err, ErrNoToken) {
 		t.Errorf("grant after a refused login = %v, want ErrNoToken", err)
 	}
+}
+
+// sameWords reports whether a and b hold the same space-separated words in any order.
+func sameWords(a, b string) bool {
+	x, y := strings.Fields(a), strings.Fields(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }

@@ -1,14 +1,17 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,22 +37,27 @@ type oauthServer struct {
 	mu       sync.Mutex
 	n        int
 	codes    map[string]codeGrant // code → what it was issued for
-	access   map[string]bool      // valid access tokens
-	refresh  map[string]bool      // valid refresh tokens
+	access   map[string]string    // valid access tokens → their scope
+	scopes   []string             // scope parameters seen at /authorize
+	refresh  map[string]string    // valid refresh tokens → their scope
 	resource []string             // resource parameters seen at /authorize and /token
 	clients  []string             // client ids registered
 }
 
-type codeGrant struct{ challenge, redirect, client string }
+type codeGrant struct{ challenge, redirect, client, scope string }
 
 func newOAuthServer(t *testing.T) *oauthServer {
 	t.Helper()
-	o := &oauthServer{t: t, clock: &testClock{}, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{}}
+	o := &oauthServer{t: t, clock: &testClock{}, codes: map[string]codeGrant{}, access: map[string]string{}, refresh: map[string]string{}}
 	mux := http.NewServeMux()
 	o.Server = httptest.NewServer(mux)
 	t.Cleanup(o.Close)
 
 	srv := sdk.NewServer(&sdk.Implementation{Name: "protected", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "write", Description: "needs the write scope"},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "written"}}}, nil, nil
+		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "whoami", Description: "the token this call carried"},
 		func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			tok := ""
@@ -62,13 +70,29 @@ func newOAuthServer(t *testing.T) *oauthServer {
 	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		if !o.access[tok] {
+		scope, ok := o.access[tok]
+		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: "alice", Extra: map[string]any{"token": tok}, Expiration: time.Now().Add(time.Hour)}, nil
+		return &auth.TokenInfo{UserID: "alice", Scopes: strings.Fields(scope), Extra: map[string]any{"token": tok}, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	// Calling "write" needs the write scope: without it, a 403 asks for it (step-up).
+	stepUp := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) && bytes.Contains(body, []byte(`"name":"write"`)) {
+				if info := auth.TokenInfoFromContext(r.Context()); info == nil || !slices.Contains(info.Scopes, "write") {
+					w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="read write", resource_metadata="`+o.URL+`/.well-known/oauth-protected-resource/mcp"`)
+					http.Error(w, "insufficient scope", http.StatusForbidden)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: o.URL + "/.well-known/oauth-protected-resource/mcp"})(mcpHandler))
+		ResourceMetadataURL: o.URL + "/.well-known/oauth-protected-resource/mcp"})(stepUp(mcpHandler)))
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: o.URL + "/mcp", AuthorizationServers: []string{o.URL}, ScopesSupported: []string{"read"}}))
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
@@ -111,8 +135,9 @@ func (o *oauthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	o.mu.Lock()
 	o.n++
 	code := fmt.Sprintf("code-%d", o.n)
-	o.codes[code] = codeGrant{challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), client: q.Get("client_id")}
+	o.codes[code] = codeGrant{challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), client: q.Get("client_id"), scope: q.Get("scope")}
 	o.resource = append(o.resource, q.Get("resource"))
+	o.scopes = append(o.scopes, q.Get("scope"))
 	o.mu.Unlock()
 	back, _ := url.Parse(q.Get("redirect_uri"))
 	bq := back.Query()
@@ -132,6 +157,7 @@ func (o *oauthServer) token(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": code})
 	}
+	var scope string
 	switch r.PostForm.Get("grant_type") {
 	case "authorization_code":
 		c, ok := o.codes[r.PostForm.Get("code")]
@@ -142,9 +168,11 @@ func (o *oauthServer) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		o.resource = append(o.resource, r.PostForm.Get("resource"))
+		scope = c.scope
 	case "refresh_token":
 		rt := r.PostForm.Get("refresh_token")
-		if !o.refresh[rt] {
+		var ok bool
+		if scope, ok = o.refresh[rt]; !ok {
 			fail("invalid_grant")
 			return
 		}
@@ -155,8 +183,8 @@ func (o *oauthServer) token(w http.ResponseWriter, r *http.Request) {
 	}
 	o.n++
 	at, rt := fmt.Sprintf("at-%d", o.n), fmt.Sprintf("rt-%d", o.n)
-	o.access[at], o.refresh[rt] = true, true
-	writeJSON(w, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer",
+	o.access[at], o.refresh[rt] = scope, scope
+	writeJSON(w, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "scope": scope,
 		"expires_in": int(time.Until(o.clock.Now().Add(time.Hour)).Seconds())})
 }
 
