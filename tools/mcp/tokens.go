@@ -158,3 +158,24 @@ func keyText(k TokenKey) string {
 	}
 	return "server " + k.Server + ", user " + k.User
 }
+
+// GrantInfo describes a stored grant without its tokens.
+type GrantInfo struct {
+	Key       TokenKey
+	ExpiresAt time.Time // the access token's expiry; zero: unknown
+	UpdatedAt time.Time // last login or refresh
+}
+
+// List returns user's grants ("" : the servers' own), sorted by server, without opening
+// them: for `/echogate mcp` (a person's grants, to revoke with Delete) and status views.
+func (s *SealedTokenStore) List(ctx context.Context, user string) ([]GrantInfo, error) {
+	recs, err := s.db.ListMCPTokens(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]GrantInfo, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, GrantInfo{Key: TokenKey{Server: r.Server, User: r.User}, ExpiresAt: r.ExpiresAt, UpdatedAt: r.UpdatedAt})
+	}
+	return out, nil
+}

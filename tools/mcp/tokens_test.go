@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +50,18 @@ func (b *blobStore) DeleteMCPToken(_ context.Context, server, user string) error
 	return nil
 }
 
-func (b *blobStore) ListMCPTokens(context.Context, string) ([]mcptoken.Record, error) {
-	return nil, nil
+func (b *blobStore) ListMCPTokens(_ context.Context, user string) ([]mcptoken.Record, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []mcptoken.Record
+	for k, r := range b.m {
+		if k[1] == user {
+			r.Sealed = nil
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
+	return out, nil
 }
 
 func TestSealedTokenStoreKeepsNoTokenInTheClear(t *testing.T) {
@@ -84,6 +95,13 @@ func TestSealedTokenStoreKeepsNoTokenInTheClear(t *testing.T) {
 	other, _ := secretbox.New(bytes.Repeat([]byte{4}, 32))
 	if _, err := NewSealedTokenStore(db, other).Get(ctx, alice); err == nil || !strings.Contains(err.Error(), secretbox.EnvVar) {
 		t.Errorf("Get with another key = %v, want an error naming %s", err, secretbox.EnvVar)
+	}
+	if err := s.Put(ctx, TokenKey{"tracker", alice.User}, &Grant{AccessToken: "t2"}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx, alice.User)
+	if err != nil || len(list) != 2 || list[0].Key != alice || !list[0].ExpiresAt.Equal(exp) || list[1].Key.Server != "tracker" {
+		t.Errorf("List(alice) = %+v, %v, want code (expiring %v) then tracker", list, err, exp)
 	}
 	if err := s.Delete(ctx, alice); err != nil {
 		t.Fatal(err)
