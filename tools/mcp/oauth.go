@@ -131,14 +131,23 @@ func (a *tokenAuth) Authorize(ctx context.Context, req *http.Request, resp *http
 		return nil
 	}
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
-	if g, err := a.store.Get(ctx, a.key); err == nil && g.AccessToken != sent {
-		a.mu.Lock()
-		a.grant = g
-		a.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g, err := a.store.Get(ctx, a.key)
+	if err == nil && g.AccessToken != sent {
+		a.grant = g // another replica refreshed, or a login replaced it
 		return nil
 	}
+	if err == nil && g.RefreshToken != "" && sent != "" {
+		// The access token was refused before its time: a refresh may still be granted.
+		a.grant = g
+		if ng, rerr := a.refresh(ctx); rerr == nil {
+			a.grant = ng
+			return nil
+		}
+	}
 	a.noteChallenge(resp)
-	return a.failLocked("the server refused the token (revoked or expired)")
+	return a.fail("the server refused the token (revoked or expired)")
 }
 
 func (a *tokenAuth) noteChallenge(resp *http.Response) {

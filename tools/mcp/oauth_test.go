@@ -127,7 +127,15 @@ func TestOAuthServerLoginCallRefreshRevoke(t *testing.T) {
 		t.Fatalf("whoami after refresh = %+v, want it to carry %s", res, g2.AccessToken)
 	}
 
-	// A revoked token: the call fails, the server needs login, its tools are withheld.
+	// An access token refused before its time is refreshed once and the call goes through.
+	o.revokeAccess()
+	res = call(t, reg, "tracker__whoami", `{}`)
+	g3, _ := store.Get(context.Background(), TokenKey{Server: "tracker"})
+	if res.IsError || g3.AccessToken == g2.AccessToken || !strings.Contains(res.Content, "token="+g3.AccessToken) {
+		t.Fatalf("whoami after the access token was refused = %+v (grant %s, was %s), want it refreshed and carried", res, g3.AccessToken, g2.AccessToken)
+	}
+
+	// A revoked grant: the call fails, the server needs login, its tools are withheld.
 	o.revokeAll()
 	tool, _ := reg.Get("tracker__whoami")
 	ctx, cancel := context.WithTimeout(context.Background(), bound)

@@ -188,6 +188,13 @@ func (o *oauthServer) token(w http.ResponseWriter, r *http.Request) {
 		"expires_in": int(time.Until(o.clock.Now().Add(time.Hour)).Seconds())})
 }
 
+// revokeAccess invalidates the access tokens issued so far (refresh tokens stay valid).
+func (o *oauthServer) revokeAccess() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	clear(o.access)
+}
+
 // revokeAll invalidates every token issued so far.
 func (o *oauthServer) revokeAll() {
 	o.mu.Lock()
