@@ -59,8 +59,8 @@ func (a *tokenAuth) Token() (*oauth2.Token, error) {
 	if a.grant == nil || a.expiring(a.grant) {
 		// Another replica (or a login) may have stored a newer grant.
 		g, err := a.store.Get(ctx, a.key)
-		if errors.Is(err, ErrNoToken) {
-			return nil, a.fail("no grant stored")
+		if errors.Is(err, ErrNoToken) || errors.Is(err, ErrBadGrant) {
+			return nil, a.fail("no usable grant stored")
 		}
 		if err != nil {
 			return nil, err

@@ -218,6 +218,21 @@ func TestOAuthReplicasShareTheGrant(t *testing.T) {
 	}
 }
 
+func TestOAuthGrantSealedWithAnotherKeyNeedsLogin(t *testing.T) {
+	o := newOAuthServer(t)
+	db := &blobStore{m: map[[2]string]mcptoken.Record{}}
+	oldBox, _ := secretbox.New(bytes.Repeat([]byte{1}, 32))
+	if err := NewSealedTokenStore(db, oldBox).Put(context.Background(), TokenKey{Server: "tracker"}, &Grant{AccessToken: "x", TokenURL: o.URL + "/token"}); err != nil {
+		t.Fatal(err)
+	}
+	newBox, _ := secretbox.New(bytes.Repeat([]byte{2}, 32))
+	m, _ := oauthManager(t, o, NewSealedTokenStore(db, newBox), o.clock)
+	waitFor(t, m, "needs login naming the key", func() bool {
+		st := m.Status()[0]
+		return st.NeedsLogin && strings.Contains(st.LastError, "ECHOGATE_SECRET_KEY")
+	})
+}
+
 func TestOAuthLoginStateExpires(t *testing.T) {
 	o := newOAuthServer(t)
 	clock := &testClock{}

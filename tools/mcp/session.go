@@ -153,9 +153,13 @@ func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdi
 func (s *server) oauth(ctx context.Context) (*tokenAuth, error) {
 	key := TokenKey{Server: s.cfg.Name}
 	if _, err := s.m.cfg.Tokens.Get(ctx, key); err != nil {
-		if errors.Is(err, ErrNoToken) {
+		switch {
+		case errors.Is(err, ErrNoToken):
 			s.loginLost("no grant stored yet")
 			return nil, fmt.Errorf("mcp: %s: %w", s.cfg.Name, ErrNeedsLogin)
+		case errors.Is(err, ErrBadGrant):
+			s.loginLost("the stored grant cannot be opened (was ECHOGATE_SECRET_KEY changed?)")
+			return nil, fmt.Errorf("mcp: %s: %w: %w", s.cfg.Name, ErrNeedsLogin, err)
 		}
 		return nil, fmt.Errorf("mcp: %s: read the OAuth grant: %w", s.cfg.Name, err)
 	}

@@ -19,6 +19,10 @@ import (
 // echogate.ErrNotFound.
 var ErrNoToken = fmt.Errorf("mcp: no OAuth grant: %w", echogate.ErrNotFound)
 
+// ErrBadGrant is wrapped by SealedTokenStore.Get when a stored grant cannot be opened (sealed
+// with another ECHOGATE_SECRET_KEY, or altered) or read: a new login replaces it.
+var ErrBadGrant = errors.New("mcp: stored OAuth grant unreadable")
+
 // TokenKey names one grant: a server's (User "") or one chat user's for a per-user server.
 type TokenKey struct {
 	Server string
@@ -126,11 +130,11 @@ func (s *SealedTokenStore) Get(ctx context.Context, key TokenKey) (*Grant, error
 	}
 	plain, err := s.box.Open(r.Sealed, sealAD(key))
 	if err != nil {
-		return nil, fmt.Errorf("mcp: the grant for %s cannot be read (was %s changed?); log in again: %w", keyText(key), secretbox.EnvVar, err)
+		return nil, fmt.Errorf("%w: the grant for %s cannot be opened (was %s changed?); log in again: %w", ErrBadGrant, keyText(key), secretbox.EnvVar, err)
 	}
 	var g Grant
 	if err := json.Unmarshal(plain, &g); err != nil {
-		return nil, fmt.Errorf("mcp: the grant for %s is malformed; log in again: %w", keyText(key), err)
+		return nil, fmt.Errorf("%w: the grant for %s is malformed; log in again: %w", ErrBadGrant, keyText(key), err)
 	}
 	return &g, nil
 }

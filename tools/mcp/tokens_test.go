@@ -88,12 +88,12 @@ func TestSealedTokenStoreKeepsNoTokenInTheClear(t *testing.T) {
 	// A blob copied to another user's row does not open there.
 	rec.User = bob.User
 	db.m[[2]string{"code", bob.User}] = rec
-	if g, err := s.Get(ctx, bob); err == nil || !strings.Contains(err.Error(), "log in again") {
+	if g, err := s.Get(ctx, bob); !errors.Is(err, ErrBadGrant) || !strings.Contains(err.Error(), "log in again") {
 		t.Errorf("Get(bob) of alice's copied blob = %+v, %v, want a refusal", g, err)
 	}
 	// Another key (ECHOGATE_SECRET_KEY changed): a clear error naming the variable.
 	other, _ := secretbox.New(bytes.Repeat([]byte{4}, 32))
-	if _, err := NewSealedTokenStore(db, other).Get(ctx, alice); err == nil || !strings.Contains(err.Error(), secretbox.EnvVar) {
+	if _, err := NewSealedTokenStore(db, other).Get(ctx, alice); !errors.Is(err, ErrBadGrant) || !strings.Contains(err.Error(), secretbox.EnvVar) {
 		t.Errorf("Get with another key = %v, want an error naming %s", err, secretbox.EnvVar)
 	}
 	if err := s.Put(ctx, TokenKey{"tracker", alice.User}, &Grant{AccessToken: "t2"}); err != nil {
