@@ -7,6 +7,8 @@ import (
 	"html"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -110,4 +112,20 @@ func LoginLoopback(ctx context.Context, cfg LoginConfig, server, user string, sh
 	case <-lctx.Done():
 		return start.Key, fmt.Errorf("mcp: %s: no login within %s: %w", server, LoginTTL, lctx.Err())
 	}
+}
+
+// CompleteURL completes a login from the whole URL the browser was sent back to, pasted by
+// the person: for a headless host, where the redirect to a loopback listener cannot load in
+// the person's browser but its address bar holds the code. An error= redirect ends the login.
+func (l *Logins) CompleteURL(ctx context.Context, redirected string) (TokenKey, error) {
+	u, err := url.Parse(strings.TrimSpace(redirected))
+	if err != nil || u.RawQuery == "" {
+		return TokenKey{}, fmt.Errorf("mcp: %q is not the URL the browser was sent back to (it has ?code=…&state=…)", capText(redirected, 80))
+	}
+	q := u.Query()
+	if e := q.Get("error"); e != "" {
+		key, _ := l.Complete(ctx, q.Get("state"), "", "")
+		return key, fmt.Errorf("mcp: the authorization server answered %q (%s)", capText(e, 64), capText(q.Get("error_description"), 200))
+	}
+	return l.Complete(ctx, q.Get("state"), q.Get("code"), q.Get("iss"))
 }

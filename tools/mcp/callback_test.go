@@ -85,3 +85,29 @@ func TestCallbackHandlerRefusesForgedReplayedAndDenied(t *testing.T) {
 		t.Errorf("outcomes = %v, want 4 with the second a success", outcomes)
 	}
 }
+
+func TestCompleteURLPastedFromAHeadlessBrowser(t *testing.T) {
+	o := newOAuthServer(t)
+	store := NewMemoryTokenStore()
+	l, err := NewLogins(LoginConfig{Servers: []ServerConfig{{Name: "tracker", URL: o.URL + "/mcp", Auth: AuthOAuth}},
+		Tokens: store, RedirectURL: testRedirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	if _, err := l.CompleteURL(ctx, "not a url"); err == nil || !strings.Contains(err.Error(), "code=") {
+		t.Errorf("CompleteURL(junk) = %v, want an error saying what to paste", err)
+	}
+	ls, err := l.Begin(ctx, "tracker", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := browse(t, ls.URL)
+	if k, err := l.CompleteURL(ctx, "  "+testRedirect+"?"+q.Encode()+"\n"); err != nil || k.Server != "tracker" {
+		t.Fatalf("CompleteURL = %v, %v, want tracker stored", k, err)
+	}
+	if _, err := store.Get(ctx, TokenKey{Server: "tracker"}); err != nil {
+		t.Errorf("grant after CompleteURL = %v", err)
+	}
+}
