@@ -19,6 +19,7 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -79,6 +80,11 @@ type Config struct {
 	// 5m): then it is declined and the call goes on.
 	Elicit        Elicitor
 	ElicitTimeout time.Duration
+
+	// Authorize (may be nil) is told when a person's call to an auth: oauth_per_user server
+	// found no usable grant of theirs: send them the login link privately (Logins().Begin with
+	// their user id). The call itself returns an "authorize first" result.
+	Authorize func(ctx context.Context, a Authorization)
 }
 
 // ServerConfig is one MCP server. Exactly one of Command (stdio) or URL (streamable HTTP) is set.
@@ -137,6 +143,9 @@ type ServerConfig struct {
 	AllowChannels []string
 	AllowUsers    []string
 }
+
+// oauth reports whether the server logs in with OAuth (per server or per user).
+func (s ServerConfig) oauth() bool { return s.Auth == AuthOAuth || s.Auth == AuthOAuthPerUser }
 
 // Transport reports "stdio" or "http".
 func (s ServerConfig) Transport() string {
@@ -265,12 +274,12 @@ func (s ServerConfig) validateAuth(where string) error {
 			return fmt.Errorf("%w: %s: client_id, client_secret, client_metadata_url and scopes apply to auth: oauth; add it or remove them", ErrConfig, where)
 		}
 		return nil
-	case AuthOAuth:
+	case AuthOAuth, AuthOAuthPerUser:
 	default:
-		return fmt.Errorf("%w: %s.auth %q: want oauth, or leave it out (no auth, or static headers)", ErrConfig, where, s.Auth)
+		return fmt.Errorf("%w: %s.auth %q: want oauth or oauth_per_user, or leave it out (no auth, or static headers)", ErrConfig, where, s.Auth)
 	}
 	if s.URL == "" {
-		return fmt.Errorf("%w: %s: auth: oauth applies to url servers, not to stdio servers", ErrConfig, where)
+		return fmt.Errorf("%w: %s: auth: %s applies to url servers, not to stdio servers", ErrConfig, where, s.Auth)
 	}
 	for k := range s.Headers {
 		if canonicalHeader(k) == "Authorization" {

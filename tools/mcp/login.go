@@ -107,7 +107,7 @@ func NewLogins(cfg LoginConfig) (*Logins, error) {
 	}
 	l := &Logins{cfg: cfg, servers: map[string]ServerConfig{}, pending: map[string]*loginFlow{}, challenges: map[TokenKey]challenge{}}
 	for _, sc := range cfg.Servers {
-		if sc.Auth == AuthOAuth {
+		if sc.oauth() {
 			l.servers[sc.Name] = sc
 		}
 	}
@@ -139,6 +139,9 @@ func (l *Logins) Begin(ctx context.Context, server, user string) (LoginStart, er
 	sc, ok := l.servers[server]
 	if !ok {
 		return LoginStart{}, fmt.Errorf("%w: no MCP server %q with auth: oauth (servers that log in: %v)", ErrConfig, server, l.Servers())
+	}
+	if user != "" && sc.Auth != AuthOAuthPerUser {
+		return LoginStart{}, fmt.Errorf("%w: MCP server %q has one grant for everyone (auth: oauth); log in without a user, or set auth: oauth_per_user", ErrConfig, server)
 	}
 	l.mu.Lock()
 	n := len(l.pending)

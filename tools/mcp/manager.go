@@ -88,7 +88,7 @@ func New(cfg Config, reg *tools.Registry, log *slog.Logger, onState func(tool, f
 		s := newServer(m, sc)
 		m.servers = append(m.servers, s)
 		m.byName[sc.Name] = s
-		if sc.Auth == AuthOAuth && (cfg.Tokens == nil || cfg.OAuthRedirectURL == "") {
+		if sc.oauth() && (cfg.Tokens == nil || cfg.OAuthRedirectURL == "") {
 			return nil, fmt.Errorf("%w: mcp.servers[%d] (%s): auth: oauth needs a token store (%s and a database) and the gateway's OAuth redirect URL (its /oauth/callback)", ErrConfig, i, sc.Name, "ECHOGATE_SECRET_KEY")
 		}
 	}
@@ -170,6 +170,8 @@ type server struct {
 	lost       string                  // this attempt found the OAuth grant unusable (why); reset per attempt
 	needsLogin bool                    // the last attempt ended for want of a login
 	inflight   map[uint64]inflightCall // tool calls in flight, for elicitations
+	users      map[string]*userSession // auth: oauth_per_user: sessions by person (users.go)
+	retired    []*userSession          // dropped sessions, to close outside their requests
 	callSeq    uint64
 	known      map[string]*entry // registry name → tool, kept across sessions so breakers survive
 	registered map[string]bool   // names this server holds in the registry now
@@ -204,7 +206,7 @@ func newServer(m *Manager, sc ServerConfig) *server {
 		log:    m.log.With(slog.String("mcp_server", sc.Name)),
 		allow:  newAllowList(sc.AllowChannels, sc.AllowUsers),
 		relist: make(chan struct{}, 1), broken: make(chan struct{}, 1), kick: make(chan struct{}, 1),
-		known: map[string]*entry{}, registered: map[string]bool{}, inflight: map[uint64]inflightCall{},
+		known: map[string]*entry{}, registered: map[string]bool{}, inflight: map[uint64]inflightCall{}, users: map[string]*userSession{},
 	}
 }
 
@@ -471,6 +473,7 @@ func sameSpec(a, b tools.Spec) bool {
 
 // unregisterAll removes the server's tools from the registry.
 func (s *server) unregisterAll() {
+	s.closeUsers()
 	s.mu.Lock()
 	n := len(s.registered)
 	for name := range s.registered {

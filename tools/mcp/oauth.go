@@ -22,6 +22,10 @@ var ErrNeedsLogin = errors.New("needs login")
 const (
 	AuthNone  = ""
 	AuthOAuth = "oauth"
+	// AuthOAuthPerUser: each person authorizes the server with their own account and calls
+	// carry their own token; the server's tools are listed with the operator's grant
+	// (`echogate mcp login NAME`, user "").
+	AuthOAuthPerUser = "oauth_per_user"
 )
 
 // refreshBefore is how long before its expiry an access token is refreshed.
@@ -184,7 +188,11 @@ func (m *Manager) Logins() *Logins { return m.logins }
 // needs login.
 func (m *Manager) loginStored(k TokenKey) {
 	s := m.byName[k.Server]
-	if s == nil || k.User != "" {
+	if s == nil {
+		return
+	}
+	if k.User != "" {
+		s.dropUser(k.User) // the next call opens a session with the new grant
 		return
 	}
 	s.mu.Lock()
@@ -249,7 +257,7 @@ func (m *Manager) startLogins() error {
 // at the authorization server; a grant that is not there wraps ErrNoToken.
 func (m *Manager) Logout(ctx context.Context, server, user string) error {
 	s := m.byName[server]
-	if s == nil || s.cfg.Auth != AuthOAuth {
+	if s == nil || !s.cfg.oauth() {
 		return fmt.Errorf("%w: no MCP server %q with auth: oauth", ErrConfig, server)
 	}
 	if err := m.cfg.Tokens.Delete(ctx, TokenKey{Server: server, User: user}); err != nil {
@@ -257,6 +265,8 @@ func (m *Manager) Logout(ctx context.Context, server, user string) error {
 	}
 	if user == "" {
 		s.loginLost("logged out")
+	} else {
+		s.dropUser(user)
 	}
 	return nil
 }

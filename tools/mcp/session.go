@@ -94,21 +94,12 @@ func (s *server) runSession(ctx context.Context) (established bool, err error) {
 // process (nil over HTTP); closeIdle, when not nil, releases the HTTP transport's connections
 // and is for the caller to run when the session is over, also after an error.
 func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdioProcess, closeIdle func(), err error) {
-	opts := &sdk.ClientOptions{
-		Logger:                 s.log,
-		Capabilities:           &sdk.ClientCapabilities{}, // no roots or sampling
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.requestRelist() },
-	}
-	if s.m.cfg.Elicit != nil {
-		opts.Capabilities.Elicitation = &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}
-		opts.ElicitationHandler = s.elicit
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "echogate", Version: version()}, opts)
+	client := s.newClient(func(context.Context, *sdk.ToolListChangedRequest) { s.requestRelist() })
 	var transport sdk.Transport
 	if s.cfg.URL != "" {
 		ht, hc := newHTTPTransport(s.cfg, s.m.cfg.ConnectTimeout)
 		closeIdle = hc.CloseIdleConnections
-		if s.cfg.Auth == AuthOAuth {
+		if s.cfg.oauth() {
 			a, err := s.oauth(ctx)
 			if err != nil {
 				return nil, nil, closeIdle, err
@@ -146,6 +137,21 @@ func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdi
 		}
 	}
 	return nil, nil, closeIdle, fmt.Errorf("mcp: %s: connect to %s: %w", s.cfg.Name, s.target(), err)
+}
+
+// newClient builds the SDK client of a session: no roots or sampling; elicitation when an
+// Elicitor is configured.
+func (s *server) newClient(onListChanged func(context.Context, *sdk.ToolListChangedRequest)) *sdk.Client {
+	opts := &sdk.ClientOptions{
+		Logger:                 s.log,
+		Capabilities:           &sdk.ClientCapabilities{},
+		ToolListChangedHandler: onListChanged,
+	}
+	if s.m.cfg.Elicit != nil {
+		opts.Capabilities.Elicitation = &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}
+		opts.ElicitationHandler = s.elicit
+	}
+	return sdk.NewClient(&sdk.Implementation{Name: "echogate", Version: version()}, opts)
 }
 
 // oauth returns the session's OAuth handler after checking a grant is stored: without one the

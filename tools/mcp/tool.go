@@ -41,6 +41,9 @@ func (t *remoteTool) Call(ctx context.Context, args json.RawMessage) (tools.Resu
 	if err != nil {
 		return tools.Errorf("invalid arguments for %s: %v; send a JSON object matching the tool's parameters", t.spec.Name, err), nil
 	}
+	if t.srv.cfg.Auth == AuthOAuthPerUser {
+		return t.callAsUser(ctx, obj)
+	}
 	cs := t.srv.current()
 	if cs == nil {
 		return tools.Errorf("tool %s is unavailable: MCP server %s is not connected (%s); try again later or use another tool",
