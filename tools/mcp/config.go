@@ -19,7 +19,9 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -60,6 +62,29 @@ type Config struct {
 	// A server's CallTimeout, when set, replaces Breaker.CallTimeout; when neither is set calls
 	// are bounded by DefaultCallTimeout.
 	Breaker tools.BreakerConfig
+
+	// Tokens keeps the grants of servers with auth: oauth (required when there is one).
+	Tokens TokenStore
+	// OAuthRedirectURL is where authorization servers send the browser back after a login:
+	// the gateway's /oauth/callback. Required when a server has auth: oauth.
+	OAuthRedirectURL string
+	// OAuthHTTPClient makes OAuth metadata, registration and token requests (default:
+	// bounded timeouts).
+	OAuthHTTPClient *http.Client
+	// Now is the clock of token expiry and login states (default time.Now).
+	Now func() time.Time
+
+	// Elicit, when set, answers servers' questions during tool calls (elicitation, form and
+	// URL mode) by asking the person who started the call; without it the client does not
+	// offer elicitation and servers do not ask. ElicitTimeout bounds each question (default
+	// 5m): then it is declined and the call goes on.
+	Elicit        Elicitor
+	ElicitTimeout time.Duration
+
+	// Authorize (may be nil) is told when a person's call to an auth: oauth_per_user server
+	// found no usable grant of theirs: send them the login link privately (Logins().Begin with
+	// their user id). The call itself returns an "authorize first" result.
+	Authorize func(ctx context.Context, a Authorization)
 }
 
 // ServerConfig is one MCP server. Exactly one of Command (stdio) or URL (streamable HTTP) is set.
@@ -82,6 +107,23 @@ type ServerConfig struct {
 	URL     string
 	Headers map[string]string
 
+	// Auth is "" (none, or static Headers) or "oauth": the server is behind OAuth 2.1 and the
+	// gateway holds one grant for it, made by a login (`echogate mcp login NAME`) and kept in
+	// Config.Tokens. Until a login, or after the server refuses the token, the server shows
+	// "needs login" and its tools are withheld.
+	Auth string
+	// ClientID is a client registered beforehand with the server's authorization server
+	// (public client, no secret). Empty: ClientMetadataURL, else dynamic registration.
+	ClientID string
+	// ClientSecret goes with ClientID for a confidential client (sent as the authorization
+	// server's metadata prefers: client_secret_post or client_secret_basic); never logged.
+	ClientSecret string
+	// ClientMetadataURL is an https URL (with a path) serving this gateway's Client ID
+	// Metadata Document; used when the authorization server supports it.
+	ClientMetadataURL string
+	// Scopes to ask for; empty: what the server's metadata or challenge names.
+	Scopes []string
+
 	// Safety is the default safety class of the server's tools: "safe", "sensitive" or
 	// "destructive". Empty means "sensitive": every call needs approval.
 	Safety string
@@ -101,6 +143,9 @@ type ServerConfig struct {
 	AllowChannels []string
 	AllowUsers    []string
 }
+
+// oauth reports whether the server logs in with OAuth (per server or per user).
+func (s ServerConfig) oauth() bool { return s.Auth == AuthOAuth || s.Auth == AuthOAuthPerUser }
 
 // Transport reports "stdio" or "http".
 func (s ServerConfig) Transport() string {
@@ -122,6 +167,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConnectTimeout <= 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.ElicitTimeout <= 0 {
+		c.ElicitTimeout = DefaultElicitTimeout
+	}
+	if c.OAuthHTTPClient == nil {
+		c.OAuthHTTPClient = oauthHTTPClient()
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = DefaultPingInterval
@@ -180,6 +234,9 @@ func (s ServerConfig) validate(i int) error {
 			}
 		}
 	}
+	if err := s.validateAuth(where); err != nil {
+		return err
+	}
 	if _, err := parseSafety(s.Safety); err != nil {
 		return fmt.Errorf("%w: %s.safety: %v", ErrConfig, where, err)
 	}
@@ -205,6 +262,42 @@ func (s ServerConfig) validate(i int) error {
 	for _, u := range s.AllowUsers {
 		if p, id, ok := strings.Cut(u, ":"); !ok || p == "" || id == "" {
 			return fmt.Errorf("%w: %s.allow_users: %q: want a qualified user id, e.g. slack:U0123", ErrConfig, where, u)
+		}
+	}
+	return nil
+}
+
+func (s ServerConfig) validateAuth(where string) error {
+	switch s.Auth {
+	case AuthNone:
+		if s.ClientID != "" || s.ClientSecret != "" || s.ClientMetadataURL != "" || len(s.Scopes) > 0 {
+			return fmt.Errorf("%w: %s: client_id, client_secret, client_metadata_url and scopes apply to auth: oauth; add it or remove them", ErrConfig, where)
+		}
+		return nil
+	case AuthOAuth, AuthOAuthPerUser:
+	default:
+		return fmt.Errorf("%w: %s.auth %q: want oauth or oauth_per_user, or leave it out (no auth, or static headers)", ErrConfig, where, s.Auth)
+	}
+	if s.URL == "" {
+		return fmt.Errorf("%w: %s: auth: %s applies to url servers, not to stdio servers", ErrConfig, where, s.Auth)
+	}
+	for k := range s.Headers {
+		if canonicalHeader(k) == "Authorization" {
+			return fmt.Errorf("%w: %s.headers: Authorization is set by auth: oauth; remove one of them", ErrConfig, where)
+		}
+	}
+	if s.ClientSecret != "" && s.ClientID == "" {
+		return fmt.Errorf("%w: %s: client_secret needs the client_id it belongs to", ErrConfig, where)
+	}
+	if s.ClientMetadataURL != "" {
+		u, err := url.Parse(s.ClientMetadataURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			return fmt.Errorf("%w: %s.client_metadata_url %q: want an https URL with a path, e.g. https://gateway.example.com/oauth/client.json", ErrConfig, where, s.ClientMetadataURL)
+		}
+	}
+	for _, sc := range s.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"") {
+			return fmt.Errorf("%w: %s.scopes: %q is not a scope (one word per entry)", ErrConfig, where, sc)
 		}
 	}
 	return nil

@@ -36,6 +36,7 @@ type Manager struct {
 	servers []*server
 	byName  map[string]*server
 	running atomic.Bool
+	logins  *Logins // nil without auth: oauth servers
 
 	mu      sync.Mutex
 	updated chan struct{}
@@ -47,7 +48,11 @@ type ServerStatus struct {
 	Transport string // "stdio" or "http"
 	Target    string // the command, or the URL without credentials
 	Connected bool
-	Tools     []string // registered tool names, sorted
+	// NeedsLogin is set for a server with auth: oauth that has no usable grant (none stored,
+	// refused, or more scope wanted): its tools are withheld until a login; LastError says
+	// why and what to run.
+	NeedsLogin bool
+	Tools      []string // registered tool names, sorted
 	// LastError is why the server is not connected (or the last listing problem); empty when
 	// all is well. It never holds header values or URL credentials.
 	LastError string
@@ -83,6 +88,12 @@ func New(cfg Config, reg *tools.Registry, log *slog.Logger, onState func(tool, f
 		s := newServer(m, sc)
 		m.servers = append(m.servers, s)
 		m.byName[sc.Name] = s
+		if sc.oauth() && (cfg.Tokens == nil || cfg.OAuthRedirectURL == "") {
+			return nil, fmt.Errorf("%w: mcp.servers[%d] (%s): auth: oauth needs a token store (%s and a database) and the gateway's OAuth redirect URL (its /oauth/callback)", ErrConfig, i, sc.Name, "ECHOGATE_SECRET_KEY")
+		}
+	}
+	if err := m.startLogins(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -106,6 +117,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	if m.logins != nil {
+		m.logins.Close()
+	}
 	return nil
 }
 
@@ -145,6 +159,7 @@ type server struct {
 	allow      allowList
 	relist     chan struct{} // a tools/list_changed arrived
 	broken     chan struct{} // a call saw the connection closed
+	kick       chan struct{} // a login stored a grant: reconnect now
 
 	mu         sync.Mutex
 	session    *sdk.ClientSession
@@ -152,6 +167,12 @@ type server struct {
 	since      time.Time
 	lastErr    string
 	attempts   int
+	lost       string                  // this attempt found the OAuth grant unusable (why); reset per attempt
+	needsLogin bool                    // the last attempt ended for want of a login
+	inflight   map[uint64]inflightCall // tool calls in flight, for elicitations
+	users      map[string]*userSession // auth: oauth_per_user: sessions by person (users.go)
+	retired    []*userSession          // dropped sessions, to close outside their requests
+	callSeq    uint64
 	known      map[string]*entry // registry name → tool, kept across sessions so breakers survive
 	registered map[string]bool   // names this server holds in the registry now
 }
@@ -184,8 +205,8 @@ func newServer(m *Manager, sc ServerConfig) *server {
 		m: m, cfg: sc, safety: safety, toolSafety: ts, breaker: b, maxOutput: maxOut,
 		log:    m.log.With(slog.String("mcp_server", sc.Name)),
 		allow:  newAllowList(sc.AllowChannels, sc.AllowUsers),
-		relist: make(chan struct{}, 1), broken: make(chan struct{}, 1),
-		known: map[string]*entry{}, registered: map[string]bool{},
+		relist: make(chan struct{}, 1), broken: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+		known: map[string]*entry{}, registered: map[string]bool{}, inflight: map[uint64]inflightCall{}, users: map[string]*userSession{},
 	}
 }
 
@@ -213,7 +234,7 @@ func (s *server) status() ServerStatus {
 	}
 	sort.Strings(names)
 	return ServerStatus{Name: s.cfg.Name, Transport: s.cfg.Transport(), Target: s.target(), Connected: s.connected,
-		Tools: names, LastError: s.lastErr, Since: s.since, Attempts: s.attempts}
+		NeedsLogin: s.needsLogin, Tools: names, LastError: s.lastErr, Since: s.since, Attempts: s.attempts}
 }
 
 // current returns the live session, nil when disconnected.
@@ -279,14 +300,25 @@ func (s *server) supervise(ctx context.Context) {
 		failures++
 		delay := backoff(s.m.cfg.ReconnectMin, s.m.cfg.ReconnectMax, failures)
 		msg := s.scrub(err.Error())
+		if reason := s.takeLost(); reason != "" {
+			// Nobody can answer a login here: wait for one (or for another replica's, which
+			// only the store shows: look again after ReconnectMax).
+			msg = fmt.Sprintf("needs login: %s; run `echogate mcp login %s`", reason, s.cfg.Name)
+			delay = s.m.cfg.ReconnectMax
+			s.log.Warn("mcp: server needs login; its tools are withheld", "reason", reason)
+		} else {
+			s.log.Warn("mcp: server unavailable; reconnecting", "err", msg, "attempt", n, "retry_in", delay.Round(time.Millisecond))
+		}
 		s.setDown(msg, true)
-		s.log.Warn("mcp: server unavailable; reconnecting", "err", msg, "attempt", n, "retry_in", delay.Round(time.Millisecond))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			s.setDown("stopped", false)
 			return
+		case <-s.kick:
+			t.Stop()
+			failures = 0
 		case <-t.C:
 		}
 	}
@@ -358,7 +390,7 @@ func (s *server) apply(cs *sdk.ClientSession, listed []*sdk.Tool) (bool, error) 
 	}
 	changed := false
 	if !s.connected {
-		s.connected, s.since, s.lastErr, s.attempts = true, time.Now(), "", 0
+		s.connected, s.since, s.lastErr, s.attempts, s.needsLogin = true, time.Now(), "", 0, false
 		changed = true
 	}
 	want := make(map[string]*entry, len(listed))
@@ -430,6 +462,7 @@ func sameSpec(a, b tools.Spec) bool {
 
 // unregisterAll removes the server's tools from the registry.
 func (s *server) unregisterAll() {
+	s.closeUsers()
 	s.mu.Lock()
 	n := len(s.registered)
 	for name := range s.registered {

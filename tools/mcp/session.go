@@ -94,16 +94,19 @@ func (s *server) runSession(ctx context.Context) (established bool, err error) {
 // process (nil over HTTP); closeIdle, when not nil, releases the HTTP transport's connections
 // and is for the caller to run when the session is over, also after an error.
 func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdioProcess, closeIdle func(), err error) {
-	client := sdk.NewClient(&sdk.Implementation{Name: "echogate", Version: version()}, &sdk.ClientOptions{
-		Logger:                 s.log,
-		Capabilities:           &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.requestRelist() },
-	})
+	client := s.newClient(func(context.Context, *sdk.ToolListChangedRequest) { s.requestRelist() })
 	var transport sdk.Transport
 	if s.cfg.URL != "" {
-		var hc *http.Client
-		transport, hc = newHTTPTransport(s.cfg, s.m.cfg.ConnectTimeout)
+		ht, hc := newHTTPTransport(s.cfg, s.m.cfg.ConnectTimeout)
 		closeIdle = hc.CloseIdleConnections
+		if s.cfg.oauth() {
+			a, err := s.oauth(ctx)
+			if err != nil {
+				return nil, nil, closeIdle, err
+			}
+			ht.OAuthHandler = a
+		}
+		transport = ht
 	} else {
 		transport, proc = newStdioTransport(s.cfg, func(line string) {
 			s.log.Debug("mcp: server stderr", "line", line)
@@ -134,6 +137,43 @@ func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, proc *stdi
 		}
 	}
 	return nil, nil, closeIdle, fmt.Errorf("mcp: %s: connect to %s: %w", s.cfg.Name, s.target(), err)
+}
+
+// newClient builds the SDK client of a session: no roots or sampling; elicitation when an
+// Elicitor is configured.
+func (s *server) newClient(onListChanged func(context.Context, *sdk.ToolListChangedRequest)) *sdk.Client {
+	opts := &sdk.ClientOptions{
+		Logger:                 s.log,
+		Capabilities:           &sdk.ClientCapabilities{},
+		ToolListChangedHandler: onListChanged,
+	}
+	if s.m.cfg.Elicit != nil {
+		opts.Capabilities.Elicitation = &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}
+		opts.ElicitationHandler = s.elicit
+	}
+	return sdk.NewClient(&sdk.Implementation{Name: "echogate", Version: version()}, opts)
+}
+
+// oauth returns the session's OAuth handler after checking a grant is stored: without one the
+// attempt ends at once, needing login, without asking the server.
+func (s *server) oauth(ctx context.Context) (*tokenAuth, error) {
+	key := TokenKey{Server: s.cfg.Name}
+	if _, err := s.m.cfg.Tokens.Get(ctx, key); err != nil {
+		switch {
+		case errors.Is(err, ErrNoToken):
+			s.loginLost("no grant stored yet")
+			return nil, fmt.Errorf("mcp: %s: %w", s.cfg.Name, ErrNeedsLogin)
+		case errors.Is(err, ErrBadGrant):
+			s.loginLost("the stored grant cannot be opened (was ECHOGATE_SECRET_KEY changed?)")
+			return nil, fmt.Errorf("mcp: %s: %w: %w", s.cfg.Name, ErrNeedsLogin, err)
+		}
+		return nil, fmt.Errorf("mcp: %s: read the OAuth grant: %w", s.cfg.Name, err)
+	}
+	a := &tokenAuth{key: key, store: s.m.cfg.Tokens, client: s.m.cfg.OAuthHTTPClient, now: s.m.cfg.Now, lost: s.loginLost}
+	if l := s.m.logins; l != nil {
+		a.note = func(status int, h http.Header) { l.noteChallenge(key, status, h) }
+	}
+	return a, nil
 }
 
 // relistTools lists the tools again after the server said they changed. A failure keeps the

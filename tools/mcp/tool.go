@@ -41,12 +41,17 @@ func (t *remoteTool) Call(ctx context.Context, args json.RawMessage) (tools.Resu
 	if err != nil {
 		return tools.Errorf("invalid arguments for %s: %v; send a JSON object matching the tool's parameters", t.spec.Name, err), nil
 	}
+	if t.srv.cfg.Auth == AuthOAuthPerUser {
+		return t.callAsUser(ctx, obj)
+	}
 	cs := t.srv.current()
 	if cs == nil {
 		return tools.Errorf("tool %s is unavailable: MCP server %s is not connected (%s); try again later or use another tool",
 			t.spec.Name, t.srv.cfg.Name, t.srv.downReason()), nil
 	}
+	done := t.srv.track(t.spec.Name, ctx)
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: obj})
+	done()
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, fmt.Errorf("mcp: %s: call %s: %w", t.srv.cfg.Name, t.remote, ctx.Err())

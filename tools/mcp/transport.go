@@ -178,18 +178,8 @@ func (w *tailWriter) Tail() string {
 // timeouts bound a dead server) that adds the configured headers to every request.
 //
 // Call the returned client's CloseIdleConnections when the session is over.
-func newHTTPTransport(cfg ServerConfig, connectTimeout time.Duration) (sdk.Transport, *http.Client) {
-	base := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          16,
-		MaxIdleConnsPerHost:   8,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: connectTimeout,
-		ExpectContinueTimeout: time.Second,
-	}
+func newHTTPTransport(cfg ServerConfig, connectTimeout time.Duration) (*sdk.StreamableClientTransport, *http.Client) {
+	base := newBaseTransport(connectTimeout)
 	h := make(http.Header, len(cfg.Headers))
 	for k, v := range cfg.Headers {
 		h.Set(strings.TrimSpace(k), v)
@@ -202,6 +192,22 @@ func newHTTPTransport(cfg ServerConfig, connectTimeout time.Duration) (sdk.Trans
 		// stream only briefly before giving the session up.
 		MaxRetries: 2,
 	}, client
+}
+
+// newBaseTransport is the HTTP transport of MCP and OAuth requests: dial, TLS and
+// response-header timeouts bound a dead server.
+func newBaseTransport(connectTimeout time.Duration) *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: connectTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
 }
 
 // headerTripper adds fixed headers to every request.

@@ -257,3 +257,44 @@ func TestStderrTailMasksConfiguredSecrets(t *testing.T) {
 		t.Errorf("logged lines = %q, want the key masked and short settings (\"1\") left alone", lines)
 	}
 }
+
+func TestNewValidatesOAuthServers(t *testing.T) {
+	withStore := func(s ...ServerConfig) Config {
+		return Config{Servers: s, Tokens: NewMemoryTokenStore(), OAuthRedirectURL: "https://gw.example.com/oauth/callback"}
+	}
+	oauth := ServerConfig{Name: "tracker", URL: "https://mcp.example.com/mcp", Auth: AuthOAuth}
+	with := func(f func(*ServerConfig)) ServerConfig { s := oauth; f(&s); return s }
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want string // "" = valid
+	}{
+		"oauth": {withStore(oauth), ""},
+		"oauth all options": {withStore(with(func(s *ServerConfig) {
+			s.ClientID, s.Scopes, s.ClientMetadataURL = "abc", []string{"read", "write"}, "https://gw.example.com/oauth/client.json"
+		})), ""},
+		"no store":             {Config{Servers: []ServerConfig{oauth}, OAuthRedirectURL: "https://gw.example.com/oauth/callback"}, "ECHOGATE_SECRET_KEY"},
+		"no redirect":          {Config{Servers: []ServerConfig{oauth}, Tokens: NewMemoryTokenStore()}, "redirect URL"},
+		"unknown auth":         {withStore(with(func(s *ServerConfig) { s.Auth = "basic" })), `auth "basic": want oauth`},
+		"oauth on stdio":       {withStore(ServerConfig{Name: "wx", Command: "x", Auth: AuthOAuth}), "not to stdio"},
+		"oauth and header":     {withStore(with(func(s *ServerConfig) { s.Headers = map[string]string{"authorization": "Bearer x"} })), "Authorization is set by auth: oauth"},
+		"client_id without":    {withStore(ServerConfig{Name: "wx", URL: "https://a/b", ClientID: "x"}), "apply to auth: oauth"},
+		"metadata url http":    {withStore(with(func(s *ServerConfig) { s.ClientMetadataURL = "http://gw.example.com/c.json" })), "https URL with a path"},
+		"metadata url no path": {withStore(with(func(s *ServerConfig) { s.ClientMetadataURL = "https://gw.example.com/" })), "https URL with a path"},
+		"scope with space":     {withStore(with(func(s *ServerConfig) { s.Scopes = []string{"read write"} })), "one word per entry"},
+		"bad redirect":         {Config{Servers: []ServerConfig{oauth}, Tokens: NewMemoryTokenStore(), OAuthRedirectURL: "/oauth/callback"}, "absolute URL"},
+	} {
+		reg, _ := tools.NewRegistry()
+		m, err := New(tc.cfg, reg, nil, nil)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: New = %v, want nil", name, err)
+		case tc.want == "" && m.Logins() == nil:
+			t.Errorf("%s: Logins() = nil, want the logins of tracker", name)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig)):
+			t.Errorf("%s: New = %v, want an ErrConfig naming %q", name, err, tc.want)
+		}
+		if m != nil && m.Logins() != nil {
+			m.Logins().Close()
+		}
+	}
+}
