@@ -42,6 +42,9 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 		t.p.d.Metrics.ToolCall(call.Name, "denied", 0)
 		return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not allowed: the gateway's policy denies tool %s (tools.%s.approval: deny)", call.Name, call.Name)}
 	}
+	if d, ok := t.unattendedDecision(call.Name); ok {
+		return d // a scheduled run (scheduled.go)
+	}
 	if t.ev.AutoApprove || t.granted(ctx, call.Name) {
 		return agent.Decision{Verdict: agent.Allow}
 	}

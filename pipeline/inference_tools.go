@@ -24,7 +24,7 @@ func (t *Turn) toolSpecs() []tools.Spec {
 }
 
 func (t *Turn) allowed(tool string) bool {
-	return t.prof.allowsTool(tool) && (t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID)) && t.skillToolAllowed(tool)
+	return t.prof.allowsTool(tool) && (t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID)) && t.skillToolAllowed(tool) && t.scheduledTool(tool)
 }
 
 // executeTool runs one call with the per-tool timeout; panics become tool errors. The turn's

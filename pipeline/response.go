@@ -57,6 +57,7 @@ func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
 	}
 	p.endTurn(ctx, t, res, input)
 	p.afterFinish(ctx, t, final)
+	p.endScheduled(ctx, t, t.res, postErr)
 	return postErr
 }
 
@@ -68,10 +69,14 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 	case agent.StatusDone:
 		t.enter(StateResponse)
 		final = res.Answer
+		if t.quietAnswer(final) { // scheduled.go: recorded, not posted
+			t.sched.quiet = true
+			break
+		}
 		if strings.TrimSpace(final) == "" {
 			final = "_(the model returned an empty answer)_"
 		}
-		_, err = t.out.finish(ctx, echogate.OutReply, final)
+		t.sched.posted, err = t.out.finish(ctx, echogate.OutReply, final)
 	case agent.StatusAborted:
 		t.enter(StateStopped)
 		if errors.Is(res.Err, agent.ErrBudget) {

@@ -69,6 +69,8 @@ type Turn struct {
 	// cont: the partial streamed message of a dead turn this turn's answer goes into
 	// (withContinued, posting.go).
 	cont echogate.MessageRef
+	// sched: a scheduled run's state (scheduled.go); zero for a turn of a message.
+	sched schedState
 }
 
 // turn is Turn's name in the files of the ContextStage's helpers.
@@ -106,6 +108,9 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 	t := &Turn{p: p, id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
 		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel,
 		prof: p.profileFor(*ev)}
+	if pr := p.scheduledProfile(*ev); pr != nil {
+		t.prof = pr // the job's agent (scheduled.go)
+	}
 	for _, o := range opts {
 		o(t)
 	}
@@ -117,6 +122,9 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 		return nil, false
 	}
 	t.caps = p.caps[ev.Conversation.Platform]
+	if ev.Scheduled != nil {
+		t.caps.Streamer = nil // nobody watches; a quiet answer must not appear while it streams
+	}
 	t.life = NewLifecycle(StateIdle)
 	if t.resume != nil {
 		t.life = NewLifecycle(StateWaitingApproval)

@@ -1,0 +1,162 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/tools"
+)
+
+// ends collects Deps.AfterScheduled's reports.
+type ends struct {
+	mu  sync.Mutex
+	got []pipeline.ScheduledEnd
+	ch  chan pipeline.ScheduledEnd
+}
+
+func newEnds() *ends { return &ends{ch: make(chan pipeline.ScheduledEnd, 8)} }
+
+func (e *ends) add(_ context.Context, s pipeline.ScheduledEnd) {
+	e.mu.Lock()
+	e.got = append(e.got, s)
+	e.mu.Unlock()
+	e.ch <- s
+}
+
+func (e *ends) next(t *testing.T) pipeline.ScheduledEnd {
+	t.Helper()
+	select {
+	case s := <-e.ch:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("no scheduled run ended within 10s")
+		return pipeline.ScheduledEnd{}
+	}
+}
+
+// runEvent is a scheduled run's event as the wiring builds it.
+func runEvent(session string, r echogate.ScheduledRun) echogate.InboundEvent {
+	ev := msg(session, "schedule:digest", "Summarize #ops.")
+	ev.ID = fmt.Sprintf("schedule:%s:%d", r.Job, r.Slot.Unix())
+	ev.Kind = echogate.KindMention
+	ev.Scheduled = &r
+	return ev
+}
+
+var slot = time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+
+func TestScheduledRunReportsTheDeliveredMessage(t *testing.T) {
+	e := newEnds()
+	h := start(t, opts{deps: func(d *pipeline.Deps) { d.AfterScheduled = e.add }}, agenttest.Reply("3 incidents, all resolved."))
+	h.submit(runEvent("ops", echogate.ScheduledRun{Job: "config:digest", Slot: slot, Config: true}))
+	s := e.next(t)
+	if s.Status != echogate.TurnDoneSt || s.Posted.IsZero() || s.Quiet || s.Err != "" || s.Run.Job != "config:digest" {
+		t.Fatalf("AfterScheduled = %+v, want done with the posted message's id", s)
+	}
+	if got := h.rep.Texts(); len(got) != 1 || got[0] != "3 incidents, all resolved." {
+		t.Errorf("posts = %q, want the answer once", got)
+	}
+}
+
+func TestQuietIfAnswerIsRecordedNotPosted(t *testing.T) {
+	e := newEnds()
+	h := start(t, opts{deps: func(d *pipeline.Deps) { d.AfterScheduled = e.add }}, agenttest.Reply(" NOTHING\n"))
+	h.submit(runEvent("ops", echogate.ScheduledRun{Job: "config:check", Slot: slot, QuietIf: "NOTHING", Config: true}))
+	s := e.next(t)
+	if !s.Quiet || !s.Posted.IsZero() || s.Status != echogate.TurnDoneSt {
+		t.Fatalf("AfterScheduled = %+v, want quiet, done, nothing posted", s)
+	}
+	for _, p := range h.rep.Posts() {
+		t.Errorf("posted %q, want nothing", p.Out.Text)
+	}
+	if got := strings.Join(h.transcript("ops"), "|"); !strings.Contains(got, "assistant: NOTHING") {
+		t.Errorf("transcript = %s, want the quiet answer recorded", got)
+	}
+}
+
+func TestScheduledRunIsNeverOfferedTheScheduleTool(t *testing.T) {
+	e := newEnds()
+	sched := newTool(pipeline.ScheduleToolName, tools.Safe, "ok")
+	clock := newTool("current_time", tools.Safe, "ok")
+	h := start(t, opts{tools: []tools.Tool{sched, clock}, deps: func(d *pipeline.Deps) { d.AfterScheduled = e.add }},
+		agenttest.Reply("a"), agenttest.Reply("b"))
+	h.submit(msg("chat", "ann", "hi"))
+	h.waitDone()
+	h.submit(runEvent("ops", echogate.ScheduledRun{Job: "config:digest", Slot: slot, Config: true}))
+	e.next(t)
+	reqs := h.model.Requests()
+	names := func(r agent.Request) (out []string) {
+		for _, s := range r.Tools {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	if got := names(reqs[0]); !strings.Contains(strings.Join(got, ","), "schedule") {
+		t.Errorf("a chat turn's tools = %v, want schedule offered", got)
+	}
+	if got := names(reqs[1]); strings.Contains(strings.Join(got, ","), "schedule") || len(got) == 0 {
+		t.Errorf("a scheduled run's tools = %v, want current_time and never schedule", got)
+	}
+}
+
+func TestPerRunBudgetStopsAScheduledRun(t *testing.T) {
+	e := newEnds()
+	var asked []float64
+	h := start(t, opts{deps: func(d *pipeline.Deps) {
+		d.AfterScheduled = e.add
+		d.RunBudget = func(usd float64) (pipeline.Budget, error) {
+			asked = append(asked, usd)
+			return budgetFn(func(_ context.Context, s cost.Scope, _ agent.Request) error {
+				if s.Trigger != echogate.TriggerScheduled {
+					return fmt.Errorf("scope trigger %q, want scheduled", s.Trigger)
+				}
+				return fmt.Errorf("per turn $%.2f: %w", usd, agent.ErrBudget)
+			}), nil
+		}
+	}}, agenttest.Reply("spent"))
+	h.submit(runEvent("ops", echogate.ScheduledRun{Job: "config:digest", Slot: slot, BudgetUSD: 0.05, Config: true}))
+	s := e.next(t)
+	if !s.Budget || h.model.Calls() != 0 || len(asked) != 1 || asked[0] != 0.05 {
+		t.Fatalf("AfterScheduled = %+v after %d model calls (budgets asked %v), want stopped by budget 0.05 before any call", s, h.model.Calls(), asked)
+	}
+}
+
+func TestUnattendedSensitiveCall(t *testing.T) {
+	for _, tt := range []struct {
+		unattended string
+		wantStatus echogate.TurnStatus
+	}{{"", echogate.TurnDoneSt}, {"deny", echogate.TurnDoneSt}, {"prompt", echogate.TurnPaused}} {
+		t.Run("unattended="+tt.unattended, func(t *testing.T) {
+			e := newEnds()
+			del := newTool("delete_file", tools.Sensitive, "deleted")
+			h := start(t, opts{tools: []tools.Tool{del}, deps: func(d *pipeline.Deps) { d.AfterScheduled = e.add }},
+				agenttest.CallTool("delete_file", `{"path":"x"}`), agenttest.Reply("could not delete"))
+			h.submit(runEvent("ops", echogate.ScheduledRun{Job: "config:cleanup", Slot: slot, Unattended: tt.unattended, Config: true}))
+			s := e.next(t)
+			if s.Status != tt.wantStatus || del.calls.Load() != 0 {
+				t.Fatalf("AfterScheduled = %+v, tool ran %d times; want status %s and no run", s, del.calls.Load(), tt.wantStatus)
+			}
+			if tt.unattended == "prompt" {
+				if s.Denied || len(h.rep.Posts()) == 0 || h.rep.Posts()[0].Out.Kind != echogate.OutApprovalPrompt {
+					t.Errorf("prompt mode: denied %v, posts %+v; want the approval prompt posted to the delivery place", s.Denied, h.rep.Posts())
+				}
+				return
+			}
+			if !s.Denied {
+				t.Errorf("AfterScheduled = %+v, want Denied", s)
+			}
+			if reqs := h.model.Requests(); len(reqs) < 2 || !strings.Contains(fmt.Sprint(reqs[1].Messages), "approval.unattended: deny") {
+				t.Errorf("the model was not told why the call was refused")
+			}
+		})
+	}
+}
