@@ -85,7 +85,9 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 		} else {
 			final = joinText(res.Answer, "_(stopped)_")
 		}
-		_, err = t.out.finish(ctx, echogate.OutReply, final)
+		if t.scheduled() == nil { // a scheduled run's failure is recorded; max_failures alerts once
+			_, err = t.out.finish(ctx, echogate.OutReply, final)
+		}
 	case agent.StatusPaused:
 		final, err = p.pause(ctx, t, res)
 	default:
@@ -93,7 +95,9 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 		t.log.Error("turn failed", "err", res.Err)
 		final = joinText(res.Answer, p.cfg.FallbackText+" (ref "+t.id+")")
 		t.rec.Error = errText(res.Err)
-		_, err = t.out.finish(ctx, echogate.OutNotice, final)
+		if t.scheduled() == nil {
+			_, err = t.out.finish(ctx, echogate.OutNotice, final)
+		}
 		// The error event comes right before done, after the fallback text was posted.
 		if t.enter(StateFailed) {
 			t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final})

@@ -128,6 +128,9 @@ func TestPerRunBudgetStopsAScheduledRun(t *testing.T) {
 	if !s.Budget || h.model.Calls() != 0 || len(asked) != 1 || asked[0] != 0.05 {
 		t.Fatalf("AfterScheduled = %+v after %d model calls (budgets asked %v), want stopped by budget 0.05 before any call", s, h.model.Calls(), asked)
 	}
+	if posts := h.rep.Texts(); len(posts) != 0 {
+		t.Errorf("posted %q, want nothing: a failed run is recorded, and only a pause alerts the place", posts)
+	}
 }
 
 func TestUnattendedSensitiveCall(t *testing.T) {

@@ -190,6 +190,13 @@ func startGateway(t *testing.T, vars map[string]string, yaml string) *e2eGateway
 // startGatewayFile is startGateway with the configuration file at path ("" for none).
 func startGatewayFile(t *testing.T, vars map[string]string, path string) *e2eGateway {
 	t.Helper()
+	return startGatewayCtx(t, context.Background(), vars, path)
+}
+
+// startGatewayCtx is startGatewayFile with serve's context made from parent (a test's
+// scheduler clock, withScheduleClock).
+func startGatewayCtx(t *testing.T, parent context.Context, vars map[string]string, path string) *e2eGateway {
+	t.Helper()
 	vars = cloneVars(vars)
 	addr := freeAddr(t)
 	vars["ECHOGATE_HTTP_ADDR"] = addr
@@ -203,7 +210,7 @@ func startGatewayFile(t *testing.T, vars map[string]string, path string) *e2eGat
 	e, _, _ := testEnv(vars, append(args, "serve")...)
 	logs := newLogBuffer()
 	e.stderr = logs
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, e) }()
 	g := &e2eGateway{base: "http://" + addr, logs: logs}

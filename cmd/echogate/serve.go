@@ -85,6 +85,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 		c.Close()
 		return nil, err
 	}
+	c.schedClock = scheduleClockOf(ctx) // a test's (schedule_wiring.go)
 	repliers := map[string]pipeline.Replier{}
 	for _, ch := range g.channels {
 		repliers[ch.Name()] = ch
@@ -93,6 +94,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 		c.Close()
 		return nil, err
 	}
+	c.addScheduler() // schedule_wiring.go
 	return g, nil
 }
 

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate/internal/schedule/scheduletest"
+)
+
+// schedYAML: jobs of the config delivered through the Slack and Discord fakes. The scripted
+// model echoes the prompt ("You said: …"), so quiet_if matches the echo of "NOTHING".
+const schedYAML = `
+models:
+  prices: {gpt-4o-mini: {input_per_mtok: 1000000, output_per_mtok: 1000000}}
+tools: {run_command: {allowed: ["true"]}}
+schedules:
+  - {name: digest, cron: "0 9 * * *", prompt: "daily digest [s-digest]", deliver: "slack:C0SCHED1"}
+  - {name: thread, cron: "0 9 * * *", prompt: "thread digest [s-thread]", deliver: "slack:C0SCHED2/1600000000.000100"}
+  - {name: quiet, cron: "0 9 * * *", prompt: "NOTHING", quiet_if: "You said: NOTHING", deliver: "slack:C0SCHED3"}
+  - {name: gated, cron: "0 9 * * *", prompt: "gated [s-gated]", deliver: "slack:C0SCHED4", precheck: {command: [/bin/false]}}
+  - {name: open, cron: "0 9 * * *", prompt: "open [s-open]", deliver: "slack:C0SCHED6", precheck: {command: ["true"]}}
+  - {name: broke, cron: "0 9 * * *", prompt: "broke [s-broke]", deliver: "slack:C0SCHED5", budget_usd: 0.01, max_failures: 1}
+  - {name: dc, cron: "0 9 * * *", prompt: "discord digest [s-dc]", deliver: "discord:600000000000009999"}
+`
+
+// TestE2EScheduledWork is `echogate serve` with jobs in `schedules:` on a test clock: at 9:00
+// each runs once through the real adapters. A config job delivers to a Slack channel, a Slack
+// thread and a Discord channel; quiet_if posts nothing; a failing precheck makes no model
+// request; a per-run budget stops a run, which (max_failures: 1) pauses the job with one alert,
+// and the next day it does not run nor alert again.
+func TestE2EScheduledWork(t *testing.T) {
+	model := newScriptedModel(t)
+	sp, ssrv := newSlackPlatform(t)
+	dp, dsrv := newDiscordPlatform(t)
+	vars := model.vars()
+	for k, v := range sp.vars {
+		vars[k] = v
+	}
+	for k, v := range dp.vars {
+		vars[k] = v
+	}
+	clock := scheduletest.NewClock(time.Date(2030, 1, 7, 8, 59, 30, 0, time.UTC))
+	g := startGatewayCtx(t, withScheduleClock(context.Background(), clock), vars, writeConfig(t, schedYAML))
+	tick := func(to time.Time) {
+		t.Helper()
+		select {
+		case <-clock.Added(): // the worker sleeps until its next slot
+		case <-time.After(waitTimeout):
+			t.Fatal("the scheduler never went to sleep")
+		}
+		clock.Set(to)
+	}
+	tick(time.Date(2030, 1, 7, 9, 0, 5, 0, time.UTC))
+
+	waitMetrics(t, g.base,
+		`echogate_schedule_runs_total{job="digest",outcome="delivered"} 1`,
+		`echogate_schedule_runs_total{job="thread",outcome="delivered"} 1`,
+		`echogate_schedule_runs_total{job="dc",outcome="delivered"} 1`,
+		`echogate_schedule_runs_total{job="open",outcome="delivered"} 1`,
+		`echogate_schedule_runs_total{job="quiet",outcome="quiet"} 1`,
+		`echogate_schedule_runs_total{job="gated",outcome="skipped"} 1`,
+		`echogate_schedule_runs_total{job="broke",outcome="budget"} 1`,
+		"echogate_schedule_lag_seconds_count")
+
+	one := func(what string, msgs []string, want string) {
+		t.Helper()
+		if len(msgs) != 1 || !strings.Contains(msgs[0], want) {
+			t.Errorf("%s: bot messages %q, want exactly one containing %q", what, msgs, want)
+		}
+	}
+	slackTexts := func(ch, thread string) (out []string) {
+		for _, m := range ssrv.BotMessages(ch) {
+			if m.ThreadTS == thread {
+				out = append(out, m.Text)
+			} else {
+				out = append(out, fmt.Sprintf("(thread %q) %s", m.ThreadTS, m.Text))
+			}
+		}
+		return out
+	}
+	one("slack channel", slackTexts("C0SCHED1", ""), "daily digest [s-digest]")
+	one("slack thread", slackTexts("C0SCHED2", "1600000000.000100"), "thread digest [s-thread]")
+	var dc []string
+	for _, m := range dsrv.BotMessages("600000000000009999") {
+		dc = append(dc, m.Content)
+	}
+	one("discord channel", dc, "discord digest [s-dc]")
+	one("precheck exit 0", slackTexts("C0SCHED6", ""), "open [s-open]")
+	if got := slackTexts("C0SCHED3", ""); len(got) != 0 {
+		t.Errorf("quiet_if: posted %q, want nothing", got)
+	}
+	if got := slackTexts("C0SCHED4", ""); len(got) != 0 {
+		t.Errorf("failing precheck: posted %q, want nothing", got)
+	}
+	one("budget alert", slackTexts("C0SCHED5", ""), "paused itself")
+	for _, req := range model.fake.ChatRequests() {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Content, "[s-gated]") || strings.Contains(m.Content, "[s-broke]") {
+				t.Errorf("the model was asked %q: a failing precheck or a spent per-run budget must make no model request", oneLine(m.Content, 80))
+			}
+		}
+	}
+
+	// The next day: the paused job neither runs nor alerts again; the others run once more.
+	tick(time.Date(2030, 1, 8, 9, 0, 5, 0, time.UTC))
+	waitMetrics(t, g.base, `echogate_schedule_runs_total{job="digest",outcome="delivered"} 2`, `echogate_schedule_runs_total{job="gated",outcome="skipped"} 2`)
+	one("budget alert after a day", slackTexts("C0SCHED5", ""), "paused itself")
+	if strings.Contains(metricsText(t, g.base), `echogate_schedule_runs_total{job="broke",outcome="budget"} 2`) {
+		t.Error("the paused job ran again")
+	}
+}
+
+// metricsText is the gateway's /metrics page.
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
