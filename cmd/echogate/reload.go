@@ -88,7 +88,7 @@ func (c *core) reload(trigger string) error {
 		return err
 	}
 	c.pipeline.SetAccess(cfg.accessRules())
-	c.reloadSkills(cfg) // skills_wiring.go
+	c.reloadSkills(cfg)                            // skills_wiring.go
 	if err := c.reloadSchedules(cfg); err != nil { // schedule_wiring.go
 		return err
 	}
