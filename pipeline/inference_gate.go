@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -24,6 +25,9 @@ type grantCache struct {
 // without asking only while the turn's input is the requester's own (tainted). A call that
 // needs an approver (needsApprover) is refused at once when the agent has none.
 func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools.Spec) agent.Decision {
+	if spec.SafetyOf != nil {
+		spec.Safety = spec.SafetyOf(json.RawMessage(call.Arguments)) // this call's class
+	}
 	v, ok := t.p.policy[call.Name]
 	if !ok {
 		switch {

@@ -440,6 +440,11 @@ func newScriptedModel(t *testing.T) *scriptedModel {
 		switch {
 		case strings.Contains(text, "what time"):
 			return agenttest.ToolAnswer(echogate.ToolCall{Name: "current_time", Arguments: `{"timezone":"UTC"}`}), true
+		case strings.Contains(text, "remind me in 10 minutes to"):
+			// The schedule tool: a one-shot reminder of the rest of the message (e2e_schedule_test.go).
+			_, what, _ := strings.Cut(req.LastUser(), "remind me in 10 minutes to ")
+			args, _ := json.Marshal(map[string]string{"action": "create", "prompt": what, "at": "in 10m"})
+			return agenttest.ToolAnswer(echogate.ToolCall{Name: "schedule", Arguments: string(args)}), true
 		case strings.Contains(text, "ask me"):
 			return agenttest.ToolAnswer(echogate.ToolCall{Name: "ask_user", Arguments: `{"question":"` + askQuestion + `"}`}), true
 		case strings.Contains(text, "stream a longer answer"):

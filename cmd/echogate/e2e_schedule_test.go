@@ -113,6 +113,39 @@ func TestE2EScheduledWork(t *testing.T) {
 	if strings.Contains(metricsText(t, g.base), `echogate_schedule_runs_total{job="broke",outcome="budget"} 2`) {
 		t.Error("the paused job ran again")
 	}
+
+	// A reminder asked for in a Slack thread arrives in that thread, 10 minutes later.
+	c := sp.newConv(t, "[r-1]")
+	sp.open(t, c, sp.requester, "remind me in 10 minutes to renew the cert [r-1]")
+	c.waitMsg(t, afterToolText, "Scheduled job")
+	pump := pumpClock(clock)
+	clock.Advance(11 * time.Minute)
+	c.waitMsg(t, echoText+"renew the cert [r-1]")
+	pump()
+	if n := len(sp.bot(c)); n != 2 {
+		t.Errorf("bot messages in the thread = %d, want the confirmation and the reminder:\n%s", n, c.transcript())
+	}
+	waitMetrics(t, g.base, `echogate_schedule_runs_total{job="chat",outcome="delivered"} 1`)
+}
+
+// pumpClock moves clock on by a second each time the scheduler goes to sleep, until the
+// returned stop is called: a slot that came due while the worker was mid-pass (and so sleeps
+// its minimum second) runs without the test sleeping.
+func pumpClock(clock *scheduletest.Clock) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-done:
+				return
+			case <-clock.Added():
+				clock.Advance(time.Second)
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
 }
 
 // metricsText is the gateway's /metrics page.

@@ -13,6 +13,7 @@ import (
 	"github.com/echogate/echogate/agent/cost"
 	"github.com/echogate/echogate/internal/schedule"
 	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/tools/builtin"
 )
 
 // scheduler is serve's scheduled work (SPEC "Scheduled work"): the worker that claims due
@@ -54,6 +55,15 @@ func (c *core) wireSchedule(deps *pipeline.Deps, repliers map[string]pipeline.Re
 	}
 	s.worker = w
 	c.sched = s
+	if tc := c.cfg.Tools[builtin.ScheduleName]; tc.Enabled == nil || *tc.Enabled {
+		tool, err := builtin.NewSchedule(builtin.ScheduleConfig{Store: st, Limits: c.cfg.Scheduler.limits(), Now: clock.Now, Wake: w.Wake})
+		if err == nil {
+			err = c.tools.Add(tool)
+		}
+		if err != nil {
+			return fmt.Errorf("tools.schedule: %w", err)
+		}
+	}
 	deps.AfterScheduled = s.finished
 	deps.RunBudget = func(usd float64) (pipeline.Budget, error) {
 		return cost.New(cost.Config{Limits: cost.Limits{PerTurnUSD: usd}, Prices: c.models.prices, ModelFor: c.models.modelFor}, c.store, nil)
