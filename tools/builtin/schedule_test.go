@@ -112,9 +112,9 @@ func TestScheduleToolSafetyPerCall(t *testing.T) {
 		`{"action":"create","prompt":"p","at":"in 1h"}`:       tools.Safe,
 		`{"action":"create","prompt":"p","every":"2h"}`:       tools.Sensitive,
 		`{"action":"create","prompt":"p","cron":"0 9 * * *"}`: tools.Sensitive,
-		`{"action":"list"}`:                                   tools.Safe,
-		`{"action":"cancel","id":"x"}`:                        tools.Safe,
-		`not json`:                                            tools.Sensitive,
+		`{"action":"list"}`:            tools.Safe,
+		`{"action":"cancel","id":"x"}`: tools.Safe,
+		`not json`:                     tools.Sensitive,
 	} {
 		if got := spec.SafetyOf(json.RawMessage(args)); got != want {
 			t.Errorf("SafetyOf(%s) = %v, want %v", args, got, want)
