@@ -169,6 +169,8 @@ type Deps struct {
 	// makes a scheduled run's own budget (budget_usd) for the checks before each model call.
 	// nil: outcomes are not reported, and per-run budgets are not checked.
 	AfterScheduled func(ctx context.Context, e ScheduledEnd)
+	// Schedules answers the schedules command; nil says scheduled work is not configured.
+	Schedules ScheduleLister
 	RunBudget      func(usd float64) (Budget, error)
 	// UsageObservers see every ledger entry after it was stored (the cost tracker's running
 	// totals). They must return quickly.

@@ -12,6 +12,8 @@ import (
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/internal/schedule"
+	"github.com/echogate/echogate/internal/schedule/scheduletest"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/tools"
 )
@@ -161,5 +163,33 @@ func TestUnattendedSensitiveCall(t *testing.T) {
 				t.Errorf("the model was not told why the call was refused")
 			}
 		})
+	}
+}
+
+// `/schedules` lists the sender's own jobs (next run, last outcome), and nobody else's.
+func TestSchedulesCommandListsTheSendersJobs(t *testing.T) {
+	st := scheduletest.NewMemStore(nil)
+	now := time.Now()
+	for owner, prompt := range map[string]string{"web:ann": "renew the cert", "web:bob": "bob's secret errand"} {
+		j, err := schedule.CheckJob(schedule.Job{ID: "job_" + owner[4:], Owner: owner, Deliver: "web:s1", Prompt: prompt, Spec: schedule.Spec{Every: time.Hour}}, schedule.Limits{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateJob(context.Background(), j, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := start(t, opts{deps: func(d *pipeline.Deps) { d.Schedules = st }})
+	h.submit(msg("s1", "ann", "/schedules"))
+	d := h.waitDone()
+	if !strings.Contains(d.Text, "renew the cert") || strings.Contains(d.Text, "bob") || !strings.Contains(d.Text, "next ") {
+		t.Errorf("/schedules = %q, want ann's job with its next run and not bob's", d.Text)
+	}
+	if h.model.Calls() != 0 {
+		t.Errorf("model calls = %d, want 0 (a command)", h.model.Calls())
+	}
+	h.submit(msg("s2", "carol", "!schedules"))
+	if d := h.waitDone(); !strings.Contains(d.Text, "No scheduled jobs") {
+		t.Errorf("!schedules of a person without jobs = %q, want \"No scheduled jobs\"", d.Text)
 	}
 }

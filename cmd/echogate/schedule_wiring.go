@@ -64,7 +64,7 @@ func (c *core) wireSchedule(deps *pipeline.Deps, repliers map[string]pipeline.Re
 			return fmt.Errorf("tools.schedule: %w", err)
 		}
 	}
-	deps.AfterScheduled = s.finished
+	deps.AfterScheduled, deps.Schedules = s.finished, st
 	deps.RunBudget = func(usd float64) (pipeline.Budget, error) {
 		return cost.New(cost.Config{Limits: cost.Limits{PerTurnUSD: usd}, Prices: c.models.prices, ModelFor: c.models.modelFor}, c.store, nil)
 	}
