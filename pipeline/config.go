@@ -171,7 +171,7 @@ type Deps struct {
 	AfterScheduled func(ctx context.Context, e ScheduledEnd)
 	// Schedules answers the schedules command; nil says scheduled work is not configured.
 	Schedules ScheduleLister
-	RunBudget      func(usd float64) (Budget, error)
+	RunBudget func(usd float64) (Budget, error)
 	// UsageObservers see every ledger entry after it was stored (the cost tracker's running
 	// totals). They must return quickly.
 	UsageObservers []func(echogate.UsageRecord)
