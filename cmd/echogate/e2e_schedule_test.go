@@ -159,3 +159,60 @@ func metricsText(t *testing.T, base string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestE2EScheduleAPI: GET /api/schedules lists the jobs (next run, last outcome, owner, agent);
+// POST …/run runs one now, once; pause and resume change its state; an unknown job is 404.
+func TestE2EScheduleAPI(t *testing.T) {
+	model := newScriptedModel(t)
+	sp, ssrv := newSlackPlatform(t)
+	vars := model.vars()
+	for k, v := range sp.vars {
+		vars[k] = v
+	}
+	vars["ECHOGATE_HTTP_AUTH_TOKEN"] = "api-token"
+	clock := scheduletest.NewClock(time.Date(2030, 1, 7, 8, 0, 0, 0, time.UTC))
+	g := startGatewayCtx(t, withScheduleClock(context.Background(), clock), vars, writeConfig(t, `
+schedules:
+  - {name: digest, cron: "0 9 * * *", prompt: "api digest [s-api]", deliver: "slack:C0SCHEDA"}
+`))
+	call := func(method, path string, want int) []byte {
+		t.Helper()
+		req, _ := http.NewRequest(method, g.base+path, nil)
+		req.Header.Set("Authorization", "Bearer api-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, b, want)
+		}
+		return b
+	}
+	if b := call("GET", "/api/schedules", 200); !containsAll(string(b), `"id":"config:digest"`, `"owner":"config"`, `"next_run":"2030-01-07T09:00:00Z"`, `"state":"enabled"`) {
+		t.Errorf("GET /api/schedules = %s, want the digest with its next run", b)
+	}
+	call("POST", "/api/schedules/digest/run", 202)
+	slackWait(t, ssrv, "the run's answer", func() bool { return len(ssrv.BotMessages("C0SCHEDA")) > 0 })
+	for deadline := time.Now().Add(waitTimeout); !strings.Contains(string(call("GET", "/api/schedules", 200)), `"last_outcome":"delivered"`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run now was never recorded delivered")
+		}
+	}
+	if n := len(ssrv.BotMessages("C0SCHEDA")); n != 1 {
+		t.Errorf("messages after run = %d, want 1", n)
+	}
+	if b := call("POST", "/api/schedules/config:digest/pause", 200); !strings.Contains(string(b), `"state":"paused"`) {
+		t.Errorf("pause = %s, want paused", b)
+	}
+	call("POST", "/api/schedules/digest/run", 409) // a paused job is not run
+	if b := call("POST", "/api/schedules/digest/resume", 200); !containsAll(string(b), `"state":"enabled"`, `"last_outcome":"delivered"`) {
+		t.Errorf("resume = %s, want enabled with its last outcome", b)
+	}
+	call("POST", "/api/schedules/nope/pause", 404)
+	req, _ := http.NewRequest("GET", g.base+"/api/schedules", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /api/schedules without the token = %v %v, want 401", resp.StatusCode, err)
+	}
+}
