@@ -137,4 +137,3 @@ func scheduleRun(ctx context.Context, e env, cfg *Config, args []string) int {
 	fmt.Fprintf(e.stdout, "Submitted %v (slot %v); `echogate schedule list` shows its outcome once the turn ends.\n", body["id"], body["slot"])
 	return 0
 }
-
