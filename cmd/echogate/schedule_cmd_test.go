@@ -44,3 +44,26 @@ schedules:
 		t.Errorf("schedule frobnicate = %d %q, want exit 2", code, errs)
 	}
 }
+
+// doctor checks each job of schedules: its timing (the next run) and that its delivery
+// platform is configured.
+func TestDoctorChecksEachSchedule(t *testing.T) {
+	cfg, err := loadConfig(writeConfig(t, `
+schedules:
+  - {name: digest, cron: "0 9 * * MON-FRI", timezone: Europe/Berlin, prompt: p, deliver: "web:ops"}
+  - {name: dc, every: 1h, prompt: p, deliver: "discord:123"}
+`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]check{}
+	for _, c := range doctorSchedules(cfg) {
+		got[c.name] = c
+	}
+	if c := got["schedule:digest"]; !c.ok || !containsAll(c.detail, "cron 0 9 * * MON-FRI (Europe/Berlin)", "next run", "web:ops") {
+		t.Errorf("doctor schedule:digest = %+v, want ok with its next run and target", c)
+	}
+	if c := got["schedule:dc"]; c.ok || !strings.Contains(c.detail, "Discord is not configured") || !strings.Contains(c.fix, "DISCORD_BOT_TOKEN") {
+		t.Errorf("doctor schedule:dc = %+v, want a problem: Discord is not configured, fix naming DISCORD_BOT_TOKEN", c)
+	}
+}
