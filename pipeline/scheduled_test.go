@@ -193,3 +193,19 @@ func TestSchedulesCommandListsTheSendersJobs(t *testing.T) {
 		t.Errorf("!schedules of a person without jobs = %q, want \"No scheduled jobs\"", d.Text)
 	}
 }
+
+// A scheduled run is served by the agent its job names, whatever agent serves the place.
+func TestScheduledRunUsesTheJobsAgent(t *testing.T) {
+	e := newEnds()
+	cfg := pipeline.Config{SystemPrompt: "general", Agents: pipeline.Agents{List: []pipeline.Profile{
+		{Name: "oncall", Match: []string{"slack:C9"}, SystemPrompt: "You are the on-call digest writer."}}}}
+	h := start(t, opts{cfg: cfg, deps: func(d *pipeline.Deps) { d.AfterScheduled = e.add }}, agenttest.Reply("a"), agenttest.Reply("b"))
+	h.submit(runEvent("ops", echogate.ScheduledRun{Job: "config:digest", Slot: slot, Agent: "oncall", Config: true}))
+	e.next(t)
+	h.submit(runEvent("ops", echogate.ScheduledRun{Job: "config:other", Slot: slot, Config: true}))
+	e.next(t)
+	reqs := h.model.Requests()
+	if len(reqs) != 2 || !strings.Contains(fmt.Sprint(reqs[0].Messages), "on-call digest writer") || strings.Contains(fmt.Sprint(reqs[1].Messages), "on-call digest writer") {
+		t.Errorf("system prompts = %v; want the oncall agent's for the job naming it and the place's for the other", reqs)
+	}
+}

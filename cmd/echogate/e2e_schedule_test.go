@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +216,39 @@ schedules:
 	req, _ := http.NewRequest("GET", g.base+"/api/schedules", nil)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /api/schedules without the token = %v %v, want 401", resp.StatusCode, err)
+	}
+}
+
+// TestE2EScheduleHotReload: an edited `schedules:` is applied without a restart: a new job is
+// stored with its first slot, a removed one is gone.
+func TestE2EScheduleHotReload(t *testing.T) {
+	model := newScriptedModel(t)
+	clock := scheduletest.NewClock(time.Date(2030, 1, 7, 8, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), "echogate.yaml")
+	write := func(yaml string) {
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("schedules:\n  - {name: old, every: 1h, prompt: p, deliver: 'web:ops'}\n")
+	g := startGatewayCtx(t, withScheduleClock(context.Background(), clock), model.vars(), path)
+	list := func() string {
+		resp, err := http.Get(g.base + "/api/schedules")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	for deadline := time.Now().Add(waitTimeout); !strings.Contains(list(), `"config:old"`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the config job was never stored")
+		}
+	}
+	write("schedules:\n  - {name: fresh-digest, cron: '30 9 * * *', prompt: p, deliver: 'web:ops'}\n")
+	g.logs.waitLine(t, "configuration reloaded", `trigger="file changed"`)
+	if got := list(); strings.Contains(got, `"config:old"`) || !containsAll(got, `"config:fresh-digest"`, `"next_run":"2030-01-07T09:30:00Z"`) {
+		t.Errorf("after the reload: /api/schedules = %s, want only fresh-digest, next at 09:30", got)
 	}
 }

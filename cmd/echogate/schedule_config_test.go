@@ -22,6 +22,7 @@ func TestScheduleConfigErrorsNameTheKey(t *testing.T) {
 		"bad at":            {"schedules: [{name: a, at: tomorrow, prompt: p, deliver: 'slack:C1'}]", `schedules.a.at: "tomorrow" is not an RFC 3339 time`},
 		"no prompt":         {"schedules: [{name: a, every: 1h, deliver: 'slack:C1'}]", "prompt is empty"},
 		"bad deliver":       {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'C1'}]", `deliver "C1"`},
+		"dm":                {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:dm:U1'}]", "schedules.a.deliver: delivery to a user's DM"},
 		"webhook":           {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'webhook:https://h.example/x'}]", "schedules.a.deliver: webhook delivery is not supported yet"},
 		"unknown agent":     {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', agent: nope}]", `schedules.a.agent: "nope" is not in agents:`},
 		"bad catch_up":      {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', catch_up: always}]", `catch_up "always": use once or skip`},
