@@ -259,6 +259,7 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	if p.refused(ctx, &ev) {
 		return nil // access rules (access.go): nothing recorded, nothing queued
 	}
+	p.promptSession(ctx, &ev) // a decision on a scheduled run's prompt (scheduled.go)
 	key := mailboxKey(ev)
 	sh := p.shardFor(key)
 

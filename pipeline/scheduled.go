@@ -19,7 +19,8 @@ const ScheduleToolName = "schedule"
 // ScheduledEnd is given to Deps.AfterScheduled when a scheduled run's turn ends (SPEC
 // "Scheduled work"): the wiring records the run's outcome from it.
 type ScheduledEnd struct {
-	Run     echogate.ScheduledRun
+	Run     echogate.ScheduledRun // empty for a resumed run's turn: Session names the run
+	Session echogate.SessionKey
 	EventID string // the slot's event key
 	Turn    string
 	Status  echogate.TurnStatus
@@ -113,13 +114,38 @@ func (t *Turn) quietAnswer(answer string) bool {
 	return r != nil && r.QuietIf != "" && strings.TrimSpace(answer) == r.QuietIf
 }
 
-// endScheduled tells Deps.AfterScheduled how a scheduled run's turn ended.
+// scheduledPrefix starts the sessions of scheduled runs (schedule.SessionKey).
+const scheduledPrefix = "schedule:"
+
+// promptSession moves a reaction on the approval prompt of a scheduled run (approval.unattended:
+// prompt) into that run's session: the prompt was posted in a conversation whose own session is
+// not the run's. Only approval reactions are looked up, with one read.
+func (p *Pipeline) promptSession(ctx context.Context, ev *echogate.InboundEvent) {
+	if ev.Kind != echogate.KindReaction || ev.Target.IsZero() || ev.Session != "" {
+		return
+	}
+	switch ev.Reaction {
+	case echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny:
+	default:
+		return
+	}
+	pend, err := p.d.Store.PendingByPrompt(ctx, ev.Target)
+	if err == nil && strings.HasPrefix(string(pend.Session), scheduledPrefix) {
+		ev.Session = pend.Session
+	}
+}
+
+// endScheduled tells Deps.AfterScheduled how a scheduled run's turn ended: a run's own turn, or
+// the turn that resumed it after an approval (then Run is empty and Session names the run).
 func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, postErr error) {
 	r := t.scheduled()
+	if r == nil && t.resume != nil && strings.HasPrefix(string(t.key), scheduledPrefix) {
+		r = &echogate.ScheduledRun{}
+	}
 	if r == nil || p.d.AfterScheduled == nil {
 		return
 	}
-	e := ScheduledEnd{Run: *r, EventID: t.ev.ID, Turn: t.id, Status: t.rec.Status, Posted: t.sched.posted, Quiet: t.sched.quiet,
+	e := ScheduledEnd{Run: *r, Session: t.key, EventID: t.ev.ID, Turn: t.id, Status: t.rec.Status, Posted: t.sched.posted, Quiet: t.sched.quiet,
 		Budget: errors.Is(res.Err, agent.ErrBudget), Denied: t.sched.denied.Load(), Err: t.rec.Error}
 	if postErr != nil && e.Err == "" {
 		e.Err = "post answer: " + postErr.Error()

@@ -445,6 +445,9 @@ func newScriptedModel(t *testing.T) *scriptedModel {
 			_, what, _ := strings.Cut(req.LastUser(), "remind me in 10 minutes to ")
 			args, _ := json.Marshal(map[string]string{"action": "create", "prompt": what, "at": "in 10m"})
 			return agenttest.ToolAnswer(echogate.ToolCall{Name: "schedule", Arguments: string(args)}), true
+		case strings.Contains(text, "run the cleanup"):
+			// A sensitive call in a scheduled run (e2e_schedule_test.go): run_command is destructive.
+			return agenttest.ToolAnswer(echogate.ToolCall{Name: "run_command", Arguments: `{"command":"true"}`}), true
 		case strings.Contains(text, "ask me"):
 			return agenttest.ToolAnswer(echogate.ToolCall{Name: "ask_user", Arguments: `{"question":"` + askQuestion + `"}`}), true
 		case strings.Contains(text, "stream a longer answer"):

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/internal/schedule/scheduletest"
 )
 
@@ -250,5 +251,61 @@ func TestE2EScheduleHotReload(t *testing.T) {
 	g.logs.waitLine(t, "configuration reloaded", `trigger="file changed"`)
 	if got := list(); strings.Contains(got, `"config:old"`) || !containsAll(got, `"config:fresh-digest"`, `"next_run":"2030-01-07T09:30:00Z"`) {
 		t.Errorf("after the reload: /api/schedules = %s, want only fresh-digest, next at 09:30", got)
+	}
+}
+
+// TestE2EUnattendedSensitiveCall: a scheduled run's sensitive tool call (run_command) is
+// refused under approval.unattended: deny (the default) and the run's outcome is denied; under
+// prompt the approval prompt is posted to the delivery place, an approver's ✅ runs it, and
+// the answer follows there.
+func TestE2EUnattendedSensitiveCall(t *testing.T) {
+	for _, mode := range []string{"deny", "prompt"} {
+		t.Run(mode, func(t *testing.T) {
+			model := newScriptedModel(t)
+			sp, ssrv := newSlackPlatform(t)
+			vars := model.vars()
+			for k, v := range sp.vars {
+				vars[k] = v
+			}
+			clock := scheduletest.NewClock(time.Date(2030, 1, 7, 8, 59, 30, 0, time.UTC))
+			g := startGatewayCtx(t, withScheduleClock(context.Background(), clock), vars, writeConfig(t, `
+approval: {unattended: `+mode+`, approvers: ['slack:`+sp.stranger+`']}
+tools: {run_command: {allowed: ["true"]}}
+schedules:
+  - {name: cleanup, cron: "0 9 * * *", prompt: "run the cleanup [s-un]", deliver: "slack:C0UNATT"}
+`))
+			<-clock.Added()
+			clock.Set(time.Date(2030, 1, 7, 9, 0, 5, 0, time.UTC))
+			c := &conv{p: sp, ch: "C0UNATT"}
+			if mode == "deny" {
+				c.waitMsg(t, afterToolText, "approval.unattended: deny")
+				waitMetrics(t, g.base, `echogate_schedule_runs_total{job="cleanup",outcome="denied"} 1`)
+				if n := len(c.find("Approval needed")); n != 0 {
+					t.Errorf("approval prompts = %d, want none under deny", n)
+				}
+				return
+			}
+			prompt := c.waitPrompt(t, "run_command")
+			// The pause records its prompt's id right after posting it; a person reacts later
+			// than that, the test waits for it (the decision is routed by that id).
+			for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
+				if ps := pendingApprovals(t, g.base); len(ps) == 1 && strings.Contains(fmt.Sprint(ps[0]["prompt"]), prompt.ID) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the pause never recorded its prompt: %v", pendingApprovals(t, g.base))
+				}
+			}
+			sp.react(t, c, prompt.ID, sp.stranger, echogate.ReactionApprove)
+			sp.waitFor(t, "the answer after the approved call", func() bool {
+				for _, m := range ssrv.BotMessages(c.ch) {
+					if strings.Contains(m.Text, afterToolText) {
+						return true
+					}
+				}
+				return false
+			})
+			waitMetrics(t, g.base, `echogate_schedule_runs_total{job="cleanup",outcome="delivered"} 1`)
+		})
 	}
 }

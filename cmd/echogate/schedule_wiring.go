@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -183,12 +184,41 @@ func (s *scheduler) finished(ctx context.Context, e pipeline.ScheduledEnd) {
 	if o == "" {
 		return
 	}
+	if e.Run.Job == "" { // a run resumed after its approval prompt was decided
+		var ok bool
+		if e.Run, ok = s.runOfSession(ctx, e.Session); !ok {
+			return
+		}
+	}
 	j, err := s.st.GetJob(ctx, e.Run.Job)
 	if err != nil {
 		s.c.log.Warn("schedule: the finished run's job is gone", "job", e.Run.Job, "err", err)
 		return
 	}
 	s.record(ctx, j, e.Run.Slot, e.Turn, o, why)
+}
+
+// runOfSession is the run a scheduled session belongs to: its slot for an isolated session
+// (schedule:<job>:<unix>), the job's oldest submitted unfinished run for a shared one.
+func (s *scheduler) runOfSession(ctx context.Context, key echogate.SessionKey) (echogate.ScheduledRun, bool) {
+	rest := strings.TrimPrefix(string(key), "schedule:")
+	if i := strings.LastIndex(rest, ":"); i > 0 {
+		if unix, err := strconv.ParseInt(rest[i+1:], 10, 64); err == nil {
+			if _, err := s.st.GetJob(ctx, rest[:i]); err == nil {
+				return echogate.ScheduledRun{Job: rest[:i], Slot: time.Unix(unix, 0).UTC()}, true
+			}
+		}
+	}
+	runs, err := s.st.ListRuns(ctx, rest, 20)
+	if err != nil {
+		return echogate.ScheduledRun{}, false
+	}
+	for i := len(runs) - 1; i >= 0; i-- { // newest first: the oldest unfinished is last
+		if r := runs[i]; r.Outcome == "" && !r.SubmittedAt.IsZero() {
+			return echogate.ScheduledRun{Job: rest, Slot: r.Slot}, true
+		}
+	}
+	return echogate.ScheduledRun{}, false
 }
 
 // record finishes a run, counts it, and posts the one alert when this very run paused its job.
