@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,6 +90,7 @@ type core struct {
 	// sched is scheduled work (schedule_wiring.go); schedClock its clock (nil: the system's).
 	sched      *scheduler
 	schedClock schedule.Clock
+	webhookTLS *tls.Config // a test's (withWebhookTLS); nil: the system's roots
 }
 
 // newCore opens the store (migrating it), makes the model and the tools; the pipeline is made by

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -308,4 +312,39 @@ schedules:
 			waitMetrics(t, g.base, `echogate_schedule_runs_total{job="cleanup",outcome="delivered"} 1`)
 		})
 	}
+}
+
+// TestE2EScheduleWebhook: a job delivering to webhook:https://… posts its answer there, signed
+// with its secret, and the run is recorded delivered once the webhook answered 2xx.
+func TestE2EScheduleWebhook(t *testing.T) {
+	model := newScriptedModel(t)
+	got := make(chan *http.Request, 4)
+	bodies := make(chan string, 4)
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r
+		bodies <- string(b)
+	}))
+	defer hook.Close()
+	clock := scheduletest.NewClock(time.Date(2030, 1, 7, 8, 59, 30, 0, time.UTC))
+	ctx := withWebhookTLS(withScheduleClock(context.Background(), clock), hook.Client().Transport.(*http.Transport).TLSClientConfig)
+	g := startGatewayCtx(t, ctx, model.vars(), writeConfig(t, `
+tools: {http_fetch: {allow_private: true}}
+schedules:
+  - {name: hooked, cron: "0 9 * * *", prompt: "hook digest [s-hook]", deliver: "webhook:`+hook.URL+`/in", secret: hook-secret}
+`))
+	<-clock.Added()
+	clock.Set(time.Date(2030, 1, 7, 9, 0, 5, 0, time.UTC))
+	select {
+	case r := <-got:
+		body := <-bodies
+		mac := hmac.New(sha256.New, []byte("hook-secret"))
+		mac.Write([]byte(r.Header.Get("X-Echogate-Timestamp") + "." + body))
+		if r.URL.Path != "/in" || r.Header.Get("X-Echogate-Signature") != "sha256="+hex.EncodeToString(mac.Sum(nil)) || !strings.Contains(body, echoText+"hook digest [s-hook]") {
+			t.Errorf("webhook got %s %s (signature %q): %s; want the answer signed with the job's secret", r.Method, r.URL.Path, r.Header.Get("X-Echogate-Signature"), body)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the webhook was never called")
+	}
+	waitMetrics(t, g.base, `echogate_schedule_runs_total{job="hooked",outcome="delivered"} 1`)
 }

@@ -26,13 +26,15 @@ func (s SchedulerConf) limits() schedule.Limits {
 
 // ScheduleConf is one entry of `schedules:`: a job of the operator's, owned by the config.
 type ScheduleConf struct {
-	Name        string       `yaml:"name"` // unique; [a-z0-9-]
-	Cron        string       `yaml:"cron"`
-	Timezone    string       `yaml:"timezone"`
-	Every       Duration     `yaml:"every"`
-	At          string       `yaml:"at"` // RFC 3339
-	Prompt      string       `yaml:"prompt"`
-	Deliver     string       `yaml:"deliver"`
+	Name     string   `yaml:"name"` // unique; [a-z0-9-]
+	Cron     string   `yaml:"cron"`
+	Timezone string   `yaml:"timezone"`
+	Every    Duration `yaml:"every"`
+	At       string   `yaml:"at"` // RFC 3339
+	Prompt   string   `yaml:"prompt"`
+	Deliver  string   `yaml:"deliver"`
+	// Secret signs a webhook target's deliveries (HMAC-SHA256); required for webhook:https://….
+	Secret      string       `yaml:"secret"`
 	Agent       string       `yaml:"agent"`
 	Session     string       `yaml:"session"` // isolated | shared
 	Precheck    PrecheckConf `yaml:"precheck"`
@@ -86,6 +88,16 @@ func (c *Config) scheduleJobs() []schedule.Job {
 		}
 	}
 	return out
+}
+
+// scheduleSecret is the webhook secret of the config job name ("" when none).
+func (c *Config) scheduleSecret(name string) string {
+	for _, e := range c.Schedules {
+		if e.Name == name {
+			return e.Secret
+		}
+	}
+	return ""
 }
 
 // schedulePrecheck is the precheck of the config job name (zero when none, or not a config job).
@@ -145,8 +157,8 @@ func (c *Config) validateSchedule(key string, e ScheduleConf) error {
 	if e.Agent != "" && !slices.ContainsFunc(c.Agents, func(a AgentProfileConf) bool { return a.Name == e.Agent }) {
 		return badKey(key+".agent", "%q is not in agents:; name one of its profiles, or leave agent out for the place's agent", e.Agent)
 	}
-	if strings.HasPrefix(strings.TrimSpace(e.Deliver), "webhook:") {
-		return badKey(key+".deliver", "webhook delivery is not supported yet: deliver to slack:<channel>[/<thread ts>], slack:dm:<user>, discord:<channel>, discord:dm:<user> or web:<session>")
+	if strings.HasPrefix(strings.TrimSpace(e.Deliver), "webhook:") && e.Secret == "" {
+		return badKey(key+".secret", "a webhook target needs a secret to sign its deliveries (X-Echogate-Signature): set secret: ${HOOK_SECRET}")
 	}
 	if strings.Contains(e.Deliver, ":dm:") {
 		return badKey(key+".deliver", "delivery to a user's DM (slack:dm:<user>, discord:dm:<user>) is not supported yet: give the DM's channel id instead (slack:D…, discord:<channel id>)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/internal/netguard"
 	"github.com/echogate/echogate/internal/schedule"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/tools/builtin"
@@ -66,6 +68,8 @@ func (c *core) wireSchedule(deps *pipeline.Deps, repliers map[string]pipeline.Re
 		}
 	}
 	deps.AfterScheduled, deps.Schedules = s.finished, st
+	fc := c.cfg.Tools["http_fetch"] // webhooks follow http_fetch's SSRF rules
+	repliers[webhookPlatform] = newWebhookReplier(s.webhookTarget, c.webhookTLS, netguard.NewGuard(fc.AllowPrivate, nil))
 	deps.RunBudget = func(usd float64) (pipeline.Budget, error) {
 		return cost.New(cost.Config{Limits: cost.Limits{PerTurnUSD: usd}, Prices: c.models.prices, ModelFor: c.models.modelFor}, c.store, nil)
 	}
@@ -76,6 +80,14 @@ func (c *core) wireSchedule(deps *pipeline.Deps, repliers map[string]pipeline.Re
 func replicaName() string {
 	h, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d", h, os.Getpid())
+}
+
+// webhookTLSKey carries a test's TLS configuration for webhook deliveries (withWebhookTLS).
+type webhookTLSKey struct{}
+
+// withWebhookTLS makes serve's webhook deliveries trust what cfg trusts (a test's server).
+func withWebhookTLS(ctx context.Context, cfg *tls.Config) context.Context {
+	return context.WithValue(ctx, webhookTLSKey{}, cfg)
 }
 
 // scheduleClockOf is the clock withScheduleClock put in ctx; nil means the system's.
@@ -158,10 +170,10 @@ func scheduledEvent(t schedule.Trigger, unattended string, now time.Time) (echog
 	if err != nil {
 		return echogate.InboundEvent{}, err
 	}
-	if tg.DMUser != "" || tg.Platform == "webhook" {
-		return echogate.InboundEvent{}, fmt.Errorf("schedule %s: deliver %s: not supported yet; deliver to a channel, a thread, a DM's channel id or a web session", j.ID, j.Deliver)
+	if tg.DMUser != "" {
+		return echogate.InboundEvent{}, fmt.Errorf("schedule %s: deliver %s: not supported yet; deliver to a channel, a thread, a DM's channel id, a web session or a webhook", j.ID, j.Deliver)
 	}
-	conv := tg.Conversation()
+	conv := deliveryConv(j, tg)
 	actor := echogate.Actor{ID: "schedule:" + j.Name}
 	if j.Owner != schedule.ConfigOwner {
 		plat, id, _ := strings.Cut(j.Owner, ":")
@@ -175,6 +187,33 @@ func scheduledEvent(t schedule.Trigger, unattended string, now time.Time) (echog
 		Actor: actor, Text: j.Prompt, ReceivedAt: now,
 		Scheduled: &echogate.ScheduledRun{Job: j.ID, Slot: t.Slot, BudgetUSD: j.BudgetUSD, QuietIf: j.QuietIf, Agent: j.Agent,
 			Unattended: unattended, Config: j.Owner == schedule.ConfigOwner}}, nil
+}
+
+// deliveryConv is the conversation a job's messages go to: the target's, or for a webhook the
+// job itself (the webhook replier finds its URL and secret by the job's id).
+func deliveryConv(j schedule.Job, tg schedule.Target) echogate.ConversationRef {
+	if tg.Platform == webhookPlatform {
+		return echogate.ConversationRef{Platform: webhookPlatform, Channel: j.ID}
+	}
+	return tg.Conversation()
+}
+
+// webhookTarget is the URL and secret of a webhook job: the URL from the stored job, the
+// secret from the configuration (swapped on reload).
+func (s *scheduler) webhookTarget(ctx context.Context, jobID string) (string, string, error) {
+	j, err := s.st.GetJob(ctx, jobID)
+	if err != nil {
+		return "", "", err
+	}
+	tg, err := schedule.ParseTarget(j.Deliver)
+	if err != nil || tg.Platform != webhookPlatform {
+		return "", "", fmt.Errorf("deliver %q is not a webhook", j.Deliver)
+	}
+	secret := s.cfg.Load().scheduleSecret(j.Name)
+	if secret == "" {
+		return "", "", fmt.Errorf("schedules.%s.secret is not set", j.Name)
+	}
+	return tg.Webhook, secret, nil
 }
 
 // finished records how a scheduled run's turn ended (Deps.AfterScheduled). A paused run (an
@@ -261,7 +300,7 @@ func (s *scheduler) alert(ctx context.Context, j schedule.Job) {
 		s.c.log.Error("schedule: job paused; its delivery place cannot be told", "job", j.ID, "deliver", j.Deliver)
 		return
 	}
-	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: tg.Conversation(), Text: text}); err != nil {
+	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: deliveryConv(j, tg), Text: text}); err != nil {
 		s.c.log.Error("schedule: post the paused job's alert", "job", j.ID, "err", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,6 +87,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 		return nil, err
 	}
 	c.schedClock = scheduleClockOf(ctx) // a test's (schedule_wiring.go)
+	c.webhookTLS, _ = ctx.Value(webhookTLSKey{}).(*tls.Config)
 	repliers := map[string]pipeline.Replier{}
 	for _, ch := range g.channels {
 		repliers[ch.Name()] = ch
