@@ -209,3 +209,34 @@ func TestScheduledRunUsesTheJobsAgent(t *testing.T) {
 		t.Errorf("system prompts = %v; want the oncall agent's for the job naming it and the place's for the other", reqs)
 	}
 }
+
+// spanRecorder records the attributes of the spans started.
+type spanRecorder struct {
+	mu    sync.Mutex
+	spans map[string][]map[string]string
+}
+
+func (r *spanRecorder) Start(ctx context.Context, name string, attrs map[string]string) (context.Context, func(error, map[string]string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.spans == nil {
+		r.spans = map[string][]map[string]string{}
+	}
+	r.spans[name] = append(r.spans[name], attrs)
+	return ctx, func(error, map[string]string) {}
+}
+
+// A scheduled run's turn span names its job and slot (traces per run).
+func TestScheduledRunTraceNamesTheJob(t *testing.T) {
+	e := newEnds()
+	rec := &spanRecorder{}
+	start(t, opts{deps: func(d *pipeline.Deps) { d.AfterScheduled, d.Tracer = e.add, rec }}, agenttest.Reply("ok")).
+		submit(runEvent("ops", echogate.ScheduledRun{Job: "config:digest", Slot: slot, Config: true}))
+	e.next(t)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	turns := rec.spans["echogate.turn"]
+	if len(turns) != 1 || turns[0]["echogate.schedule.job"] != "config:digest" || turns[0]["echogate.schedule.slot"] != "2026-12-07T09:00:00Z" {
+		t.Errorf("turn spans = %v, want one naming job config:digest and slot 2026-12-07T09:00:00Z", turns)
+	}
+}

@@ -161,9 +161,13 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	if !ok {
 		return
 	}
-	ctx, endTurn := p.span(ctx, "echogate.turn", map[string]string{
+	attrs := map[string]string{
 		"echogate.session": string(t.rec.Session), "echogate.turn": t.id, "echogate.channel": ev.Conversation.Platform,
-		"echogate.event_id": ev.ID, "echogate.resumed": fmt.Sprint(t.resume != nil)})
+		"echogate.event_id": ev.ID, "echogate.resumed": fmt.Sprint(t.resume != nil)}
+	if r := ev.Scheduled; r != nil { // a scheduled run's trace names its job and slot
+		attrs["echogate.schedule.job"], attrs["echogate.schedule.slot"] = r.Job, r.Slot.UTC().Format(time.RFC3339)
+	}
+	ctx, endTurn := p.span(ctx, "echogate.turn", attrs)
 	defer func() {
 		endTurn(t.res.Err, map[string]string{"echogate.status": string(t.res.Status),
 			"gen_ai.response.model": t.res.Model, "echogate.route_reason": t.res.RouteReason})
