@@ -197,6 +197,12 @@ schedules:
 		}
 		return b
 	}
+	// The config's jobs are stored once the pipeline runs.
+	for deadline := time.Now().Add(waitTimeout); !strings.Contains(string(call("GET", "/api/schedules", 200)), "config:digest"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the config job was never stored")
+		}
+	}
 	if b := call("GET", "/api/schedules", 200); !containsAll(string(b), `"id":"config:digest"`, `"owner":"config"`, `"next_run":"2030-01-07T09:00:00Z"`, `"state":"enabled"`) {
 		t.Errorf("GET /api/schedules = %s, want the digest with its next run", b)
 	}
