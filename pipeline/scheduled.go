@@ -114,6 +114,32 @@ func (t *Turn) quietAnswer(answer string) bool {
 	return r != nil && r.QuietIf != "" && strings.TrimSpace(answer) == r.QuietIf
 }
 
+// ErrOwnerRefused is Submit's error for a scheduled run whose owner the access rules refuse:
+// the scheduler records the run failed.
+var ErrOwnerRefused = errors.New("pipeline: the job's owner may not use the gateway here (access rules)")
+
+// refusedRun is Submit's answer to an event the access rules refused: nil (nothing happens,
+// as for any refused message), or ErrOwnerRefused for a scheduled run.
+func refusedRun(ev *echogate.InboundEvent) error {
+	if ev.Scheduled != nil {
+		return fmt.Errorf("%w: %s", ErrOwnerRefused, ev.Actor.QualifiedID(ev.Conversation.Platform))
+	}
+	return nil
+}
+
+// scheduledNotStarted reports a scheduled run that a per-user limit kept from starting as
+// failed; it returns false for other events.
+func (p *Pipeline) scheduledNotStarted(ctx context.Context, ev *echogate.InboundEvent, why string) bool {
+	if ev.Scheduled == nil {
+		return false
+	}
+	if p.d.AfterScheduled != nil {
+		p.d.AfterScheduled(context.WithoutCancel(ctx), ScheduledEnd{Run: *ev.Scheduled, Session: ev.SessionKey(), EventID: ev.ID,
+			Status: echogate.TurnFailed, Err: "not started: " + why})
+	}
+	return true
+}
+
 // scheduledPrefix starts the sessions of scheduled runs (schedule.SessionKey).
 const scheduledPrefix = "schedule:"
 

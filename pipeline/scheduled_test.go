@@ -12,9 +12,11 @@ import (
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/agent/cost"
+	"github.com/echogate/echogate/internal/access"
 	"github.com/echogate/echogate/internal/schedule"
 	"github.com/echogate/echogate/internal/schedule/scheduletest"
 	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/tools"
 )
 
@@ -238,5 +240,39 @@ func TestScheduledRunTraceNamesTheJob(t *testing.T) {
 	turns := rec.spans["echogate.turn"]
 	if len(turns) != 1 || turns[0]["echogate.schedule.job"] != "config:digest" || turns[0]["echogate.schedule.slot"] != "2026-12-07T09:00:00Z" {
 		t.Errorf("turn spans = %v, want one naming job config:digest and slot 2026-12-07T09:00:00Z", turns)
+	}
+}
+
+// A chat job whose owner the access rules no longer admit is not run: its submission fails,
+// so the scheduler records the run failed instead of waiting for a turn that never comes.
+func TestScheduledRunOfARefusedOwnerFailsItsSubmit(t *testing.T) {
+	slack := pipelinetest.NewReplier(echogate.PlatformSlack)
+	rules := access.Rules{DMs: true, Users: []string{"slack:UOK"}}
+	h := start(t, opts{cfg: pipeline.Config{Access: &rules}, deps: withSlack(slack)}, agenttest.Reply("ok"))
+	ev := runEvent("ops", echogate.ScheduledRun{Job: "job_1", Slot: slot})
+	ev.Conversation, ev.Actor.ID = echogate.ConversationRef{Platform: echogate.PlatformSlack, Channel: "C1"}, "UMALLORY"
+	if err := h.p.Submit(context.Background(), ev); err == nil || !strings.Contains(err.Error(), "access rules") {
+		t.Errorf("Submit(a refused owner's run) = %v, want an error naming the access rules", err)
+	}
+	if h.model.Calls() != 0 {
+		t.Errorf("model calls = %d, want 0", h.model.Calls())
+	}
+}
+
+// A scheduled run over its owner's per-user limit ends as failed (reported, not posted).
+func TestScheduledRunOverThePerUserLimitIsReported(t *testing.T) {
+	e := newEnds()
+	h := start(t, opts{cfg: pipeline.Config{PerUser: pipeline.PerUserLimits{RatePerMinute: 1, Burst: 1}}, deps: func(d *pipeline.Deps) { d.AfterScheduled = e.add }},
+		agenttest.Reply("first"), agenttest.Reply("second"))
+	h.submit(runEvent("a", echogate.ScheduledRun{Job: "config:x", Slot: slot, Config: true}))
+	if s := e.next(t); s.Status != echogate.TurnDoneSt {
+		t.Fatalf("first run = %+v, want done", s)
+	}
+	h.submit(runEvent("b", echogate.ScheduledRun{Job: "config:x", Slot: slot.Add(time.Minute), Config: true}))
+	if s := e.next(t); s.Status != echogate.TurnFailed || !strings.Contains(s.Err, "not started") {
+		t.Errorf("second run = %+v, want failed: not started", s)
+	}
+	if got := h.rep.Texts(); len(got) != 1 {
+		t.Errorf("posts = %q, want only the first answer", got)
 	}
 }
