@@ -40,11 +40,21 @@ schedules:
 // thread and a Discord channel; quiet_if posts nothing; a failing precheck makes no model
 // request; a per-run budget stops a run, which (max_failures: 1) pauses the job with one alert,
 // and the next day it does not run nor alert again.
-func TestE2EScheduledWork(t *testing.T) {
+func TestE2EScheduledWork(t *testing.T) { scheduledWork(t, nil) }
+
+// TestE2EScheduledWorkPostgres is TestE2EScheduledWork on PostgreSQL (the store replicas share).
+func TestE2EScheduledWorkPostgres(t *testing.T) {
+	scheduledWork(t, map[string]string{"DATABASE_URL": testPostgres(t)})
+}
+
+func scheduledWork(t *testing.T, extra map[string]string) {
 	model := newScriptedModel(t)
 	sp, ssrv := newSlackPlatform(t)
 	dp, dsrv := newDiscordPlatform(t)
 	vars := model.vars()
+	for k, v := range extra {
+		vars[k] = v
+	}
 	for k, v := range sp.vars {
 		vars[k] = v
 	}
