@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,7 +163,8 @@ func pumpClock(clock *scheduletest.Clock) (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done); <-exited }
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-exited }) }
 }
 
 // metricsText is the gateway's /metrics page.
@@ -363,4 +365,67 @@ schedules:
 		t.Fatal("the webhook was never called")
 	}
 	waitMetrics(t, g.base, `echogate_schedule_runs_total{job="hooked",outcome="delivered"} 1`)
+}
+
+// TestE2EScheduleReplicas: two gateways on one PostgreSQL and one clock run every slot of
+// several jobs once between them: each answer is posted exactly once, and every slot runs.
+func TestE2EScheduleReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two gateways")
+	}
+	dbURL := testPostgres(t)
+	model := newScriptedModel(t)
+	sp, ssrv := newSlackPlatform(t)
+	vars := model.vars()
+	for k, v := range sp.vars {
+		vars[k] = v
+	}
+	vars["DATABASE_URL"] = dbURL
+	base := time.Date(2030, 1, 7, 9, 0, 0, 0, time.UTC)
+	clock := scheduletest.NewClock(base.Add(-30 * time.Second))
+	cfg := writeConfig(t, `
+schedules:
+  - {name: r1, every: 1m, prompt: "replica one", deliver: "slack:C0REP1"}
+  - {name: r2, every: 1m, prompt: "replica two", deliver: "slack:C0REP2"}
+  - {name: r3, every: 1m, prompt: "replica three", deliver: "slack:C0REP3"}
+`)
+	ctx := withScheduleClock(context.Background(), clock)
+	a := startGatewayCtx(t, ctx, vars, cfg)
+	b := startGatewayCtx(t, ctx, vars, cfg)
+	channels := []string{"C0REP1", "C0REP2", "C0REP3"}
+	const minutes = 15
+	pump := pumpClock(clock)
+	defer pump()
+	for k := 1; k <= minutes; k++ {
+		clock.Set(base.Add(time.Duration(k-1)*time.Minute + 5*time.Second))
+		slackWait(t, ssrv, fmt.Sprintf("minute %d's answers", k), func() bool {
+			for _, ch := range channels {
+				if len(ssrv.BotMessages(ch)) < k {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	pump()
+	slots := 0
+	for _, ch := range channels {
+		if n := len(ssrv.BotMessages(ch)); n != minutes {
+			t.Errorf("%s: %d answers, want %d (one per slot)", ch, n, minutes)
+		}
+		slots += len(ssrv.BotMessages(ch))
+	}
+	ma, mb := metricsText(t, a.base), metricsText(t, b.base)
+	t.Logf("%d slots over 2 replicas; replica A ran: %s; replica B ran: %s", slots, runsLine(ma), runsLine(mb))
+}
+
+// runsLine sums echogate_schedule_runs_total lines of a /metrics page by outcome.
+func runsLine(page string) string {
+	var out []string
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, "echogate_schedule_runs_total{") {
+			out = append(out, l[len("echogate_schedule_runs_total"):])
+		}
+	}
+	return strings.Join(out, " ")
 }
