@@ -154,6 +154,26 @@ type InboundEvent struct {
 	// application command): an opaque token through which the channel answers privately. The
 	// pipeline copies it into Outbound.Interaction of the replies to this event.
 	Interaction string `json:",omitempty"`
+	// Scheduled is set on the event of a scheduled run: its trigger is a job's slot, not a
+	// message; Actor is the job's owner and Text its prompt. Adapters never set it.
+	Scheduled *ScheduledRun `json:",omitempty"`
+}
+
+// ScheduledRun is what a scheduled run's turn carries besides its prompt (SPEC "Scheduled
+// work"): which job and slot, the per-run budget, the quiet answer, the agent, and what a
+// sensitive tool call does with nobody watching.
+type ScheduledRun struct {
+	Job       string    // the job's id
+	Slot      time.Time // the scheduled instant
+	BudgetUSD float64   `json:",omitempty"` // per run; 0: the agent's and global budgets only
+	QuietIf   string    `json:",omitempty"` // an answer equal to it is recorded, not posted
+	Agent     string    `json:",omitempty"` // the agent profile; empty: the place's
+	// Unattended is approval.unattended: "prompt" posts the approval prompt to the delivery
+	// place; anything else ("deny", the default) refuses a call that would ask.
+	Unattended string `json:",omitempty"`
+	// Config marks a job of the config (`schedules:`): its actor is not a person, so the access
+	// rules (who may use the gateway) do not apply to it.
+	Config bool `json:",omitempty"`
 }
 
 // SessionKey returns the event's session. InboundEvent's methods take it by pointer: it is a few

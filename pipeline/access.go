@@ -76,6 +76,9 @@ func (p *Pipeline) Admits(ev echogate.InboundEvent) bool {
 // context loses the messages of authors the rules refuse (withholdRefused), before the event
 // is recorded.
 func (p *Pipeline) refused(ctx context.Context, ev *echogate.InboundEvent) bool {
+	if ev.Scheduled != nil && ev.Scheduled.Config {
+		return false // the operator's own job (scheduled.go)
+	}
 	p.gate.mu.Lock()
 	rules := p.gate.rules
 	reason := rules.Check(*ev)

@@ -38,7 +38,7 @@ func parseCommand(text string) (name, arg string, ok bool) {
 	switch name {
 	case cmdModel:
 		return name, arg, true
-	case cmdUsage, cmdStop, cmdNew, cmdHelp:
+	case cmdUsage, cmdStop, cmdNew, cmdHelp, cmdSchedules:
 		// Only the bare word: "!help me write a poem" or "/new york weather" is a message.
 		return name, "", arg == ""
 	}
@@ -51,7 +51,7 @@ func parseCommand(text string) (name, arg string, ok bool) {
 // Discord's interaction token expire).
 func mailboxKey(ev echogate.InboundEvent) echogate.SessionKey {
 	if ev.Interaction != "" && ev.Kind != echogate.KindReaction {
-		if name, _, ok := parseCommand(ev.Text); ok && (name == cmdUsage || name == cmdHelp) {
+		if name, _, ok := parseCommand(ev.Text); ok && (name == cmdUsage || name == cmdHelp || name == cmdSchedules) {
 			return "command:" + ev.SessionKey()
 		}
 	}
@@ -97,6 +97,9 @@ func (p *Pipeline) commandOf(ctx context.Context, ctl *turnCtl, log *slog.Logger
 		answer = "Nothing is running in this conversation."
 	case cmdNew:
 		answer = p.newCommand(ctx, ctl, log, ev)
+	case cmdSchedules:
+		p.schedulesCommand(ctx, log, ev) // schedules_cmd.go: privately
+		return true
 	default:
 		answer = commandHelp() + p.skillsHelp(ev) // skills.go
 	}
@@ -132,6 +135,7 @@ func commandHelp() string {
 		"• `model [NAME|auto]`: show or pick the model of this conversation\n" +
 		"• `stop`: stop the running turn\n" +
 		"• `new`: forget this conversation and start over\n" +
+		"• `schedules`: your scheduled jobs\n" +
 		"• `help`: this list\n" +
 		"In Slack use `/echogate usage` (or type `!usage` in a thread or DM); in Discord the `/echogate` command or `!usage`; in the terminal and the web chat `/usage`."
 }

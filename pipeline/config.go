@@ -165,6 +165,13 @@ type Deps struct {
 	// AfterTurn hooks run after a turn was answered (memory consolidation enqueue). They must
 	// return quickly.
 	AfterTurn []func(ctx context.Context, t TurnSummary)
+	// AfterScheduled is told how each scheduled run's turn ended (scheduled.go); RunBudget
+	// makes a scheduled run's own budget (budget_usd) for the checks before each model call.
+	// nil: outcomes are not reported, and per-run budgets are not checked.
+	AfterScheduled func(ctx context.Context, e ScheduledEnd)
+	// Schedules answers the schedules command; nil says scheduled work is not configured.
+	Schedules ScheduleLister
+	RunBudget func(usd float64) (Budget, error)
 	// UsageObservers see every ledger entry after it was stored (the cost tracker's running
 	// totals). They must return quickly.
 	UsageObservers []func(echogate.UsageRecord)

@@ -261,8 +261,9 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	platform := ev.Conversation.Platform
 	p.d.Metrics.Event(platform, ev.Kind.String())
 	if p.refused(ctx, &ev) {
-		return nil // access rules (access.go): nothing recorded, nothing queued
+		return refusedRun(&ev) // access rules (access.go): nothing recorded, nothing queued
 	}
+	p.promptSession(ctx, &ev) // a decision on a scheduled run's prompt (scheduled.go)
 	key := mailboxKey(ev)
 	sh := p.shardFor(key)
 

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 
-	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/cost"
 )
@@ -51,7 +50,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 		ReportUsage: t.reportUsage,
 	}
 	t.prof.hints(&rt.Params.Hints)
-	budgets := p.d.Budget != nil || t.prof.Budget != nil
+	budgets := p.d.Budget != nil || t.prof.Budget != nil || t.scheduled() != nil
 	rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
 		// A tool the model asked for that did not run (denied, unknown, the plan) left the
 		// question and the spend due (writeProgress): the turn goes on, they are written now.
@@ -69,8 +68,11 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 		// Every earlier call of the turn is in the ledger now: its hold is released, and this
 		// call's estimate is held until its own usage is (peruser.go).
 		t.releaseBudget()
-		scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.key, Trigger: echogate.TriggerMessage}
+		scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.key, Trigger: t.usageTrigger()}
 		if err := t.reserveBudget(ctx, p.d.Budget, scope, req); err != nil {
+			return err
+		}
+		if err := t.reserveRunBudget(ctx, scope, req); err != nil { // a scheduled run's own (scheduled.go)
 			return err
 		}
 		return t.reserveBudget(ctx, t.prof.Budget, scope, req) // the agent's own limits, on top

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -24,6 +25,9 @@ type grantCache struct {
 // without asking only while the turn's input is the requester's own (tainted). A call that
 // needs an approver (needsApprover) is refused at once when the agent has none.
 func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools.Spec) agent.Decision {
+	if spec.SafetyOf != nil {
+		spec.Safety = spec.SafetyOf(json.RawMessage(call.Arguments)) // this call's class
+	}
 	v, ok := t.p.policy[call.Name]
 	if !ok {
 		switch {
@@ -41,6 +45,9 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 	case agent.Deny:
 		t.p.d.Metrics.ToolCall(call.Name, "denied", 0)
 		return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not allowed: the gateway's policy denies tool %s (tools.%s.approval: deny)", call.Name, call.Name)}
+	}
+	if d, ok := t.unattendedDecision(call.Name); ok {
+		return d // a scheduled run (scheduled.go)
 	}
 	if t.ev.AutoApprove || t.granted(ctx, call.Name) {
 		return agent.Decision{Verdict: agent.Allow}

@@ -24,7 +24,7 @@ func (t *Turn) toolSpecs() []tools.Spec {
 }
 
 func (t *Turn) allowed(tool string) bool {
-	return t.prof.allowsTool(tool) && (t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID)) && t.skillToolAllowed(tool)
+	return t.prof.allowsTool(tool) && (t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID)) && t.skillToolAllowed(tool) && t.scheduledTool(tool)
 }
 
 // executeTool runs one call with the per-tool timeout; panics become tool errors. The turn's
@@ -94,7 +94,8 @@ func (t *Turn) callTool(ctx context.Context, tool tools.Tool, call echogate.Tool
 	if len(strings.TrimSpace(call.Arguments)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	cctx = tools.WithCaller(cctx, tools.Caller{UserID: t.userID, Session: t.key, Channel: t.channel, Turn: t.id})
+	cctx = tools.WithCaller(cctx, tools.Caller{UserID: t.userID, Session: t.key, Channel: t.channel, Turn: t.id,
+		Conversation: t.ev.Conversation, Agent: t.prof.Name})
 	cctx = t.withSkillAccess(cctx)
 	res, err = tool.Call(cctx, args)
 	if err == nil {

@@ -209,6 +209,9 @@ func (p *Pipeline) runUserTurn(ctx context.Context, ctl *turnCtl, log *slog.Logg
 	if why != "" {
 		log.Info("turn not started: per-user limit", "user", user, "reason", string(why))
 		p.d.Metrics.Reject(ev.Conversation.Platform, "user_limit")
+		if p.scheduledNotStarted(ctx, ev, string(why)) { // scheduled.go: reported, not posted
+			return
+		}
 		p.answerCommand(ctx, log, *ev, string(why))
 		return
 	}

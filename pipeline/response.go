@@ -65,6 +65,7 @@ func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
 	}
 	p.endTurn(ctx, t, res, input)
 	p.afterFinish(ctx, t, final)
+	p.endScheduled(ctx, t, t.res, postErr)
 	return postErr
 }
 
@@ -76,10 +77,14 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 	case agent.StatusDone:
 		t.enter(StateResponse)
 		final = res.Answer
+		if t.quietAnswer(final) { // scheduled.go: recorded, not posted
+			t.sched.quiet = true
+			break
+		}
 		if strings.TrimSpace(final) == "" {
 			final = "_(the model returned an empty answer)_"
 		}
-		_, err = t.out.finish(ctx, echogate.OutReply, final)
+		t.sched.posted, err = t.out.finish(ctx, echogate.OutReply, final)
 	case agent.StatusAborted:
 		t.enter(StateStopped)
 		if errors.Is(res.Err, agent.ErrBudget) {
@@ -88,7 +93,9 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 		} else {
 			final = joinText(res.Answer, "_(stopped)_")
 		}
-		_, err = t.out.finish(ctx, echogate.OutReply, final)
+		if t.scheduled() == nil { // a scheduled run's failure is recorded; max_failures alerts once
+			_, err = t.out.finish(ctx, echogate.OutReply, final)
+		}
 	case agent.StatusPaused:
 		final, err = p.pause(ctx, t, res)
 	default:
@@ -96,7 +103,9 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 		t.log.Error("turn failed", "err", res.Err)
 		final = joinText(res.Answer, p.cfg.FallbackText+" (ref "+t.id+")")
 		t.rec.Error = errText(res.Err)
-		_, err = t.out.finish(ctx, echogate.OutNotice, final)
+		if t.scheduled() == nil {
+			_, err = t.out.finish(ctx, echogate.OutNotice, final)
+		}
 		// The error event comes right before done, after the fallback text was posted.
 		if t.enter(StateFailed) {
 			t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final})

@@ -77,6 +77,8 @@ type Turn struct {
 	// cont: the partial streamed message of a dead turn this turn's answer goes into
 	// (withContinued, posting.go).
 	cont echogate.MessageRef
+	// sched: a scheduled run's state (scheduled.go); zero for a turn of a message.
+	sched schedState
 }
 
 // turn is Turn's name in the files of the ContextStage's helpers.
@@ -114,6 +116,9 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 	t := &Turn{p: p, id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
 		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel,
 		prof: p.profileFor(*ev)}
+	if pr := p.scheduledProfile(*ev); pr != nil {
+		t.prof = pr // the job's agent (scheduled.go)
+	}
 	for _, o := range opts {
 		o(t)
 	}
@@ -125,6 +130,9 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 		return nil, false
 	}
 	t.caps = p.caps[ev.Conversation.Platform]
+	if ev.Scheduled != nil {
+		t.caps.Streamer = nil // nobody watches; a quiet answer must not appear while it streams
+	}
 	t.life = NewLifecycle(StateIdle)
 	if t.resume != nil {
 		t.life = NewLifecycle(StateWaitingApproval)
@@ -192,9 +200,13 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	if !ok {
 		return
 	}
-	ctx, endTurn := p.span(ctx, "echogate.turn", map[string]string{
+	attrs := map[string]string{
 		"echogate.session": string(t.rec.Session), "echogate.turn": t.id, "echogate.channel": ev.Conversation.Platform,
-		"echogate.event_id": ev.ID, "echogate.resumed": fmt.Sprint(t.resume != nil)})
+		"echogate.event_id": ev.ID, "echogate.resumed": fmt.Sprint(t.resume != nil)}
+	if r := ev.Scheduled; r != nil { // a scheduled run's trace names its job and slot
+		attrs["echogate.schedule.job"], attrs["echogate.schedule.slot"] = r.Job, r.Slot.UTC().Format(time.RFC3339)
+	}
+	ctx, endTurn := p.span(ctx, "echogate.turn", attrs)
 	defer func() {
 		endTurn(t.res.Err, map[string]string{"echogate.status": string(t.res.Status),
 			"gen_ai.response.model": t.res.Model, "echogate.route_reason": t.res.RouteReason})

@@ -64,7 +64,7 @@ func (t *Turn) reportUsage(u echogate.Usage) {
 	t.p.d.Metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
 	t.p.d.Metrics.AgentUsage(t.prof.Name, u.InputTokens, u.OutputTokens, u.CostUSD)
 	rec := echogate.UsageRecord{Turn: t.id, Session: t.key, UserID: t.userID,
-		Channel: t.channel, Agent: t.prof.Name, Trigger: echogate.TriggerMessage, Usage: u, At: t.p.cfg.Now()}
+		Channel: t.channel, Agent: t.prof.Name, Trigger: t.usageTrigger(), Usage: u, At: t.p.cfg.Now()}
 	l := &t.usage
 	l.mu.Lock()
 	l.in += u.InputTokens

@@ -68,6 +68,10 @@ type Spec struct {
 	// unless the turn's input carries text from other authors or fetched content; then it asks
 	// (an explicit approval policy of allow keeps it unconditional).
 	Fetches bool
+	// SafetyOf, when set, classifies one call by its arguments (the schedule tool: a one-shot
+	// reminder is safe, a recurring job sensitive); Safety is the class of the tool as a whole
+	// and of a call SafetyOf cannot read.
+	SafetyOf func(args json.RawMessage) Safety `json:"-"`
 }
 
 // Result is what a tool call returns to the model. A failure the model should see (bad arguments,
@@ -190,6 +194,10 @@ type Caller struct {
 	Session echogate.SessionKey
 	Channel string // platform:channel
 	Turn    string
+	// Conversation is where the call was made and Agent the profile serving it (the schedule
+	// tool delivers a job there and runs it under that agent).
+	Conversation echogate.ConversationRef
+	Agent        string
 }
 
 type callerKey struct{}

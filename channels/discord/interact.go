@@ -59,6 +59,7 @@ func applicationCommands() []*discordgo.ApplicationCommand {
 				Type: discordgo.ApplicationCommandOptionString, Name: "name", Description: "a model name, or auto"}),
 			sub("stop", "Stop the running turn"),
 			sub("new", "Forget this conversation and start over"),
+			sub("schedules", "Your scheduled jobs"),
 			sub("help", "List the commands"),
 		},
 	}}

@@ -76,6 +76,7 @@ func (g *gateway) adminAPI(mux *routeMux) {
 	mux.HandleFunc("GET /api/knowledge", g.handleKnowledge)
 	mux.HandleFunc("GET /api/names", g.handleNames)
 	g.memkbAPI(mux)
+	g.scheduleAPI(mux) // schedule_api.go
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown API path "+r.URL.Path+": see GET /api/info and the README's endpoint list")
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/echogate/echogate/agent/provider/demo"
 	"github.com/echogate/echogate/agent/provider/openai"
 	"github.com/echogate/echogate/internal/metrics"
+	"github.com/echogate/echogate/internal/schedule"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/storage/postgres"
 	"github.com/echogate/echogate/storage/sqlite"
@@ -85,6 +87,10 @@ type core struct {
 	skills   *skills.Library // nil unless skills are installed or skills.dirs set (skills_wiring.go)
 	// skillProblems are the problems of the last skills load (start or reload), for the console.
 	skillProblems atomic.Pointer[[]skills.Problem]
+	// sched is scheduled work (schedule_wiring.go); schedClock its clock (nil: the system's).
+	sched      *scheduler
+	schedClock schedule.Clock
+	webhookTLS *tls.Config // a test's (withWebhookTLS); nil: the system's roots
 }
 
 // newCore opens the store (migrating it), makes the model and the tools; the pipeline is made by
@@ -203,6 +209,9 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	}
 	if c.mcp != nil {
 		deps.ToolFilter = c.mcp.ToolFilter()
+	}
+	if err := c.wireSchedule(&deps, repliers); err != nil { // schedule_wiring.go
+		return err
 	}
 	if err := c.wireFiles(&deps, repliers); err != nil {
 		return err

@@ -53,6 +53,12 @@ var commands = []command{
 		{name: "check", synopsis: "skills check", summary: "Validate every skill (Agent Skills format) and check it against skills.lock; exit 1 on a problem."},
 		{name: "lock", synopsis: "skills lock", summary: "Write skills.lock (sha256 of every file of every skill): once it exists, a skill that differs\nfrom it is refused at start and on reload until you review the change and lock again."},
 	}},
+	{name: "schedule", synopsis: "schedule list|run|pause|resume", summary: "Scheduled work (schedules:, and the jobs people made with the schedule tool).", subs: []command{
+		{name: "list", synopsis: "schedule list", summary: "List every job: id, state, when, next run, last outcome, owner, agent, where it delivers."},
+		{name: "run", synopsis: "schedule run NAME|ID", summary: "Run a job now, once, through the running gateway (POST /api/schedules/{id}/run at http.addr).", args: true},
+		{name: "pause", synopsis: "schedule pause NAME|ID", summary: "Pause a job (a running gateway sees it at its next pass).", args: true},
+		{name: "resume", synopsis: "schedule resume NAME|ID", summary: "Resume a job: its failures and back-off are cleared; it runs from its next slot after now.", args: true},
+	}},
 	{name: "version", synopsis: "version", summary: "Print the version and build info."},
 	{name: "healthcheck", synopsis: "healthcheck", summary: "Exit 0 when the local gateway answers /healthz (for container health checks)."},
 	{name: "help", synopsis: "help [COMMAND [SUBCOMMAND]]", summary: "Show help for echogate or one command.", args: true},

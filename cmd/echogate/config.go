@@ -77,6 +77,9 @@ type Config struct {
 	Agents []AgentProfileConf `yaml:"agents"`
 	// Skills: Agent Skills folders the agents may load (skills_wiring.go).
 	Skills SkillsConf `yaml:"skills"`
+	// Scheduler and Schedules: scheduled work (schedule_config.go).
+	Scheduler SchedulerConf  `yaml:"scheduler"`
+	Schedules []ScheduleConf `yaml:"schedules"`
 	// source is where the configuration was read from, for a reload (reload.go).
 	source configSource
 }
@@ -238,6 +241,9 @@ type ApprovalConfig struct {
 	OnTimeout string   `yaml:"on_timeout"`
 	// CheckInterval is how often expired approvals are looked for (default 30s).
 	CheckInterval Duration `yaml:"check_interval"`
+	// Unattended: what a sensitive tool call in a scheduled run does: deny (default) or
+	// prompt (the approval prompt is posted to the job's delivery place).
+	Unattended string `yaml:"unattended"`
 }
 
 type ToolConf struct {
@@ -535,6 +541,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Agent.OnBusy == "" {
 		c.Agent.OnBusy = "queue"
+	}
+	if c.Approval.Unattended == "" {
+		c.Approval.Unattended = "deny"
 	}
 	if c.Approval.OnTimeout == "" {
 		c.Approval.OnTimeout = "deny"

@@ -22,6 +22,7 @@ func (c *Config) validate() error {
 		c.validatePolicy,
 		c.validateMCPAndLog,
 		c.Tracing.validate, c.Storage.validate, c.Runtime.validate, c.validateAgentsAccess, c.Skills.validate,
+		c.validateSchedules,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -36,7 +36,8 @@ func cmdDoctor(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 	checks = append(checks, doctorSlack(ctx, client, cfg)...)
 	checks = append(checks, doctorDiscord(ctx, client, cfg)...)
 	checks = append(checks, doctorMCP(ctx, cfg)...)
-	checks = append(checks, doctorSkills(cfg)...) // skills_wiring.go
+	checks = append(checks, doctorSkills(cfg)...)    // skills_wiring.go
+	checks = append(checks, doctorSchedules(cfg)...) // schedule_doctor.go
 	problems := 0
 	for _, c := range checks {
 		switch {

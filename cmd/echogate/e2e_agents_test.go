@@ -120,7 +120,7 @@ func TestE2EAgentsAndAccessSlack(t *testing.T) {
 		tools              []string
 	}{
 		{"tag-ops", opsPrompt, "gpt-4o", []string{"current_time"}}, // plan is not in its tools
-		{"tag-gen", generalPrompt, "gpt-4o-mini", []string{"ask_user", "current_time", "http_fetch", "plan", "read_file"}},
+		{"tag-gen", generalPrompt, "gpt-4o-mini", []string{"ask_user", "current_time", "http_fetch", "plan", "read_file", "schedule"}},
 	} {
 		reqs := requestsFor(fake, tt.tag)
 		if len(reqs) != 1 {

@@ -196,6 +196,13 @@ func startGateway(t *testing.T, vars map[string]string, yaml string) *e2eGateway
 // startGatewayFile is startGateway with the configuration file at path ("" for none).
 func startGatewayFile(t *testing.T, vars map[string]string, path string) *e2eGateway {
 	t.Helper()
+	return startGatewayCtx(t, context.Background(), vars, path)
+}
+
+// startGatewayCtx is startGatewayFile with serve's context made from parent (a test's
+// scheduler clock, withScheduleClock).
+func startGatewayCtx(t *testing.T, parent context.Context, vars map[string]string, path string) *e2eGateway {
+	t.Helper()
 	vars = cloneVars(vars)
 	addr := freeAddr(t)
 	vars["ECHOGATE_HTTP_ADDR"] = addr
@@ -209,7 +216,7 @@ func startGatewayFile(t *testing.T, vars map[string]string, path string) *e2eGat
 	e, _, _ := testEnv(vars, append(args, "serve")...)
 	logs := newLogBuffer()
 	e.stderr = logs
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, e) }()
 	g := &e2eGateway{base: "http://" + addr, logs: logs}
@@ -439,6 +446,14 @@ func newScriptedModel(t *testing.T) *scriptedModel {
 		switch {
 		case strings.Contains(text, "what time"):
 			return agenttest.ToolAnswer(echogate.ToolCall{Name: "current_time", Arguments: `{"timezone":"UTC"}`}), true
+		case strings.Contains(text, "remind me in 10 minutes to"):
+			// The schedule tool: a one-shot reminder of the rest of the message (e2e_schedule_test.go).
+			_, what, _ := strings.Cut(req.LastUser(), "remind me in 10 minutes to ")
+			args, _ := json.Marshal(map[string]string{"action": "create", "prompt": what, "at": "in 10m"})
+			return agenttest.ToolAnswer(echogate.ToolCall{Name: "schedule", Arguments: string(args)}), true
+		case strings.Contains(text, "run the cleanup"):
+			// A sensitive call in a scheduled run (e2e_schedule_test.go): run_command is destructive.
+			return agenttest.ToolAnswer(echogate.ToolCall{Name: "run_command", Arguments: `{"command":"true"}`}), true
 		case strings.Contains(text, "ask me"):
 			return agenttest.ToolAnswer(echogate.ToolCall{Name: "ask_user", Arguments: `{"question":"` + askQuestion + `"}`}), true
 		case strings.Contains(text, "stream a longer answer"):

@@ -139,6 +139,8 @@ func run(ctx context.Context, e env) int {
 		code = cmdMemory(ctx, e, cfg, log, rest)
 	case "skills":
 		code = cmdSkills(ctx, e, cfg, rest) // skills_cmd.go
+	case "schedule":
+		code = cmdSchedule(ctx, e, cfg, log, rest) // schedule_cmd.go
 	}
 	return code
 }

@@ -88,7 +88,10 @@ func (c *core) reload(trigger string) error {
 		return err
 	}
 	c.pipeline.SetAccess(cfg.accessRules())
-	c.reloadSkills(cfg) // skills_wiring.go
+	c.reloadSkills(cfg)                            // skills_wiring.go
+	if err := c.reloadSchedules(cfg); err != nil { // schedule_wiring.go
+		return err
+	}
 	c.log.Info("configuration reloaded: access and agents applied (other settings take effect at the next start)",
 		"file", src.path, "trigger", trigger, "agents", len(agents.List))
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +86,8 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 		c.Close()
 		return nil, err
 	}
+	c.schedClock = scheduleClockOf(ctx) // a test's (schedule_wiring.go)
+	c.webhookTLS, _ = ctx.Value(webhookTLSKey{}).(*tls.Config)
 	repliers := map[string]pipeline.Replier{}
 	for _, ch := range g.channels {
 		repliers[ch.Name()] = ch
@@ -93,6 +96,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 		c.Close()
 		return nil, err
 	}
+	c.addScheduler() // schedule_wiring.go
 	return g, nil
 }
 

@@ -39,6 +39,7 @@ type Metrics struct {
 	AdapterPanics    *prometheus.CounterVec // channel, path: panics recovered in a platform adapter
 	SkillLoads       *prometheus.CounterVec // skill, agent (skills.go)
 	agentCollectors
+	scheduleCollectors
 	stageCollectors
 
 	historyCached, historyLoaded prometheus.Counter
@@ -80,6 +81,7 @@ func New() *Metrics {
 	m.registerAgents(r)
 	m.registerStages(r)
 	m.registerSkills(r)
+	m.registerSchedule(r)
 	return m
 }
 

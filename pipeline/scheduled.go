@@ -1,0 +1,183 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/cost"
+)
+
+// ScheduleToolName is the tool that creates and changes schedules: a scheduled run is never
+// offered it, so a run cannot create or change schedules.
+const ScheduleToolName = "schedule"
+
+// ScheduledEnd is given to Deps.AfterScheduled when a scheduled run's turn ends (SPEC
+// "Scheduled work"): the wiring records the run's outcome from it.
+type ScheduledEnd struct {
+	Run     echogate.ScheduledRun // empty for a resumed run's turn: Session names the run
+	Session echogate.SessionKey
+	EventID string // the slot's event key
+	Turn    string
+	Status  echogate.TurnStatus
+	// Posted is the answer's message as the platform returned it; zero when nothing was
+	// posted (quiet, failed, or a posting error).
+	Posted echogate.MessageRef
+	Quiet  bool   // the answer equalled quiet_if: recorded, not posted
+	Budget bool   // a budget stopped the run
+	Denied bool   // a sensitive tool call was refused (approval.unattended: deny)
+	Err    string // the turn's or the posting's error
+}
+
+// schedState is a scheduled run's turn state; zero for other turns.
+type schedState struct {
+	quiet  bool
+	denied atomic.Bool
+	posted echogate.MessageRef
+}
+
+// scheduled returns the run a turn carries, nil for a turn of a message.
+func (t *Turn) scheduled() *echogate.ScheduledRun { return t.ev.Scheduled }
+
+// scheduledProfile is the profile a scheduled run names (agent:), or nil to use the place's.
+func (p *Pipeline) scheduledProfile(ev echogate.InboundEvent) *profile {
+	if ev.Scheduled == nil || ev.Scheduled.Agent == "" {
+		return nil
+	}
+	set := p.agents.Load()
+	if set.def.Name == ev.Scheduled.Agent {
+		return set.def
+	}
+	for _, pr := range set.list {
+		if pr.Name == ev.Scheduled.Agent {
+			return pr
+		}
+	}
+	p.log.Warn("pipeline: a scheduled run names an agent that is gone; the place's agent serves it", "agent", ev.Scheduled.Agent, "event_id", ev.ID)
+	return nil
+}
+
+// scheduledTool reports whether a scheduled run may be offered tool: never the schedule tool.
+func (t *Turn) scheduledTool(tool string) bool {
+	return t.scheduled() == nil || tool != ScheduleToolName
+}
+
+// unattendedDecision is the verdict on a call that would ask for approval in a scheduled run:
+// denied with a reason unless approval.unattended is prompt (then it asks, and the prompt goes
+// to the delivery place, where the owner or an approver decides). ok is false for other turns.
+func (t *Turn) unattendedDecision(tool string) (agent.Decision, bool) {
+	r := t.scheduled()
+	if r == nil || r.Unattended == "prompt" {
+		return agent.Decision{}, false
+	}
+	t.sched.denied.Store(true)
+	t.p.d.Metrics.ToolCall(tool, "denied", 0)
+	return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not run: %s needs approval and this is a scheduled run with nobody to approve it "+
+		"(approval.unattended: deny); answer without it, or say what a person should do", tool)}, true
+}
+
+// usageTrigger is the trigger the turn's spend is recorded and checked under.
+func (t *Turn) usageTrigger() echogate.UsageTrigger {
+	if t.scheduled() != nil {
+		return echogate.TriggerScheduled
+	}
+	return echogate.TriggerMessage
+}
+
+// reserveRunBudget checks a scheduled run's own budget (budget_usd) before a model call, on
+// top of the agent's and the global ones.
+func (t *Turn) reserveRunBudget(ctx context.Context, s cost.Scope, req agent.Request) error {
+	r := t.scheduled()
+	if r == nil || r.BudgetUSD <= 0 || t.p.d.RunBudget == nil {
+		return nil
+	}
+	b, err := t.p.d.RunBudget(r.BudgetUSD)
+	if err != nil {
+		return fmt.Errorf("pipeline: the job's budget: %w", err)
+	}
+	if err := t.reserveBudget(ctx, b, s, req); err != nil {
+		if errors.Is(err, agent.ErrBudget) {
+			return fmt.Errorf("the job's budget_usd %.2f for one run is spent (%w)", r.BudgetUSD, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// quietAnswer reports whether answer is the run's quiet_if text: recorded, not posted.
+func (t *Turn) quietAnswer(answer string) bool {
+	r := t.scheduled()
+	return r != nil && r.QuietIf != "" && strings.TrimSpace(answer) == r.QuietIf
+}
+
+// ErrOwnerRefused is Submit's error for a scheduled run whose owner the access rules refuse:
+// the scheduler records the run failed.
+var ErrOwnerRefused = errors.New("pipeline: the job's owner may not use the gateway here (access rules)")
+
+// refusedRun is Submit's answer to an event the access rules refused: nil (nothing happens,
+// as for any refused message), or ErrOwnerRefused for a scheduled run.
+func refusedRun(ev *echogate.InboundEvent) error {
+	if ev.Scheduled != nil {
+		return fmt.Errorf("%w: %s", ErrOwnerRefused, ev.Actor.QualifiedID(ev.Conversation.Platform))
+	}
+	return nil
+}
+
+// scheduledNotStarted reports a scheduled run that a per-user limit kept from starting as
+// failed; it returns false for other events.
+func (p *Pipeline) scheduledNotStarted(ctx context.Context, ev *echogate.InboundEvent, why string) bool {
+	if ev.Scheduled == nil {
+		return false
+	}
+	if p.d.AfterScheduled != nil {
+		p.d.AfterScheduled(context.WithoutCancel(ctx), ScheduledEnd{Run: *ev.Scheduled, Session: ev.SessionKey(), EventID: ev.ID,
+			Status: echogate.TurnFailed, Err: "not started: " + why})
+	}
+	return true
+}
+
+// scheduledPrefix starts the sessions of scheduled runs (schedule.SessionKey).
+const scheduledPrefix = "schedule:"
+
+// promptSession moves a reaction on the approval prompt of a scheduled run (approval.unattended:
+// prompt) into that run's session: the prompt was posted in a conversation whose own session is
+// not the run's. Only approval reactions are looked up, with one read.
+func (p *Pipeline) promptSession(ctx context.Context, ev *echogate.InboundEvent) {
+	if ev.Kind != echogate.KindReaction || ev.Target.IsZero() || ev.Session != "" {
+		return
+	}
+	switch ev.Reaction {
+	case echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny:
+	default:
+		return
+	}
+	pend, err := p.d.Store.PendingByPrompt(ctx, ev.Target)
+	if err == nil && strings.HasPrefix(string(pend.Session), scheduledPrefix) {
+		ev.Session = pend.Session
+	}
+}
+
+// endScheduled tells Deps.AfterScheduled how a scheduled run's turn ended: a run's own turn, or
+// the turn that resumed it after an approval (then Run is empty and Session names the run).
+func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, postErr error) {
+	r := t.scheduled()
+	if r == nil && t.resume != nil && strings.HasPrefix(string(t.key), scheduledPrefix) {
+		r = &echogate.ScheduledRun{}
+	}
+	if r == nil || p.d.AfterScheduled == nil {
+		return
+	}
+	e := ScheduledEnd{Run: *r, Session: t.key, EventID: t.ev.ID, Turn: t.id, Status: t.rec.Status, Posted: t.sched.posted, Quiet: t.sched.quiet,
+		Budget: errors.Is(res.Err, agent.ErrBudget), Denied: t.sched.denied.Load(), Err: t.rec.Error}
+	if postErr != nil && e.Err == "" {
+		e.Err = "post answer: " + postErr.Error()
+	}
+	if e.Err == "" && res.Err != nil {
+		e.Err = res.Err.Error()
+	}
+	p.d.AfterScheduled(context.WithoutCancel(ctx), e)
+}
