@@ -134,7 +134,9 @@ func (p *Pipeline) scheduledNotStarted(ctx context.Context, ev *echogate.Inbound
 		return false
 	}
 	if p.d.AfterScheduled != nil {
-		p.d.AfterScheduled(context.WithoutCancel(ctx), ScheduledEnd{Run: *ev.Scheduled, Session: ev.SessionKey(), EventID: ev.ID,
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		defer cancel()
+		p.d.AfterScheduled(actx, ScheduledEnd{Run: *ev.Scheduled, Session: ev.SessionKey(), EventID: ev.ID,
 			Status: echogate.TurnFailed, Err: "not started: " + why})
 	}
 	return true
@@ -179,5 +181,7 @@ func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, 
 	if e.Err == "" && res.Err != nil {
 		e.Err = res.Err.Error()
 	}
-	p.d.AfterScheduled(context.WithoutCancel(ctx), e)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	p.d.AfterScheduled(actx, e)
 }

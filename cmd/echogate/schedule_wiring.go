@@ -58,7 +58,10 @@ func (c *core) wireSchedule(deps *pipeline.Deps, repliers map[string]pipeline.Re
 	}
 	s.worker = w
 	c.sched = s
-	if tc := c.cfg.Tools[builtin.ScheduleName]; tc.Enabled == nil || *tc.Enabled {
+	// The terminal chat (a console replier alone) runs no worker and nothing can deliver there
+	// later: the tool would only refuse, so it is not offered (nor its schema paid for).
+	_, console := repliers[echogate.PlatformConsole]
+	if tc := c.cfg.Tools[builtin.ScheduleName]; (tc.Enabled == nil || *tc.Enabled) && !(console && len(repliers) == 1) {
 		tool, err := builtin.NewSchedule(builtin.ScheduleConfig{Store: st, Limits: c.cfg.Scheduler.limits(), Now: clock.Now, Wake: w.Wake})
 		if err == nil {
 			err = c.tools.Add(tool)
