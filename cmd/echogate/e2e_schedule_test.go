@@ -34,6 +34,8 @@ schedules:
   - {name: open, cron: "0 9 * * *", prompt: "open [s-open]", deliver: "slack:C0SCHED6", precheck: {command: ["true"]}}
   - {name: broke, cron: "0 9 * * *", prompt: "broke [s-broke]", deliver: "slack:C0SCHED5", budget_usd: 0.01, max_failures: 1}
   - {name: dc, cron: "0 9 * * *", prompt: "discord digest [s-dc]", deliver: "discord:600000000000009999"}
+  - {name: runbook, cron: "0 9 * * *", prompt: "check the pager [s-skill]", deliver: "slack:C0SCHED7", skill: incident-runbook}
+  - {name: noskill, cron: "0 9 * * *", prompt: "no such skill [s-noskill]", deliver: "slack:C0SCHED8", skill: no-such-skill}
 `
 
 // TestE2EScheduledWork is `echogate serve` with jobs in `schedules:` on a test clock: at 9:00
@@ -63,7 +65,9 @@ func scheduledWork(t *testing.T, extra map[string]string) {
 		vars[k] = v
 	}
 	clock := scheduletest.NewClock(time.Date(2030, 1, 7, 8, 59, 30, 0, time.UTC))
-	g := startGatewayCtx(t, withScheduleClock(context.Background(), clock), vars, writeConfig(t, schedYAML))
+	cfg := writeConfig(t, schedYAML)
+	installSkills(t, filepath.Dir(cfg)) // the runbook job's skill; no-such-skill is not installed
+	g := startGatewayCtx(t, withScheduleClock(context.Background(), clock), vars, cfg)
 	tick := func(to time.Time) {
 		t.Helper()
 		select {
@@ -83,6 +87,8 @@ func scheduledWork(t *testing.T, extra map[string]string) {
 		`echogate_schedule_runs_total{job="quiet",outcome="quiet"} 1`,
 		`echogate_schedule_runs_total{job="gated",outcome="skipped"} 1`,
 		`echogate_schedule_runs_total{job="broke",outcome="budget"} 1`,
+		`echogate_schedule_runs_total{job="runbook",outcome="delivered"} 1`,
+		`echogate_schedule_runs_total{job="noskill",outcome="failed"} 1`,
 		"echogate_schedule_lag_seconds_count")
 
 	one := func(what string, msgs []string, want string) {
@@ -116,12 +122,19 @@ func scheduledWork(t *testing.T, extra map[string]string) {
 		t.Errorf("failing precheck: posted %q, want nothing", got)
 	}
 	one("budget alert", slackTexts("C0SCHED5", ""), "paused itself")
+	followed := false
 	for _, req := range model.fake.ChatRequests() {
 		for _, m := range req.Messages {
-			if strings.Contains(m.Content, "[s-gated]") || strings.Contains(m.Content, "[s-broke]") {
-				t.Errorf("the model was asked %q: a failing precheck or a spent per-run budget must make no model request", oneLine(m.Content, 80))
+			if strings.Contains(m.Content, "[s-gated]") || strings.Contains(m.Content, "[s-broke]") || strings.Contains(m.Content, "[s-noskill]") {
+				t.Errorf("the model was asked %q: a failing precheck, a spent per-run budget or a missing skill must make no model request", oneLine(m.Content, 80))
+			}
+			if strings.Contains(m.Content, "[s-skill]") && strings.Contains(m.Content, `Follow the "incident-runbook" skill`) {
+				followed = true
 			}
 		}
+	}
+	if !followed {
+		t.Error(`the runbook job's request does not ask the model to follow the "incident-runbook" skill`)
 	}
 
 	// The next day: the paused job neither runs nor alerts again; the others run once more.

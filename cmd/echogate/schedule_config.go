@@ -34,14 +34,16 @@ type ScheduleConf struct {
 	Prompt   string   `yaml:"prompt"`
 	Deliver  string   `yaml:"deliver"`
 	// Secret signs a webhook target's deliveries (HMAC-SHA256); required for webhook:https://….
-	Secret      string       `yaml:"secret"`
-	Agent       string       `yaml:"agent"`
-	Session     string       `yaml:"session"` // isolated | shared
-	Precheck    PrecheckConf `yaml:"precheck"`
-	QuietIf     string       `yaml:"quiet_if"`
-	BudgetUSD   float64      `yaml:"budget_usd"`
-	CatchUp     string       `yaml:"catch_up"` // once | skip
-	MaxLateness Duration     `yaml:"max_lateness"`
+	Secret   string       `yaml:"secret"`
+	Agent    string       `yaml:"agent"`
+	Session  string       `yaml:"session"` // isolated | shared
+	Precheck PrecheckConf `yaml:"precheck"`
+	// Skill names an installed skill the run follows: the prompt asks the model to load it first.
+	Skill       string   `yaml:"skill"`
+	QuietIf     string   `yaml:"quiet_if"`
+	BudgetUSD   float64  `yaml:"budget_usd"`
+	CatchUp     string   `yaml:"catch_up"` // once | skip
+	MaxLateness Duration `yaml:"max_lateness"`
 	// MaxFailures: consecutive failures after which the job pauses itself (default 3, 0 never).
 	MaxFailures *int  `yaml:"max_failures"`
 	Enabled     *bool `yaml:"enabled"` // default true
@@ -100,6 +102,19 @@ func (c *Config) scheduleSecret(name string) string {
 	return ""
 }
 
+// scheduleSkill is the skill the config job name follows ("" when none, or not a config job).
+func (c *Config) scheduleSkill(name string) string {
+	for _, e := range c.Schedules {
+		if e.Name == name {
+			return e.Skill
+		}
+	}
+	return ""
+}
+
+// skillName is what an Agent Skills name may be (tools/skills validates the installed ones).
+var skillName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
 // schedulePrecheck is the precheck of the config job name (zero when none, or not a config job).
 func (c *Config) schedulePrecheck(name string) PrecheckConf {
 	for _, e := range c.Schedules {
@@ -156,6 +171,9 @@ func (c *Config) validateSchedule(key string, e ScheduleConf) error {
 	}
 	if e.Agent != "" && !slices.ContainsFunc(c.Agents, func(a AgentProfileConf) bool { return a.Name == e.Agent }) {
 		return badKey(key+".agent", "%q is not in agents:; name one of its profiles, or leave agent out for the place's agent", e.Agent)
+	}
+	if e.Skill != "" && (len(e.Skill) > 64 || !skillName.MatchString(e.Skill)) {
+		return badKey(key+".skill", "%q is not a skill name: use the name in the skill's SKILL.md (1 to 64 lowercase letters, digits and single hyphens, e.g. incident-runbook)", e.Skill)
 	}
 	if strings.HasPrefix(strings.TrimSpace(e.Deliver), "webhook:") && e.Secret == "" {
 		return badKey(key+".secret", "a webhook target needs a secret to sign its deliveries (X-Echogate-Signature): set secret: ${HOOK_SECRET}")

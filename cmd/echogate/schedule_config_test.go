@@ -31,6 +31,7 @@ func TestScheduleConfigErrorsNameTheKey(t *testing.T) {
 		"two prechecks":     {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', precheck: {command: [/bin/true], http: 'https://x.example'}}]", "schedules.a.precheck: set command or http, not both"},
 		"relative precheck": {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', precheck: {command: [true]}}]", `schedules.a.precheck.command: "true" is neither an absolute path nor in tools.run_command.allowed`},
 		"http precheck":     {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', precheck: {http: 'http://x.example'}}]", "schedules.a.precheck.http: \"http://x.example\": use an https:// URL"},
+		"bad skill":         {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', skill: Incident_Runbook}]", `schedules.a.skill: "Incident_Runbook" is not a skill name`},
 		"bad session":       {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', session: forever}]", `session "forever": use isolated or shared`},
 		"unknown key":       {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', channel: C1}]", `unknown key "channel"`},
 		"min interval":      {"scheduler: {min_interval: -1s}", "min_interval"},

@@ -156,6 +156,13 @@ func (s *scheduler) submit(ctx context.Context, t schedule.Trigger) error {
 			return nil
 		}
 	}
+	if sk := cfg.scheduleSkill(t.Job.Name); t.Job.Owner == schedule.ConfigOwner && sk != "" {
+		if !s.c.skillInstalled(sk) {
+			s.record(ctx, t.Job, t.Slot, "", schedule.OutcomeFailed, fmt.Sprintf("skill %q is not installed (or was refused): see echogate skills check", sk))
+			return nil
+		}
+		ev.Text = skillPrompt(sk, ev.Text)
+	}
 	err = s.c.pipeline.Submit(ctx, ev)
 	if errors.Is(err, pipeline.ErrShuttingDown) {
 		// Not queued: the slot's claim stays unsubmitted and is taken over at the next start.
@@ -350,4 +357,18 @@ func (c *core) reloadSchedules(cfg *Config) error {
 		return fmt.Errorf("schedules: %w", err)
 	}
 	return nil
+}
+
+// skillPrompt asks the model to follow the skill a scheduled job names before its prompt.
+func skillPrompt(skill, prompt string) string {
+	return fmt.Sprintf("Follow the %q skill for this task: load it with the skill tool first.\n\n%s", skill, prompt)
+}
+
+// skillInstalled reports whether the skill is loaded (installed, valid and, with a lock, pinned).
+func (c *core) skillInstalled(name string) bool {
+	if c.skills == nil {
+		return false
+	}
+	_, ok := c.skills.Skills().Get(name)
+	return ok
 }
