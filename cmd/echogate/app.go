@@ -123,7 +123,7 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 		c.store.Close()
 		return nil, err
 	}
-	c.mcp, err = newMCP(cfg, c.tools, log, c.metrics)
+	c.mcp, err = newMCP(cfg, c.tools, log, c.metrics, c.store)
 	if err != nil {
 		c.store.Close()
 		return nil, fmt.Errorf("mcp.servers: %w", err)

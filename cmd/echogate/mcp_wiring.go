@@ -15,9 +15,15 @@ import (
 
 // newMCP makes the MCP manager for mcp.servers; nil when none are configured. Its Run connects
 // the servers in the background and registers their tools as <server>__<tool>.
-func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metrics) (*mcp.Manager, error) {
+// db is the opened store: servers with auth: oauth keep their grants in it, sealed with
+// ECHOGATE_SECRET_KEY.
+func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metrics, db any) (*mcp.Manager, error) {
 	if len(cfg.MCP.Servers) == 0 {
 		return nil, nil
+	}
+	tokens, err := mcpTokens(cfg, db)
+	if err != nil {
+		return nil, err
 	}
 	var servers []mcp.ServerConfig
 	for _, s := range cfg.MCP.Servers {
@@ -26,9 +32,15 @@ func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metri
 			URL: s.URL, Headers: s.Headers, Safety: s.Safety, ToolSafety: s.ToolSafety,
 			CallTimeout: time.Duration(s.CallTimeout), MaxOutput: s.MaxOutput,
 			AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers,
+			Auth: s.Auth, ClientID: s.ClientID, ClientSecret: s.ClientSecret,
+			ClientMetadataURL: s.ClientMetadataURL, Scopes: s.Scopes,
 		})
 	}
-	return mcp.New(mcp.Config{Servers: servers}, reg, log.With("component", "mcp"), func(tool, from, to string) {
+	mc := mcp.Config{Servers: servers, ElicitTimeout: time.Duration(cfg.MCP.ElicitTimeout)}
+	if tokens != nil {
+		mc.Tokens, mc.OAuthRedirectURL = tokens, mcpRedirectURL(cfg)
+	}
+	return mcp.New(mc, reg, log.With("component", "mcp"), func(tool, from, to string) {
 		log.Warn("tool circuit breaker changed state", "tool", tool, "from", from, "to", to)
 		m.Breaker(tool, "tool", to)
 	})
