@@ -25,6 +25,19 @@ func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metri
 	if err != nil {
 		return nil, err
 	}
+	servers := mcpServerConfigs(cfg)
+	mc := mcp.Config{Servers: servers, ElicitTimeout: time.Duration(cfg.MCP.ElicitTimeout)}
+	if tokens != nil {
+		mc.Tokens, mc.OAuthRedirectURL = tokens, mcpRedirectURL(cfg)
+	}
+	return mcp.New(mc, reg, log.With("component", "mcp"), func(tool, from, to string) {
+		log.Warn("tool circuit breaker changed state", "tool", tool, "from", from, "to", to)
+		m.Breaker(tool, "tool", to)
+	})
+}
+
+// mcpServerConfigs is mcp.servers as tools/mcp takes them.
+func mcpServerConfigs(cfg *Config) []mcp.ServerConfig {
 	var servers []mcp.ServerConfig
 	for _, s := range cfg.MCP.Servers {
 		servers = append(servers, mcp.ServerConfig{
@@ -36,14 +49,7 @@ func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metri
 			ClientMetadataURL: s.ClientMetadataURL, Scopes: s.Scopes,
 		})
 	}
-	mc := mcp.Config{Servers: servers, ElicitTimeout: time.Duration(cfg.MCP.ElicitTimeout)}
-	if tokens != nil {
-		mc.Tokens, mc.OAuthRedirectURL = tokens, mcpRedirectURL(cfg)
-	}
-	return mcp.New(mc, reg, log.With("component", "mcp"), func(tool, from, to string) {
-		log.Warn("tool circuit breaker changed state", "tool", tool, "from", from, "to", to)
-		m.Breaker(tool, "tool", to)
-	})
+	return servers
 }
 
 // defaultMCPReady is how long turns wait for MCP servers at start when mcp.ready_timeout is 0.
