@@ -111,3 +111,20 @@ func TestMCPLoginCLI(t *testing.T) {
 		}
 	})
 }
+
+// TestDoctorSaysMCPNeedsLogin: doctor reports a server with auth: oauth and no grant as needing
+// login, with the command that makes one.
+func TestDoctorSaysMCPNeedsLogin(t *testing.T) {
+	o := newProtectedMCP(t)
+	p, dir := mcpCLIConfig(t, o)
+	vars := map[string]string{"ECHOGATE_DATA_DIR": dir, "ECHOGATE_SECRET_KEY": testSecretKey}
+	code, out, errs := runCLI(t, vars, nil, nil, "--config", p, "doctor")
+	if code != 1 {
+		t.Fatalf("doctor exit %d, want 1:\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"!!  mcp:tracker", "needs login", "run `echogate mcp login tracker` (with the gateway running"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}
