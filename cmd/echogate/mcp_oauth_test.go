@@ -103,6 +103,15 @@ func TestMCPOAuthLoginThroughGateway(t *testing.T) {
 		t.Errorf("GET /oauth/callback with a forged state = %d %q, want 400 saying the link is unknown", code, page)
 	}
 
+	// Open, but Host-guarded like every endpoint (DNS rebinding).
+	req, _ := http.NewRequest(http.MethodGet, base+"/oauth/callback?state=forged&code=x", nil)
+	req.Host = "evil.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("GET /oauth/callback with Host evil.example = %v %v, want 421", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
 	resp, err := http.Post(base+"/api/mcp/login", "application/json", bytes.NewReader([]byte(`{"server":"tracker"}`)))
 	if err != nil {
 		t.Fatal(err)
