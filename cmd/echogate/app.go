@@ -209,6 +209,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	}
 	if c.mcp != nil {
 		deps.ToolFilter = c.mcp.ToolFilter()
+		deps.MCPGrants = c.mcpGrants() // mcp_grants.go
 	}
 	if err := c.wireSchedule(&deps, repliers); err != nil { // schedule_wiring.go
 		return err

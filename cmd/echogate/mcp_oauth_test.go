@@ -145,9 +145,9 @@ func TestMCPOAuthLoginThroughGateway(t *testing.T) {
 func sseText(evs []sseEvent) string {
 	var sb strings.Builder
 	for _, e := range evs {
-		b, _ := json.Marshal(e.Data)
-		sb.Write(b)
-		sb.WriteString("\n")
+		enc := json.NewEncoder(&sb) // links keep their & (no HTML escaping)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(e.Data)
 	}
 	return sb.String()
 }
