@@ -72,10 +72,16 @@ func TestMCPPerUserGrantsThroughChat(t *testing.T) {
 	waitReadyz(t, base, http.StatusOK, "mcp:tracker", func(s string) bool { return s == "ok (1 tools)" })
 	operator := o.tokens()
 
-	if got := chatAs(t, base, "a1", "ann", "who am i"); !strings.Contains(got, "authorize MCP server tracker") || strings.Contains(got, "token=at-") {
+	got := chatAs(t, base, "a1", "ann", "who am i")
+	if !strings.Contains(got, "authorize MCP server tracker") || strings.Contains(got, "token=at-") {
 		t.Fatalf("ann's call before her login = %q, want authorize first and no token", got)
 	}
-	got := chatAs(t, base, "a2", "ann", "/mcp login tracker")
+	// Config.Authorize sent her the link in her conversation (a notice: the web chat keeps
+	// notices sent during a turn in the history).
+	if _, hist := getPage(t, base+"/api/chat/history?session=a1"); linkRe.FindString(hist) == "" || !strings.Contains(hist, "only for you") {
+		t.Errorf("ann's conversation after the refused call = %q, want the authorization link sent to her", hist)
+	}
+	got = chatAs(t, base, "a2", "ann", "/mcp login tracker")
 	link := linkRe.FindString(got)
 	if link == "" {
 		t.Fatalf("/mcp login tracker = %q, want a private authorization link", got)
