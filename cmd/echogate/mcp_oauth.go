@@ -16,6 +16,8 @@ import (
 
 	"github.com/echogate/echogate/internal/mcptoken"
 	"github.com/echogate/echogate/internal/secretbox"
+	"github.com/echogate/echogate/storage/postgres"
+	"github.com/echogate/echogate/storage/sqlite"
 	"github.com/echogate/echogate/tools/mcp"
 )
 
@@ -204,3 +206,9 @@ func mcpDoctorStore(ctx context.Context, cfg *Config) (db store, closeDB func(),
 	}
 	return s, func() { s.Close() }, nil
 }
+
+// Both backends keep MCP grants (migration 0016).
+var (
+	_ mcptoken.Store = (*sqlite.Store)(nil)
+	_ mcptoken.Store = (*postgres.Store)(nil)
+)
