@@ -65,8 +65,14 @@ func TestMCPOAuthConfig(t *testing.T) {
 // TestMCPOAuthLoginThroughGateway: a server with auth: oauth shows needs login in /api/ready and
 // its tools are withheld; a login begun through POST /api/mcp/login comes back to the gateway's
 // /oauth/callback, after which a chat turn's call carries the token; a forged state and a
-// replayed one are refused.
+// replayed one are refused. On SQLite, and on PostgreSQL when DATABASE_URL is set.
 func TestMCPOAuthLoginThroughGateway(t *testing.T) {
+	for name, db := range backends(t) {
+		t.Run(name, func(t *testing.T) { testMCPOAuthLogin(t, db(t)) })
+	}
+}
+
+func testMCPOAuthLogin(t *testing.T, dbURL string) {
 	o := newProtectedMCP(t)
 	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{APIKey: "sk-e2e"})
 	t.Cleanup(fake.Close)
@@ -89,7 +95,7 @@ func TestMCPOAuthLoginThroughGateway(t *testing.T) {
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-e2e", "ECHOGATE_DATA_DIR": dir, "ECHOGATE_SECRET_KEY": testSecretKey}
+	vars := map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-e2e", "ECHOGATE_DATA_DIR": dir, "ECHOGATE_SECRET_KEY": testSecretKey, "DATABASE_URL": dbURL}
 	base, logs, stop := startServe(t, vars, "--config", p)
 	defer stop()
 
