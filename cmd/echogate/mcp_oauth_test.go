@@ -168,3 +168,11 @@ func getPage(t *testing.T, u string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// An MCP server's OAuth client_secret is masked like every configured secret.
+func TestMCPClientSecretIsRedacted(t *testing.T) {
+	cfg := &Config{MCP: MCPConfig{Servers: []MCPServer{{Name: "tracker", URL: "https://mcp.example.com/mcp", Auth: "oauth", ClientID: "abc", ClientSecret: "mcp-client-secret-777"}}}}
+	if got := newRedactor(cfg, nil).Redact("value: mcp-client-secret-777\n"); strings.Contains(got, "mcp-client-secret-777") {
+		t.Errorf("Redact = %q, want the client secret masked", got)
+	}
+}
