@@ -36,7 +36,7 @@ func parseCommand(text string) (name, arg string, ok bool) {
 	name = strings.ToLower(strings.TrimSpace(name))
 	arg = strings.TrimSpace(arg)
 	switch name {
-	case cmdModel:
+	case cmdModel, cmdMCP:
 		return name, arg, true
 	case cmdUsage, cmdStop, cmdNew, cmdHelp, cmdSchedules:
 		// Only the bare word: "!help me write a poem" or "/new york weather" is a message.
@@ -51,7 +51,7 @@ func parseCommand(text string) (name, arg string, ok bool) {
 // Discord's interaction token expire).
 func mailboxKey(ev echogate.InboundEvent) echogate.SessionKey {
 	if ev.Interaction != "" && ev.Kind != echogate.KindReaction {
-		if name, _, ok := parseCommand(ev.Text); ok && (name == cmdUsage || name == cmdHelp || name == cmdSchedules) {
+		if name, _, ok := parseCommand(ev.Text); ok && (name == cmdUsage || name == cmdHelp || name == cmdSchedules || name == cmdMCP) {
 			return "command:" + ev.SessionKey()
 		}
 	}
@@ -100,6 +100,9 @@ func (p *Pipeline) commandOf(ctx context.Context, ctl *turnCtl, log *slog.Logger
 	case cmdSchedules:
 		p.schedulesCommand(ctx, log, ev) // schedules_cmd.go: privately
 		return true
+	case cmdMCP:
+		p.mcpCommand(ctx, log, ev, arg) // mcp_cmd.go: privately
+		return true
 	default:
 		answer = commandHelp() + p.skillsHelp(ev) // skills.go
 	}
@@ -136,6 +139,7 @@ func commandHelp() string {
 		"• `stop`: stop the running turn\n" +
 		"• `new`: forget this conversation and start over\n" +
 		"• `schedules`: your scheduled jobs\n" +
+		"• `mcp [login|revoke NAME]`: your logins to MCP servers\n" +
 		"• `help`: this list\n" +
 		"In Slack use `/echogate usage` (or type `!usage` in a thread or DM); in Discord the `/echogate` command or `!usage`; in the terminal and the web chat `/usage`."
 }

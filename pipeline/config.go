@@ -171,6 +171,8 @@ type Deps struct {
 	AfterScheduled func(ctx context.Context, e ScheduledEnd)
 	// Schedules answers the schedules command; nil says scheduled work is not configured.
 	Schedules ScheduleLister
+	// MCPGrants answers the mcp command (mcp_cmd.go); nil: no server logs in per person.
+	MCPGrants MCPGrants
 	RunBudget func(usd float64) (Budget, error)
 	// UsageObservers see every ledger entry after it was stored (the cost tracker's running
 	// totals). They must return quickly.

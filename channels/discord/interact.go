@@ -60,6 +60,8 @@ func applicationCommands() []*discordgo.ApplicationCommand {
 			sub("stop", "Stop the running turn"),
 			sub("new", "Forget this conversation and start over"),
 			sub("schedules", "Your scheduled jobs"),
+			sub("mcp", "Your logins to MCP servers", &discordgo.ApplicationCommandOption{
+				Type: discordgo.ApplicationCommandOptionString, Name: "action", Description: "login NAME or revoke NAME; empty: list"}),
 			sub("help", "List the commands"),
 		},
 	}}

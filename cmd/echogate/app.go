@@ -77,7 +77,8 @@ type core struct {
 	model   agent.Model
 	models  *modelStack
 	tools   *tools.Registry
-	mcp     *mcp.Manager // nil without mcp.servers
+	mcp     *mcp.Manager  // nil without mcp.servers
+	mcpAuth mcpAuthorizer // sends per-person MCP login links (mcp_grants.go)
 	// workers are further background loops (consolidation, …) run by startBackground.
 	workers  map[string]func(context.Context) error
 	memkb    *memkb // long-term memory and knowledge base (memory_wiring.go)
@@ -123,7 +124,7 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 		c.store.Close()
 		return nil, err
 	}
-	c.mcp, err = newMCP(cfg, c.tools, log, c.metrics)
+	c.mcp, err = newMCP(cfg, c.tools, log, c.metrics, c.store, c.mcpAuth.authorize)
 	if err != nil {
 		c.store.Close()
 		return nil, fmt.Errorf("mcp.servers: %w", err)
@@ -209,6 +210,8 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	}
 	if c.mcp != nil {
 		deps.ToolFilter = c.mcp.ToolFilter()
+		deps.MCPGrants = c.mcpGrants() // mcp_grants.go
+		c.mcpAuth.wire(c.mcp, repliers, c.log)
 	}
 	if err := c.wireSchedule(&deps, repliers); err != nil { // schedule_wiring.go
 		return err

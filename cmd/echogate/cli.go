@@ -59,6 +59,11 @@ var commands = []command{
 		{name: "pause", synopsis: "schedule pause NAME|ID", summary: "Pause a job (a running gateway sees it at its next pass).", args: true},
 		{name: "resume", synopsis: "schedule resume NAME|ID", summary: "Resume a job: its failures and back-off are cleared; it runs from its next slot after now.", args: true},
 	}},
+	{name: "mcp", synopsis: "mcp login|status", summary: "MCP servers (mcp.servers).", subs: []command{
+		{name: "login", synopsis: "mcp login [--paste] NAME", summary: "Log in to a server with auth: oauth. With the gateway running, it begins the login there (POST\n/api/mcp/login at http.addr) and prints the URL: open it, the redirect lands on the gateway's\n/oauth/callback. Without a running gateway, a 127.0.0.1 listener receives the redirect; on a\nheadless host --paste reads the URL the browser was sent back to from stdin instead.", args: true,
+			flags: func(fs *flag.FlagSet) { mcpLoginFlags(fs) }},
+		{name: "status", synopsis: "mcp status", summary: "Each server: connected (its tools), needs login, or why it is not connected (from the running\ngateway's /api/ready, else by connecting as doctor does)."},
+	}},
 	{name: "version", synopsis: "version", summary: "Print the version and build info."},
 	{name: "healthcheck", synopsis: "healthcheck", summary: "Exit 0 when the local gateway answers /healthz (for container health checks)."},
 	{name: "help", synopsis: "help [COMMAND [SUBCOMMAND]]", summary: "Show help for echogate or one command.", args: true},
@@ -255,6 +260,10 @@ func chatFlags(fs *flag.FlagSet) chatOpts {
 		user:    fs.String("user", "", "user id (default console-user)"),
 		approve: fs.Bool("approve", false, "approve every tool call of this turn without asking"),
 	}
+}
+
+func mcpLoginFlags(fs *flag.FlagSet) *bool {
+	return fs.Bool("paste", false, "finish by pasting the URL the browser was sent back to (headless host)")
 }
 
 func knowledgeSearchFlags(fs *flag.FlagSet) *int {

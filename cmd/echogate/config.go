@@ -105,6 +105,10 @@ type HTTPConfig struct {
 	// MaxConnections caps the open connections (default 4096); past it, new ones wait in the
 	// listen backlog until one closes.
 	MaxConnections int `yaml:"max_connections"`
+	// PublicURL is the address people's browsers reach the gateway at (https://gateway.example.com),
+	// needed behind a reverse proxy: OAuth logins of MCP servers are sent back to
+	// PublicURL/oauth/callback. Empty: http://ADDR (a loopback name for an unspecified host).
+	PublicURL string `yaml:"public_url" env:"ECHOGATE_HTTP_PUBLIC_URL"`
 }
 
 type DatabaseConfig struct {
@@ -279,6 +283,9 @@ type MCPConfig struct {
 	// ReadyTimeout bounds how long chat and serve's start-up replay wait for the servers to
 	// connect before turns run without the late ones' tools; 0 means 10s.
 	ReadyTimeout Duration `yaml:"ready_timeout"`
+	// ElicitTimeout bounds how long a server's question during a tool call waits for the
+	// person's answer before it is declined; 0 means 5m.
+	ElicitTimeout Duration `yaml:"elicit_timeout"`
 }
 
 type MCPServer struct {
@@ -298,6 +305,14 @@ type MCPServer struct {
 	// "slack:*", "discord:U…"); empty means everyone.
 	AllowChannels []string `yaml:"allow_channels"`
 	AllowUsers    []string `yaml:"allow_users"`
+	// Auth is "" (none, or static headers), "oauth" (one grant for the gateway, made by
+	// `echogate mcp login NAME`) or "oauth_per_user" (each chat user logs in with their own
+	// account); url servers only. Grants are sealed with ECHOGATE_SECRET_KEY in the store.
+	Auth              string   `yaml:"auth"`
+	ClientID          string   `yaml:"client_id"`     // pre-registered client (else CIMD, else dynamic registration)
+	ClientSecret      string   `yaml:"client_secret"` // with client_id, for a confidential client
+	ClientMetadataURL string   `yaml:"client_metadata_url"`
+	Scopes            []string `yaml:"scopes"`
 }
 
 type LogConfig struct {

@@ -209,7 +209,7 @@ func envNames(t reflect.Type, prefix string, out map[string]bool) {
 
 // envAllowed are ECHOGATE_ variables read outside the config tree (tests and benchmarks use
 // the prefixes).
-var envAllowed = []string{"ECHOGATE_CONFIG", "ECHOGATE_ARTIFACTS_DIR"}
+var envAllowed = []string{"ECHOGATE_CONFIG", "ECHOGATE_ARTIFACTS_DIR", "ECHOGATE_SECRET_KEY" /* seals MCP OAuth grants (internal/secretbox) */}
 
 var envAllowedPrefixes = []string{"ECHOGATE_TEST_", "ECHOGATE_BENCH_"}
 

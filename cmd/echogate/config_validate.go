@@ -233,6 +233,12 @@ func (c *Config) validateMCPAndLog() error {
 		default:
 			return badKey(key+".safety", "%q: use safe, sensitive or destructive", s.Safety)
 		}
+		if err := c.validateMCPAuth(key, s); err != nil {
+			return err
+		}
+	}
+	if err := c.validateMCPOAuth(); err != nil {
+		return err
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "warning", "error":

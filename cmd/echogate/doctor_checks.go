@@ -64,7 +64,12 @@ func doctorMCP(ctx context.Context, cfg *Config) []check {
 	if err != nil {
 		return fail(err)
 	}
-	m, err := newMCP(cfg, reg, slog.New(slog.DiscardHandler), metrics.New())
+	db, closeDB, err := mcpDoctorStore(ctx, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeDB()
+	m, err := newMCP(cfg, reg, slog.New(slog.DiscardHandler), metrics.New(), db, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -87,6 +92,9 @@ func doctorMCP(ctx context.Context, cfg *Config) []check {
 		case st.Connected:
 			c.ok = true
 			c.detail = fmt.Sprintf("%s %s: %d tools (%s)", st.Transport, st.Target, len(st.Tools), capList(st.Tools, 6))
+		case st.NeedsLogin:
+			c.detail = "needs login: " + st.LastError
+			c.fix = fmt.Sprintf("run `echogate mcp login %s` (with the gateway running, the login lands on its /oauth/callback)", st.Name)
 		case st.Attempts == 0:
 			c.detail = fmt.Sprintf("%s %s did not answer within %s", st.Transport, st.Target, doctorMCPBound)
 			c.fix = "check that the server starts and answers the MCP handshake (run it by hand)"

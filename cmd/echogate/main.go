@@ -141,6 +141,8 @@ func run(ctx context.Context, e env) int {
 		code = cmdSkills(ctx, e, cfg, rest) // skills_cmd.go
 	case "schedule":
 		code = cmdSchedule(ctx, e, cfg, log, rest) // schedule_cmd.go
+	case "mcp":
+		code = cmdMCP(ctx, e, cfg, rest) // mcp_cmd.go
 	}
 	return code
 }

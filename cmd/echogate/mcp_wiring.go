@@ -15,10 +15,30 @@ import (
 
 // newMCP makes the MCP manager for mcp.servers; nil when none are configured. Its Run connects
 // the servers in the background and registers their tools as <server>__<tool>.
-func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metrics) (*mcp.Manager, error) {
+// db is the opened store: servers with auth: oauth keep their grants in it, sealed with
+// ECHOGATE_SECRET_KEY.
+// authorize (may be nil) sends a person the link their own login needs (mcp_grants.go).
+func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metrics, db any, authorize func(context.Context, mcp.Authorization)) (*mcp.Manager, error) {
 	if len(cfg.MCP.Servers) == 0 {
 		return nil, nil
 	}
+	tokens, err := mcpTokens(cfg, db)
+	if err != nil {
+		return nil, err
+	}
+	servers := mcpServerConfigs(cfg)
+	mc := mcp.Config{Servers: servers, ElicitTimeout: time.Duration(cfg.MCP.ElicitTimeout), Authorize: authorize}
+	if tokens != nil {
+		mc.Tokens, mc.OAuthRedirectURL = tokens, mcpRedirectURL(cfg)
+	}
+	return mcp.New(mc, reg, log.With("component", "mcp"), func(tool, from, to string) {
+		log.Warn("tool circuit breaker changed state", "tool", tool, "from", from, "to", to)
+		m.Breaker(tool, "tool", to)
+	})
+}
+
+// mcpServerConfigs is mcp.servers as tools/mcp takes them.
+func mcpServerConfigs(cfg *Config) []mcp.ServerConfig {
 	var servers []mcp.ServerConfig
 	for _, s := range cfg.MCP.Servers {
 		servers = append(servers, mcp.ServerConfig{
@@ -26,12 +46,11 @@ func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metri
 			URL: s.URL, Headers: s.Headers, Safety: s.Safety, ToolSafety: s.ToolSafety,
 			CallTimeout: time.Duration(s.CallTimeout), MaxOutput: s.MaxOutput,
 			AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers,
+			Auth: s.Auth, ClientID: s.ClientID, ClientSecret: s.ClientSecret,
+			ClientMetadataURL: s.ClientMetadataURL, Scopes: s.Scopes,
 		})
 	}
-	return mcp.New(mcp.Config{Servers: servers}, reg, log.With("component", "mcp"), func(tool, from, to string) {
-		log.Warn("tool circuit breaker changed state", "tool", tool, "from", from, "to", to)
-		m.Breaker(tool, "tool", to)
-	})
+	return servers
 }
 
 // defaultMCPReady is how long turns wait for MCP servers at start when mcp.ready_timeout is 0.

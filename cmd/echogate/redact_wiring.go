@@ -39,6 +39,7 @@ func secretValues(cfg *Config, environ []string) []string {
 		for _, v := range srv.Headers {
 			s = append(s, headerSecret(v))
 		}
+		s = append(s, srv.ClientSecret) // auth: oauth, a confidential client
 	}
 	for _, v := range cfg.Tracing.Headers {
 		s = append(s, headerSecret(v))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/echogate/echogate/channels"
 	"github.com/echogate/echogate/channels/web"
+	"github.com/echogate/echogate/tools/mcp"
 )
 
 // routeMux is the server's ServeMux, remembering every pattern registered on it (and the web
@@ -59,6 +60,7 @@ func (g *gateway) register() *routeMux {
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
 	mux.HandleFunc("GET /readyz", g.readyz)
+	mux.Handle("GET "+mcp.CallbackPath, g.oauthCallback()) // open: its single-use state authenticates it
 	for path, h := range g.extra {
 		mux.Handle(path, h)
 	}
@@ -86,7 +88,9 @@ func (g *gateway) platformPaths() []string {
 // platforms' endpoints.
 func (g *gateway) handler(mux *routeMux) http.Handler {
 	open := append(g.platformPaths(), probePaths...)
-	auth := web.NewAuth(g.cfg.HTTP.AuthToken, map[string]string{"/metrics": g.cfg.HTTP.MetricsToken}, open...)
+	// The OAuth callback needs no token (the browser comes from the authorization server; its
+	// state is bound to one pending login, single use) but is still Host-guarded.
+	auth := web.NewAuth(g.cfg.HTTP.AuthToken, map[string]string{"/metrics": g.cfg.HTTP.MetricsToken}, append(open, mcp.CallbackPath)...)
 	hosts, err := web.NewHostPolicy(g.cfg.HTTP.Addr, g.cfg.HTTP.AllowedHosts)
 	if err != nil { // validated with the config; a policy of the bind address alone is stricter
 		hosts, _ = web.NewHostPolicy(g.cfg.HTTP.Addr, nil)
@@ -129,16 +133,10 @@ func (g *gateway) readiness(ctx context.Context) (ok bool, detail map[string]str
 		up, all := 0, 0
 		for _, s := range g.mcp.Status() {
 			all++
-			d := fmt.Sprintf("ok (%d tools)", len(s.Tools))
-			switch {
-			case s.Connected:
+			if s.Connected {
 				up++
-			case s.Attempts == 0:
-				d = "connecting"
-			default:
-				d = fmt.Sprintf("not connected: %s (%d attempts; tools unavailable until it reconnects)", s.LastError, s.Attempts)
 			}
-			detail["mcp:"+s.Name] = d
+			detail["mcp:"+s.Name] = mcpStatusText(s)
 		}
 		detail["mcp"] = fmt.Sprintf("%d of %d servers connected", up, all)
 	}

@@ -11,8 +11,10 @@ import (
 )
 
 // openRoutes are the only paths served without authentication: the probes, and the Slack
-// endpoint, which checks its own signature. A new route is guarded unless it is added here.
-var openRoutes = []string{"/healthz", "/readyz", "/slack/events"}
+// endpoint, which checks its own signature, and the OAuth callback of MCP logins, whose
+// random single-use state is its authentication (it stays Host-guarded). A new route is
+// guarded unless it is added here.
+var openRoutes = []string{"/healthz", "/readyz", "/slack/events", "/oauth/callback"}
 
 // walkRequests returns the requests that reach a registered pattern ("GET /api/info",
 // "/api/chat", "/assets/"): its method, or GET and POST when it names none, on a path the
