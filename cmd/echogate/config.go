@@ -355,7 +355,9 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 			path = "echogate.yaml"
 		}
 	}
+	var stamp fileStamp
 	if path != "" {
+		stamp = stampOf(path) // before the read: a change during it is seen as a change (reload.go)
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			if explicit {
@@ -386,7 +388,7 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 	applyProviderEnv(cfg, getenv)
 	cfg.dropUnsetProviders()
 	cfg.Tracing.getenv = getenv
-	cfg.source = configSource{path: path, getenv: getenv}
+	cfg.source = configSource{path: path, getenv: getenv, stamp: stamp}
 	cfg.applyDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

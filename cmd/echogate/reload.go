@@ -18,6 +18,7 @@ import (
 type configSource struct {
 	path   string // "" when no file was read
 	getenv func(string) string
+	stamp  fileStamp // the file's version as it was read, so an edit made before the watcher starts is seen
 }
 
 // agentCatalog returns what cfg's agents are checked against: this core's tools and models.
@@ -121,7 +122,7 @@ func (c *core) watchReload(ctx context.Context) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	path := c.cfg.source.path
-	last := stampOf(path)
+	last := c.cfg.source.stamp
 	tick := time.NewTicker(reloadPoll)
 	defer tick.Stop()
 	try := func(why string) {
