@@ -256,7 +256,7 @@ func (p *Pipeline) posted(ctx context.Context, ctl *turnCtl, log *slog.Logger, e
 
 // closeInterrupted records a turn left running by a dead process as failed.
 func (p *Pipeline) closeInterrupted(ctx context.Context, log *slog.Logger, tr echogate.TurnRecord) {
-	tr.Status, tr.Error, tr.EndedAt = echogate.TurnFailed, interruptedPrefix+" the gateway stopped during the turn; the event was replayed", p.cfg.Now()
+	tr.Status, tr.Error, tr.EndedAt = echogate.TurnFailed, interruptedPrefix+replayedNote, p.cfg.Now()
 	if err := p.d.Store.UpdateTurn(ctx, tr); err != nil {
 		log.Warn("pipeline: close interrupted turn", "turn", tr.ID, "err", err)
 		return

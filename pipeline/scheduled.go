@@ -181,3 +181,14 @@ func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, 
 	}
 	p.d.AfterScheduled(context.WithoutCancel(ctx), e)
 }
+
+// replayedNote ends the error of a turn a dead process left running: recovery closed it and
+// answers its event again with a new turn.
+const replayedNote = " the gateway stopped during the turn; the event was replayed"
+
+// Replayed reports whether rec is a turn recovery closed because its process died, its event
+// answered again by a new turn: not how its event ended (a scheduled run's outcome is the new
+// turn's).
+func Replayed(rec echogate.TurnRecord) bool {
+	return rec.Status == echogate.TurnFailed && rec.Error == interruptedPrefix+replayedNote
+}
