@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -134,7 +136,9 @@ func (p *Pipeline) scheduledNotStarted(ctx context.Context, ev *echogate.Inbound
 		return false
 	}
 	if p.d.AfterScheduled != nil {
-		p.d.AfterScheduled(context.WithoutCancel(ctx), ScheduledEnd{Run: *ev.Scheduled, Session: ev.SessionKey(), EventID: ev.ID,
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterScheduledTimeout)
+		defer cancel()
+		p.d.AfterScheduled(actx, ScheduledEnd{Run: *ev.Scheduled, Session: ev.SessionKey(), EventID: ev.ID,
 			Status: echogate.TurnFailed, Err: "not started: " + why})
 	}
 	return true
@@ -179,8 +183,13 @@ func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, 
 	if e.Err == "" && res.Err != nil {
 		e.Err = res.Err.Error()
 	}
-	p.d.AfterScheduled(context.WithoutCancel(ctx), e)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterScheduledTimeout)
+	defer cancel()
+	p.d.AfterScheduled(actx, e)
 }
+
+// afterScheduledTimeout bounds recording a scheduled run's end (it outlives the turn's context).
+const afterScheduledTimeout = 30 * time.Second
 
 // replayedNote ends the error of a turn a dead process left running: recovery closed it and
 // answers its event again with a new turn.
