@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 PKGS     := ./...
 
-.PHONY: all build run test test-short chaos bench fuzz lint fmt vet tidy docker clean
+.PHONY: all build run test test-short chaos chaos-schedules bench fuzz lint fmt vet tidy docker clean
 
 all: build
 
@@ -45,6 +45,13 @@ chaos:
 	@$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./cmd/echogate \
 		-chaos.sessions=$(or $(CHAOS_SESSIONS),20) -chaos.messages=$(or $(CHAOS_MESSAGES),20) -chaos.kills=$(or $(CHAOS_KILLS),25) \
 		> chaos.log 2>&1; status=$$?; grep -E '^(--- |PASS|FAIL|ok)|chaos_test.go' chaos.log; echo "(full log: chaos.log)"; exit $$status
+
+## chaos-schedules: the scheduled-work chaos test at length: jobs every 2s, at least 200 slots run
+## and 25 SIGKILLs (two replicas on PostgreSQL when DATABASE_URL is set, else one on SQLite)
+chaos-schedules:
+	@$(GO) test -count=1 -timeout 30m -run '^TestScheduleChaos$$' -v ./cmd/echogate \
+		-schedchaos.slots=$(or $(CHAOS_SLOTS),200) -schedchaos.kills=$(or $(CHAOS_KILLS),25) \
+		> chaos-schedules.log 2>&1; status=$$?; grep -E '^(--- |PASS|FAIL|ok)|chaos_schedule_test.go' chaos-schedules.log; echo "(full log: chaos-schedules.log)"; exit $$status
 
 ## bench: benchmarks and the load figures quoted in the notes (reports, never gates); bench/turns is
 ## the pipeline in-process, bench/realpath the serve binary through POST /api/chat and Slack Socket

@@ -215,12 +215,13 @@ func (p *Pipeline) posted(ctx context.Context, ctl *turnCtl, log *slog.Logger, e
 		return false
 	}
 	var (
+		ref   echogate.MessageRef
 		text  string
 		found bool
 		err   error
 	)
 	for attempt := 0; attempt < replyLookups; attempt++ {
-		if _, text, found, err = finder.FindReply(ctx, ev.Conversation, tr.ID, echogate.OutReply); err == nil {
+		if ref, text, found, err = finder.FindReply(ctx, ev.Conversation, tr.ID, echogate.OutReply); err == nil {
 			break
 		}
 		log.Warn("pipeline: look up whether an interrupted turn posted its answer", "turn", tr.ID, "attempt", attempt+1, "err", err)
@@ -247,16 +248,28 @@ func (p *Pipeline) posted(ctx context.Context, ctl *turnCtl, log *slog.Logger, e
 	if key, ok := ctl.takeCompletion(); ok {
 		end.EventKey = key
 	}
+	if !ref.IsZero() {
+		// The posting record is what a scheduled run's outcome reads (delivered, not unconfirmed).
+		if err := p.d.Store.RecordPosting(ctx, tr.ID, ref); err != nil {
+			log.Warn("pipeline: record the answer an interrupted turn had posted", "turn", tr.ID, "err", err)
+		}
+	}
 	if err := p.d.Store.FinishTurn(ctx, end); err != nil {
 		log.Warn("pipeline: record the end of a turn that had posted its answer", "turn", tr.ID, "err", err)
 	}
 	log.Info("interrupted turn had posted its answer; not answering again", "turn", tr.ID)
+	if ev.Scheduled != nil && p.d.AfterScheduled != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterScheduledTimeout)
+		defer cancel()
+		p.d.AfterScheduled(actx, ScheduledEnd{Run: *ev.Scheduled, Session: ev.SessionKey(), EventID: ev.ID,
+			Turn: tr.ID, Status: echogate.TurnDoneSt, Posted: ref})
+	}
 	return true
 }
 
 // closeInterrupted records a turn left running by a dead process as failed.
 func (p *Pipeline) closeInterrupted(ctx context.Context, log *slog.Logger, tr echogate.TurnRecord) {
-	tr.Status, tr.Error, tr.EndedAt = echogate.TurnFailed, interruptedPrefix+" the gateway stopped during the turn; the event was replayed", p.cfg.Now()
+	tr.Status, tr.Error, tr.EndedAt = echogate.TurnFailed, interruptedPrefix+replayedNote, p.cfg.Now()
 	if err := p.d.Store.UpdateTurn(ctx, tr); err != nil {
 		log.Warn("pipeline: close interrupted turn", "turn", tr.ID, "err", err)
 		return

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -134,7 +136,7 @@ func (p *Pipeline) scheduledNotStarted(ctx context.Context, ev *echogate.Inbound
 		return false
 	}
 	if p.d.AfterScheduled != nil {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterScheduledTimeout)
 		defer cancel()
 		p.d.AfterScheduled(actx, ScheduledEnd{Run: *ev.Scheduled, Session: ev.SessionKey(), EventID: ev.ID,
 			Status: echogate.TurnFailed, Err: "not started: " + why})
@@ -181,7 +183,21 @@ func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, 
 	if e.Err == "" && res.Err != nil {
 		e.Err = res.Err.Error()
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterScheduledTimeout)
 	defer cancel()
 	p.d.AfterScheduled(actx, e)
+}
+
+// afterScheduledTimeout bounds recording a scheduled run's end (it outlives the turn's context).
+const afterScheduledTimeout = 30 * time.Second
+
+// replayedNote ends the error of a turn a dead process left running: recovery closed it and
+// answers its event again with a new turn.
+const replayedNote = " the gateway stopped during the turn; the event was replayed"
+
+// Replayed reports whether rec is a turn recovery closed because its process died, its event
+// answered again by a new turn: not how its event ended (a scheduled run's outcome is the new
+// turn's).
+func Replayed(rec echogate.TurnRecord) bool {
+	return rec.Status == echogate.TurnFailed && rec.Error == interruptedPrefix+replayedNote
 }

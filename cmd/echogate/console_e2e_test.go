@@ -70,6 +70,8 @@ func consoleConfig(t *testing.T, dir, approval string) string {
 tools:
   current_time: {approval: %s}
 budgets: {per_turn_usd: 0.5, per_day_usd: 0.05, per_month_usd: 20}
+schedules:
+  - {name: new-year-digest, cron: "0 3 1 1 *", prompt: "the year's digest", deliver: "web:ops"}
 `, approval)
 	p := filepath.Join(dir, "echogate.yaml")
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -349,6 +351,21 @@ func TestConsoleInBrowser(t *testing.T) {
 		wait(`[...document.querySelectorAll("#tool-breakers tbody tr")].some((r) => r.textContent.includes("current_time") && r.textContent.includes("closed"))`),
 	)
 	shot("08-breakers")
+	// The Schedules tab lists the config's job; Pause and Resume act on it through the API.
+	row := `[...document.querySelectorAll("#schedules-table tbody tr")].find((r) => r.textContent.includes("new-year-digest"))`
+	step("open the schedules",
+		chromedp.Click(chromedp.CSS("#tab-schedules")),
+		wait(`((r) => r && r.textContent.includes("config") && r.textContent.includes("enabled") && r.textContent.includes("Pause"))(`+row+`)`),
+	)
+	shot("08b-schedules")
+	step("pause the job",
+		chromedp.Click(chromedp.CSS(`#schedules-table tr[data-job="config:new-year-digest"] button:last-child`)),
+		wait(`((r) => r && r.textContent.includes("paused") && r.textContent.includes("Resume"))(`+row+`)`),
+	)
+	step("resume the job",
+		chromedp.Click(chromedp.CSS(`#schedules-table tr[data-job="config:new-year-digest"] button`)),
+		wait(`((r) => r && r.textContent.includes("enabled") && r.textContent.includes("Pause"))(`+row+`)`),
+	)
 	step("open the memory panel",
 		chromedp.Click(chromedp.CSS("#tab-memory")),
 		wait(`(document.querySelector("#memory-body strong") || {}).textContent === "Memory is not configured."`),

@@ -18,6 +18,9 @@ type SchedulerConf struct {
 	MinInterval Duration `yaml:"min_interval"`
 	// MaxPerUser is how many jobs one user may own through the `schedule` tool (default 20).
 	MaxPerUser int `yaml:"max_per_user"`
+	// StaleAfter: a slot claimed and not handed to the pipeline for that long (its process
+	// died between the claim and the submit) is taken over by a live worker (default 2m).
+	StaleAfter Duration `yaml:"stale_after"`
 }
 
 func (s SchedulerConf) limits() schedule.Limits {
@@ -135,6 +138,9 @@ func (c *Config) validateSchedules() error {
 	}
 	if c.Scheduler.MinInterval < 0 || (c.Scheduler.MinInterval > 0 && time.Duration(c.Scheduler.MinInterval) < time.Second) {
 		return badKey("scheduler.min_interval", "%s: give the shortest period a job may have, at least 1s (default 1m)", time.Duration(c.Scheduler.MinInterval))
+	}
+	if c.Scheduler.StaleAfter < 0 || (c.Scheduler.StaleAfter > 0 && time.Duration(c.Scheduler.StaleAfter) < time.Second) {
+		return badKey("scheduler.stale_after", "%s: give how long a claimed, unsubmitted slot waits before a live worker takes it over, at least 1s (default 2m)", time.Duration(c.Scheduler.StaleAfter))
 	}
 	if c.Scheduler.MaxPerUser < 0 {
 		return badKey("scheduler.max_per_user", "%d: give how many jobs one user may own through the schedule tool (default 20)", c.Scheduler.MaxPerUser)

@@ -36,6 +36,7 @@ func TestScheduleConfigErrorsNameTheKey(t *testing.T) {
 		"unknown key":       {"schedules: [{name: a, every: 1h, prompt: p, deliver: 'slack:C1', channel: C1}]", `unknown key "channel"`},
 		"min interval":      {"scheduler: {min_interval: -1s}", "min_interval"},
 		"max per user":      {"scheduler: {max_per_user: -1}", "scheduler.max_per_user: -1"},
+		"stale after":       {"scheduler: {stale_after: 10ms}", "scheduler.stale_after: 10ms"},
 		"unattended":        {"approval: {unattended: ask}", `approval.unattended: "ask": use deny`},
 	} {
 		_, err := loadYAML(t, tt.yaml)

@@ -51,7 +51,8 @@ func (s *scheduler) turnOf(ctx context.Context, j schedule.Job, r schedule.Run) 
 		return echogate.TurnRecord{}, false
 	}
 	for _, rec := range turns {
-		if strings.HasSuffix(rec.EventKey, ":"+r.EventKey) && rec.Status != echogate.TurnRunning {
+		// A turn recovery closed and replayed is not the run's end: the replay's turn is.
+		if strings.HasSuffix(rec.EventKey, ":"+r.EventKey) && rec.Status != echogate.TurnRunning && !pipeline.Replayed(rec) {
 			return rec, true
 		}
 	}

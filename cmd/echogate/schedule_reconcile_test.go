@@ -36,11 +36,12 @@ func TestReconcileFinishesRunsFromTheTurnLog(t *testing.T) {
 	s := &scheduler{c: c, st: sst, clock: clock}
 	s.cfg.Store(cfg)
 	jobs := []schedule.Job{{Name: "done", Prompt: "p", Deliver: "web:ops", Spec: schedule.Spec{Every: time.Hour}},
-		{Name: "running", Prompt: "p", Deliver: "web:ops", Spec: schedule.Spec{Every: time.Hour}}}
+		{Name: "running", Prompt: "p", Deliver: "web:ops", Spec: schedule.Spec{Every: time.Hour}},
+		{Name: "replayed", Prompt: "p", Deliver: "web:ops", Spec: schedule.Spec{Every: time.Hour}}}
 	if err := schedule.SyncConfigJobs(ctx, sst, jobs, schedule.Limits{}, now.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"done", "running"} {
+	for _, name := range []string{"done", "running", "replayed"} {
 		j, _ := sst.GetJob(ctx, schedule.ConfigID(name))
 		if ok, err := sst.ClaimSlot(ctx, schedule.Claim{JobID: j.ID, Cursor: j.Next, Next: j.Next.Add(time.Hour), Slot: j.Next, By: "r1", At: now}); !ok || err != nil {
 			t.Fatalf("claim %s = %v, %v", name, ok, err)
@@ -48,12 +49,17 @@ func TestReconcileFinishesRunsFromTheTurnLog(t *testing.T) {
 		if err := sst.MarkSubmitted(ctx, j.ID, j.Next, now); err != nil {
 			t.Fatal(err)
 		}
-		status := echogate.TurnDoneSt
-		if name == "running" {
+		status, why := echogate.TurnDoneSt, ""
+		switch name {
+		case "running":
 			status = echogate.TurnRunning
+		case "replayed":
+			// Closed by recovery at the start (the event is answered again by a new turn,
+			// whose end records the run): not the run's end.
+			status, why = echogate.TurnFailed, "interrupted: the gateway stopped during the turn; the event was replayed"
 		}
 		rec := echogate.TurnRecord{ID: "t_" + name, Session: schedule.SessionKey(j, j.Next), EventKey: "web:" + schedule.EventKey(j.ID, j.Next),
-			UserID: "web:schedule:" + name, Status: status, StartedAt: now, EndedAt: now}
+			UserID: "web:schedule:" + name, Status: status, Error: why, StartedAt: now, EndedAt: now}
 		if err := st.CreateTurn(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +68,7 @@ func TestReconcileFinishesRunsFromTheTurnLog(t *testing.T) {
 		}
 	}
 	s.reconcile(ctx)
-	for name, want := range map[string]schedule.Outcome{"done": schedule.OutcomeDelivered, "running": ""} {
+	for name, want := range map[string]schedule.Outcome{"done": schedule.OutcomeDelivered, "running": "", "replayed": ""} {
 		runs, err := sst.ListRuns(ctx, schedule.ConfigID(name), 1)
 		if err != nil || len(runs) != 1 || runs[0].Outcome != want {
 			t.Errorf("run of %s after reconcile = %+v, %v; want outcome %q", name, runs, err, want)

@@ -52,7 +52,7 @@ func (c *core) wireSchedule(deps *pipeline.Deps, repliers map[string]pipeline.Re
 	}
 	s := &scheduler{c: c, st: st, clock: clock, repliers: repliers}
 	s.cfg.Store(c.cfg)
-	w, err := schedule.NewWorker(schedule.Config{Replica: replicaName(), OnPause: s.alert}, st, s.submit, clock, c.log.With("worker", "schedule"))
+	w, err := schedule.NewWorker(schedule.Config{Replica: replicaName(), StaleAfter: time.Duration(c.cfg.Scheduler.StaleAfter), OnPause: s.alert}, st, s.submit, clock, c.log.With("worker", "schedule"))
 	if err != nil {
 		return err
 	}
