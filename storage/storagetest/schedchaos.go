@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,7 +180,17 @@ func RunSchedulerChaos(t *testing.T, st ChaosStore, childTest string, env []stri
 			}
 		}
 	}
-	// Accepted events: exactly the slots of every job up to end.
+	total, missed, resubmitted := checkChaosSlots(t, st, jobs, end)
+	t.Logf("chaos: %d slots of %d jobs, %d replicas, %d SIGKILLs; %d slots reclaimed after a kill; 0 twice (event dedupe), %d missed",
+		total, len(jobs), replicas, kills, resubmitted, missed)
+}
+
+// checkChaosSlots checks that every slot of every job up to end was accepted once (the event
+// dedupe makes a second submission a duplicate) and none is left claimed but not submitted; it
+// returns the slots, those missed, and those reclaimed after their worker was killed.
+func checkChaosSlots(t *testing.T, st ChaosStore, jobs []schedule.Job, end time.Time) (total, missed, resubmitted int) {
+	t.Helper()
+	ctx := context.Background()
 	evs, err := st.UnfinishedEvents(ctx, end.Add(24*time.Hour), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +199,6 @@ func RunSchedulerChaos(t *testing.T, st ChaosStore, childTest string, env []stri
 	for _, e := range evs {
 		accepted[e.Key] = true
 	}
-	total, missed, resubmitted := 0, 0, 0
 	for _, j := range jobs {
 		for _, s := range slotsIn(t, j.Spec, chaosStart, end) {
 			total++
@@ -212,7 +220,5 @@ func RunSchedulerChaos(t *testing.T, st ChaosStore, childTest string, env []stri
 	if total < 200 {
 		t.Errorf("chaos run covered %d slots, want at least 200", total)
 	}
-	t.Logf("chaos: %d slots of %d jobs, %d replicas, %d SIGKILLs; %d slots reclaimed after a kill; 0 twice (event dedupe), %d missed",
-		total, len(jobs), replicas, kills, resubmitted, missed)
-	_ = strings.TrimSpace
+	return total, missed, resubmitted
 }
