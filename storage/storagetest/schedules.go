@@ -150,25 +150,15 @@ func schedPerUserLimit(t *testing.T, a, b schedule.Store) {
 	ctx := context.Background()
 	const limit = 3
 	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := a
-			if i%2 == 1 {
-				s = b
-			}
-			err := s.CreateJob(ctx, testJob(fmt.Sprintf("lim-%d", i), time.Hour), limit)
-			switch {
-			case err == nil:
-				wins.Add(1)
-			case !errors.Is(err, schedule.ErrLimit):
-				t.Errorf("CreateJob over the limit = %v, want ErrLimit", err)
-			}
-		}()
-	}
-	wg.Wait()
+	race(10, a, b, func(i int, s schedule.Store) {
+		err := s.CreateJob(ctx, testJob(fmt.Sprintf("lim-%d", i), time.Hour), limit)
+		switch {
+		case err == nil:
+			wins.Add(1)
+		case !errors.Is(err, schedule.ErrLimit):
+			t.Errorf("CreateJob over the limit = %v, want ErrLimit", err)
+		}
+	})
 	if wins.Load() != limit {
 		t.Errorf("concurrent creates with max_per_user %d: %d succeeded, want %d", limit, wins.Load(), limit)
 	}
@@ -238,25 +228,15 @@ func schedConcurrentClaims(t *testing.T, a, b schedule.Store) {
 	cursor := j.Next
 	for range 50 {
 		var wins atomic.Int32
-		var wg sync.WaitGroup
-		for i := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s := a
-				if i%2 == 1 {
-					s = b
-				}
-				ok, err := s.ClaimSlot(ctx, schedule.Claim{JobID: j.ID, Cursor: cursor, Next: cursor.Add(time.Minute), Slot: cursor, By: fmt.Sprintf("r%d", i), At: cursor})
-				if err != nil {
-					t.Errorf("ClaimSlot: %v", err)
-				}
-				if ok {
-					wins.Add(1)
-				}
-			}()
-		}
-		wg.Wait()
+		race(8, a, b, func(i int, s schedule.Store) {
+			ok, err := s.ClaimSlot(ctx, schedule.Claim{JobID: j.ID, Cursor: cursor, Next: cursor.Add(time.Minute), Slot: cursor, By: fmt.Sprintf("r%d", i), At: cursor})
+			if err != nil {
+				t.Errorf("ClaimSlot: %v", err)
+			}
+			if ok {
+				wins.Add(1)
+			}
+		})
 		if wins.Load() != 1 {
 			t.Fatalf("slot %v: %d claimants won, want exactly 1", cursor, wins.Load())
 		}
@@ -313,4 +293,18 @@ func schedReclaimStale(t *testing.T, a, b schedule.Store) {
 	if runs, _ := b.ReclaimStale(ctx, now.Add(time.Hour), "r9", now.Add(2*time.Hour), 10); len(runs) != 0 {
 		t.Errorf("ReclaimStale took a submitted run: %+v", runs)
 	}
+}
+
+// race runs f n times at once, the even calls on store a and the odd ones on b (two replicas),
+// and returns when all have.
+func race(n int, a, b schedule.Store, f func(i int, s schedule.Store)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() { f(i, s) })
+	}
+	wg.Wait()
 }

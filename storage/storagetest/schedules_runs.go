@@ -3,7 +3,6 @@ package storagetest
 import (
 	"context"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,25 +39,15 @@ func schedFinishRun(t *testing.T, a, b schedule.Store) {
 	// The second consecutive failure pauses the job, once.
 	claim(slot.Add(time.Minute))
 	var paused atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := a
-			if i%2 == 1 {
-				s = b
-			}
-			f, err := s.FinishRun(ctx, schedule.RunEnd{JobID: j.ID, Slot: slot.Add(time.Minute), Outcome: schedule.OutcomeBudget, At: slot.Add(2 * time.Minute)})
-			if err != nil {
-				t.Errorf("FinishRun: %v", err)
-			}
-			if f.PausedNow {
-				paused.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
+	race(4, a, b, func(_ int, s schedule.Store) {
+		f, err := s.FinishRun(ctx, schedule.RunEnd{JobID: j.ID, Slot: slot.Add(time.Minute), Outcome: schedule.OutcomeBudget, At: slot.Add(2 * time.Minute)})
+		if err != nil {
+			t.Errorf("FinishRun: %v", err)
+		}
+		if f.PausedNow {
+			paused.Add(1)
+		}
+	})
 	got := mustJob(t, a, j.ID)
 	if paused.Load() != 1 || !got.Paused || got.Failures != 2 {
 		t.Errorf("after max_failures: PausedNow %d times, job paused %v failures %d; want once, true, 2", paused.Load(), got.Paused, got.Failures)
