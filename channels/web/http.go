@@ -362,12 +362,6 @@ type approveRequest struct {
 	Decision string `json:"decision"`
 }
 
-var decisions = map[string]string{
-	"approve":         echogate.ReactionApprove,
-	"approve_session": echogate.ReactionApproveSession,
-	"deny":            echogate.ReactionDeny,
-}
-
 func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 	var req approveRequest
 	if !readPost(w, r, 16<<10, &req, approveFields) {
@@ -382,9 +376,9 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	emoji, ok := decisions[req.Decision]
+	emoji, ok := echogate.DecisionReaction(req.Decision)
 	if !ok {
-		writeError(w, badRequest("decision %q is not one of approve, approve_session, deny", req.Decision))
+		writeError(w, badRequest("decision %q is not one of %s", req.Decision, echogate.DecisionWords))
 		return
 	}
 	if req.CallID == "" && req.PromptID == "" {

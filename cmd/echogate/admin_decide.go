@@ -31,12 +31,6 @@ type decideRequest struct {
 	User string `json:"user"`
 }
 
-var consoleDecisions = map[string]string{
-	"approve":         echogate.ReactionApprove,
-	"approve_session": echogate.ReactionApproveSession,
-	"deny":            echogate.ReactionDeny,
-}
-
 // handleDecide submits an approval decision for any session through the pipeline, as a reaction
 // on the session's approval prompt by the console itself (see consoleDecider), never as a
 // listed approver. The pipeline resumes the turn and answers on the session's own platform.
@@ -59,9 +53,9 @@ func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "call_id is required: the call_id from GET /api/approvals")
 		return
 	}
-	emoji, ok := consoleDecisions[req.Decision]
+	emoji, ok := echogate.DecisionReaction(req.Decision)
 	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("decision %q is not one of approve, approve_session, deny", req.Decision))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("decision %q is not one of %s", req.Decision, echogate.DecisionWords))
 		return
 	}
 	ctx := r.Context()
