@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/echogate/echogate/admin"
 )
 
 // Finding 11: a decision made in the console was recorded as the first listed approver of the
@@ -19,14 +21,14 @@ func TestConsoleDecisionIsRecordedAsConsole(t *testing.T) {
 	c := p.newConv(t, tag)
 	p.open(t, c, p.requester, tag+" what time is it")
 	c.waitPrompt(t, "current_time")
-	var pending []approvalView
+	var pending []admin.Approval
 	waitFor(t, "the pending approval with its posted prompt", func() bool {
 		apiGet(t, g.base+"/api/approvals", "", &pending)
 		return len(pending) == 1 && !pending[0].Prompt.IsZero()
 	})
 	pd := pending[0]
 	req := func(user string) string {
-		b, _ := json.Marshal(decideRequest{Session: string(pd.Session), CallID: pd.CallID, Decision: "approve", User: user})
+		b, _ := json.Marshal(admin.DecideRequest{Session: string(pd.Session), CallID: pd.CallID, Decision: "approve", User: user})
 		return string(b)
 	}
 	for _, user := range []string{"slack:U0APPROVER", "slack:console-admin", "ops lead"} {

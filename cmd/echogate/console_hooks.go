@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/admin"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/router"
 	"github.com/echogate/echogate/tools"
@@ -12,26 +13,15 @@ import (
 // The web console's hooks into the running gateway: what the admin API needs beyond the store.
 // They read the gateway's parts (pipeline, tool registry, model, config) and never change them.
 
-// toolBreaker is one tool's circuit breaker as GET /api/breakers shows it.
-type toolBreaker struct {
-	Tool   string `json:"tool"`
-	Safety string `json:"safety"`
-	// Approval is the effective policy: tools.<name>.approval, else allow for safe tools and ask
-	// for the others.
-	Approval string `json:"approval"`
-	// State is "closed", "half-open" or "open"; "none" when the tool has no breaker.
-	State string `json:"state"`
-}
-
 // toolBreakers lists every registered tool with its breaker state, sorted by name.
-func (c *core) toolBreakers() []toolBreaker {
+func (c *core) toolBreakers() []admin.ToolBreaker {
 	if c.tools == nil {
-		return []toolBreaker{}
+		return []admin.ToolBreaker{}
 	}
 	specs := c.tools.Specs()
-	out := make([]toolBreaker, 0, len(specs))
+	out := make([]admin.ToolBreaker, 0, len(specs))
 	for _, s := range specs {
-		tb := toolBreaker{Tool: s.Name, Safety: s.Safety.String(), Approval: "ask", State: "none"}
+		tb := admin.ToolBreaker{Tool: s.Name, Safety: s.Safety.String(), Approval: "ask", State: "none"}
 		if s.Safety == tools.Safe {
 			tb.Approval = "allow"
 		}

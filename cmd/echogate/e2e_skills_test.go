@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/admin"
 	"github.com/echogate/echogate/agent/agenttest"
 	"github.com/echogate/echogate/tools/skills"
 )
@@ -184,7 +185,7 @@ func TestE2ESkillsCatalogueAndTools(t *testing.T) {
 	getJSON(t, s.g.base+"/api/turns?agent=oncall", &turns)
 	loaded := map[string]string{}
 	for _, tr := range turns {
-		var d turnDetail
+		var d admin.TurnDetail
 		getJSON(t, s.g.base+"/api/turns/detail?id="+tr.ID, &d)
 		if !slices.Equal(d.Turn.Skills, tr.Skills) {
 			t.Errorf("turn %s: detail skills %q, list skills %q; want the same", tr.ID, d.Turn.Skills, tr.Skills)
@@ -202,7 +203,7 @@ func TestE2ESkillsCatalogueAndTools(t *testing.T) {
 	}
 
 	// The console's view: each skill with the agents that have it.
-	var view skillsView
+	var view admin.SkillsView
 	getJSON(t, s.g.base+"/api/skills", &view)
 	got := map[string]string{}
 	for _, sk := range view.Skills {

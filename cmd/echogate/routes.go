@@ -53,7 +53,6 @@ func (g *gateway) register() *routeMux {
 	mux.Handle("/api/chat/", chat)
 	mux.patterns = append(mux.patterns, g.web.Routes()...) // served by the three mounts above
 	g.adminAPI(mux)
-	mux.HandleFunc("PUT /api/budgets", g.putBudgets)
 	mux.Handle("GET /metrics", g.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -55,6 +55,10 @@ func ruleFor(rel string) rule {
 		return rule{"L3 agent", []string{"", "internal/", "tools", "agent"}}
 	case top == "pipeline":
 		return rule{"L4 pipeline", []string{"", "internal/", "agent", "tools", "memory", "knowledge", "pipeline"}}
+	case top == "admin":
+		// The operator's HTTP API: above the pipeline it reads, and beside the web channel whose
+		// request helpers it shares; nothing below imports it.
+		return rule{"L4b admin", []string{"", "internal/", "agent", "tools", "memory", "knowledge", "pipeline", "channels/web", "admin"}}
 	case top == "cmd" || top == "bench":
 		return rule{"L5 " + top, []string{"*"}}
 	}
@@ -175,6 +179,13 @@ func TestRuleTable(t *testing.T) {
 		{"internal/embed", "internal/ids", false},
 		{"internal/breaker", "internal/clock", false},
 		{"cmd/echogate", "channels/slack", true},
+		{"cmd/echogate", "admin", true},
+		{"admin", "pipeline", true},
+		{"admin", "channels/web", true},
+		{"admin", "channels/slack", false},
+		{"admin", "storage/sqlite", false},
+		{"pipeline", "admin", false},
+		{"channels/web", "admin", false},
 	} {
 		if got := allowed(ruleFor(tt.from), tt.to); got != tt.want {
 			t.Errorf("allowed(%q → %q) = %v, want %v", tt.from, tt.to, got, tt.want)

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"crypto/rand"
@@ -18,12 +18,8 @@ import (
 
 // POST /api/approvals/decide: the console decides an approval of any session, as itself.
 
-// consoleName is the id a console decision is recorded under ("console", or
-// "console:<operator>"); the web chat keeps such names for authenticated requests.
-const consoleName = "console"
-
-// decideRequest is the body of POST /api/approvals/decide.
-type decideRequest struct {
+// DecideRequest is the body of POST /api/approvals/decide.
+type DecideRequest struct {
 	Session  string `json:"session"`
 	CallID   string `json:"call_id"`
 	Decision string `json:"decision"`
@@ -34,67 +30,67 @@ type decideRequest struct {
 // handleDecide submits an approval decision for any session through the pipeline, as a reaction
 // on the session's approval prompt by the console itself (see consoleDecider), never as a
 // listed approver. The pipeline resumes the turn and answers on the session's own platform.
-func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
+func (a *API) handleDecide(w http.ResponseWriter, r *http.Request) {
 	// The route is guarded by the one rule already; checked again here because deciding as the
 	// gateway is the console's alone.
-	if g.operator == nil || !g.operator.Allows(r) {
-		writeError(w, http.StatusForbidden, "approval decisions from the console need authentication: open the console at http://127.0.0.1 or http://localhost on this machine, or set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN)")
+	if !a.Operator(r) {
+		WriteError(w, http.StatusForbidden, "approval decisions from the console need authentication: open the console at http://127.0.0.1 or http://localhost on this machine, or set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN)")
 		return
 	}
-	var req decideRequest
+	var req DecideRequest
 	if !web.ReadMutation(w, r, http.MethodPost, 16<<10, &req, `"session", "call_id", "decision" and "user"`) {
 		return
 	}
 	switch {
 	case req.Session == "":
-		writeError(w, http.StatusBadRequest, "session is required: the session key from GET /api/approvals, e.g. slack:C123:1700000000.000100")
+		WriteError(w, http.StatusBadRequest, "session is required: the session key from GET /api/approvals, e.g. slack:C123:1700000000.000100")
 		return
 	case req.CallID == "":
-		writeError(w, http.StatusBadRequest, "call_id is required: the call_id from GET /api/approvals")
+		WriteError(w, http.StatusBadRequest, "call_id is required: the call_id from GET /api/approvals")
 		return
 	}
 	emoji, ok := echogate.DecisionReaction(req.Decision)
 	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("decision %q is not one of %s", req.Decision, echogate.DecisionWords))
+		WriteError(w, http.StatusBadRequest, fmt.Sprintf("decision %q is not one of %s", req.Decision, echogate.DecisionWords))
 		return
 	}
 	ctx := r.Context()
 	key := echogate.SessionKey(req.Session)
-	pend, err := g.store.GetPending(ctx, key)
+	pend, err := a.Store.GetPending(ctx, key)
 	if errors.Is(err, echogate.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "session "+req.Session+" has no pending approval: it was decided already, timed out, or never asked")
+		WriteError(w, http.StatusNotFound, "session "+req.Session+" has no pending approval: it was decided already, timed out, or never asked")
 		return
 	}
 	if err != nil {
-		writeJSON(w, nil, wrapErr("pending turn of "+req.Session, err))
+		WriteJSON(w, nil, WrapErr("pending turn of "+req.Session, err))
 		return
 	}
 	if pend.Kind != echogate.PauseApproval {
-		writeError(w, http.StatusConflict, "session "+req.Session+" waits for an answer to a question, not an approval: answer it in the conversation")
+		WriteError(w, http.StatusConflict, "session "+req.Session+" waits for an answer to a question, not an approval: answer it in the conversation")
 		return
 	}
 	if pend.CallID != req.CallID {
-		writeError(w, http.StatusConflict, fmt.Sprintf("the pending approval of session %s is call %q, not %q: it changed; reload the approvals", req.Session, pend.CallID, req.CallID))
+		WriteError(w, http.StatusConflict, fmt.Sprintf("the pending approval of session %s is call %q, not %q: it changed; reload the approvals", req.Session, pend.CallID, req.CallID))
 		return
 	}
 	if pend.Prompt.IsZero() {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusConflict, "the approval prompt of session "+req.Session+" is not posted yet: retry in a moment")
+		WriteError(w, http.StatusConflict, "the approval prompt of session "+req.Session+" is not posted yet: retry in a moment")
 		return
 	}
-	sess, err := g.store.GetSession(ctx, key)
+	sess, err := a.Store.GetSession(ctx, key)
 	if err != nil {
-		writeJSON(w, nil, wrapErr("session "+req.Session, err))
+		WriteJSON(w, nil, WrapErr("session "+req.Session, err))
 		return
 	}
 	platform := sess.Conversation.Platform
-	if !slices.Contains(g.channelNames(), platform) {
-		writeError(w, http.StatusConflict, "session "+req.Session+" belongs to the "+platform+" channel, which this server does not run: decide it there (for console sessions: echogate chat --session)")
+	if !slices.Contains(a.Channels(), platform) {
+		WriteError(w, http.StatusConflict, "session "+req.Session+" belongs to the "+platform+" channel, which this server does not run: decide it there (for console sessions: echogate chat --session)")
 		return
 	}
 	decider, err := consoleDecider(req.User)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	actor := decider.ID
@@ -107,28 +103,28 @@ func (g *gateway) handleDecide(w http.ResponseWriter, r *http.Request) {
 		Reaction:     emoji,
 		Target:       pend.Prompt,
 		Message:      pend.Prompt,
-		ReceivedAt:   time.Now(),
+		ReceivedAt:   a.Now(),
 	}
 	forget := func() {}
-	if platform == echogate.PlatformWeb && g.web != nil {
-		forget = g.web.Expect(sess.Conversation.Channel, ev.ID) // the chat page follows the resumed turn
+	if platform == echogate.PlatformWeb && a.Expect != nil {
+		forget = a.Expect(sess.Conversation.Channel, ev.ID) // the chat page follows the resumed turn
 	}
-	if err := g.submit(ctx, ev); err != nil {
+	if err := a.Pipeline.Submit(ctx, ev); err != nil {
 		forget()
-		g.log.Warn("console approval decision not accepted", "session", req.Session, "event_id", ev.ID, "err", err)
+		a.Log.Warn("console approval decision not accepted", "session", req.Session, "event_id", ev.ID, "err", err)
 		switch d, limited := echogate.RetryAfter(err); {
 		case limited:
 			w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
-			writeError(w, http.StatusTooManyRequests, "the session is busy: retry in a moment ("+err.Error()+")")
+			WriteError(w, http.StatusTooManyRequests, "the session is busy: retry in a moment ("+err.Error()+")")
 		case errors.Is(err, pipeline.ErrShuttingDown), errors.Is(err, pipeline.ErrNotRunning):
 			w.Header().Set("Retry-After", "5")
-			writeError(w, http.StatusServiceUnavailable, "the gateway is not accepting events ("+err.Error()+"): retry later")
+			WriteError(w, http.StatusServiceUnavailable, "the gateway is not accepting events ("+err.Error()+"): retry later")
 		default:
-			writeJSON(w, nil, wrapErr("submit decision for "+req.Session, err))
+			WriteJSON(w, nil, WrapErr("submit decision for "+req.Session, err))
 		}
 		return
 	}
-	g.log.Info("console approval decision submitted", "session", req.Session, "event_id", ev.ID, "tool", pend.Tool,
+	a.Log.Info("console approval decision submitted", "session", req.Session, "event_id", ev.ID, "tool", pend.Tool,
 		"turn", pend.Turn, "decision", req.Decision, "by", actor)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
@@ -148,16 +144,16 @@ const maxOperatorName = 64
 func consoleDecider(operator string) (echogate.Actor, error) {
 	operator = strings.TrimSpace(operator)
 	if operator == "" {
-		return echogate.Actor{ID: consoleName, Name: "the echogate console", IsSelf: true}, nil
+		return echogate.Actor{ID: ConsoleName, Name: "the echogate console", IsSelf: true}, nil
 	}
 	if len(operator) > maxOperatorName || strings.IndexFunc(operator, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@", r))
 	}) >= 0 {
 		return echogate.Actor{}, fmt.Errorf("user %q is not an operator name: the console decides as itself and records the decision as %s:<your name>; "+
 			"give your name (letters, digits, '.', '_', '-', '@'; at most %d), or leave user empty (it does not act as a platform user or a listed approver)",
-			operator, consoleName, maxOperatorName)
+			operator, ConsoleName, maxOperatorName)
 	}
-	return echogate.Actor{ID: consoleName + ":" + operator, Name: "the echogate console (" + operator + ")", IsSelf: true}, nil
+	return echogate.Actor{ID: ConsoleName + ":" + operator, Name: "the echogate console (" + operator + ")", IsSelf: true}, nil
 }
 
 // consoleEventID returns a fresh id for an event the console submits.

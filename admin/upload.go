@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"encoding/base64"
@@ -26,9 +26,9 @@ type uploadBody struct {
 // handleKnowledgeUpload stores the file under <data_dir>/knowledge/<name> and ingests it, as
 // `echogate knowledge add` does: the same name again replaces that document (unchanged content
 // is skipped).
-func (g *gateway) handleKnowledgeUpload(w http.ResponseWriter, r *http.Request) {
-	if !g.knowledgeOn() {
-		writeError(w, http.StatusNotFound, knowledgeOff)
+func (a *API) handleKnowledgeUpload(w http.ResponseWriter, r *http.Request) {
+	if !(a.Knowledge != nil) {
+		WriteError(w, http.StatusNotFound, knowledgeOff)
 		return
 	}
 	const shape = `{"name": "handbook.pdf", "content": "<base64 of the file>"} (files over ` +
@@ -39,17 +39,17 @@ func (g *gateway) handleKnowledgeUpload(w http.ResponseWriter, r *http.Request) 
 	}
 	name := filepath.Base(strings.TrimSpace(b.Name))
 	if name == "." || name == "/" || strings.HasPrefix(name, ".") || !knowledge.Supported(name) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("name %q: give a file name ending in .md, .txt, .html or .pdf", b.Name))
+		WriteError(w, http.StatusBadRequest, fmt.Sprintf("name %q: give a file name ending in .md, .txt, .html or .pdf", b.Name))
 		return
 	}
 	raw, err := base64.StdEncoding.DecodeString(b.Content)
 	if err != nil || len(raw) == 0 {
-		writeError(w, http.StatusBadRequest, "content must be the file's bytes in standard base64, and not empty: send "+shape)
+		WriteError(w, http.StatusBadRequest, "content must be the file's bytes in standard base64, and not empty: send "+shape)
 		return
 	}
-	dir := filepath.Join(g.cfg.DataDir, "knowledge")
+	dir := filepath.Join(a.cfg.DataDir, "knowledge")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		writeJSON(w, nil, wrapErr("upload: create "+dir, err))
+		WriteJSON(w, nil, WrapErr("upload: create "+dir, err))
 		return
 	}
 	path := filepath.Join(dir, name)
@@ -57,35 +57,35 @@ func (g *gateway) handleKnowledgeUpload(w http.ResponseWriter, r *http.Request) 
 	existed := statErr == nil
 	tmp, err := os.CreateTemp(dir, ".upload-*")
 	if err != nil {
-		writeJSON(w, nil, wrapErr("upload", err))
+		WriteJSON(w, nil, WrapErr("upload", err))
 		return
 	}
 	_, werr := tmp.Write(raw)
 	cerr := tmp.Close()
 	if werr != nil || cerr != nil {
 		os.Remove(tmp.Name())
-		writeJSON(w, nil, wrapErr("upload: write "+path, errors.Join(werr, cerr)))
+		WriteJSON(w, nil, WrapErr("upload: write "+path, errors.Join(werr, cerr)))
 		return
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		writeJSON(w, nil, wrapErr("upload: write "+path, err))
+		WriteJSON(w, nil, WrapErr("upload: write "+path, err))
 		return
 	}
-	rep, err := g.memkb.kb.Ingest(r.Context(), []string{path}, nil)
+	rep, err := a.Knowledge.Ingest(r.Context(), []string{path}, nil)
 	if err != nil {
 		if !existed {
 			os.Remove(path) // a file the knowledge base could not take is not kept
 		}
-		writeError(w, http.StatusUnprocessableEntity, err.Error())
+		WriteError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	ds, err := g.memkb.kb.List(r.Context(), 0)
+	ds, err := a.Knowledge.List(r.Context(), 0)
 	var doc any
 	for _, d := range ds {
 		if d.Source == path {
 			doc = d
 		}
 	}
-	writeJSON(w, map[string]any{"report": rep, "document": doc}, wrapErr("upload: list", err))
+	WriteJSON(w, map[string]any{"report": rep, "document": doc}, WrapErr("upload: list", err))
 }

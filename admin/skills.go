@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"net/http"
@@ -9,8 +9,8 @@ import (
 	"github.com/echogate/echogate/tools/skills"
 )
 
-// skillInfo is one installed skill as the console shows it.
-type skillInfo struct {
+// SkillInfo is one installed skill as the console shows it.
+type SkillInfo struct {
 	Name         string   `json:"name"`
 	Description  string   `json:"description"`
 	Agents       []string `json:"agents"`                  // the agents whose catalogue lists it
@@ -19,8 +19,8 @@ type skillInfo struct {
 	Locked       bool     `json:"locked"` // pinned by skills.lock
 }
 
-// skillProblem is a problem of the last load (start or reload): a refused skill, a warning.
-type skillProblem struct {
+// SkillProblem is a problem of the last load (start or reload): a refused skill, a warning.
+type SkillProblem struct {
 	Skill   string `json:"skill,omitempty"`
 	File    string `json:"file"`
 	Field   string `json:"field,omitempty"`
@@ -29,25 +29,25 @@ type skillProblem struct {
 	Warning bool   `json:"warning"`
 }
 
-type skillsView struct {
-	Skills   []skillInfo    `json:"skills"`
-	Problems []skillProblem `json:"problems"`
+type SkillsView struct {
+	Skills   []SkillInfo    `json:"skills"`
+	Problems []SkillProblem `json:"problems"`
 	Scripts  bool           `json:"scripts"` // skills.allow_scripts
 }
 
 // handleSkills lists the installed skills with the agents that have them, and the problems of
 // the last load (GET /api/skills).
-func (g *gateway) handleSkills(w http.ResponseWriter, r *http.Request) {
-	v := skillsView{Skills: []skillInfo{}, Problems: []skillProblem{}, Scripts: g.cfg.Skills.AllowScripts}
-	if g.skills == nil {
-		writeJSON(w, v, nil)
+func (a *API) handleSkills(w http.ResponseWriter, r *http.Request) {
+	v := SkillsView{Skills: []SkillInfo{}, Problems: []SkillProblem{}, Scripts: a.cfg.Scripts}
+	if a.Skills == nil {
+		WriteJSON(w, v, nil)
 		return
 	}
-	set := g.skills.Skills()
-	a := g.pipeline.Agents()
-	profiles := append(slices.Clone(a.List), a.Default)
+	set := a.Skills.Skills()
+	ag := a.Pipeline.Agents()
+	profiles := append(slices.Clone(ag.List), ag.Default)
 	for _, sk := range set.Skills() {
-		info := skillInfo{Name: sk.Name, Description: sk.Description, Agents: []string{}, AllowedTools: sk.AllowedTools,
+		info := SkillInfo{Name: sk.Name, Description: sk.Description, Agents: []string{}, AllowedTools: sk.AllowedTools,
 			Files: len(sk.Files), Locked: set.Locked()}
 		for _, p := range profiles {
 			if profileHasSkill(p, sk.Name) {
@@ -56,12 +56,10 @@ func (g *gateway) handleSkills(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Skills = append(v.Skills, info)
 	}
-	if ps := g.skillProblems.Load(); ps != nil {
-		for _, p := range *ps {
-			v.Problems = append(v.Problems, skillProblem{Skill: p.Skill, File: p.File, Field: p.Field, Error: p.Msg, Fix: p.Fix, Warning: p.Warning})
-		}
+	for _, p := range a.SkillProblems() {
+		v.Problems = append(v.Problems, SkillProblem{Skill: p.Skill, File: p.File, Field: p.Field, Error: p.Msg, Fix: p.Fix, Warning: p.Warning})
 	}
-	writeJSON(w, v, nil)
+	WriteJSON(w, v, nil)
 }
 
 // profileHasSkill reports whether the agent's catalogue lists the skill: its skills list allows

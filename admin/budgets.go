@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"net/http"
@@ -9,10 +9,10 @@ import (
 // putBudgets changes the spend limits without a restart: PUT /api/budgets with the limits in USD
 // (0 means no limit). Fields left out keep their current value. The change is this process's;
 // with several replicas, send it to each (or set budgets.* in the config and restart).
-func (g *gateway) putBudgets(w http.ResponseWriter, r *http.Request) {
-	tr := g.models.tracker
+func (a *API) putBudgets(w http.ResponseWriter, r *http.Request) {
+	tr := a.Budget
 	if tr == nil {
-		writeError(w, http.StatusNotFound, "budgets are not available in this gateway")
+		WriteError(w, http.StatusNotFound, "budgets are not available in this gateway")
 		return
 	}
 	lim := tr.Limits()
@@ -21,9 +21,9 @@ func (g *gateway) putBudgets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := tr.SetLimits(lim); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	g.log.Info("budgets changed through the admin API", "limits", lim)
-	writeJSON(w, tr.Limits(), nil)
+	a.Log.Info("budgets changed through the admin API", "limits", lim)
+	WriteJSON(w, tr.Limits(), nil)
 }

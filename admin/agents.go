@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -14,7 +14,7 @@ const turnsScanLimit = 5000
 
 // handleTurns lists turns, newest first: of one session (?session=), of one agent (?agent=),
 // at most ?limit= (default 100).
-func (g *gateway) handleTurns(w http.ResponseWriter, r *http.Request) {
+func (a *API) handleTurns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := limitParam(r, 100)
 	agentName := q.Get("agent")
@@ -22,7 +22,7 @@ func (g *gateway) handleTurns(w http.ResponseWriter, r *http.Request) {
 	if agentName != "" {
 		scan = max(limit, turnsScanLimit)
 	}
-	ts, err := g.store.ListTurns(r.Context(), echogate.SessionKey(q.Get("session")), scan)
+	ts, err := a.Store.ListTurns(r.Context(), echogate.SessionKey(q.Get("session")), scan)
 	if agentName != "" {
 		kept := ts[:0]
 		for _, t := range ts {
@@ -32,11 +32,11 @@ func (g *gateway) handleTurns(w http.ResponseWriter, r *http.Request) {
 		}
 		ts = kept
 	}
-	writeJSON(w, nonNil(ts), wrapErr("list turns", err))
+	WriteJSON(w, nonNil(ts), WrapErr("list turns", err))
 }
 
-// agentInfo is one agent profile as the console shows it.
-type agentInfo struct {
+// AgentInfo is one agent profile as the console shows it.
+type AgentInfo struct {
 	Name      string   `json:"name"`
 	Match     []string `json:"match"` // empty for the default agent: every other place
 	Model     string   `json:"model,omitempty"`
@@ -46,36 +46,36 @@ type agentInfo struct {
 	Memory    *bool    `json:"memory,omitempty"`
 	Budgets   bool     `json:"budgets"`
 	Approvers []string `json:"approvers,omitempty"`
-	Skills    []string `json:"skills"` // allow-list globs of installed skills; nil: every skill (skills_api.go)
+	Skills    []string `json:"skills"` // allow-list globs of installed skills; nil: every skill (skills.go)
 }
 
-func infoOf(p pipeline.Profile) agentInfo {
-	return agentInfo{Name: p.Name, Match: p.Match, Model: p.Model, Route: p.Route, Tools: p.Tools,
+func infoOf(p pipeline.Profile) AgentInfo {
+	return AgentInfo{Name: p.Name, Match: p.Match, Model: p.Model, Route: p.Route, Tools: p.Tools,
 		Knowledge: p.Knowledge, Memory: p.Memory, Budgets: p.Budget != nil, Approvers: p.Approvers, Skills: p.Skills}
 }
 
 // handleAgents lists the agents in match order, the default last.
-func (g *gateway) handleAgents(w http.ResponseWriter, r *http.Request) {
-	a := g.pipeline.Agents()
-	out := make([]agentInfo, 0, len(a.List)+1)
-	for _, p := range a.List {
+func (a *API) handleAgents(w http.ResponseWriter, r *http.Request) {
+	ag := a.Pipeline.Agents()
+	out := make([]AgentInfo, 0, len(ag.List)+1)
+	for _, p := range ag.List {
 		out = append(out, infoOf(p))
 	}
-	out = append(out, infoOf(a.Default))
-	writeJSON(w, out, nil)
+	out = append(out, infoOf(ag.Default))
+	WriteJSON(w, out, nil)
 }
 
 // handleRefusals lists the latest refused events, newest first.
-func (g *gateway) handleRefusals(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, nonNil(g.pipeline.Refusals()), nil)
+func (a *API) handleRefusals(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, nonNil(a.Pipeline.Refusals()), nil)
 }
 
 // usageByAgent sums the entries f selects per agent profile (one ledger sum per agent), for
 // the agents configured now; entries of agents no longer configured count only in the total.
-func (g *gateway) usageByAgent(ctx context.Context, f echogate.UsageFilter) (map[string]echogate.Usage, error) {
-	a := g.pipeline.Agents()
-	names := []string{a.Default.Name}
-	for _, p := range a.List {
+func (a *API) usageByAgent(ctx context.Context, f echogate.UsageFilter) (map[string]echogate.Usage, error) {
+	ag := a.Pipeline.Agents()
+	names := []string{ag.Default.Name}
+	for _, p := range ag.List {
 		names = append(names, p.Name)
 	}
 	out := make(map[string]echogate.Usage, len(names))
@@ -85,7 +85,7 @@ func (g *gateway) usageByAgent(ctx context.Context, f echogate.UsageFilter) (map
 		}
 		af := f
 		af.Agent = n
-		u, err := g.store.SumUsage(ctx, af)
+		u, err := a.Store.SumUsage(ctx, af)
 		if err != nil {
 			return nil, err
 		}
