@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/echogate/echogate/channels/slack"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/channels/discord"
+	"github.com/echogate/echogate/channels/slack"
 )
 
 // check is one doctor finding.
@@ -33,8 +35,7 @@ func cmdDoctor(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 	checks = append(checks, doctorApprovers(cfg)...)
 	checks = append(checks, doctorStore(ctx, cfg, log))
 	checks = append(checks, doctorModel(ctx, client, cfg)...)
-	checks = append(checks, doctorSlack(ctx, client, cfg)...)
-	checks = append(checks, doctorDiscord(ctx, client, cfg)...)
+	checks = append(checks, doctorPlatforms(ctx, client, cfg)...)
 	checks = append(checks, doctorMCP(ctx, cfg)...)
 	checks = append(checks, doctorSkills(cfg)...)    // skills_wiring.go
 	checks = append(checks, doctorSchedules(cfg)...) // schedule_doctor.go
@@ -112,7 +113,7 @@ func doctorModel(ctx context.Context, client *http.Client, cfg *Config) []check 
 		resp.Body.Close()
 		switch {
 		case resp.StatusCode == http.StatusTooManyRequests:
-			c.detail, c.fix = rateLimitAdvice(base, "GET /models", &httpStatusError{status: resp.StatusCode, header: resp.Header})
+			c.detail, c.fix, _ = channels.RateLimitAdvice(base, "GET /models", &channels.StatusError{Status: resp.StatusCode, Header: resp.Header})
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 			c.detail = fmt.Sprintf("%s rejected the API key (HTTP %d)", base, resp.StatusCode)
 			c.fix = "set a valid OPENAI_API_KEY (models.providers[].api_key)"
@@ -144,179 +145,17 @@ func hasModel(list []struct {
 	return false
 }
 
-func doctorSlack(ctx context.Context, client *http.Client, cfg *Config) []check {
-	if cfg.Slack.BotToken == "" {
-		return []check{{name: "slack", skipped: true, detail: "not configured (SLACK_BOT_TOKEN unset)"}}
-	}
-	api := cfg.Slack.APIURL
-	if api == "" {
-		api = "https://slack.com/api/"
-	}
-	if !strings.HasSuffix(api, "/") {
-		api += "/"
-	}
+// doctorPlatforms runs the Slack and Discord adapters' connection checks on the configured
+// tokens.
+func doctorPlatforms(ctx context.Context, client *http.Client, cfg *Config) []check {
 	var out []check
-	c := check{name: "slack:bot_token"}
-	var auth struct {
-		OK     bool   `json:"ok"`
-		Error  string `json:"error"`
-		Team   string `json:"team"`
-		User   string `json:"user"`
-		UserID string `json:"user_id"`
-	}
-	hdr, err := slackCall(ctx, client, api+"auth.test", cfg.Slack.BotToken, &auth)
-	switch {
-	case isRateLimited(err):
-		c.detail, c.fix = rateLimitAdvice("Slack", "auth.test", err)
-	case err != nil:
-		c.detail, c.fix = "auth.test: "+err.Error(), "check SLACK_API_URL and the network"
-	case !auth.OK:
-		c.detail, c.fix = "auth.test: "+auth.Error, "SLACK_BOT_TOKEN is not valid: copy the Bot User OAuth Token (xoxb-…) from the app's OAuth & Permissions page"
-	default:
-		c.ok, c.detail = true, fmt.Sprintf("authenticated as %s (%s) in %s", auth.User, auth.UserID, auth.Team)
-	}
-	out = append(out, c)
-	if c.ok {
-		sc := check{name: "slack:scopes"}
-		granted := map[string]bool{}
-		for _, s := range strings.Split(hdr.Get("X-OAuth-Scopes"), ",") {
-			granted[strings.TrimSpace(s)] = true
+	for _, k := range []channels.Checker{
+		slack.NewChecker(slack.Config{BotToken: cfg.Slack.BotToken, AppToken: cfg.Slack.AppToken, APIURL: cfg.Slack.APIURL}, client),
+		discord.NewChecker(discord.Config{Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, MessageContent: cfg.Discord.messageContent()}, client),
+	} {
+		for _, f := range k.Check(ctx) {
+			out = append(out, check{name: f.Name, ok: f.OK, skipped: f.Skipped, detail: f.Detail, fix: f.Fix})
 		}
-		var missing []string
-		for _, s := range slack.RequiredScopes() { // each named with the feature that needs it
-			if !granted[s] {
-				missing = append(missing, s+" ("+slack.ScopeFeature[s]+")")
-			}
-		}
-		if hdr.Get("X-OAuth-Scopes") == "" {
-			sc.skipped, sc.detail = true, "the API did not report scopes"
-		} else if len(missing) > 0 {
-			sc.detail = "missing bot scopes: " + strings.Join(missing, ", ")
-			sc.fix = "add them under OAuth & Permissions (or re-create the app from docs/slack-app-manifest.yaml) and reinstall the app"
-		} else {
-			sc.ok, sc.detail = true, "all required bot scopes granted"
-		}
-		out = append(out, sc)
-	}
-	if cfg.Slack.AppToken != "" {
-		a := check{name: "slack:socket_mode"}
-		var open struct {
-			OK    bool   `json:"ok"`
-			Error string `json:"error"`
-			URL   string `json:"url"`
-		}
-		if _, err := slackCall(ctx, client, api+"apps.connections.open", cfg.Slack.AppToken, &open); isRateLimited(err) {
-			a.detail, a.fix = rateLimitAdvice("Slack", "apps.connections.open", err)
-		} else if err != nil {
-			a.detail, a.fix = "apps.connections.open: "+err.Error(), "check SLACK_API_URL and the network"
-		} else if !open.OK {
-			a.detail = "apps.connections.open: " + open.Error
-			a.fix = "SLACK_APP_TOKEN must be an app-level token (xapp-…) with connections:write, and Socket Mode must be enabled for the app"
-		} else {
-			a.ok, a.detail = true, "Socket Mode connection can be opened"
-		}
-		out = append(out, a)
 	}
 	return out
-}
-
-func slackCall(ctx context.Context, client *http.Client, u, token string, into any) (http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(""))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return resp.Header, &httpStatusError{status: resp.StatusCode, header: resp.Header}
-	}
-	return resp.Header, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(into)
-}
-
-// Discord application flags that allow the MESSAGE_CONTENT intent.
-const (
-	flagGatewayMessageContent        = 1 << 18
-	flagGatewayMessageContentLimited = 1 << 19
-)
-
-func doctorDiscord(ctx context.Context, client *http.Client, cfg *Config) []check {
-	if cfg.Discord.Token == "" {
-		return []check{{name: "discord", skipped: true, detail: "not configured (DISCORD_BOT_TOKEN unset)"}}
-	}
-	api := cfg.Discord.APIURL
-	if api == "" {
-		api = "https://discord.com/api/v9/"
-	}
-	if !strings.HasSuffix(api, "/") {
-		api += "/"
-	}
-	var out []check
-	c := check{name: "discord:token"}
-	var me struct {
-		ID       string `json:"id"`
-		Username string `json:"username"`
-		Bot      bool   `json:"bot"`
-	}
-	status, err := discordGet(ctx, client, api+"users/@me", cfg.Discord.Token, &me)
-	switch {
-	case isRateLimited(err):
-		c.detail, c.fix = rateLimitAdvice("Discord", "users/@me", err)
-	case err != nil:
-		c.detail, c.fix = "users/@me: "+err.Error(), "check DISCORD_API_URL and the network"
-	case status == http.StatusUnauthorized:
-		c.detail, c.fix = "users/@me: the token was rejected (HTTP 401)", "set DISCORD_BOT_TOKEN to the bot token from the Developer Portal (Bot → Reset Token)"
-	case status != http.StatusOK:
-		c.detail, c.fix = fmt.Sprintf("users/@me answered HTTP %d", status), "check DISCORD_API_URL"
-	default:
-		c.ok, c.detail = true, fmt.Sprintf("authenticated as %s (%s)", me.Username, me.ID)
-	}
-	out = append(out, c)
-	if !c.ok {
-		return out
-	}
-	ic := check{name: "discord:intents"}
-	var app struct {
-		Flags int64 `json:"flags"`
-	}
-	status, err = discordGet(ctx, client, api+"applications/@me", cfg.Discord.Token, &app)
-	switch {
-	case err != nil || status != http.StatusOK:
-		ic.skipped, ic.detail = true, "could not read the application's flags"
-	case !cfg.Discord.messageContent():
-		ic.ok, ic.detail = true, "MESSAGE CONTENT intent not needed: mentions, replies and DMs carry their text (discord.message_content: auto with require_mention, or off)"
-	case app.Flags&(flagGatewayMessageContent|flagGatewayMessageContentLimited) == 0:
-		ic.detail = "the MESSAGE CONTENT privileged intent is not enabled, and answering without a mention (require_mention: false or message_content: on) needs it"
-		ic.fix = "Developer Portal → your application → Bot → Privileged Gateway Intents → enable MESSAGE CONTENT INTENT, or set discord.message_content: off"
-	default:
-		ic.ok, ic.detail = true, "MESSAGE CONTENT intent enabled"
-	}
-	return append(out, ic)
-}
-
-func discordGet(ctx context.Context, client *http.Client, u, token string, into any) (int, error) {
-	if _, err := url.Parse(u); err != nil {
-		return 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bot "+token)
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		return resp.StatusCode, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(into)
-	}
-	if resp.StatusCode == http.StatusTooManyRequests {
-		return resp.StatusCode, &httpStatusError{status: resp.StatusCode, header: resp.Header}
-	}
-	return resp.StatusCode, nil
 }

@@ -2,51 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/echogate/echogate/internal/metrics"
 	"github.com/echogate/echogate/tools"
 )
-
-// httpStatusError is a non-200 answer of an API doctor calls.
-type httpStatusError struct {
-	status int
-	header http.Header
-}
-
-func (e *httpStatusError) Error() string { return fmt.Sprintf("HTTP %d", e.status) }
-
-func isRateLimited(err error) bool {
-	var se *httpStatusError
-	return errors.As(err, &se) && se.status == http.StatusTooManyRequests
-}
-
-// rateLimitAdvice says that a 429 is a wait, not a network or configuration problem.
-func rateLimitAdvice(service, call string, err error) (detail, fix string) {
-	wait := ""
-	var se *httpStatusError
-	if errors.As(err, &se) {
-		if s := se.header.Get("Retry-After"); s != "" {
-			if n, perr := strconv.ParseFloat(s, 64); perr == nil {
-				wait = (time.Duration(n * float64(time.Second))).Round(time.Second).String()
-			}
-		}
-	}
-	detail = fmt.Sprintf("%s: rate limited by %s (HTTP 429)", call, service)
-	if wait != "" {
-		detail += ", retry after " + wait
-		fix = fmt.Sprintf("wait %s and run `echogate doctor` again; a rate limit is not a network or token problem. If it keeps happening, another process (a running gateway?) is using the same token heavily", wait)
-	} else {
-		fix = "wait a minute and run `echogate doctor` again; a rate limit is not a network or token problem. If it keeps happening, another process (a running gateway?) is using the same token heavily"
-	}
-	return detail, fix
-}
 
 // doctorMCPBound bounds how long doctor waits for each MCP server's first connection.
 const doctorMCPBound = 20 * time.Second

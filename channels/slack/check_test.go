@@ -1,0 +1,73 @@
+package slack_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/channels/slack"
+	"github.com/echogate/echogate/channels/slack/slacktest"
+)
+
+// summary renders findings as "name:ok|skip|fail" joined by spaces.
+func summary(fs []channels.Finding) string {
+	var b []string
+	for _, f := range fs {
+		state := "fail"
+		switch {
+		case f.Skipped:
+			state = "skip"
+		case f.OK:
+			state = "ok"
+		}
+		b = append(b, f.Name+":"+state)
+	}
+	return strings.Join(b, " ")
+}
+
+func TestSlackCheck(t *testing.T) {
+	for name, tt := range map[string]struct {
+		opts      slacktest.Options
+		bot, app  string
+		fail      string // a Web API method answering 429
+		want      string
+		wantInAll string // in some finding's detail or fix
+	}{
+		"not configured": {want: "slack:skip", wantInAll: "SLACK_BOT_TOKEN unset"},
+		"working tokens": {bot: slacktest.DefaultBotToken, app: slacktest.DefaultAppToken,
+			want: "slack:bot_token:ok slack:scopes:ok slack:socket_mode:ok", wantInAll: "all required bot scopes granted"},
+		"bot token only": {bot: slacktest.DefaultBotToken, want: "slack:bot_token:ok slack:scopes:ok"},
+		"wrong bot token": {bot: "xoxb-wrong", app: slacktest.DefaultAppToken,
+			want: "slack:bot_token:fail slack:socket_mode:ok", wantInAll: "SLACK_BOT_TOKEN is not valid"},
+		"wrong app token": {bot: slacktest.DefaultBotToken, app: "xapp-wrong",
+			want: "slack:bot_token:ok slack:scopes:ok slack:socket_mode:fail", wantInAll: "app-level token"},
+		"missing scope": {opts: slacktest.Options{Scopes: []string{"chat:write"}}, bot: slacktest.DefaultBotToken,
+			want: "slack:bot_token:ok slack:scopes:fail", wantInAll: "missing bot scopes: "},
+		"rate limited": {bot: slacktest.DefaultBotToken, fail: "auth.test",
+			want: "slack:bot_token:fail", wantInAll: "rate limited by Slack (HTTP 429), retry after 30s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := slacktest.New(tt.opts)
+			defer srv.Close()
+			if tt.fail != "" {
+				srv.Fail(tt.fail, slacktest.Failure{Status: http.StatusTooManyRequests, RetryAfter: 30})
+			}
+			fs := slack.NewChecker(slack.Config{BotToken: tt.bot, AppToken: tt.app, APIURL: srv.APIURL()}, nil).Check(context.Background())
+			if got := summary(fs); got != tt.want {
+				t.Errorf("Check = %s, want %s (%+v)", got, tt.want, fs)
+			}
+			var all strings.Builder
+			for _, f := range fs {
+				all.WriteString(f.Detail + " " + f.Fix + "\n")
+				if !f.OK && !f.Skipped && f.Fix == "" {
+					t.Errorf("finding %s fails without a fix: %+v", f.Name, f)
+				}
+			}
+			if !strings.Contains(all.String(), tt.wantInAll) {
+				t.Errorf("Check's details = %q, want them to say %q", all.String(), tt.wantInAll)
+			}
+		})
+	}
+}
