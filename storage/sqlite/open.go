@@ -65,12 +65,12 @@ func (s *Store) dsn(path string, role int) string {
 		// Point lookups and short range reads (transcript, turns, checkpoints): no mapping.
 		// SQLite drops a reader's mapping at the start of every read transaction after another
 		// connection committed, which on the turn path is every turn (an munmap and a remap
-		// per HistorySince / LatestCheckpoint, 1.4-3.9% of serve's CPU).
+		// per HistorySince / LatestCheckpoint).
 		q = append(q, "_query_only=1", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
 	case roleVectorReader:
 		// Exact vector scans of the memory and knowledge tables read every embedding: their
 		// readers map the file (up to 256 MiB of address space, shared page cache, nothing
-		// copied), which halves a scan (bench/vectors, 10k × 1536: p50 54 ms → 27 ms).
+		// copied), so a scan reads the pages in place instead of copying each one.
 		// Their page cache holds what the mapping cannot serve: pages newer in the WAL.
 		q = append(q, "_query_only=1", "_pragma=mmap_size(268435456)", "_pragma=cache_size(-"+strconv.Itoa(readerCacheKiB)+")")
 	case roleCheckpointer:

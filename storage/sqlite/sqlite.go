@@ -22,13 +22,12 @@
 // goroutine that owns the write connection and commits with group commit: the calls queued
 // while one transaction commits run together in the next one, each in its own SAVEPOINT (so a
 // failing call rolls back alone). Writers therefore never spin on SQLITE_BUSY, and a burst of
-// writes pays for one commit instead of one each (see writer.go; BenchmarkTurnWrites went from
-// about 1.8k to 6-8k turns/s on 2 cores). A batch runs without savepoints unless one of its
-// calls fails; then it runs again with them (about +10% more). WAL checkpoints run on a
-// connection of their own (checkpointer.go), so a commit never waits for one (10-11k turns/s). A write that has returned is committed and visible to
-// every read that starts after it. Other processes (the `echogate` CLI next to a running
-// server) share the file through SQLite's locks; BusyTimeout bounds how long a write waits for
-// them.
+// writes pays for one commit instead of one each (see writer.go). A batch runs without
+// savepoints unless one of its calls fails; then it runs again with them. WAL checkpoints run
+// on a connection of their own (checkpointer.go), so a commit never waits for one. A write that
+// has returned is committed and visible to every read that starts after it. Other processes
+// (the `echogate` CLI next to a running server) share the file through SQLite's locks;
+// BusyTimeout bounds how long a write waits for them.
 //
 // Durability: synchronous=NORMAL (the default) in WAL mode never corrupts the database, but a
 // power loss or OS crash may lose the last transactions before the next checkpoint. Set
