@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -41,60 +42,64 @@ func (a *API) handleDecide(w http.ResponseWriter, r *http.Request) {
 	if !web.ReadMutation(w, r, http.MethodPost, 16<<10, &req, `"session", "call_id", "decision" and "user"`) {
 		return
 	}
+	ctx := r.Context()
+	ev, pend, ok := a.decisionEvent(ctx, w, req)
+	if !ok {
+		return
+	}
+	forget := func() {}
+	if ev.Conversation.Platform == echogate.PlatformWeb && a.Expect != nil {
+		forget = a.Expect(ev.Conversation.Channel, ev.ID) // the chat page follows the resumed turn
+	}
+	if err := a.Pipeline.Submit(ctx, ev); err != nil {
+		forget()
+		a.Log.Warn("console approval decision not accepted", "session", req.Session, "event_id", ev.ID, "err", err)
+		writeSubmitError(w, req.Session, err)
+		return
+	}
+	a.Log.Info("console approval decision submitted", "session", req.Session, "event_id", ev.ID, "tool", pend.Tool,
+		"turn", pend.Turn, "decision", req.Decision, "by", ev.Actor.ID)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "event_id": ev.ID, "actor": ev.Actor.ID})
+}
+
+// decisionEvent checks req against the session's pending approval and returns the reaction
+// event that decides it; ok false means the error was written.
+func (a *API) decisionEvent(ctx context.Context, w http.ResponseWriter, req DecideRequest) (ev echogate.InboundEvent, pend echogate.PendingTurn, ok bool) {
 	switch {
 	case req.Session == "":
 		WriteError(w, http.StatusBadRequest, "session is required: the session key from GET /api/approvals, e.g. slack:C123:1700000000.000100")
-		return
+		return ev, pend, false
 	case req.CallID == "":
 		WriteError(w, http.StatusBadRequest, "call_id is required: the call_id from GET /api/approvals")
-		return
+		return ev, pend, false
 	}
 	emoji, ok := echogate.DecisionReaction(req.Decision)
 	if !ok {
 		WriteError(w, http.StatusBadRequest, fmt.Sprintf("decision %q is not one of %s", req.Decision, echogate.DecisionWords))
-		return
+		return ev, pend, false
 	}
-	ctx := r.Context()
 	key := echogate.SessionKey(req.Session)
-	pend, err := a.Store.GetPending(ctx, key)
-	if errors.Is(err, echogate.ErrNotFound) {
-		WriteError(w, http.StatusNotFound, "session "+req.Session+" has no pending approval: it was decided already, timed out, or never asked")
-		return
-	}
-	if err != nil {
-		WriteJSON(w, nil, WrapErr("pending turn of "+req.Session, err))
-		return
-	}
-	if pend.Kind != echogate.PauseApproval {
-		WriteError(w, http.StatusConflict, "session "+req.Session+" waits for an answer to a question, not an approval: answer it in the conversation")
-		return
-	}
-	if pend.CallID != req.CallID {
-		WriteError(w, http.StatusConflict, fmt.Sprintf("the pending approval of session %s is call %q, not %q: it changed; reload the approvals", req.Session, pend.CallID, req.CallID))
-		return
-	}
-	if pend.Prompt.IsZero() {
-		w.Header().Set("Retry-After", "1")
-		WriteError(w, http.StatusConflict, "the approval prompt of session "+req.Session+" is not posted yet: retry in a moment")
-		return
+	if pend, ok = a.pendingApproval(ctx, w, req); !ok {
+		return ev, pend, false
 	}
 	sess, err := a.Store.GetSession(ctx, key)
 	if err != nil {
 		WriteJSON(w, nil, WrapErr("session "+req.Session, err))
-		return
+		return ev, pend, false
 	}
 	platform := sess.Conversation.Platform
 	if !slices.Contains(a.Channels(), platform) {
 		WriteError(w, http.StatusConflict, "session "+req.Session+" belongs to the "+platform+" channel, which this server does not run: decide it there (for console sessions: echogate chat --session)")
-		return
+		return ev, pend, false
 	}
 	decider, err := consoleDecider(req.User)
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, err.Error())
-		return
+		return ev, pend, false
 	}
-	actor := decider.ID
-	ev := echogate.InboundEvent{
+	return echogate.InboundEvent{
 		ID:           consoleEventID(),
 		Kind:         echogate.KindReaction,
 		Conversation: sess.Conversation,
@@ -104,31 +109,44 @@ func (a *API) handleDecide(w http.ResponseWriter, r *http.Request) {
 		Target:       pend.Prompt,
 		Message:      pend.Prompt,
 		ReceivedAt:   a.Now(),
+	}, pend, true
+}
+
+// pendingApproval returns the session's pause when it is the approval of req's call, with its
+// prompt posted; ok false means the error was written.
+func (a *API) pendingApproval(ctx context.Context, w http.ResponseWriter, req DecideRequest) (echogate.PendingTurn, bool) {
+	pend, err := a.Store.GetPending(ctx, echogate.SessionKey(req.Session))
+	switch {
+	case errors.Is(err, echogate.ErrNotFound):
+		WriteError(w, http.StatusNotFound, "session "+req.Session+" has no pending approval: it was decided already, timed out, or never asked")
+	case err != nil:
+		WriteJSON(w, nil, WrapErr("pending turn of "+req.Session, err))
+	case pend.Kind != echogate.PauseApproval:
+		WriteError(w, http.StatusConflict, "session "+req.Session+" waits for an answer to a question, not an approval: answer it in the conversation")
+	case pend.CallID != req.CallID:
+		WriteError(w, http.StatusConflict, fmt.Sprintf("the pending approval of session %s is call %q, not %q: it changed; reload the approvals", req.Session, pend.CallID, req.CallID))
+	case pend.Prompt.IsZero():
+		w.Header().Set("Retry-After", "1")
+		WriteError(w, http.StatusConflict, "the approval prompt of session "+req.Session+" is not posted yet: retry in a moment")
+	default:
+		return pend, true
 	}
-	forget := func() {}
-	if platform == echogate.PlatformWeb && a.Expect != nil {
-		forget = a.Expect(sess.Conversation.Channel, ev.ID) // the chat page follows the resumed turn
+	return pend, false
+}
+
+// writeSubmitError answers a decision the pipeline did not accept: busy (429), not running
+// (503), or another failure (500).
+func writeSubmitError(w http.ResponseWriter, session string, err error) {
+	switch d, limited := echogate.RetryAfter(err); {
+	case limited:
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
+		WriteError(w, http.StatusTooManyRequests, "the session is busy: retry in a moment ("+err.Error()+")")
+	case errors.Is(err, pipeline.ErrShuttingDown), errors.Is(err, pipeline.ErrNotRunning):
+		w.Header().Set("Retry-After", "5")
+		WriteError(w, http.StatusServiceUnavailable, "the gateway is not accepting events ("+err.Error()+"): retry later")
+	default:
+		WriteJSON(w, nil, WrapErr("submit decision for "+session, err))
 	}
-	if err := a.Pipeline.Submit(ctx, ev); err != nil {
-		forget()
-		a.Log.Warn("console approval decision not accepted", "session", req.Session, "event_id", ev.ID, "err", err)
-		switch d, limited := echogate.RetryAfter(err); {
-		case limited:
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
-			WriteError(w, http.StatusTooManyRequests, "the session is busy: retry in a moment ("+err.Error()+")")
-		case errors.Is(err, pipeline.ErrShuttingDown), errors.Is(err, pipeline.ErrNotRunning):
-			w.Header().Set("Retry-After", "5")
-			WriteError(w, http.StatusServiceUnavailable, "the gateway is not accepting events ("+err.Error()+"): retry later")
-		default:
-			WriteJSON(w, nil, WrapErr("submit decision for "+req.Session, err))
-		}
-		return
-	}
-	a.Log.Info("console approval decision submitted", "session", req.Session, "event_id", ev.ID, "tool", pend.Tool,
-		"turn", pend.Turn, "decision", req.Decision, "by", actor)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "event_id": ev.ID, "actor": actor})
 }
 
 // maxOperatorName bounds the operator name a console decision may carry.
