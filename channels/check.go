@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,17 @@ type Finding struct {
 	Skipped bool
 	Detail  string
 	Fix     string
+}
+
+// APIBase returns the API base URL a check calls: configured, else def, ending in "/".
+func APIBase(configured, def string) string {
+	if configured == "" {
+		configured = def
+	}
+	if !strings.HasSuffix(configured, "/") {
+		configured += "/"
+	}
+	return configured
 }
 
 // StatusError is a non-200 answer of an API a check calls.

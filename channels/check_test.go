@@ -33,3 +33,15 @@ func TestRateLimitAdvice(t *testing.T) {
 		}
 	}
 }
+
+func TestAPIBase(t *testing.T) {
+	for _, tt := range []struct{ configured, want string }{
+		{"", "https://slack.com/api/"},
+		{"http://127.0.0.1:9/api", "http://127.0.0.1:9/api/"},
+		{"http://127.0.0.1:9/api/", "http://127.0.0.1:9/api/"},
+	} {
+		if got := APIBase(tt.configured, "https://slack.com/api/"); got != tt.want {
+			t.Errorf("APIBase(%q) = %q, want %q", tt.configured, got, tt.want)
+		}
+	}
+}

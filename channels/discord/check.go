@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/echogate/echogate/channels"
 )
@@ -39,13 +38,7 @@ func (k checker) Check(ctx context.Context) []channels.Finding {
 	if k.cfg.Token == "" {
 		return []channels.Finding{{Name: "discord", Skipped: true, Detail: "not configured (DISCORD_BOT_TOKEN unset)"}}
 	}
-	api := k.cfg.APIURL
-	if api == "" {
-		api = "https://discord.com/api/v9/"
-	}
-	if !strings.HasSuffix(api, "/") {
-		api += "/"
-	}
+	api := channels.APIBase(k.cfg.APIURL, "https://discord.com/api/v9/")
 	c := k.token(ctx, api)
 	if !c.OK {
 		return []channels.Finding{c}

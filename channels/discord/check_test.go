@@ -3,30 +3,13 @@ package discord_test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/channels/channeltest"
 	"github.com/echogate/echogate/channels/discord"
 	"github.com/echogate/echogate/channels/discord/discordtest"
 )
-
-// summary renders findings as "name:ok|skip|fail" joined by spaces.
-func summary(fs []channels.Finding) string {
-	var b []string
-	for _, f := range fs {
-		state := "fail"
-		switch {
-		case f.Skipped:
-			state = "skip"
-		case f.OK:
-			state = "ok"
-		}
-		b = append(b, f.Name+":"+state)
-	}
-	return strings.Join(b, " ")
-}
 
 func TestDiscordCheck(t *testing.T) {
 	noFlags := int64(0)
@@ -60,19 +43,7 @@ func TestDiscordCheck(t *testing.T) {
 				token = ""
 			}
 			fs := discord.NewChecker(discord.Config{Token: token, APIURL: srv.APIURL, MessageContent: tt.content}, nil).Check(context.Background())
-			if got := summary(fs); got != tt.want {
-				t.Errorf("Check = %s, want %s (%+v)", got, tt.want, fs)
-			}
-			var all strings.Builder
-			for _, f := range fs {
-				all.WriteString(f.Detail + " " + f.Fix + "\n")
-				if !f.OK && !f.Skipped && f.Fix == "" {
-					t.Errorf("finding %s fails without a fix: %+v", f.Name, f)
-				}
-			}
-			if !strings.Contains(all.String(), tt.wantInAll) {
-				t.Errorf("Check's details = %q, want them to say %q", all.String(), tt.wantInAll)
-			}
+			channeltest.CheckFindings(t, fs, tt.want, tt.wantInAll)
 		})
 	}
 }

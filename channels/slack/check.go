@@ -32,13 +32,7 @@ func (k checker) Check(ctx context.Context) []channels.Finding {
 	if k.cfg.BotToken == "" {
 		return []channels.Finding{{Name: "slack", Skipped: true, Detail: "not configured (SLACK_BOT_TOKEN unset)"}}
 	}
-	api := k.cfg.APIURL
-	if api == "" {
-		api = "https://slack.com/api/"
-	}
-	if !strings.HasSuffix(api, "/") {
-		api += "/"
-	}
+	api := channels.APIBase(k.cfg.APIURL, "https://slack.com/api/")
 	c, hdr := k.botToken(ctx, api)
 	out := []channels.Finding{c}
 	if c.OK {

@@ -3,29 +3,12 @@ package slack_test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 
-	"github.com/echogate/echogate/channels"
+	"github.com/echogate/echogate/channels/channeltest"
 	"github.com/echogate/echogate/channels/slack"
 	"github.com/echogate/echogate/channels/slack/slacktest"
 )
-
-// summary renders findings as "name:ok|skip|fail" joined by spaces.
-func summary(fs []channels.Finding) string {
-	var b []string
-	for _, f := range fs {
-		state := "fail"
-		switch {
-		case f.Skipped:
-			state = "skip"
-		case f.OK:
-			state = "ok"
-		}
-		b = append(b, f.Name+":"+state)
-	}
-	return strings.Join(b, " ")
-}
 
 func TestSlackCheck(t *testing.T) {
 	for name, tt := range map[string]struct {
@@ -55,19 +38,7 @@ func TestSlackCheck(t *testing.T) {
 				srv.Fail(tt.fail, slacktest.Failure{Status: http.StatusTooManyRequests, RetryAfter: 30})
 			}
 			fs := slack.NewChecker(slack.Config{BotToken: tt.bot, AppToken: tt.app, APIURL: srv.APIURL()}, nil).Check(context.Background())
-			if got := summary(fs); got != tt.want {
-				t.Errorf("Check = %s, want %s (%+v)", got, tt.want, fs)
-			}
-			var all strings.Builder
-			for _, f := range fs {
-				all.WriteString(f.Detail + " " + f.Fix + "\n")
-				if !f.OK && !f.Skipped && f.Fix == "" {
-					t.Errorf("finding %s fails without a fix: %+v", f.Name, f)
-				}
-			}
-			if !strings.Contains(all.String(), tt.wantInAll) {
-				t.Errorf("Check's details = %q, want them to say %q", all.String(), tt.wantInAll)
-			}
+			channeltest.CheckFindings(t, fs, tt.want, tt.wantInAll)
 		})
 	}
 }
