@@ -21,9 +21,10 @@
 //	GET  /api/breakers                  {tools, models}: circuit breaker states
 //	GET  /api/memory                    ?user=slack:U1&limit= → current long-term memories (404 when memory is off)
 //	GET  /api/knowledge                 ?limit= → knowledge base documents (404 when knowledge is off)
+//	GET  /api/names                     ?ids=slack:U1,discord:42 → {names: {id: display name}} of the ids seen
 //	…                                   the knowledge and memory actions (memkb.go)
 //
-// cmd registers the endpoints that belong to other parts beside these (/api/ready, /api/names,
+// cmd registers the endpoints that belong to other parts beside these (/api/ready,
 // /api/mcp/login, /api/schedules). Errors are JSON {"error": "…"} naming what was wrong and how
 // to fix it.
 package admin
@@ -130,8 +131,11 @@ type Deps struct {
 	Skills        *skills.Library    // nil unless skills are installed
 	// SkillProblems returns the problems of the last skills load (start or reload).
 	SkillProblems func() []skills.Problem
-	Log           *slog.Logger
-	Now           func() time.Time // nil: time.Now
+	// Names returns the display names seen of the given qualified user ids (unknown ones left
+	// out).
+	Names func(ids []string) map[string]string
+	Log   *slog.Logger
+	Now   func() time.Time // nil: time.Now
 }
 
 // API serves the admin endpoints. Make it with New and mount it with Register.
@@ -162,6 +166,9 @@ func New(cfg Config, deps Deps) (*API, error) {
 	}
 	if deps.SkillProblems == nil {
 		deps.SkillProblems = func() []skills.Problem { return nil }
+	}
+	if deps.Names == nil {
+		deps.Names = func([]string) map[string]string { return map[string]string{} }
 	}
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
@@ -212,7 +219,8 @@ func (a *API) Register(mux Mux) {
 	})
 	mux.HandleFunc("GET /api/memory", a.handleMemory)
 	mux.HandleFunc("GET /api/knowledge", a.handleKnowledge)
-	a.memkbAPI(mux) // memkb.go
+	mux.HandleFunc("GET /api/names", a.handleNames) // names.go
+	a.memkbAPI(mux)                                 // memkb.go
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "unknown API path "+r.URL.Path+": see GET /api/info and the README's endpoint list")
 	})

@@ -9,10 +9,9 @@ import (
 )
 
 // adminAPI mounts the console's JSON API (package admin) on mux, with the /api/ endpoints that
-// belong to other parts of the gateway: readiness, display names, MCP logins and schedules.
+// belong to other parts of the gateway: readiness, MCP logins and schedules.
 func (g *gateway) adminAPI(mux *routeMux) {
 	mux.HandleFunc("GET /api/ready", g.handleReady)         // routes.go
-	mux.HandleFunc("GET /api/names", g.handleNames)         // names_wiring.go
 	mux.HandleFunc("POST /api/mcp/login", g.handleMCPLogin) // mcp_oauth.go
 	g.scheduleAPI(mux)                                      // schedule_api.go
 	api, err := admin.New(g.adminConfig(), g.adminDeps())
@@ -57,6 +56,9 @@ func (g *gateway) adminDeps() admin.Deps {
 			return nil
 		},
 		Log: g.log,
+	}
+	if g.names != nil {
+		d.Names = g.names.Lookup
 	}
 	if g.operator != nil {
 		d.Operator = g.operator.Allows
