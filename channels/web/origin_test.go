@@ -19,6 +19,7 @@ func TestCheckOrigin(t *testing.T) {
 		"typed in the address bar":                {host: "127.0.0.1:8080", site: "none"},
 		"another site":                            {host: "127.0.0.1:8080", origin: "https://evil.example", site: "cross-site", want: "cross-origin request from \"https://evil.example\""},
 		"another site, old browser":               {host: "127.0.0.1:8080", origin: "https://evil.example", want: "cross-origin request from"},
+		"same-site without an Origin":             {host: "chat.example.com", site: "same-site", want: "cross-site request refused"},
 		"cross-site without an Origin":            {host: "127.0.0.1:8080", site: "cross-site", want: "cross-site request refused"},
 		"a sibling subdomain (same-site)":         {host: "chat.example.com", origin: "https://blog.example.com", site: "same-site", want: "cross-origin request from"},
 		"another port of the same host":           {host: "localhost:8080", origin: "http://localhost:3000", site: "same-site", want: "cross-origin request from"},
