@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-
-	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/admin"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/router"
@@ -70,10 +67,6 @@ func (c *core) modelBreakers() []router.BreakerStatus {
 	return []router.BreakerStatus{}
 }
 
-// memoryOn and knowledgeOn report whether long-term memory and the knowledge base are enabled.
-func (c *core) memoryOn() bool    { return c.memkb != nil && c.memkb.mem != nil }
-func (c *core) knowledgeOn() bool { return c.memkb != nil && c.memkb.kb != nil }
-
 // channelNames lists the platforms this gateway runs a channel for.
 func (g *gateway) channelNames() []string {
 	out := make([]string, 0, len(g.channels))
@@ -81,10 +74,4 @@ func (g *gateway) channelNames() []string {
 		out = append(out, ch.Name())
 	}
 	return out
-}
-
-// submit hands an event to the pipeline, as a channel would. It returns quickly; see
-// pipeline.Pipeline.Submit for its errors.
-func (g *gateway) submit(ctx context.Context, ev echogate.InboundEvent) error {
-	return g.pipeline.Submit(ctx, ev)
 }
