@@ -78,8 +78,22 @@ func (t *Turn) unattendedDecision(tool string) (agent.Decision, bool) {
 	}
 	t.sched.denied.Store(true)
 	t.p.d.Metrics.ToolCall(tool, "denied", 0)
-	return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not run: %s needs approval and this is a scheduled run with nobody to approve it "+
-		"(approval.unattended: deny); answer without it, or say what a person should do", tool)}, true
+	return agent.Decision{Verdict: agent.Deny, Reason: UnattendedDenialText(tool)}, true
+}
+
+// unattendedDenyMark is in the result of every call refused under approval.unattended: deny.
+const unattendedDenyMark = "this is a scheduled run with nobody to approve it (approval.unattended: deny)"
+
+// UnattendedDenialText is what the model is told of tool's call refused under
+// approval.unattended: deny; it stays in the run's transcript.
+func UnattendedDenialText(tool string) string {
+	return fmt.Sprintf("not run: %s needs approval and %s; answer without it, or say what a person should do", tool, unattendedDenyMark)
+}
+
+// UnattendedDenial reports whether m is the result of a call refused under approval.unattended:
+// deny: a run's "denied" read back from its transcript after a restart.
+func UnattendedDenial(m echogate.Message) bool {
+	return m.Role == echogate.RoleTool && m.IsError && strings.HasPrefix(m.Content, "not run: ") && strings.Contains(m.Content, unattendedDenyMark)
 }
 
 // usageTrigger is the trigger the turn's spend is recorded and checked under.
@@ -114,6 +128,16 @@ func (t *Turn) reserveRunBudget(ctx context.Context, s cost.Scope, req agent.Req
 func (t *Turn) quietAnswer(answer string) bool {
 	r := t.scheduled()
 	return r != nil && r.QuietIf != "" && strings.TrimSpace(answer) == r.QuietIf
+}
+
+// recordRunPost makes a scheduled run's posted answer the turn's posting in the turn log, before
+// the turn's end is written: a process killed between the turn's end and the run's outcome
+// leaves a done turn whose posting says "delivered", with the message id (nothing streams in a
+// scheduled run, so nothing else records it).
+func (t *Turn) recordRunPost() {
+	if t.scheduled() != nil && !t.sched.posted.IsZero() {
+		t.out.recordPosting(t.sched.posted)
+	}
 }
 
 // ErrOwnerRefused is Submit's error for a scheduled run whose owner the access rules refuse:
