@@ -336,6 +336,8 @@ func outcomeOf(e pipeline.ScheduledEnd) (schedule.Outcome, string) {
 		return schedule.OutcomeQuiet, ""
 	case e.Budget:
 		return schedule.OutcomeBudget, e.Err
+	case e.Denied && e.Err != "": // refused by a person's ❌ or the approval timeout (prompt mode)
+		return schedule.OutcomeDenied, e.Err
 	case e.Denied:
 		return schedule.OutcomeDenied, "a sensitive tool call was refused (approval.unattended: deny)"
 	case e.Status == echogate.TurnDoneSt && !e.Posted.IsZero():
