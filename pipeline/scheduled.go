@@ -154,6 +154,16 @@ func UnattendedDenialText(tool string) string {
 	return fmt.Sprintf("not run: %s needs approval and %s; answer without it, or say what a person should do", tool, unattendedDenyMark)
 }
 
+// DecisionRefusal reports whether m is the result of a call its approval's decision refused (a
+// person's ❌, or the approval timeout), and the reason: a resumed run's "denied" read back
+// from its transcript after a restart.
+func DecisionRefusal(m echogate.Message) (string, bool) {
+	if m.Role != echogate.RoleTool || !m.IsError || !strings.HasPrefix(m.Content, "not approved: ") {
+		return "", false
+	}
+	return m.Content, true
+}
+
 // UnattendedDenial reports whether m is the result of a call refused under approval.unattended:
 // deny: a run's "denied" read back from its transcript after a restart.
 func UnattendedDenial(m echogate.Message) bool {

@@ -38,6 +38,11 @@ func (s *scheduler) reconcile(ctx context.Context) {
 			end.Posted, _ = s.c.store.GetPosting(ctx, rec.ID)
 			end.Quiet = end.Posted.IsZero() && j.QuietIf != "" && lastAnswer(msgs) == j.QuietIf
 			end.Denied = slices.ContainsFunc(msgs, pipeline.UnattendedDenial)
+			for _, m := range msgs {
+				if why, ok := pipeline.DecisionRefusal(m); ok && end.Err == "" {
+					end.Denied, end.Err = true, why
+				}
+			}
 			if end.Posted.IsZero() && !end.Quiet {
 				end.Posted = s.lookUpAnswer(ctx, rec)
 			}
@@ -50,7 +55,9 @@ func (s *scheduler) reconcile(ctx context.Context) {
 	}
 }
 
-// turnOf finds the ended turn of run r in its session.
+// turnOf finds the ended turn of run r in its session: the slot's; for a run that paused for an
+// approval in a session of its own, the turn that resumed it (the newest of the session) once
+// it ended. ok is false while the run has not ended.
 func (s *scheduler) turnOf(ctx context.Context, j schedule.Job, r schedule.Run) (echogate.TurnRecord, bool) {
 	turns, err := s.c.store.ListTurns(ctx, schedule.SessionKey(j, r.Slot), 50)
 	if err != nil {
@@ -58,9 +65,16 @@ func (s *scheduler) turnOf(ctx context.Context, j schedule.Job, r schedule.Run) 
 	}
 	for _, rec := range turns {
 		// A turn recovery closed and replayed is not the run's end: the replay's turn is.
-		if strings.HasSuffix(rec.EventKey, ":"+r.EventKey) && rec.Status != echogate.TurnRunning && !pipeline.Replayed(rec) {
-			return rec, true
+		if !strings.HasSuffix(rec.EventKey, ":"+r.EventKey) || rec.Status == echogate.TurnRunning || pipeline.Replayed(rec) {
+			continue
 		}
+		if rec.Status == echogate.TurnPaused && j.Session != "shared" && len(turns) > 0 {
+			// Newest first: the turn that resumed the run (or paused it again, or still runs).
+			if last := turns[0]; last.ID != rec.ID && last.Status != echogate.TurnRunning && !pipeline.Replayed(last) {
+				return last, true
+			}
+		}
+		return rec, true
 	}
 	return echogate.TurnRecord{}, false
 }

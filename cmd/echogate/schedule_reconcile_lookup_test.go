@@ -18,7 +18,8 @@ import (
 // A run whose turn ended done with no posting record (killed between the turn's end and the
 // outcome, before postings were recorded, or the posting write failed) is recorded from what
 // the platform shows: delivered when the turn's answer is in the channel (its id recorded),
-// unconfirmed when it is not; a run whose transcript shows the unattended refusal is denied.
+// unconfirmed when it is not; a run whose transcript shows the unattended refusal is denied, and
+// so is a run the approval timeout refused after its pause (the turn that resumed it ended).
 func TestReconcileLooksOnThePlatformForTheAnswer(t *testing.T) {
 	ctx := context.Background()
 	srv := slacktest.New(slacktest.Options{})
@@ -44,7 +45,7 @@ func TestReconcileLooksOnThePlatformForTheAnswer(t *testing.T) {
 	c := &core{cfg: cfg, store: st, log: slog.New(slog.DiscardHandler), metrics: metrics.New()}
 	s := &scheduler{c: c, st: sst, clock: scheduletest.NewClock(now.Add(time.Hour)), repliers: map[string]pipeline.Replier{echogate.PlatformSlack: ch}}
 	s.cfg.Store(cfg)
-	chans := map[string]string{"posted": "C0REC1", "lost": "C0REC2", "denied": "C0REC3"}
+	chans := map[string]string{"posted": "C0REC1", "lost": "C0REC2", "denied": "C0REC3", "resumed": "C0REC4"}
 	var jobs []schedule.Job
 	for name, c := range chans {
 		jobs = append(jobs, schedule.Job{Name: name, Prompt: "p", Deliver: "slack:" + c, Spec: schedule.Spec{Every: time.Hour}})
@@ -62,12 +63,28 @@ func TestReconcileLooksOnThePlatformForTheAnswer(t *testing.T) {
 		}
 		rec := echogate.TurnRecord{ID: "t_" + name, Session: schedule.SessionKey(j, j.Next), EventKey: "slack:" + schedule.EventKey(j.ID, j.Next),
 			UserID: "slack:schedule:" + name, Status: echogate.TurnDoneSt, StartedAt: now, EndedAt: now}
+		if name == "resumed" {
+			// The slot's turn paused for an approval (approval.unattended: prompt); the timeout's
+			// decision resumed it as a turn of its own, which ended.
+			paused := rec
+			paused.ID, paused.Status = "t_resumed_0", echogate.TurnPaused
+			if err := st.CreateTurn(ctx, paused); err != nil {
+				t.Fatal(err)
+			}
+			rec.EventKey, rec.StartedAt, rec.EndedAt = "slack:approval-timeout:t_resumed_0", now.Add(time.Hour), now.Add(time.Hour)
+		}
 		if err := st.CreateTurn(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 		conv := echogate.ConversationRef{Platform: echogate.PlatformSlack, Channel: chID}
 		if err := st.UpsertSession(ctx, echogate.SessionInfo{Key: rec.Session, Conversation: conv, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
+		}
+		if name == "resumed" {
+			if err := st.AppendMessages(ctx, rec.Session, rec.ID, []echogate.Message{{Role: echogate.RoleTool, ToolCallID: "c1", Name: "run_command", Content: "not approved: nobody approved within 1h", IsError: true},
+				{Role: echogate.RoleAssistant, Content: "Nobody approved it."}}, now); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if name == "denied" {
 			deny := pipeline.UnattendedDenialText("run_command")
@@ -83,11 +100,15 @@ func TestReconcileLooksOnThePlatformForTheAnswer(t *testing.T) {
 		}
 	}
 	s.reconcile(ctx)
-	for name, want := range map[string]schedule.Outcome{"posted": schedule.OutcomeDelivered, "lost": schedule.OutcomeUnconfirmed, "denied": schedule.OutcomeDenied} {
+	for name, want := range map[string]schedule.Outcome{"posted": schedule.OutcomeDelivered, "lost": schedule.OutcomeUnconfirmed, "denied": schedule.OutcomeDenied,
+		"resumed": schedule.OutcomeDenied} {
 		runs, err := sst.ListRuns(ctx, schedule.ConfigID(name), 1)
 		if err != nil || len(runs) != 1 || runs[0].Outcome != want {
 			t.Errorf("run of %s after reconcile = %+v, %v; want outcome %q", name, runs, err, want)
 		}
+	}
+	if runs, _ := sst.ListRuns(ctx, schedule.ConfigID("resumed"), 1); len(runs) != 1 || runs[0].TurnID != "t_resumed" || runs[0].Error != "not approved: nobody approved within 1h" {
+		t.Errorf("run of resumed = %+v, want the resumed turn's end with the decision's reason", runs)
 	}
 	if got, _ := st.GetPosting(ctx, "t_posted"); got.Channel != "C0REC1" || got.ID == "" {
 		t.Errorf("GetPosting(t_posted) after reconcile = %+v, want the message found in C0REC1", got)
