@@ -184,7 +184,7 @@ func doctorSlack(ctx context.Context, client *http.Client, cfg *Config) []check 
 		}
 		var missing []string
 		for _, s := range slack.RequiredScopes() { // each named with the feature that needs it
-			if !granted[s] {
+			if !granted[s] && slackScopeNeeded(cfg, s) { // schedule_doctor.go
 				missing = append(missing, s+" ("+slack.ScopeFeature[s]+")")
 			}
 		}
