@@ -60,15 +60,11 @@ func (p *Pipeline) replay(ctx context.Context, atStart bool) error {
 // janitor applies approval timeouts and, with several replicas, takes over abandoned events,
 // until ctx ends.
 func (p *Pipeline) janitor(ctx context.Context) {
-	if p.cfg.OnTimeout != OnTimeoutDeny && p.cfg.ReplayAfter <= 0 {
-		return
-	}
 	t := time.NewTicker(p.cfg.JanitorInterval)
 	defer t.Stop()
 	for {
-		if p.cfg.OnTimeout == OnTimeoutDeny {
-			p.expireApprovals(ctx)
-		}
+		// Under on_timeout: wait only scheduled runs' pauses expire (scheduled.go, pauseExpires).
+		p.expireApprovals(ctx)
 		if p.cfg.ReplayAfter > 0 {
 			if err := p.replay(ctx, false); err != nil && ctx.Err() == nil {
 				p.log.Warn("pipeline: replay abandoned events", "err", err)

@@ -18,6 +18,7 @@ func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string
 	pz := res.Pause
 	out := p.pausePrompt(ctx, t, res)
 	t.out.savePlan(&res.State)
+	t.saveRun(&res.State) // scheduled.go: the resumed turn is the same run
 	state, err := json.Marshal(res.State)
 	if err != nil {
 		t.enter(StateFailed)
@@ -25,7 +26,7 @@ func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string
 	}
 	pend := echogate.PendingTurn{Session: t.key, Turn: t.id, Kind: pz.Kind, CallID: pz.Call.ID, Tool: pz.Call.Name,
 		State: state, RequestedBy: t.userID, CreatedAt: p.cfg.Now()}
-	if pz.Kind == echogate.PauseApproval && p.cfg.OnTimeout == OnTimeoutDeny {
+	if pz.Kind == echogate.PauseApproval && t.pauseExpires() { // scheduled.go
 		pend.ExpiresAt = p.cfg.Now().Add(p.cfg.ApprovalTimeout)
 	}
 	resting := StateWaitingApproval

@@ -85,6 +85,7 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 			final = "_(the model returned an empty answer)_"
 		}
 		t.sched.posted, err = t.out.finish(ctx, echogate.OutReply, final)
+		t.recordRunPost() // scheduled.go
 	case agent.StatusAborted:
 		t.enter(StateStopped)
 		if errors.Is(res.Err, agent.ErrBudget) {

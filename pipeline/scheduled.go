@@ -1,13 +1,13 @@
 package pipeline
 
 import (
-	"time"
-
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
@@ -21,7 +21,7 @@ const ScheduleToolName = "schedule"
 // ScheduledEnd is given to Deps.AfterScheduled when a scheduled run's turn ends (SPEC
 // "Scheduled work"): the wiring records the run's outcome from it.
 type ScheduledEnd struct {
-	Run     echogate.ScheduledRun // empty for a resumed run's turn: Session names the run
+	Run     echogate.ScheduledRun // empty only for a turn resumed from a pause saved without it: Session names the run
 	Session echogate.SessionKey
 	EventID string // the slot's event key
 	Turn    string
@@ -40,10 +40,70 @@ type schedState struct {
 	quiet  bool
 	denied atomic.Bool
 	posted echogate.MessageRef
+	// run is the run a resumed turn continues (its event is the decision's, not the slot's).
+	run *echogate.ScheduledRun
 }
 
-// scheduled returns the run a turn carries, nil for a turn of a message.
-func (t *Turn) scheduled() *echogate.ScheduledRun { return t.ev.Scheduled }
+// scheduled returns the run a turn carries: its event's, or for a turn resumed after a
+// scheduled run's approval the run's; nil for a turn of a message.
+func (t *Turn) scheduled() *echogate.ScheduledRun {
+	if t.ev.Scheduled != nil {
+		return t.ev.Scheduled
+	}
+	return t.sched.run
+}
+
+// runNote is the agent.State note that carries a scheduled run across its pause.
+const runNote = "echogate.scheduled_run"
+
+// saveRun keeps the turn's scheduled run in the state its pause saves: the turn that resumes
+// it is the same run (its job's quiet_if, budget and outcome), though its event is a decision.
+func (t *Turn) saveRun(st *agent.State) {
+	r := t.scheduled()
+	if r == nil {
+		return
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	if st.Notes == nil {
+		st.Notes = map[string]string{}
+	}
+	st.Notes[runNote] = string(b)
+}
+
+// pausedRun is the scheduled run a paused state carries (saveRun), nil for other pauses.
+func pausedRun(st *agent.State) *echogate.ScheduledRun {
+	if st == nil || st.Notes[runNote] == "" {
+		return nil
+	}
+	var r echogate.ScheduledRun
+	if json.Unmarshal([]byte(st.Notes[runNote]), &r) != nil || r.Job == "" {
+		return nil
+	}
+	return &r
+}
+
+// pauseExpires reports whether the turn's approval pause gets a deadline (approval.timeout):
+// under on_timeout: deny every pause; under wait, a scheduled run's too. Nobody watches a
+// scheduled run, so it may not wait forever: after the timeout the call is refused, the model
+// answers without it, and the run is recorded denied.
+func (t *Turn) pauseExpires() bool {
+	return t.p.cfg.OnTimeout == OnTimeoutDeny || t.scheduled() != nil
+}
+
+// refusedByDecision is the reason a resumed scheduled run's call was refused (a person's ❌ or
+// the approval timeout), "" when it was approved or the turn did not resume an approval.
+func (t *Turn) refusedByDecision() string {
+	if t.scheduled() == nil || t.decision == nil || t.approved == nil || t.approved.Paused.Kind != echogate.PauseApproval || t.decision.Approved {
+		return ""
+	}
+	if t.decision.Reason == "" {
+		return "not approved"
+	}
+	return t.decision.Reason
+}
 
 // scheduledProfile is the profile a scheduled run names (agent:), or nil to use the place's.
 func (p *Pipeline) scheduledProfile(ev echogate.InboundEvent) *profile {
@@ -63,9 +123,13 @@ func (p *Pipeline) scheduledProfile(ev echogate.InboundEvent) *profile {
 	return nil
 }
 
-// scheduledTool reports whether a scheduled run may be offered tool: never the schedule tool.
+// askUserToolName is the tool that asks the person a question and waits for the answer.
+const askUserToolName = "ask_user"
+
+// scheduledTool reports whether a scheduled run may be offered tool: never the schedule tool,
+// nor ask_user (nobody is there to answer, and a run may not wait forever).
 func (t *Turn) scheduledTool(tool string) bool {
-	return t.scheduled() == nil || tool != ScheduleToolName
+	return t.scheduled() == nil || (tool != ScheduleToolName && tool != askUserToolName)
 }
 
 // unattendedDecision is the verdict on a call that would ask for approval in a scheduled run:
@@ -78,8 +142,32 @@ func (t *Turn) unattendedDecision(tool string) (agent.Decision, bool) {
 	}
 	t.sched.denied.Store(true)
 	t.p.d.Metrics.ToolCall(tool, "denied", 0)
-	return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not run: %s needs approval and this is a scheduled run with nobody to approve it "+
-		"(approval.unattended: deny); answer without it, or say what a person should do", tool)}, true
+	return agent.Decision{Verdict: agent.Deny, Reason: UnattendedDenialText(tool)}, true
+}
+
+// unattendedDenyMark is in the result of every call refused under approval.unattended: deny.
+const unattendedDenyMark = "this is a scheduled run with nobody to approve it (approval.unattended: deny)"
+
+// UnattendedDenialText is what the model is told of tool's call refused under
+// approval.unattended: deny; it stays in the run's transcript.
+func UnattendedDenialText(tool string) string {
+	return fmt.Sprintf("not run: %s needs approval and %s; answer without it, or say what a person should do", tool, unattendedDenyMark)
+}
+
+// DecisionRefusal reports whether m is the result of a call its approval's decision refused (a
+// person's ❌, or the approval timeout), and the reason: a resumed run's "denied" read back
+// from its transcript after a restart.
+func DecisionRefusal(m echogate.Message) (string, bool) {
+	if m.Role != echogate.RoleTool || !m.IsError || !strings.HasPrefix(m.Content, "not approved: ") {
+		return "", false
+	}
+	return m.Content, true
+}
+
+// UnattendedDenial reports whether m is the result of a call refused under approval.unattended:
+// deny: a run's "denied" read back from its transcript after a restart.
+func UnattendedDenial(m echogate.Message) bool {
+	return m.Role == echogate.RoleTool && m.IsError && strings.HasPrefix(m.Content, "not run: ") && strings.Contains(m.Content, unattendedDenyMark)
 }
 
 // usageTrigger is the trigger the turn's spend is recorded and checked under.
@@ -114,6 +202,16 @@ func (t *Turn) reserveRunBudget(ctx context.Context, s cost.Scope, req agent.Req
 func (t *Turn) quietAnswer(answer string) bool {
 	r := t.scheduled()
 	return r != nil && r.QuietIf != "" && strings.TrimSpace(answer) == r.QuietIf
+}
+
+// recordRunPost makes a scheduled run's posted answer the turn's posting in the turn log, before
+// the turn's end is written: a process killed between the turn's end and the run's outcome
+// leaves a done turn whose posting says "delivered", with the message id (nothing streams in a
+// scheduled run, so nothing else records it).
+func (t *Turn) recordRunPost() {
+	if t.scheduled() != nil && !t.sched.posted.IsZero() {
+		t.out.recordPosting(t.sched.posted)
+	}
 }
 
 // ErrOwnerRefused is Submit's error for a scheduled run whose owner the access rules refuse:
@@ -166,7 +264,9 @@ func (p *Pipeline) promptSession(ctx context.Context, ev *echogate.InboundEvent)
 }
 
 // endScheduled tells Deps.AfterScheduled how a scheduled run's turn ended: a run's own turn, or
-// the turn that resumed it after an approval (then Run is empty and Session names the run).
+// the turn that resumed it after an approval (its pause carried the run; for a pause saved
+// without it Run is empty and Session names the run). A call refused by the decision (a
+// person's ❌, or the approval timeout) makes the run denied.
 func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, postErr error) {
 	r := t.scheduled()
 	if r == nil && t.resume != nil && strings.HasPrefix(string(t.key), scheduledPrefix) {
@@ -177,6 +277,12 @@ func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, 
 	}
 	e := ScheduledEnd{Run: *r, Session: t.key, EventID: t.ev.ID, Turn: t.id, Status: t.rec.Status, Posted: t.sched.posted, Quiet: t.sched.quiet,
 		Budget: errors.Is(res.Err, agent.ErrBudget), Denied: t.sched.denied.Load(), Err: t.rec.Error}
+	if why := t.refusedByDecision(); why != "" && !e.Quiet {
+		e.Denied = true
+		if e.Err == "" {
+			e.Err = why
+		}
+	}
 	if postErr != nil && e.Err == "" {
 		e.Err = "post answer: " + postErr.Error()
 	}

@@ -107,6 +107,7 @@ func withUnrecordedSession(info echogate.SessionInfo) turnOption {
 func withResume(r echogate.TurnResume, st *agent.State, rs *agent.Resume) turnOption {
 	return func(t *Turn) {
 		t.id, t.resume, t.decision, t.approved = r.Turn, st, rs, &r
+		t.sched.run = pausedRun(st)     // scheduled.go: a scheduled run resumed after its approval
 		t.userID = r.Paused.RequestedBy // the resumed turn belongs to the user who started it
 	}
 }
@@ -130,7 +131,7 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 		return nil, false
 	}
 	t.caps = p.caps[ev.Conversation.Platform]
-	if ev.Scheduled != nil {
+	if t.scheduled() != nil {
 		t.caps.Streamer = nil // nobody watches; a quiet answer must not appear while it streams
 	}
 	t.life = NewLifecycle(StateIdle)

@@ -91,6 +91,7 @@ type Channel struct {
 	threadsSeen  *idSet                  // threads whose history was read for context
 	lanes        lanes                   // messages waiting for thread reads, per channel (lanes.go)
 	activity     sync.Map                // channel id → *activityState (activity.go)
+	dms          dmCache                 // user id → the bot's DM channel with them (dm.go)
 
 	mu    sync.Mutex
 	state connState

@@ -14,17 +14,23 @@ import (
 // NewChecker returns the connection check of cfg's tokens (echogate doctor): auth.test with the
 // bot token and its granted scopes, and, with an app token, whether a Socket Mode connection
 // can be opened. It uses cfg.BotToken, AppToken and APIURL; client sends the calls (nil:
-// http.DefaultClient). It does no I/O until Check.
-func NewChecker(cfg Config, client *http.Client) channels.Checker {
+// http.DefaultClient). needScope says whether a scope of RequiredScopes is asked for (nil: all
+// of them), so a feature's scope is asked for only where the configuration uses the feature.
+// It does no I/O until Check.
+func NewChecker(cfg Config, client *http.Client, needScope func(scope string) bool) channels.Checker {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return checker{cfg: cfg, client: client}
+	if needScope == nil {
+		needScope = func(string) bool { return true }
+	}
+	return checker{cfg: cfg, client: client, needScope: needScope}
 }
 
 type checker struct {
-	cfg    Config
-	client *http.Client
+	cfg       Config
+	client    *http.Client
+	needScope func(string) bool
 }
 
 // Check implements channels.Checker.
@@ -36,7 +42,7 @@ func (k checker) Check(ctx context.Context) []channels.Finding {
 	c, hdr := k.botToken(ctx, api)
 	out := []channels.Finding{c}
 	if c.OK {
-		out = append(out, scopesFinding(hdr))
+		out = append(out, scopesFinding(hdr, k.needScope))
 	}
 	if k.cfg.AppToken != "" {
 		out = append(out, k.socketMode(ctx, api))
@@ -70,7 +76,7 @@ func (k checker) botToken(ctx context.Context, api string) (channels.Finding, ht
 }
 
 // scopesFinding compares the scopes auth.test reported (X-OAuth-Scopes) with RequiredScopes.
-func scopesFinding(hdr http.Header) channels.Finding {
+func scopesFinding(hdr http.Header, needScope func(string) bool) channels.Finding {
 	sc := channels.Finding{Name: "slack:scopes"}
 	granted := map[string]bool{}
 	for _, s := range strings.Split(hdr.Get("X-OAuth-Scopes"), ",") {
@@ -78,7 +84,7 @@ func scopesFinding(hdr http.Header) channels.Finding {
 	}
 	var missing []string
 	for _, s := range RequiredScopes() { // each named with the feature that needs it
-		if !granted[s] {
+		if !granted[s] && needScope(s) {
 			missing = append(missing, s+" ("+ScopeFeature[s]+")")
 		}
 	}

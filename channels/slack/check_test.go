@@ -37,7 +37,7 @@ func TestSlackCheck(t *testing.T) {
 			if tt.fail != "" {
 				srv.Fail(tt.fail, slacktest.Failure{Status: http.StatusTooManyRequests, RetryAfter: 30})
 			}
-			fs := slack.NewChecker(slack.Config{BotToken: tt.bot, AppToken: tt.app, APIURL: srv.APIURL()}, nil).Check(context.Background())
+			fs := slack.NewChecker(slack.Config{BotToken: tt.bot, AppToken: tt.app, APIURL: srv.APIURL()}, nil, nil).Check(context.Background())
 			channeltest.CheckFindings(t, fs, tt.want, tt.wantInAll)
 		})
 	}

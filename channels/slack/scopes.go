@@ -21,6 +21,7 @@ var MethodScopes = map[string]string{
 	"conversations.replies":                 "channels:history", // groups:history / im:history in private channels and DMs
 	"conversations.history":                 "channels:history",
 	"users.info":                            "users:read",
+	"conversations.open":                    "im:write",   // a scheduled job's delivery to slack:dm:<user> (dm.go)
 	"assistant.threads.setStatus":           "chat:write", // since 2026-03 also in channels; assistant:write is being retired for it
 	"assistant.threads.setSuggestedPrompts": "assistant:write",
 	"assistant.threads.setTitle":            "assistant:write",
@@ -48,6 +49,7 @@ var ScopeFeature = map[string]string{
 	"channels:history":  "thread follow-ups and thread context in public channels",
 	"groups:history":    "the same in private channels",
 	"im:history":        "direct messages",
+	"im:write":          "scheduled jobs delivered to a user's DM (slack:dm:<user>)",
 	"reactions:read":    "approving (✅ 🔁 ❌) and stopping (🛑) with reactions",
 	"reactions:write":   "the approval reactions and the 👀 progress reaction",
 	"users:read":        "display names in thread context and the console",

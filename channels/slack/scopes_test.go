@@ -25,6 +25,7 @@ var sdkMethods = map[string]string{
 	"GetConversationRepliesContext":              "conversations.replies",
 	"GetConversationHistoryContext":              "conversations.history",
 	"GetUserInfoContext":                         "users.info",
+	"OpenConversationContext":                    "conversations.open",
 	"SetAssistantThreadsStatusContext":           "assistant.threads.setStatus",
 	"SetAssistantThreadsSuggestedPromptsContext": "assistant.threads.setSuggestedPrompts",
 	"SetAssistantThreadsTitleContext":            "assistant.threads.setTitle",

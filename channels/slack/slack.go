@@ -85,6 +85,7 @@ type Channel struct {
 	statusOff atomic.Bool // assistant.threads.setStatus is not available in this workspace
 	agentOff  atomic.Bool // agents.sessions.setStatus is not available in this workspace
 	acts      sync.Map    // "C:thread" → *threadActivity of the turn running there (tasks.go)
+	dms       dmCache     // user → the bot's DM channel with them (dm.go)
 
 	mu          sync.Mutex
 	self        identity

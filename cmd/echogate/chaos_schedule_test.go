@@ -280,9 +280,10 @@ func (c *schedChaos) check(start, end time.Time) {
 				postedTwice++
 				t.Errorf("%s: slot %s answered %d times", j.name, r.Slot, posted)
 			case posted == 1 && r.Outcome == schedule.OutcomeUnconfirmed:
-				// Posted once; the gateway could not confirm it (a kill during the continued
-				// stream of a replay): counted, not a double post nor a lost one.
+				// Posted once and recorded unconfirmed: the outcome is not the truth (the turn's
+				// posting, or the platform, shows the message).
 				unconfirmed++
+				t.Errorf("%s: slot %s posted once but recorded unconfirmed (%q), turns %v, replayed %v; want delivered", j.name, r.Slot, r.Error, tids, replayedOf[r.EventKey])
 			case posted == 0 || r.Outcome != schedule.OutcomeDelivered:
 				notDelivered++
 				t.Errorf("%s: slot %s: outcome %q (%s), %d answers; want delivered once", j.name, r.Slot, r.Outcome, r.Error, posted)
@@ -325,7 +326,7 @@ func (c *schedChaos) check(start, end time.Time) {
 	}
 	t.Logf("schedule chaos: %d outages of every replica (longer than a period): %d of %d job catch-ups ran", len(c.outages), caughtUp, len(c.outages)*len(schedChaosJobs))
 	t.Logf("schedule chaos: %d replicas, %d jobs every 2s over %s, %d SIGKILLs: %d slots run (claimed; %d of them interrupted by a kill and replayed), %d claimed twice, %d run by two turns, "+
-		"%d answers posted twice, %d not delivered once (%d more posted once but recorded unconfirmed); %d slots passed over by catch-up (%d while a replica was down, %d while up: a late pass), %d passed over before due",
+		"%d answers posted twice, %d not delivered once, %d posted once but recorded unconfirmed; %d slots passed over by catch-up (%d while a replica was down, %d while up: a late pass), %d passed over before due",
 		len(c.gs), len(schedChaosJobs), end.Sub(start).Round(time.Second), c.kills, slots, replays, claimedTwice, runTwice, postedTwice, notDelivered, unconfirmed,
 		skipped, skippedDown, skipped-skippedDown, wrongSkip)
 	if slots < *schedChaosSlots {

@@ -150,7 +150,8 @@ func hasModel(list []struct {
 func doctorPlatforms(ctx context.Context, client *http.Client, cfg *Config) []check {
 	var out []check
 	for _, k := range []channels.Checker{
-		slack.NewChecker(slack.Config{BotToken: cfg.Slack.BotToken, AppToken: cfg.Slack.AppToken, APIURL: cfg.Slack.APIURL}, client),
+		slack.NewChecker(slack.Config{BotToken: cfg.Slack.BotToken, AppToken: cfg.Slack.AppToken, APIURL: cfg.Slack.APIURL}, client,
+			func(s string) bool { return slackScopeNeeded(cfg, s) }), // schedule_doctor.go
 		discord.NewChecker(discord.Config{Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, MessageContent: cfg.Discord.messageContent()}, client),
 	} {
 		for _, f := range k.Check(ctx) {

@@ -440,6 +440,9 @@ func newScriptedModel(t *testing.T) *scriptedModel {
 	m.fake.Respond(func(req agenttest.ChatRequest) (agenttest.Answer, bool) {
 		last := req.Last()
 		if last.Role == "tool" {
+			if strings.Contains(req.LastUser(), "[quiet-after-tool]") { // e2e_schedule_prompt_test.go: quiet_if after an approval
+				return agenttest.TextAnswer("NOTHING"), true
+			}
 			return agenttest.TextAnswer(afterToolText + oneLine(last.Content, 120)), true
 		}
 		text := strings.ToLower(req.LastUser())

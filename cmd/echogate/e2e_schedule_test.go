@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/channels/slack/slacktest"
 	"github.com/echogate/echogate/internal/schedule/scheduletest"
 )
 
@@ -36,11 +37,15 @@ schedules:
   - {name: dc, cron: "0 9 * * *", prompt: "discord digest [s-dc]", deliver: "discord:600000000000009999"}
   - {name: runbook, cron: "0 9 * * *", prompt: "check the pager [s-skill]", deliver: "slack:C0SCHED7", skill: incident-runbook}
   - {name: noskill, cron: "0 9 * * *", prompt: "no such skill [s-noskill]", deliver: "slack:C0SCHED8", skill: no-such-skill}
+  - {name: sdm, cron: "0 9 * * *", prompt: "slack dm digest [s-sdm]", deliver: "slack:dm:U0DMUSER"}
+  - {name: ddm, cron: "0 9 * * *", prompt: "discord dm digest [s-ddm]", deliver: "discord:dm:500000000000000777"}
+  - {name: botdm, cron: "0 9 * * *", prompt: "the bot's own dm [s-botdm]", deliver: "discord:dm:100000000000000001", max_failures: 0}
 `
 
 // TestE2EScheduledWork is `echogate serve` with jobs in `schedules:` on a test clock: at 9:00
 // each runs once through the real adapters. A config job delivers to a Slack channel, a Slack
-// thread and a Discord channel; quiet_if posts nothing; a failing precheck makes no model
+// thread, a Discord channel, a Slack DM and a Discord DM (opened once, then remembered; a DM
+// Discord refuses fails the run with Discord's reason); quiet_if posts nothing; a failing precheck makes no model
 // request; a per-run budget stops a run, which (max_failures: 1) pauses the job with one alert,
 // and the next day it does not run nor alert again.
 func TestE2EScheduledWork(t *testing.T) { scheduledWork(t, nil) }
@@ -89,6 +94,9 @@ func scheduledWork(t *testing.T, extra map[string]string) {
 		`echogate_schedule_runs_total{job="broke",outcome="budget"} 1`,
 		`echogate_schedule_runs_total{job="runbook",outcome="delivered"} 1`,
 		`echogate_schedule_runs_total{job="noskill",outcome="failed"} 1`,
+		`echogate_schedule_runs_total{job="sdm",outcome="delivered"} 1`,
+		`echogate_schedule_runs_total{job="ddm",outcome="delivered"} 1`,
+		`echogate_schedule_runs_total{job="botdm",outcome="failed"} 1`,
 		"echogate_schedule_lag_seconds_count")
 
 	one := func(what string, msgs []string, want string) {
@@ -114,6 +122,17 @@ func scheduledWork(t *testing.T, extra map[string]string) {
 		dc = append(dc, m.Content)
 	}
 	one("discord channel", dc, "discord digest [s-dc]")
+	one("slack DM", slackTexts(slacktest.DMChannel("U0DMUSER"), ""), "slack dm digest [s-sdm]")
+	var ddm []string
+	for _, m := range dsrv.BotMessages(dsrv.DMChannelOf("500000000000000777")) {
+		ddm = append(ddm, m.Content)
+	}
+	one("discord DM", ddm, "discord dm digest [s-ddm]")
+	var jobs []map[string]any
+	getJSON(t, g.base+"/api/schedules", &jobs)
+	if b := fmt.Sprint(jobs); !strings.Contains(b, "Cannot send messages to this user") {
+		t.Errorf("GET /api/schedules = %s; want the botdm run failed with Discord's reason", b)
+	}
 	one("precheck exit 0", slackTexts("C0SCHED6", ""), "open [s-open]")
 	if got := slackTexts("C0SCHED3", ""); len(got) != 0 {
 		t.Errorf("quiet_if: posted %q, want nothing", got)
@@ -139,7 +158,11 @@ func scheduledWork(t *testing.T, extra map[string]string) {
 
 	// The next day: the paused job neither runs nor alerts again; the others run once more.
 	tick(time.Date(2030, 1, 8, 9, 0, 5, 0, time.UTC))
-	waitMetrics(t, g.base, `echogate_schedule_runs_total{job="digest",outcome="delivered"} 2`, `echogate_schedule_runs_total{job="gated",outcome="skipped"} 2`)
+	waitMetrics(t, g.base, `echogate_schedule_runs_total{job="digest",outcome="delivered"} 2`, `echogate_schedule_runs_total{job="gated",outcome="skipped"} 2`,
+		`echogate_schedule_runs_total{job="sdm",outcome="delivered"} 2`, `echogate_schedule_runs_total{job="ddm",outcome="delivered"} 2`)
+	if n, m := len(ssrv.CallsTo("conversations.open")), len(dsrv.CallsTo("POST", "/users/@me/channels")); n != 1 || m != 3 {
+		t.Errorf("conversations.open calls = %d, Discord create DM calls = %d; want 1 and 3 (each DM opened once; the refused one asked again on each run)", n, m)
+	}
 	one("budget alert after a day", slackTexts("C0SCHED5", ""), "paused itself")
 	if strings.Contains(metricsText(t, g.base), `echogate_schedule_runs_total{job="broke",outcome="budget"} 2`) {
 		t.Error("the paused job ran again")

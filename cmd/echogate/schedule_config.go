@@ -184,9 +184,6 @@ func (c *Config) validateSchedule(key string, e ScheduleConf) error {
 	if strings.HasPrefix(strings.TrimSpace(e.Deliver), "webhook:") && e.Secret == "" {
 		return badKey(key+".secret", "a webhook target needs a secret to sign its deliveries (X-Echogate-Signature): set secret: ${HOOK_SECRET}")
 	}
-	if strings.Contains(e.Deliver, ":dm:") {
-		return badKey(key+".deliver", "delivery to a user's DM (slack:dm:<user>, discord:dm:<user>) is not supported yet: give the DM's channel id instead (slack:D…, discord:<channel id>)")
-	}
 	j.ID, j.Owner = schedule.ConfigID(e.Name), schedule.ConfigOwner
 	// The reference instant is before a one-shot's time: a stored `at` that has passed is
 	// still a valid config (it ran, or catch-up decides).

@@ -5,8 +5,24 @@ import (
 	"time"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/channels/slack"
 	"github.com/echogate/echogate/internal/schedule"
 )
+
+// slackScopeNeeded reports whether doctor asks for Slack bot scope s: im:write (for
+// conversations.open) only when a job of schedules: delivers to slack:dm:<user>, so an app
+// installed before DM delivery is not told to reinstall for a feature it does not use.
+func slackScopeNeeded(cfg *Config, s string) bool {
+	if s != slack.MethodScopes["conversations.open"] {
+		return true
+	}
+	for _, e := range cfg.Schedules {
+		if tg, err := schedule.ParseTarget(e.Deliver); err == nil && tg.Platform == echogate.PlatformSlack && tg.DMUser != "" {
+			return true
+		}
+	}
+	return false
+}
 
 // doctorSchedules checks each job of `schedules:` (SPEC "Scheduled work"): its timing and
 // fields (schedule.CheckJob, as the config's validation does), its delivery target

@@ -163,6 +163,9 @@ func (s *scheduler) submit(ctx context.Context, t schedule.Trigger) error {
 		}
 		ev.Text = skillPrompt(sk, ev.Text)
 	}
+	if ok, err := s.placeDM(ctx, t, &ev); !ok { // schedule_dm.go: a DM target is opened now
+		return err
+	}
 	err = s.c.pipeline.Submit(ctx, ev)
 	if errors.Is(err, pipeline.ErrShuttingDown) {
 		// Not queued: the slot's claim stays unsubmitted and is taken over at the next start.
@@ -180,10 +183,7 @@ func scheduledEvent(t schedule.Trigger, unattended string, now time.Time) (echog
 	if err != nil {
 		return echogate.InboundEvent{}, err
 	}
-	if tg.DMUser != "" {
-		return echogate.InboundEvent{}, fmt.Errorf("schedule %s: deliver %s: not supported yet; deliver to a channel, a thread, a DM's channel id, a web session or a webhook", j.ID, j.Deliver)
-	}
-	conv := deliveryConv(j, tg)
+	conv := deliveryConv(j, tg) // for a DM target, its platform alone: submit opens the DM (placeDM)
 	actor := echogate.Actor{ID: "schedule:" + j.Name}
 	if j.Owner != schedule.ConfigOwner {
 		plat, id, _ := strings.Cut(j.Owner, ":")
@@ -192,7 +192,7 @@ func scheduledEvent(t schedule.Trigger, unattended string, now time.Time) (echog
 		}
 		actor = echogate.Actor{ID: id}
 	}
-	conv.DM = tg.Platform == echogate.PlatformSlack && strings.HasPrefix(conv.Channel, "D")
+	conv.DM = tg.DMUser != "" || tg.Platform == echogate.PlatformSlack && strings.HasPrefix(conv.Channel, "D")
 	return echogate.InboundEvent{ID: t.EventKey, Kind: echogate.KindMention, Conversation: conv, Session: schedule.SessionKey(j, t.Slot),
 		Actor: actor, Text: j.Prompt, ReceivedAt: now,
 		Scheduled: &echogate.ScheduledRun{Job: j.ID, Slot: t.Slot, BudgetUSD: j.BudgetUSD, QuietIf: j.QuietIf, Agent: j.Agent,
@@ -306,11 +306,16 @@ func (s *scheduler) alert(ctx context.Context, j schedule.Job) {
 		name, j.Failures, j.LastOutcome, capText(j.LastError, 300), name)
 	tg, err := schedule.ParseTarget(j.Deliver)
 	rep := s.repliers[tg.Platform]
-	if err != nil || rep == nil || tg.DMUser != "" {
+	if err != nil || rep == nil {
 		s.c.log.Error("schedule: job paused; its delivery place cannot be told", "job", j.ID, "deliver", j.Deliver)
 		return
 	}
-	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: deliveryConv(j, tg), Text: text}); err != nil {
+	conv, err := s.deliveryPlace(ctx, j, tg)
+	if err != nil {
+		s.c.log.Error("schedule: job paused; its delivery place cannot be told", "job", j.ID, "deliver", j.Deliver, "err", err)
+		return
+	}
+	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: conv, Text: text}); err != nil {
 		s.c.log.Error("schedule: post the paused job's alert", "job", j.ID, "err", err)
 	}
 }
@@ -331,6 +336,8 @@ func outcomeOf(e pipeline.ScheduledEnd) (schedule.Outcome, string) {
 		return schedule.OutcomeQuiet, ""
 	case e.Budget:
 		return schedule.OutcomeBudget, e.Err
+	case e.Denied && e.Err != "": // refused by a person's ❌ or the approval timeout (prompt mode)
+		return schedule.OutcomeDenied, e.Err
 	case e.Denied:
 		return schedule.OutcomeDenied, "a sensitive tool call was refused (approval.unattended: deny)"
 	case e.Status == echogate.TurnDoneSt && !e.Posted.IsZero():

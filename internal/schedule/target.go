@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -16,6 +17,17 @@ type Target struct {
 	Thread   string // Slack thread ts
 	DMUser   string // for slack:dm:<user> and discord:dm:<user>: the adapter opens the DM
 	Webhook  string // for webhook:https://…
+}
+
+// dmUser is the form of a user id a DM target names, per platform.
+var dmUser = map[string]*regexp.Regexp{
+	echogate.PlatformSlack:   regexp.MustCompile(`^[UW][A-Z0-9]+$`),
+	echogate.PlatformDiscord: regexp.MustCompile(`^[0-9]{1,20}$`),
+}
+
+var dmUserHint = map[string]string{
+	echogate.PlatformSlack:   "a Slack DM needs the user's member id (U…, from their profile: ⋮ → Copy member ID)",
+	echogate.PlatformDiscord: "a Discord DM needs the user's numeric id (Developer Mode → right-click the user → Copy User ID)",
 }
 
 // ParseTarget reads a delivery target: slack:<channel>[/<thread ts>], slack:dm:<user>,
@@ -35,8 +47,8 @@ func ParseTarget(s string) (Target, error) {
 	switch platform {
 	case echogate.PlatformSlack, echogate.PlatformDiscord:
 		if user, ok := strings.CutPrefix(rest, "dm:"); ok {
-			if user == "" || strings.ContainsAny(user, "/:") {
-				return bad("a DM needs a user id")
+			if !dmUser[platform].MatchString(user) {
+				return bad(dmUserHint[platform])
 			}
 			return Target{Platform: platform, DMUser: user}, nil
 		}

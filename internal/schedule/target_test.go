@@ -21,7 +21,7 @@ func TestParseTarget(t *testing.T) {
 			t.Errorf("ParseTarget(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "C0123", "slack:", "slack:dm:", "discord:1/2", "teams:C1", "webhook:http://hooks.example/x", "webhook:https://u:p@hooks.example/", "slack:C1 C2"} {
+	for _, in := range []string{"", "C0123", "slack:", "slack:dm:", "discord:1/2", "teams:C1", "webhook:http://hooks.example/x", "webhook:https://u:p@hooks.example/", "slack:C1 C2", "slack:dm:ann", "slack:dm:u42", "slack:dm:U42/1", "discord:dm:ann", "discord:dm:1:2", "discord:dm:123456789012345678901"} {
 		if _, err := ParseTarget(in); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "deliver") {
 			t.Errorf("ParseTarget(%q) = %v, want ErrInvalid naming deliver", in, err)
 		}

@@ -58,6 +58,9 @@ func (s *Server) handleREST(w http.ResponseWriter, r *http.Request, path string,
 	if st, ok := s.handleInteractionREST(w, r.Method, parts, body); ok {
 		return st
 	}
+	if st, ok := s.handleDMREST(w, r.Method, parts, body); ok { // dm.go
+		return st
+	}
 	switch {
 	case len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages" && r.Method == http.MethodGet:
 		return s.listMessages(w, parts[1], r.URL.Query())

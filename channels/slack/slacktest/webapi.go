@@ -51,7 +51,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 
 // DefaultScopes are the bot scopes of docs/slack-app-manifest.yaml.
 var DefaultScopes = []string{"app_mentions:read", "assistant:write", "channels:history", "chat:write", "commands", "files:read",
-	"groups:history", "im:history", "reactions:read", "reactions:write", "users:read"}
+	"groups:history", "im:history", "im:write", "reactions:read", "reactions:write", "users:read"}
 
 func wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
@@ -195,6 +195,8 @@ func (s *Server) handle(method string, p map[string]string, token string) (int, 
 		return s.repliesLocked(p)
 	case "conversations.history":
 		return s.historyLocked(p)
+	case "conversations.open":
+		return s.openDMLocked(p) // dm.go
 	}
 	return fail("unknown_method")
 }
