@@ -11,3 +11,13 @@ func (s *Store) MigrateTo(ctx context.Context, n int) error {
 	}
 	return s.migrate(ctx, ms[:n])
 }
+
+// RenewLeases renews the session leases the store holds now (what its background loop does every
+// LeaseTTL/3). Only for a store with Pooler "transaction".
+func (s *Store) RenewLeases() error {
+	p, err := s.conns(context.Background())
+	if err != nil {
+		return err
+	}
+	return p.leases.renew()
+}

@@ -33,9 +33,16 @@
 //
 // # Connection poolers
 //
-// The store uses prepared statements (pgx's statement cache) and session-level advisory locks
-// (Migrate, TryLockSession). Behind PgBouncer in transaction mode, add
-// default_query_exec_mode=exec to the URL and do not use TryLockSession; session mode works as is.
+// Connected directly (or through a pooler in session mode), the store uses named prepared
+// statements (pgx's statement cache) and session-level advisory locks (Migrate, TryLockSession).
+// Neither survives a pooler in transaction mode (PgBouncer's pool_mode = transaction, most managed
+// databases' proxies), which hands each transaction to whichever server connection is free. With
+// Config.Pooler = "transaction" (database.pooler) the store keeps no state on a connection beyond
+// one transaction: statements are unnamed (pgx's describe cache), TryLockSession takes a lease row
+// (lease.go) instead of an advisory lock, and Migrate holds its lock as a transaction-scoped one
+// in a transaction of its own. Config.Schema needs search_path on every server connection, which
+// PgBouncer 1.18 cannot carry: through a pooler, give echogate a database (or a role with
+// ALTER ROLE … SET search_path) of its own instead.
 package postgres
 
 import (
@@ -65,7 +72,14 @@ const (
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultMaxConnLifetime = time.Hour
 	DefaultMaxConnIdleTime = 30 * time.Minute
+	DefaultLeaseTTL        = 30 * time.Second
 	maxPoolConns           = 1000
+)
+
+// Pooler values of Config.Pooler.
+const (
+	PoolerNone        = "none"        // direct, or a pooler in session mode (the default)
+	PoolerTransaction = "transaction" // a pooler in transaction mode (PgBouncer pool_mode = transaction)
 )
 
 // Config configures the store. Only URL is required; the zero value of every other field means
@@ -95,6 +109,14 @@ type Config struct {
 	MaxConnLifetime time.Duration
 	// MaxConnIdleTime closes connections idle this long. Default 30m.
 	MaxConnIdleTime time.Duration
+	// Pooler says what sits between the store and PostgreSQL: "" or "none" (a direct connection,
+	// or a pooler in session mode) or "transaction" (a pooler in transaction mode, such as
+	// PgBouncer with pool_mode = transaction); see the package doc. Default "none".
+	Pooler string
+	// LeaseTTL is how long a session lease taken through a transaction pooler lives without being
+	// renewed; the store renews its leases every LeaseTTL/3, and another replica takes over a
+	// lease whose owner stopped renewing it once it has expired. Default 30s.
+	LeaseTTL time.Duration
 	// Now is the clock used for timestamps the caller left zero. Default time.Now.
 	Now func() time.Time
 }
@@ -110,6 +132,9 @@ type Store struct {
 	target   string // host:port/db for logs and errors; never holds the password
 	now      func() time.Time
 	log      *slog.Logger
+	pooled   bool          // Config.Pooler == "transaction"
+	leaseTTL time.Duration // session leases (pooled only)
+	owner    string        // this store's name on its leases
 
 	mu     sync.Mutex // serializes Open and Close
 	pools  atomic.Pointer[pools]
@@ -117,9 +142,10 @@ type Store struct {
 }
 
 type pools struct {
-	q     *pgxpool.Pool // queries
-	locks *pgxpool.Pool // connections pinned by TryLockSession
-	mux   *lockMux      // the session locks on them (lock.go)
+	q      *pgxpool.Pool // queries
+	locks  *pgxpool.Pool // connections pinned by TryLockSession; nil when pooled
+	mux    *lockMux      // the session locks on them (lock.go); nil when pooled
+	leases *leaser       // the session leases (lease.go); nil unless pooled
 }
 
 // New validates cfg and returns a store that is not open yet. It does no network I/O (pgx may
@@ -154,6 +180,12 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("postgres: config max conn lifetime %s: %w: must be >= 0 (0 means the default %s)", cfg.MaxConnLifetime, ErrInvalid, DefaultMaxConnLifetime)
 	case cfg.MaxConnIdleTime < 0:
 		return nil, fmt.Errorf("postgres: config max conn idle time %s: %w: must be >= 0 (0 means the default %s)", cfg.MaxConnIdleTime, ErrInvalid, DefaultMaxConnIdleTime)
+	case cfg.Pooler != "" && cfg.Pooler != PoolerNone && cfg.Pooler != PoolerTransaction:
+		return nil, fmt.Errorf("postgres: config database.pooler %q: %w: use none (direct, or a pooler in session mode) or transaction (PgBouncer pool_mode = transaction); statement mode cannot run transactions", cfg.Pooler, ErrInvalid)
+	case cfg.Pooler == PoolerTransaction && cfg.Schema != "":
+		return nil, fmt.Errorf("postgres: config schema %q with database.pooler transaction: %w: a transaction pooler does not carry search_path to its server connections; give echogate a database of its own (or ALTER ROLE … SET search_path) instead of a schema", cfg.Schema, ErrInvalid)
+	case cfg.LeaseTTL < 0:
+		return nil, fmt.Errorf("postgres: config lease ttl %s: %w: must be >= 0 (0 means the default %s)", cfg.LeaseTTL, ErrInvalid, DefaultLeaseTTL)
 	}
 
 	if cfg.EfSearch < 0 || cfg.EfSearch > 1000 {
@@ -168,11 +200,25 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	cc := poolCfg.ConnConfig
 	s.target = fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
+	if cfg.Pooler == PoolerTransaction {
+		s.pooled, s.leaseTTL, s.owner = true, orDefault(cfg.LeaseTTL, DefaultLeaseTTL), leaseOwner()
+		if _, ok := cc.RuntimeParams["search_path"]; ok {
+			return nil, fmt.Errorf("postgres: config url sets search_path with database.pooler transaction: %w: a transaction pooler does not carry it to its server connections; use a database of its own (or ALTER ROLE … SET search_path)", ErrInvalid)
+		}
+		// Unnamed statements only: a named one lives on a server connection the pooler gives
+		// to other clients. The describe cache keeps one round trip per query after the first.
+		if !strings.Contains(url, "default_query_exec_mode") {
+			cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
+	}
 
 	if cfg.MaxConns > 0 {
 		poolCfg.MaxConns = cfg.MaxConns
 	} else if !strings.Contains(url, "pool_max_conns") {
 		poolCfg.MaxConns = DefaultMaxConns
+	}
+	if s.pooled && poolCfg.MaxConns < 2 {
+		return nil, fmt.Errorf("postgres: config max conns %d with database.pooler transaction: %w: Migrate holds its lock on one connection while it works on another; use 2 or more", poolCfg.MaxConns, ErrInvalid)
 	}
 	if poolCfg.MinConns > poolCfg.MaxConns {
 		poolCfg.MinConns = poolCfg.MaxConns
@@ -286,6 +332,11 @@ func (s *Store) Open(ctx context.Context) error {
 		q.Close()
 		return fail(ctx, err, "open %s (is the server up and the URL right?)", s.target)
 	}
+	if s.pooled {
+		s.pools.Store(&pools{q: q, leases: newLeaser(s, q)})
+		s.log.Debug("postgres: opened through a transaction pooler", "target", s.target, "max_conns", s.poolCfg.MaxConns)
+		return nil
+	}
 	locks, err := pgxpool.NewWithConfig(ctx, s.lockCfg)
 	if err != nil {
 		q.Close()
@@ -322,8 +373,12 @@ func (s *Store) Close() error {
 	if p == nil {
 		return nil
 	}
-	p.mux.close()
-	p.locks.Close()
+	if p.leases != nil {
+		p.leases.close()
+	} else {
+		p.mux.close()
+		p.locks.Close()
+	}
 	p.q.Close()
 	return nil
 }
@@ -376,6 +431,9 @@ func (s *Store) pool(ctx context.Context, op string) (*pgxpool.Pool, error) {
 // wrapped too, so errors.Is(err, context.Canceled) holds even when pgx reported the interruption
 // in its own words.
 func wrapCtx(ctx context.Context, op string, err error) error {
+	if isPoolerSymptom(err) {
+		err = fmt.Errorf("%w (a transaction pooler such as PgBouncer in pool_mode = transaction between echogate and PostgreSQL? set database.pooler: transaction)", err)
+	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("postgres: %s: %w: %w", op, cerr, err)
 	}
@@ -435,6 +493,13 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// isPoolerSymptom reports whether err is what named prepared statements do through a transaction
+// pooler: 42P05 (prepared statement already exists) or 26000 (… does not exist).
+func isPoolerSymptom(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42P05" || pe.Code == "26000")
 }
 
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation (23505).
