@@ -72,7 +72,7 @@ const (
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultMaxConnLifetime = time.Hour
 	DefaultMaxConnIdleTime = 30 * time.Minute
-	DefaultLeaseTTL        = 30 * time.Second
+	DefaultLeaseTTL        = 10 * time.Second
 	maxPoolConns           = 1000
 )
 
@@ -115,7 +115,8 @@ type Config struct {
 	Pooler string
 	// LeaseTTL is how long a session lease taken through a transaction pooler lives without being
 	// renewed; the store renews its leases every LeaseTTL/3, and another replica takes over a
-	// lease whose owner stopped renewing it once it has expired. Default 30s.
+	// lease whose owner stopped renewing it once it has expired (so a killed replica's sessions wait
+	// up to LeaseTTL for another). Default 10s.
 	LeaseTTL time.Duration
 	// Now is the clock used for timestamps the caller left zero. Default time.Now.
 	Now func() time.Time
