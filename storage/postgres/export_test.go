@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // MigrateTo applies the first n embedded migrations only (tests of one migration over a
 // database populated at the version before it).
@@ -20,4 +24,20 @@ func (s *Store) RenewLeases() error {
 		return err
 	}
 	return p.leases.renew()
+}
+
+// SendAtomic exposes sendAtomic on the query pool, results discarded.
+func (s *Store) SendAtomic(ctx context.Context, b *pgx.Batch) error {
+	p, err := s.pool(ctx, "send atomic")
+	if err != nil {
+		return err
+	}
+	return sendAtomic(ctx, p, b, func(br pgx.BatchResults) error {
+		for range b.Len() {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -118,6 +118,9 @@ type Config struct {
 	// lease whose owner stopped renewing it once it has expired (so a killed replica's sessions wait
 	// up to LeaseTTL for another). Default 10s.
 	LeaseTTL time.Duration
+	// Tracer, when set, traces the query pool's statements (pgx.QueryTracer, and
+	// pgx.BatchTracer when it implements it): diagnostics, and tests that count round trips.
+	Tracer pgx.QueryTracer
 	// Now is the clock used for timestamps the caller left zero. Default time.Now.
 	Now func() time.Time
 }
@@ -245,6 +248,9 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 	cc.RuntimeParams["timezone"] = "UTC"
 
 	lockCfg := poolCfg.Copy()
+	if cfg.Tracer != nil {
+		cc.Tracer = cfg.Tracer
+	}
 	lockCfg.MaxConns = orDefault(cfg.MaxLockConns, DefaultMaxLockConns)
 	lockCfg.MinConns = 0
 	lockCfg.MinIdleConns = 0
@@ -444,6 +450,22 @@ func wrapCtx(ctx context.Context, op string, err error) error {
 // fail wraps err with the operation described by format and args.
 func fail(ctx context.Context, err error, format string, args ...any) error {
 	return wrapCtx(ctx, fmt.Sprintf(format, args...), err)
+}
+
+// sendAtomic sends b on a connection of p as one implicit transaction, in one round trip once
+// its statements are prepared: pgx ends a batch with a single Sync, and PostgreSQL runs the
+// statements before a Sync as one transaction, rolled back as a whole when one of them fails
+// (and the rest are then skipped). It saves the round trips of BEGIN and COMMIT that inTx costs.
+// read consumes the results in order; an error of a statement is returned by the read of its
+// result (and by Close). read must not fail for any other reason: the transaction has committed
+// by the time Close returns.
+func sendAtomic(ctx context.Context, p *pgxpool.Pool, b *pgx.Batch, read func(br pgx.BatchResults) error) error {
+	br := p.SendBatch(ctx, b)
+	if err := read(br); err != nil {
+		_ = br.Close()
+		return err
+	}
+	return br.Close()
 }
 
 // inTx runs fn in a read-committed transaction on the query pool and commits it, or rolls it back
