@@ -183,12 +183,19 @@ func runTarget(ctx context.Context, t *dbTarget, bin string, model *process, mod
 	fmt.Printf("%10s %10s %10s %10s %12s %12s %12s %12s %14s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency", "gw CPU/turn", "db CPU/turn", "trips/turn")
 	rates := map[int]float64{}
 	for _, s := range splitInts(*sessionsFlag) {
+		if err := t.resetStatements(ctx); err != nil {
+			return nil, err
+		}
 		db0, trips0 := t.dbCPU(), t.trips()
 		r, err := b.run(s, *freshSessions)
 		if err != nil {
 			return nil, err
 		}
 		db1, trips1 := t.dbCPU(), t.trips()
+		_, top, err := t.statements(ctx)
+		if err != nil {
+			return nil, err
+		}
 		rate := float64(r.turns) / r.elapsed.Seconds()
 		ideal := float64(s) / modelLatency.Seconds()
 		rates[s] = rate
@@ -197,6 +204,11 @@ func runTarget(ctx context.Context, t *dbTarget, bin string, model *process, mod
 		// close enough at these counts, and the same for every backend.
 		fmt.Printf("%10d %10d %10.0f %10.0f %11.1f%% %12s %12s %12s %14s\n", s, r.turns, rate, ideal, 100*rate/ideal,
 			ms(pct(r.lat, 99)), ms(r.cpu/time.Duration(n)), t.perTurn(db1-db0, n), t.tripsPerTurn(trips1-trips0, n))
+		// The statements are counted from the reset before the sessions joined to their stop:
+		// per turn of that whole span they are an estimate; the order is what matters.
+		for _, st := range top {
+			fmt.Printf("    %8d calls %9.1f ms  %s\n", st.calls, st.ms, st.query)
+		}
 	}
 	return rates, nil
 }

@@ -41,3 +41,16 @@ func (s *Store) SendAtomic(ctx context.Context, b *pgx.Batch) error {
 		return nil
 	})
 }
+
+// StopsChanged returns a channel closed at the stops watch's next change (live, or a stop
+// learnt), and whether the watch is live now.
+func (s *Store) StopsChanged() (<-chan struct{}, bool) {
+	p, err := s.conns(context.Background())
+	if err != nil || p.stops == nil {
+		return nil, false
+	}
+	ch := p.stops.wait()
+	p.stops.mu.Lock()
+	defer p.stops.mu.Unlock()
+	return ch, p.stops.live
+}

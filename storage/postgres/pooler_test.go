@@ -221,3 +221,20 @@ func TestTryLockSessionThroughPgBouncerCancelled(t *testing.T) {
 	}
 	unlock()
 }
+
+// TestStopsThroughPgBouncer: through a transaction pooler (no LISTEN) RecentStops polls the
+// table: a stop stored by one replica is seen by the other at once.
+func TestStopsThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	db := newPoolerDatabase(t)
+	a := newPooledStore(t, db, postgres.Config{})
+	b := newPooledStore(t, db, postgres.Config{})
+	ctx := ctxT(t)
+	if err := a.RequestStop(ctx, "web:s1", "web:u1"); err != nil {
+		t.Fatalf("RequestStop through the pooler: %v", err)
+	}
+	stops, err := b.RecentStops(ctx, 3*time.Second)
+	if err != nil || len(stops) != 1 || stops[0].Session != "web:s1" {
+		t.Fatalf("RecentStops on the other replica = %+v, %v, want the one stop of web:s1", stops, err)
+	}
+}

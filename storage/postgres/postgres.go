@@ -150,6 +150,7 @@ type pools struct {
 	locks  *pgxpool.Pool // connections pinned by TryLockSession; nil when pooled
 	mux    *lockMux      // the session locks on them (lock.go); nil when pooled
 	leases *leaser       // the session leases (lease.go); nil unless pooled
+	stops  *stopWatch    // RecentStops from LISTEN (stopwatch.go); nil when pooled
 }
 
 // New validates cfg and returns a store that is not open yet. It does no network I/O (pgx may
@@ -349,7 +350,7 @@ func (s *Store) Open(ctx context.Context) error {
 		q.Close()
 		return fail(ctx, err, "open %s (lock pool)", s.target)
 	}
-	s.pools.Store(&pools{q: q, locks: locks, mux: newLockMux(locks, int(s.lockCfg.MaxConns))})
+	s.pools.Store(&pools{q: q, locks: locks, mux: newLockMux(locks, int(s.lockCfg.MaxConns)), stops: newStopWatch(s)})
 	s.log.Debug("postgres: opened", "target", s.target, "schema", s.schema, "max_conns", s.poolCfg.MaxConns)
 	return nil
 }
@@ -383,6 +384,7 @@ func (s *Store) Close() error {
 	if p.leases != nil {
 		p.leases.close()
 	} else {
+		p.stops.close()
 		p.mux.close()
 		p.locks.Close()
 	}
