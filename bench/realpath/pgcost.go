@@ -33,7 +33,13 @@ var (
 	pgFlag       = flag.String("pg", "", "database-cost mode: a superuser URL of a PostgreSQL on this machine with pg_stat_statements preloaded (scripts/pg-test-cluster.sh); runs SQLite and PostgreSQL in one run")
 	pgPoolerFlag = flag.String("pg-pooler", "", "with -pg: also run PostgreSQL through this PgBouncer URL (transaction mode; database.pooler: transaction)")
 	pgTopFlag    = flag.Int("pg-top", 12, "with -pg: statements listed per overhead scenario")
+	pgParamsFlag = flag.String("pg-params", "", "with -pg: query parameters added to the gateway's DATABASE_URL, e.g. pool_max_conns=40")
+	backendsFlag = flag.String("backends", "sqlite,postgres,pgbouncer", "with -pg: the backends to run (pgbouncer needs -pg-pooler)")
 )
+
+func backendWanted(name string) bool {
+	return slices.Contains(strings.Split(*backendsFlag, ","), name)
+}
 
 // dbTarget is one backend of the database-cost run.
 type dbTarget struct {
@@ -54,14 +60,17 @@ type pgCluster struct {
 func runDBCost(ctx context.Context, bin string, model *process, modelURL, tmp string) error {
 	fmt.Printf("database cost: %d turns per overhead scenario (instant model), throughput at %s per model call, %s windows\n",
 		*turnsFlag, *modelLatency, *duration)
-	targets := []*dbTarget{{name: "sqlite"}}
+	var targets []*dbTarget
+	if backendWanted("sqlite") {
+		targets = append(targets, &dbTarget{name: "sqlite"})
+	}
 	pg, err := openCluster(ctx, *pgFlag)
 	if err != nil {
 		return err
 	}
 	defer pg.admin.Close(ctx)
 	for _, via := range []string{"postgres", "pgbouncer"} {
-		if via == "pgbouncer" && *pgPoolerFlag == "" {
+		if via == "pgbouncer" && *pgPoolerFlag == "" || !backendWanted(via) {
 			continue
 		}
 		t, err := pg.target(ctx, via)
@@ -78,6 +87,9 @@ func runDBCost(ctx context.Context, bin string, model *process, modelURL, tmp st
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 		rates[t.name] = r
+	}
+	if len(targets) < 2 || targets[0].name != "sqlite" {
+		return nil
 	}
 	fmt.Printf("\nPostgreSQL against SQLite, turns/s of the same session count in this run:\n")
 	for _, s := range splitInts(*sessionsFlag) {
@@ -126,6 +138,9 @@ func (c *pgCluster) target(ctx context.Context, via string) (*dbTarget, error) {
 		return nil, err
 	}
 	u.Host, u.Path = t.proxy.addr(), "/"+name
+	if *pgParamsFlag != "" {
+		u.RawQuery += "&" + *pgParamsFlag
+	}
 	t.env = []string{"DATABASE_URL=" + u.String()}
 	if via == "pgbouncer" {
 		t.env = append(t.env, "ECHOGATE_DATABASE_POOLER=transaction")

@@ -34,13 +34,14 @@
 // # Connection poolers
 //
 // Connected directly (or through a pooler in session mode), the store uses named prepared
-// statements (pgx's statement cache) and session-level advisory locks (Migrate, TryLockSession).
+// statements (pgx's statement cache), session-level advisory locks (Migrate, TryLockSession) and
+// LISTEN (RecentStops answers from notifications, stopwatch.go).
 // Neither survives a pooler in transaction mode (PgBouncer's pool_mode = transaction, most managed
 // databases' proxies), which hands each transaction to whichever server connection is free. With
 // Config.Pooler = "transaction" (database.pooler) the store keeps no state on a connection beyond
 // one transaction: statements are unnamed (pgx's describe cache), TryLockSession takes a lease row
-// (lease.go) instead of an advisory lock, and Migrate holds its lock as a transaction-scoped one
-// in a transaction of its own. Config.Schema needs search_path on every server connection, which
+// (lease.go) instead of an advisory lock, Migrate holds its lock as a transaction-scoped one in a
+// transaction of its own, and RecentStops queries the table at each poll. Config.Schema needs search_path on every server connection, which
 // PgBouncer 1.18 cannot carry: through a pooler, give echogate a database (or a role with
 // ALTER ROLE … SET search_path) of its own instead.
 package postgres
