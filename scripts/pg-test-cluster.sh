@@ -134,7 +134,7 @@ cmd_install() {
 	fi
 	apt_install "${need[@]}"
 	if have_vector; then
-		log "postgresql-${PG_MAJOR} and pgvector ready ($(grep -h default_version "${PG_SHARE}/extension/vector.control" | tr -d "' "))"
+		log "postgresql-${PG_MAJOR}, pgbouncer and pgvector ready ($(grep -h default_version "${PG_SHARE}/extension/vector.control" | tr -d "' "))"
 		return 0
 	fi
 	# A packaged pgvector (e.g. from apt.postgresql.org) is preferred when the system has one.
@@ -149,7 +149,7 @@ cmd_install() {
 		build_pgvector_from_trixie
 	fi
 	have_vector || die "pgvector is still missing after install"
-	log "postgresql-${PG_MAJOR} and pgvector ready"
+	log "postgresql-${PG_MAJOR}, pgbouncer and pgvector ready"
 }
 
 # ---------------------------------------------------------------------------------------------
