@@ -19,12 +19,14 @@ import (
 // lock would live on a server connection the pooler hands to other clients. A lease is a row of
 // session_leases with its owner (one per Store) and an expiry by the database's clock. The owner
 // renews all its leases in one statement every LeaseTTL/3 while it holds them; a lease whose
-// owner died is taken over by the next TryLockSession after it expired.
+// owner died is taken over by the next TryLockSession after it expired. A row of this store's
+// own that it does not hold (its release failed) is taken again at once: the store's held set,
+// not the row, says whether one of its turns runs the session.
 const (
 	qTakeLease = `INSERT INTO session_leases AS l (session, owner, expires_at)
 VALUES ($1, $2, now() + make_interval(secs => $3))
 ON CONFLICT (session) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-WHERE l.expires_at < now()
+WHERE l.expires_at < now() OR l.owner = excluded.owner
 RETURNING l.session`
 	qDropLease   = `DELETE FROM session_leases WHERE session = $1 AND owner = $2`
 	qRenewLeases = `UPDATE session_leases SET expires_at = now() + make_interval(secs => $2)
