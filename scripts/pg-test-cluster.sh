@@ -2,10 +2,11 @@
 # pg-test-cluster.sh — PostgreSQL 15 + pgvector for echogate's tests: installer and throwaway cluster.
 #
 # Usage:
-#   scripts/pg-test-cluster.sh install   # idempotent: apt-get postgresql-15 (+ build pgvector if missing)
-#   scripts/pg-test-cluster.sh start     # start a throwaway cluster; prints `export DATABASE_URL=…` on stdout
-#   scripts/pg-test-cluster.sh stop      # stop it and delete its data directory
-#   scripts/pg-test-cluster.sh status    # print the URL of the running cluster, exit 1 if none
+#   scripts/pg-test-cluster.sh install   # idempotent: apt-get postgresql-15 and pgbouncer (+ build pgvector if missing)
+#   scripts/pg-test-cluster.sh start     # start a throwaway cluster and a PgBouncer (transaction mode) in front of it;
+#                                        # prints `export DATABASE_URL=…` and `export ECHOGATE_TEST_PGBOUNCER_URL=…`
+#   scripts/pg-test-cluster.sh stop      # stop both and delete the data directory
+#   scripts/pg-test-cluster.sh status    # print the URLs of the running cluster and pooler, exit 1 if none
 #
 # Developers:
 #   sudo scripts/pg-test-cluster.sh install
@@ -15,7 +16,14 @@
 #
 # The cluster is for tests only: it listens on 127.0.0.1 on a free port, runs with fsync,
 # synchronous_commit and full_page_writes off (a crash loses it, which is fine: it is thrown away),
-# and authenticates with a random password (scram-sha-256) printed in the URL.
+# and authenticates with a random password (scram-sha-256) printed in the URL. pg_stat_statements is
+# preloaded (CREATE EXTENSION pg_stat_statements to read it; bench/realpath does).
+#
+# PgBouncer (Debian's package) runs in pool_mode = transaction on another free loopback port, with a
+# wildcard database entry: postgres://…@127.0.0.1:<port>/<any database>. Its URL, printed as
+# ECHOGATE_TEST_PGBOUNCER_URL, is what the tests use to run the store through a pooler
+# (database.pooler: transaction). PgBouncer 1.18 does not pass search_path on: through it, tests use a
+# database of their own rather than a schema. `start` on a running cluster starts a missing pooler.
 #
 # Install needs root (or sudo). When the `vector` extension is not installed and no
 # postgresql-15-pgvector package is available (Debian bookworm has none), pgvector is built from
@@ -27,6 +35,8 @@
 #   PG_TEST_STATE_FILE  where `start` records the running cluster (default /tmp/echogate-pg-test.env)
 #   PG_TEST_DB          database created by `start` (default echogate_test)
 #   PG_TEST_PORT        port to use instead of searching a free one from 55432 up
+#   PG_TEST_PGBOUNCER   0 to start no PgBouncer (default 1 when /usr/sbin/pgbouncer exists)
+#   PG_TEST_PGBOUNCER_PORT  first port tried for PgBouncer (default 56432)
 set -euo pipefail
 
 PG_MAJOR=${PG_MAJOR:-15}
@@ -112,19 +122,19 @@ build_pgvector_from_trixie() {
 
 cmd_install() {
 	command -v apt-get >/dev/null || die "apt-get not found: this installer supports Debian/Ubuntu only"
-	local need=(postgresql-${PG_MAJOR} postgresql-client-${PG_MAJOR})
+	local need=(postgresql-${PG_MAJOR} postgresql-client-${PG_MAJOR} pgbouncer)
 	if ((EUID != 0)); then
 		local p
 		for p in "${need[@]}"; do
 			pkg_installed "$p" || die "package $p is missing; run: sudo $0 install"
 		done
 		have_vector || die "the pgvector extension is missing; run: sudo $0 install"
-		log "postgresql-${PG_MAJOR} and pgvector already installed"
+		log "postgresql-${PG_MAJOR}, pgbouncer and pgvector already installed"
 		return 0
 	fi
 	apt_install "${need[@]}"
 	if have_vector; then
-		log "postgresql-${PG_MAJOR} and pgvector ready ($(grep -h default_version "${PG_SHARE}/extension/vector.control" | tr -d "' "))"
+		log "postgresql-${PG_MAJOR}, pgbouncer and pgvector ready ($(grep -h default_version "${PG_SHARE}/extension/vector.control" | tr -d "' "))"
 		return 0
 	fi
 	# A packaged pgvector (e.g. from apt.postgresql.org) is preferred when the system has one.
@@ -139,7 +149,7 @@ cmd_install() {
 		build_pgvector_from_trixie
 	fi
 	have_vector || die "pgvector is still missing after install"
-	log "postgresql-${PG_MAJOR} and pgvector ready"
+	log "postgresql-${PG_MAJOR}, pgbouncer and pgvector ready"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -180,6 +190,9 @@ print_url() {
 cmd_status() {
 	if running; then
 		print_url "$DATABASE_URL"
+		if bouncer_running; then
+			print_bouncer_url
+		fi
 		return 0
 	fi
 	log "no cluster running (state file $STATE_FILE)"
@@ -192,6 +205,7 @@ cmd_start() {
 	if running; then
 		log "cluster already running in $PGDATA_DIR"
 		print_url "$DATABASE_URL"
+		maybe_start_bouncer
 		return 0
 	fi
 	if [[ -f "$STATE_FILE" ]]; then
@@ -228,6 +242,8 @@ cmd_start() {
 		synchronous_commit = off
 		full_page_writes = off
 		max_connections = 200
+		shared_preload_libraries = 'pg_stat_statements'
+		pg_stat_statements.track = all
 		shared_buffers = 128MB
 		log_min_messages = warning
 	EOF
@@ -262,6 +278,126 @@ cmd_start() {
 		-c "CREATE DATABASE ${DB_NAME}" >&2 || die "could not create database ${DB_NAME}"
 	log "cluster up on 127.0.0.1:$port, data in $data, database $DB_NAME"
 	print_url "$url"
+	read_state || die "cannot read back $STATE_FILE"
+	maybe_start_bouncer
+}
+
+# ---------------------------------------------------------------------------------------------
+# PgBouncer in transaction mode in front of the cluster
+
+PGBOUNCER_BIN=/usr/sbin/pgbouncer
+
+bouncer_wanted() {
+	[[ "${PG_TEST_PGBOUNCER:-1}" != 0 && -x "$PGBOUNCER_BIN" ]]
+}
+
+# bouncer_running reports whether the recorded pooler answers (state read by read_state).
+bouncer_running() {
+	[[ -n "${PGBOUNCER_PORT:-}" && -f "${PGBOUNCER_DIR:-/nonexistent}/pgbouncer.pid" ]] &&
+		kill -0 "$(cat "$PGBOUNCER_DIR/pgbouncer.pid")" 2>/dev/null &&
+		port_in_use "$PGBOUNCER_PORT"
+}
+
+print_bouncer_url() {
+	printf "export ECHOGATE_TEST_PGBOUNCER_URL='%s'\n" "$PGBOUNCER_URL"
+}
+
+maybe_start_bouncer() {
+	if ! bouncer_wanted; then
+		[[ "${PG_TEST_PGBOUNCER:-1}" == 0 ]] || log "pgbouncer is not installed (run: sudo $0 install): no pooler started"
+		return 0
+	fi
+	if bouncer_running; then
+		log "pgbouncer already running on 127.0.0.1:$PGBOUNCER_PORT"
+		print_bouncer_url
+		return 0
+	fi
+	start_bouncer
+}
+
+start_bouncer() {
+	local dir=${PG_TEST_DIR:-$(dirname "$PGDATA_DIR")}
+	local re='^postgres://([^:]+):([^@]+)@'
+	[[ "$DATABASE_URL" =~ $re ]] || die "cannot read user and password from the cluster URL in $STATE_FILE"
+	local user=${BASH_REMATCH[1]} password=${BASH_REMATCH[2]}
+	local bdir="$dir/pgbouncer"
+	mkdir -p "$bdir"
+	chmod 0700 "$bdir"
+	printf '"%s" "%s"\n' "$user" "$password" >"$bdir/userlist.txt"
+	local port=${PG_TEST_PGBOUNCER_PORT:-56432} tries=0
+	while port_in_use "$port" && ((tries < 50)); do
+		port=$((port + 1))
+		tries=$((tries + 1))
+	done
+	# Pools are per database (tests through the pooler use databases of their own); the server
+	# connections they hold in total stay below the cluster's max_connections (200), and idle ones
+	# are closed soon so that a dropped test database does not keep them.
+	cat >"$bdir/pgbouncer.ini" <<-EOF
+		[databases]
+		* = host=127.0.0.1 port=$PG_TEST_PORT_USED
+
+		[pgbouncer]
+		listen_addr = 127.0.0.1
+		listen_port = $port
+		unix_socket_dir =
+		auth_type = scram-sha-256
+		auth_file = $bdir/userlist.txt
+		pool_mode = transaction
+		max_client_conn = 4000
+		default_pool_size = 20
+		max_db_connections = 40
+		max_user_connections = 120
+		server_idle_timeout = 10
+		server_lifetime = 300
+		autodb_idle_timeout = 30
+		ignore_startup_parameters = extra_float_digits
+		logfile = $bdir/pgbouncer.log
+		pidfile = $bdir/pgbouncer.pid
+		log_connections = 0
+		log_disconnections = 0
+	EOF
+	if ((EUID == 0)); then
+		chown -R postgres: "$bdir"
+	fi
+	as_pg "$PGBOUNCER_BIN" -d -q "$bdir/pgbouncer.ini" >&2 || {
+		tail -n 20 "$bdir/pgbouncer.log" >&2 || true
+		die "could not start pgbouncer (see $bdir/pgbouncer.log)"
+	}
+	local waited=0
+	until port_in_use "$port"; do
+		((waited < 50)) || die "pgbouncer did not listen on 127.0.0.1:$port (see $bdir/pgbouncer.log)"
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	PGBOUNCER_DIR=$bdir
+	PGBOUNCER_PORT=$port
+	PGBOUNCER_URL="postgres://${user}:${password}@127.0.0.1:${port}/${DB_NAME}?sslmode=disable"
+	umask 077
+	{
+		printf 'PGBOUNCER_DIR=%q\n' "$bdir"
+		printf 'PGBOUNCER_PORT=%s\n' "$port"
+		printf 'PGBOUNCER_URL=%q\n' "$PGBOUNCER_URL"
+	} >>"$STATE_FILE"
+	log "pgbouncer (transaction mode) up on 127.0.0.1:$port"
+	print_bouncer_url
+}
+
+stop_bouncer() {
+	local bdir=${PGBOUNCER_DIR:-$1/pgbouncer}
+	[[ -f "$bdir/pgbouncer.pid" ]] || return 0
+	local pid
+	pid=$(cat "$bdir/pgbouncer.pid")
+	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && grep -q pgbouncer "/proc/$pid/comm" 2>/dev/null; then
+		kill -INT "$pid" 2>/dev/null || true
+		local waited=0
+		while kill -0 "$pid" 2>/dev/null && ((waited < 50)); do
+			sleep 0.1
+			waited=$((waited + 1))
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+		log "pgbouncer stopped"
+	fi
+	rm -f "$bdir/pgbouncer.pid"
 }
 
 cmd_stop() {
@@ -275,6 +411,7 @@ cmd_stop() {
 			log "pg_ctl stop failed (continuing with cleanup)"
 	fi
 	local dir=${PG_TEST_DIR:-$(dirname "$PGDATA_DIR")}
+	stop_bouncer "$dir"
 	case "$dir" in
 	/tmp/echogate-pg.*) rm -rf "$dir" ;;
 	*) log "not deleting unexpected directory $dir" ;;

@@ -7,6 +7,7 @@
 //	go run ./bench/realpath -sessions 16,200      # fewer throughput scenarios
 //	go run ./bench/realpath -profile /tmp/prof    # CPU and heap profiles of the gateway
 //	go run ./bench/realpath -model-tls            # the model over HTTPS and HTTP/2, as OpenAI's API
+//	go run ./bench/realpath -pg "$DATABASE_URL"   # SQLite against PostgreSQL: a turn's database cost (pgcost.go)
 //
 // Overhead: one session, the model answers at once; a turn's latency minus a direct streaming
 // call to the same model server is the gateway's overhead; the gateway's CPU (from /proc) divided
@@ -98,6 +99,9 @@ func run() error {
 
 	fmt.Printf("echogate real-path benchmark — %s, %d CPUs; gateway, model server and load generator share them\n", runtime.Version(), runtime.NumCPU())
 	fmt.Printf("stripped binary: %.1f MB\n", float64(size)/1e6)
+	if *pgFlag != "" {
+		return runDBCost(ctx, bin, model, modelURL, tmp)
+	}
 
 	// Exec → ready on a fresh data dir, then again on the existing one (migrations done).
 	dataDir := filepath.Join(tmp, "data")

@@ -48,7 +48,7 @@ var (
 // SQLite in the data dir.
 func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store, string, error) {
 	if cfg.Database.URL != "" {
-		s, err := postgres.New(postgres.Config{URL: cfg.Database.URL}, log)
+		s, err := postgres.New(postgres.Config{URL: cfg.Database.URL, Pooler: cfg.Database.Pooler, LeaseTTL: time.Duration(cfg.Database.LeaseTTL)}, log)
 		if err != nil {
 			return nil, "", err
 		}

@@ -107,6 +107,15 @@ type HTTPConfig struct {
 
 type DatabaseConfig struct {
 	URL string `yaml:"url" env:"DATABASE_URL"`
+	// Pooler is what sits between echogate and PostgreSQL: none (direct, or a pooler in session
+	// mode; the default) or transaction (PgBouncer pool_mode = transaction, a managed database's
+	// transaction proxy): no named prepared statements, session locks as lease rows.
+	// Env ECHOGATE_DATABASE_POOLER.
+	Pooler string `yaml:"pooler"`
+	// LeaseTTL: through a transaction pooler, how long a session's lease outlives its replica
+	// (renewed every third of it while the turn runs); a killed replica's sessions move to
+	// another after at most this. 0 means 10s. Env ECHOGATE_DATABASE_LEASE_TTL.
+	LeaseTTL Duration `yaml:"lease_ttl"`
 }
 
 type ModelsConfig struct {

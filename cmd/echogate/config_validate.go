@@ -65,6 +65,17 @@ func (c *Config) validateHTTP() error {
 			return badKey("database.url", "DATABASE_URL must be a postgres://user:pass@host:5432/db URL, or empty for the embedded SQLite store")
 		}
 	}
+	switch c.Database.Pooler {
+	case "", "none", "transaction":
+	default:
+		return badKey("database.pooler", "%q is not a pooler mode: use none (direct, or a pooler in session mode) or transaction (PgBouncer pool_mode = transaction)", c.Database.Pooler)
+	}
+	if c.Database.Pooler == "transaction" && c.Database.URL == "" {
+		return badKey("database.pooler", "transaction needs database.url (DATABASE_URL): the embedded SQLite store has no pooler")
+	}
+	if d := time.Duration(c.Database.LeaseTTL); d < 0 || d > 0 && d < time.Second {
+		return badKey("database.lease_ttl", "%s: give how long a dead replica's session leases last, 1s or more (default 10s)", d)
+	}
 	return nil
 }
 

@@ -85,6 +85,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		"approver format":    {"", map[string]string{"ECHOGATE_APPROVERS": "U123"}, "approval.approvers"},
 		"public addr no tok": {"", map[string]string{"ECHOGATE_HTTP_ADDR": "0.0.0.0:8080"}, "http.auth_token"},
 		"bad database url":   {"", map[string]string{"DATABASE_URL": "mysql://x"}, "database.url"},
+		"bad pooler":         {"", map[string]string{"DATABASE_URL": "postgres://h/db", "ECHOGATE_DATABASE_POOLER": "statement"}, "database.pooler"},
+		"pooler sans url":    {"", map[string]string{"ECHOGATE_DATABASE_POOLER": "transaction"}, "database.pooler"},
+		"short lease ttl":    {"", map[string]string{"DATABASE_URL": "postgres://h/db", "ECHOGATE_DATABASE_LEASE_TTL": "10ms"}, "database.lease_ttl"},
 		"missing file":       {filepath.Join(dir, "nope.yaml"), nil, "nope.yaml"},
 		"bad tool approval":  {write("d.yaml", "tools:\n  http_fetch: {approval: maybe}\n"), nil, "tools.http_fetch.approval"},
 	} {

@@ -12,12 +12,17 @@ import (
 )
 
 // TestReplicaStopReachesTheOtherReplica: a stop sent to the replica that is not running the
-// turn stops it (through the stored stop flags the running replica polls).
+// turn stops it (through the stored stop flags: LISTEN/NOTIFY directly, a poll through PgBouncer).
 func TestReplicaStopReachesTheOtherReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two gateway processes")
 	}
-	dbURL := testPostgres(t)
+	for _, path := range databasePaths {
+		t.Run(path, func(t *testing.T) { replicaStopReachesTheOtherReplica(t, testDatabase(t, path)) })
+	}
+}
+
+func replicaStopReachesTheOtherReplica(t *testing.T, db map[string]string) {
 	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{})
 	defer fake.Close()
 	hold := make(chan struct{})
@@ -33,7 +38,10 @@ func TestReplicaStopReachesTheOtherReplica(t *testing.T) {
 		})
 		return a, true
 	})
-	vars := map[string]string{"DATABASE_URL": dbURL, "OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "k"}
+	vars := map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "k"}
+	for k, v := range db {
+		vars[k] = v
+	}
 	a := startBinaryGateway(t, withDataDir(t, vars), "")
 	b := startBinaryGateway(t, withDataDir(t, vars), "")
 

@@ -154,10 +154,18 @@ func TestReplicasAnswerEachMessageOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two gateway processes")
 	}
-	dbURL := testPostgres(t)
+	for _, path := range databasePaths {
+		t.Run(path, func(t *testing.T) { replicasAnswerEachMessageOnce(t, testDatabase(t, path)) })
+	}
+}
+
+func replicasAnswerEachMessageOnce(t *testing.T, db map[string]string) {
 	fake := echoModel()
 	defer fake.Close()
-	vars := map[string]string{"DATABASE_URL": dbURL, "OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "k", "ECHOGATE_LOG_LEVEL": "warn"}
+	vars := map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "k", "ECHOGATE_LOG_LEVEL": "warn"}
+	for k, v := range db {
+		vars[k] = v
+	}
 	var replicas []*e2eGateway
 	for i := 0; i < 2; i++ {
 		v := cloneVars(vars)
@@ -249,7 +257,12 @@ func TestReplicaKilledMidTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two gateway processes")
 	}
-	dbURL := testPostgres(t)
+	for _, path := range databasePaths {
+		t.Run(path, func(t *testing.T) { replicaKilledMidTurn(t, testDatabase(t, path)) })
+	}
+}
+
+func replicaKilledMidTurn(t *testing.T, db map[string]string) {
 	fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{})
 	defer fake.Close()
 	hold := make(chan struct{})
@@ -265,7 +278,10 @@ func TestReplicaKilledMidTurn(t *testing.T) {
 		return a, true
 	})
 	cfg := writeConfig(t, "agent: {replay_after: 2s}\napproval: {check_interval: 200ms}\n")
-	vars := map[string]string{"DATABASE_URL": dbURL, "OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "k"}
+	vars := map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "k"}
+	for k, v := range db {
+		vars[k] = v
+	}
 	a := startBinaryGateway(t, withDataDir(t, vars), cfg)
 	b := startBinaryGateway(t, withDataDir(t, vars), cfg)
 

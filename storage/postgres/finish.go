@@ -7,12 +7,13 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/echogate/echogate"
 )
 
 // FinishTurn writes the end of a turn (see pipeline.TurnLog) in one transaction and one
-// round trip: the transcript append, the turn record's update, the ledger entries (their IDs
+// round trip (an implicit transaction: sendAtomic): the transcript append, the turn record's update, the ledger entries (their IDs
 // set), the removal of the turn's resume record and the event's completion. When that
 // transaction fails, the parts are written one by one, the event's completion last, so each
 // succeeds or fails on its own; the error joins the parts' errors (an unknown turn to update
@@ -29,13 +30,7 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	if err != nil {
 		return err
 	}
-	var turnErr, eventErr error
-	err = inTx(ctx, p, func(tx pgx.Tx) error {
-		turnErr, eventErr = nil, nil
-		var err error
-		turnErr, eventErr, err = s.finishBatch(ctx, tx, end)
-		return err
-	})
+	turnErr, eventErr, err := s.finishBatch(ctx, p, end)
 	if err == nil {
 		return errors.Join(turnErr, eventErr)
 	}
@@ -45,9 +40,10 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	return s.finishApart(ctx, end)
 }
 
-// finishBatch queues the parts of end in one batch on tx. err fails the transaction; turnErr
-// and eventErr report a turn or event that does not exist (the rest still commits).
-func (s *Store) finishBatch(ctx context.Context, tx pgx.Tx, end echogate.TurnEnd) (turnErr, eventErr, err error) {
+// finishBatch sends the parts of end in one batch, one implicit transaction. err means nothing
+// was written; turnErr and eventErr report a turn or event that does not exist (the rest still
+// commits).
+func (s *Store) finishBatch(ctx context.Context, p *pgxpool.Pool, end echogate.TurnEnd) (turnErr, eventErr, err error) {
 	t := end.Turn
 	b := &pgx.Batch{}
 	if len(end.Messages) > 0 {
@@ -68,39 +64,40 @@ func (s *Store) finishBatch(ctx context.Context, tx pgx.Tx, end echogate.TurnEnd
 	if end.EventKey != "" {
 		b.Queue(qCompleteEvent, utc(s.stamp(end.At)), end.EventKey)
 	}
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-	if len(end.Messages) > 0 {
-		if _, err := br.Exec(); err != nil {
-			return nil, nil, err
-		}
-	}
-	tag, err := br.Exec()
-	if err != nil {
-		return nil, nil, err
-	}
-	if tag.RowsAffected() == 0 {
-		turnErr = fmt.Errorf("postgres: finish turn %q: record turn: %w", t.ID, ErrNotFound)
-	}
-	if _, err := br.Exec(); err != nil {
-		return nil, nil, err
-	}
 	ids := make([]int64, len(end.Usage))
-	for i := range end.Usage {
-		if err := br.QueryRow().Scan(&ids[i]); err != nil {
-			return nil, nil, err
+	err = sendAtomic(ctx, p, b, func(br pgx.BatchResults) error {
+		if len(end.Messages) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
-	}
-	if end.EventKey != "" {
 		tag, err := br.Exec()
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if tag.RowsAffected() == 0 {
-			eventErr = fmt.Errorf("postgres: finish turn %q: complete event %q: %w", t.ID, end.EventKey, ErrNotFound)
+			turnErr = fmt.Errorf("postgres: finish turn %q: record turn: %w", t.ID, ErrNotFound)
 		}
-	}
-	if err := br.Close(); err != nil {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		for i := range end.Usage {
+			if err := br.QueryRow().Scan(&ids[i]); err != nil {
+				return err
+			}
+		}
+		if end.EventKey != "" {
+			tag, err := br.Exec()
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				eventErr = fmt.Errorf("postgres: finish turn %q: complete event %q: %w", t.ID, end.EventKey, ErrNotFound)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, nil, err
 	}
 	for i := range end.Usage {

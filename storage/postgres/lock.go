@@ -42,8 +42,11 @@ const lockTimeout = 5 * time.Second
 // drops that connection, the locks on it are released server-side without their holders noticing,
 // and another replica may take them; the connection is replaced at its next use, and an unlock of
 // a lock that lived on it does nothing. Treat the lock as a strong hint that prevents double work,
-// with ClaimEvent staying the arbiter of "each event answered once". It does not work through
-// PgBouncer in transaction mode.
+// with ClaimEvent staying the arbiter of "each event answered once".
+//
+// Through a transaction pooler (Config.Pooler "transaction") the lock is a lease row instead
+// (lease.go): one round trip to take it, one to give it back, renewed in the background while
+// held, and taken over by another replica LeaseTTL after its owner stopped renewing it.
 func (s *Store) TryLockSession(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, err error) {
 	noop := func() {}
 	if key == "" {
@@ -52,6 +55,13 @@ func (s *Store) TryLockSession(ctx context.Context, key echogate.SessionKey) (un
 	p, err := s.conns(ctx)
 	if err != nil {
 		return noop, false, fmt.Errorf("postgres: lock session %q: %w", key, err)
+	}
+	if p.leases != nil {
+		unlock, ok, err := p.leases.tryLock(ctx, key)
+		if err != nil {
+			return noop, false, fail(ctx, err, "lock session %q", key)
+		}
+		return unlock, ok, nil
 	}
 	m := p.mux
 	// A second caller in this process is refused here: advisory locks are re-entrant on one

@@ -123,6 +123,9 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 		return fail(ctx, err, "migrate %s: acquire connection", s.target)
 	}
 	defer conn.Release()
+	if s.pooled {
+		return s.migratePooled(ctx, p, conn, ms)
+	}
 	if _, err := conn.Exec(ctx, migrateLockSQL); err != nil {
 		// The lock may have been granted just as ctx ended: closing the connection releases it.
 		closeConn(conn)
@@ -140,6 +143,35 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	if applied > 0 {
 		// Connections made before the schema changed may have cached statements or lack the
 		// pgvector types: replace them all (in-use ones are closed when released).
+		p.Reset()
+	}
+	return err
+}
+
+// migrateXactLockSQL is migrateLockSQL's transaction-scoped form, on the same key.
+const migrateXactLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('echogate:migrate', 0))`
+
+// migratePooled is migrate through a transaction pooler: the lock is held by a transaction of its
+// own (a pooler keeps one server connection for an open transaction), on a second connection,
+// while conn applies the migrations; rolling that transaction back releases the lock, and so does
+// the server when the connection is lost.
+func (s *Store) migratePooled(ctx context.Context, p *pgxpool.Pool, conn *pgxpool.Conn, ms []migration) error {
+	holder, err := p.Begin(ctx)
+	if err != nil {
+		return fail(ctx, err, "migrate %s: begin the migration lock's transaction", s.target)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := holder.Rollback(rctx); err != nil {
+			s.log.Warn("postgres: release migration lock failed; the server releases it with the connection", "target", s.target, "err", err)
+		}
+	}()
+	if _, err := holder.Exec(ctx, migrateXactLockSQL); err != nil {
+		return fail(ctx, err, "migrate %s: take migration lock", s.target)
+	}
+	applied, err := s.migrateLocked(ctx, conn, ms)
+	if applied > 0 {
 		p.Reset()
 	}
 	return err

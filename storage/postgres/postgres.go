@@ -33,9 +33,17 @@
 //
 // # Connection poolers
 //
-// The store uses prepared statements (pgx's statement cache) and session-level advisory locks
-// (Migrate, TryLockSession). Behind PgBouncer in transaction mode, add
-// default_query_exec_mode=exec to the URL and do not use TryLockSession; session mode works as is.
+// Connected directly (or through a pooler in session mode), the store uses named prepared
+// statements (pgx's statement cache), session-level advisory locks (Migrate, TryLockSession) and
+// LISTEN (RecentStops answers from notifications, stopwatch.go).
+// Neither survives a pooler in transaction mode (PgBouncer's pool_mode = transaction, most managed
+// databases' proxies), which hands each transaction to whichever server connection is free. With
+// Config.Pooler = "transaction" (database.pooler) the store keeps no state on a connection beyond
+// one transaction: statements are unnamed (pgx's describe cache), TryLockSession takes a lease row
+// (lease.go) instead of an advisory lock, Migrate holds its lock as a transaction-scoped one in a
+// transaction of its own, and RecentStops queries the table at each poll. Config.Schema needs search_path on every server connection, which
+// PgBouncer 1.18 cannot carry: through a pooler, give echogate a database (or a role with
+// ALTER ROLE … SET search_path) of its own instead.
 package postgres
 
 import (
@@ -65,7 +73,14 @@ const (
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultMaxConnLifetime = time.Hour
 	DefaultMaxConnIdleTime = 30 * time.Minute
+	DefaultLeaseTTL        = 10 * time.Second
 	maxPoolConns           = 1000
+)
+
+// Pooler values of Config.Pooler.
+const (
+	PoolerNone        = "none"        // direct, or a pooler in session mode (the default)
+	PoolerTransaction = "transaction" // a pooler in transaction mode (PgBouncer pool_mode = transaction)
 )
 
 // Config configures the store. Only URL is required; the zero value of every other field means
@@ -95,6 +110,18 @@ type Config struct {
 	MaxConnLifetime time.Duration
 	// MaxConnIdleTime closes connections idle this long. Default 30m.
 	MaxConnIdleTime time.Duration
+	// Pooler says what sits between the store and PostgreSQL: "" or "none" (a direct connection,
+	// or a pooler in session mode) or "transaction" (a pooler in transaction mode, such as
+	// PgBouncer with pool_mode = transaction); see the package doc. Default "none".
+	Pooler string
+	// LeaseTTL is how long a session lease taken through a transaction pooler lives without being
+	// renewed; the store renews its leases every LeaseTTL/3, and another replica takes over a
+	// lease whose owner stopped renewing it once it has expired (so a killed replica's sessions wait
+	// up to LeaseTTL for another). Default 10s.
+	LeaseTTL time.Duration
+	// Tracer, when set, traces the query pool's statements (pgx.QueryTracer, and
+	// pgx.BatchTracer when it implements it): diagnostics, and tests that count round trips.
+	Tracer pgx.QueryTracer
 	// Now is the clock used for timestamps the caller left zero. Default time.Now.
 	Now func() time.Time
 }
@@ -110,6 +137,9 @@ type Store struct {
 	target   string // host:port/db for logs and errors; never holds the password
 	now      func() time.Time
 	log      *slog.Logger
+	pooled   bool          // Config.Pooler == "transaction"
+	leaseTTL time.Duration // session leases (pooled only)
+	owner    string        // this store's name on its leases
 
 	mu     sync.Mutex // serializes Open and Close
 	pools  atomic.Pointer[pools]
@@ -117,9 +147,11 @@ type Store struct {
 }
 
 type pools struct {
-	q     *pgxpool.Pool // queries
-	locks *pgxpool.Pool // connections pinned by TryLockSession
-	mux   *lockMux      // the session locks on them (lock.go)
+	q      *pgxpool.Pool // queries
+	locks  *pgxpool.Pool // connections pinned by TryLockSession; nil when pooled
+	mux    *lockMux      // the session locks on them (lock.go); nil when pooled
+	leases *leaser       // the session leases (lease.go); nil unless pooled
+	stops  *stopWatch    // RecentStops from LISTEN (stopwatch.go); nil when pooled
 }
 
 // New validates cfg and returns a store that is not open yet. It does no network I/O (pgx may
@@ -154,6 +186,12 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("postgres: config max conn lifetime %s: %w: must be >= 0 (0 means the default %s)", cfg.MaxConnLifetime, ErrInvalid, DefaultMaxConnLifetime)
 	case cfg.MaxConnIdleTime < 0:
 		return nil, fmt.Errorf("postgres: config max conn idle time %s: %w: must be >= 0 (0 means the default %s)", cfg.MaxConnIdleTime, ErrInvalid, DefaultMaxConnIdleTime)
+	case cfg.Pooler != "" && cfg.Pooler != PoolerNone && cfg.Pooler != PoolerTransaction:
+		return nil, fmt.Errorf("postgres: config database.pooler %q: %w: use none (direct, or a pooler in session mode) or transaction (PgBouncer pool_mode = transaction); statement mode cannot run transactions", cfg.Pooler, ErrInvalid)
+	case cfg.Pooler == PoolerTransaction && cfg.Schema != "":
+		return nil, fmt.Errorf("postgres: config schema %q with database.pooler transaction: %w: a transaction pooler does not carry search_path to its server connections; give echogate a database of its own (or ALTER ROLE … SET search_path) instead of a schema", cfg.Schema, ErrInvalid)
+	case cfg.LeaseTTL < 0:
+		return nil, fmt.Errorf("postgres: config lease ttl %s: %w: must be >= 0 (0 means the default %s)", cfg.LeaseTTL, ErrInvalid, DefaultLeaseTTL)
 	}
 
 	if cfg.EfSearch < 0 || cfg.EfSearch > 1000 {
@@ -168,11 +206,25 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	cc := poolCfg.ConnConfig
 	s.target = fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
+	if cfg.Pooler == PoolerTransaction {
+		s.pooled, s.leaseTTL, s.owner = true, orDefault(cfg.LeaseTTL, DefaultLeaseTTL), leaseOwner()
+		if _, ok := cc.RuntimeParams["search_path"]; ok {
+			return nil, fmt.Errorf("postgres: config url sets search_path with database.pooler transaction: %w: a transaction pooler does not carry it to its server connections; use a database of its own (or ALTER ROLE … SET search_path)", ErrInvalid)
+		}
+		// Unnamed statements only: a named one lives on a server connection the pooler gives
+		// to other clients. The describe cache keeps one round trip per query after the first.
+		if !strings.Contains(url, "default_query_exec_mode") {
+			cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
+	}
 
 	if cfg.MaxConns > 0 {
 		poolCfg.MaxConns = cfg.MaxConns
 	} else if !strings.Contains(url, "pool_max_conns") {
 		poolCfg.MaxConns = DefaultMaxConns
+	}
+	if s.pooled && poolCfg.MaxConns < 2 {
+		return nil, fmt.Errorf("postgres: config max conns %d with database.pooler transaction: %w: Migrate holds its lock on one connection while it works on another; use 2 or more", poolCfg.MaxConns, ErrInvalid)
 	}
 	if poolCfg.MinConns > poolCfg.MaxConns {
 		poolCfg.MinConns = poolCfg.MaxConns
@@ -198,6 +250,9 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 	cc.RuntimeParams["timezone"] = "UTC"
 
 	lockCfg := poolCfg.Copy()
+	if cfg.Tracer != nil {
+		cc.Tracer = cfg.Tracer
+	}
 	lockCfg.MaxConns = orDefault(cfg.MaxLockConns, DefaultMaxLockConns)
 	lockCfg.MinConns = 0
 	lockCfg.MinIdleConns = 0
@@ -286,12 +341,17 @@ func (s *Store) Open(ctx context.Context) error {
 		q.Close()
 		return fail(ctx, err, "open %s (is the server up and the URL right?)", s.target)
 	}
+	if s.pooled {
+		s.pools.Store(&pools{q: q, leases: newLeaser(s, q)})
+		s.log.Debug("postgres: opened through a transaction pooler", "target", s.target, "max_conns", s.poolCfg.MaxConns)
+		return nil
+	}
 	locks, err := pgxpool.NewWithConfig(ctx, s.lockCfg)
 	if err != nil {
 		q.Close()
 		return fail(ctx, err, "open %s (lock pool)", s.target)
 	}
-	s.pools.Store(&pools{q: q, locks: locks, mux: newLockMux(locks, int(s.lockCfg.MaxConns))})
+	s.pools.Store(&pools{q: q, locks: locks, mux: newLockMux(locks, int(s.lockCfg.MaxConns)), stops: newStopWatch(s)})
 	s.log.Debug("postgres: opened", "target", s.target, "schema", s.schema, "max_conns", s.poolCfg.MaxConns)
 	return nil
 }
@@ -322,8 +382,13 @@ func (s *Store) Close() error {
 	if p == nil {
 		return nil
 	}
-	p.mux.close()
-	p.locks.Close()
+	if p.leases != nil {
+		p.leases.close()
+	} else {
+		p.stops.close()
+		p.mux.close()
+		p.locks.Close()
+	}
 	p.q.Close()
 	return nil
 }
@@ -376,6 +441,9 @@ func (s *Store) pool(ctx context.Context, op string) (*pgxpool.Pool, error) {
 // wrapped too, so errors.Is(err, context.Canceled) holds even when pgx reported the interruption
 // in its own words.
 func wrapCtx(ctx context.Context, op string, err error) error {
+	if isPoolerSymptom(err) {
+		err = fmt.Errorf("%w (a transaction pooler such as PgBouncer in pool_mode = transaction between echogate and PostgreSQL? set database.pooler: transaction)", err)
+	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("postgres: %s: %w: %w", op, cerr, err)
 	}
@@ -385,6 +453,22 @@ func wrapCtx(ctx context.Context, op string, err error) error {
 // fail wraps err with the operation described by format and args.
 func fail(ctx context.Context, err error, format string, args ...any) error {
 	return wrapCtx(ctx, fmt.Sprintf(format, args...), err)
+}
+
+// sendAtomic sends b on a connection of p as one implicit transaction, in one round trip once
+// its statements are prepared: pgx ends a batch with a single Sync, and PostgreSQL runs the
+// statements before a Sync as one transaction, rolled back as a whole when one of them fails
+// (and the rest are then skipped). It saves the round trips of BEGIN and COMMIT that inTx costs.
+// read consumes the results in order; an error of a statement is returned by the read of its
+// result (and by Close). read must not fail for any other reason: the transaction has committed
+// by the time Close returns.
+func sendAtomic(ctx context.Context, p *pgxpool.Pool, b *pgx.Batch, read func(br pgx.BatchResults) error) error {
+	br := p.SendBatch(ctx, b)
+	if err := read(br); err != nil {
+		_ = br.Close()
+		return err
+	}
+	return br.Close()
 }
 
 // inTx runs fn in a read-committed transaction on the query pool and commits it, or rolls it back
@@ -435,6 +519,13 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// isPoolerSymptom reports whether err is what named prepared statements do through a transaction
+// pooler: 42P05 (prepared statement already exists) or 26000 (… does not exist).
+func isPoolerSymptom(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42P05" || pe.Code == "26000")
 }
 
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation (23505).

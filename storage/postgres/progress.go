@@ -11,7 +11,7 @@ import (
 
 // RecordProgress appends msgs to the session's transcript under turn (as AppendMessages) and
 // records the ledger entries usage (as RecordUsage, setting their IDs), in one batch in one
-// transaction: both are written or neither (then every ID stays 0). It is what a turn writes
+// (implicit) transaction: both are written or neither (then every ID stays 0). It is what a turn writes
 // when the model asks for a tool: the user's message and the spend so far, one round trip.
 func (s *Store) RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error {
 	if key == "" {
@@ -26,25 +26,20 @@ func (s *Store) RecordProgress(ctx context.Context, key echogate.SessionKey, tur
 		return fmt.Errorf("postgres: record progress of turn %q: %w", turn, err)
 	}
 	ids := make([]int64, len(usage))
-	err = inTx(ctx, p, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
+	b := &pgx.Batch{}
+	if len(msgs) > 0 {
+		b.Queue(qAppend, string(key), int64(len(msgs)), turn, utc(s.stamp(at)), roles, bodies)
+	}
+	for _, r := range usage {
+		u := r.Usage
+		b.Queue(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, r.Agent, string(r.Trigger), string(u.Kind), u.Model,
+			u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, u.Failed, utc(s.stamp(r.At)))
+	}
+	// One implicit transaction (sendAtomic); qAppend inserts every message or fails.
+	err = sendAtomic(ctx, p, b, func(br pgx.BatchResults) error {
 		if len(msgs) > 0 {
-			b.Queue(qAppend, string(key), int64(len(msgs)), turn, utc(s.stamp(at)), roles, bodies)
-		}
-		for _, r := range usage {
-			u := r.Usage
-			b.Queue(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, r.Agent, string(r.Trigger), string(u.Kind), u.Model,
-				u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, u.Failed, utc(s.stamp(r.At)))
-		}
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		if len(msgs) > 0 {
-			tag, err := br.Exec()
-			if err != nil {
+			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("append %d messages: %w", len(msgs), err)
-			}
-			if tag.RowsAffected() != int64(len(msgs)) {
-				return fmt.Errorf("append %d messages: inserted %d rows", len(msgs), tag.RowsAffected())
 			}
 		}
 		for i := range usage {
@@ -52,7 +47,7 @@ func (s *Store) RecordProgress(ctx context.Context, key echogate.SessionKey, tur
 				return fmt.Errorf("record usage entry %d: %w", i, err)
 			}
 		}
-		return br.Close()
+		return nil
 	})
 	if err != nil {
 		return fail(ctx, err, "record progress of turn %q", turn)

@@ -11,7 +11,9 @@ import (
 )
 
 const (
-	qRequestStop = `INSERT INTO stops (session, actor) VALUES ($1, $2)`
+	// The stop and its notification (delivered at commit) to the replicas' stops watches.
+	qRequestStop = `WITH ins AS (INSERT INTO stops (session, actor) VALUES ($1, $2) RETURNING id, session, actor)
+SELECT pg_notify($3, json_build_object('id', id, 'session', session, 'actor', actor)::text) FROM ins`
 	qPruneStops  = `DELETE FROM stops WHERE requested_at < now() - interval '5 minutes'`
 	qRecentStops = `SELECT id, session, actor FROM stops WHERE requested_at > now() - make_interval(secs => $1) ORDER BY id`
 )
@@ -27,7 +29,7 @@ func (s *Store) RequestStop(ctx context.Context, key echogate.SessionKey, actor 
 		return err
 	}
 	err = inTx(ctx, p, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, qRequestStop, string(key), actor); err != nil {
+		if _, err := tx.Exec(ctx, qRequestStop, string(key), actor, stopsChannel(s.schema)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, qPruneStops)
@@ -40,13 +42,20 @@ func (s *Store) RequestStop(ctx context.Context, key echogate.SessionKey, actor 
 }
 
 // RecentStops lists the stops requested within the last `window` by the database's clock,
-// oldest first, each with its id (see pipeline.StopFlags).
+// oldest first, each with its id (see pipeline.StopFlags). On a direct connection it answers from
+// the stops watch (stopwatch.go: LISTEN, no query) once that is live, and queries until then;
+// through a transaction pooler it always queries.
 func (s *Store) RecentStops(ctx context.Context, window time.Duration) ([]echogate.StopRequest, error) {
-	p, err := s.pool(ctx, "recent stops")
+	ps, err := s.conns(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("postgres: recent stops: %w", err)
 	}
-	rows, err := p.Query(ctx, qRecentStops, window.Seconds())
+	if ps.stops != nil {
+		if out, ok := ps.stops.recent(window); ok {
+			return out, nil
+		}
+	}
+	rows, err := ps.q.Query(ctx, qRecentStops, window.Seconds())
 	if err != nil {
 		return nil, fail(ctx, err, "recent stops")
 	}

@@ -1,0 +1,177 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/echogate/echogate"
+)
+
+// Session leases: TryLockSession through a transaction pooler, where a session-level advisory
+// lock would live on a server connection the pooler hands to other clients. A lease is a row of
+// session_leases with its owner (one per Store) and an expiry by the database's clock. The owner
+// renews all its leases in one statement every LeaseTTL/3 while it holds them; a lease whose
+// owner died is taken over by the next TryLockSession after it expired. A row of this store's
+// own that it does not hold (its release failed) is taken again at once: the store's held set,
+// not the row, says whether one of its turns runs the session.
+const (
+	qTakeLease = `INSERT INTO session_leases AS l (session, owner, expires_at)
+VALUES ($1, $2, now() + make_interval(secs => $3))
+ON CONFLICT (session) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+WHERE l.expires_at < now() OR l.owner = excluded.owner
+RETURNING l.session`
+	qDropLease   = `DELETE FROM session_leases WHERE session = $1 AND owner = $2`
+	qRenewLeases = `UPDATE session_leases SET expires_at = now() + make_interval(secs => $2)
+WHERE owner = $1 AND session = ANY($3) RETURNING session`
+)
+
+// leaseOwner names one Store on its lease rows: host, pid and a random suffix (two stores in one
+// process are two owners).
+func leaseOwner() string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// leaser holds this store's leases and renews them. Its goroutine is started by newLeaser and
+// ends in close.
+type leaser struct {
+	s    *Store
+	pool *pgxpool.Pool
+	mu   sync.Mutex
+	held map[echogate.SessionKey]struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newLeaser(s *Store, pool *pgxpool.Pool) *leaser {
+	l := &leaser{s: s, pool: pool, held: map[echogate.SessionKey]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go l.renewLoop()
+	return l
+}
+
+// tryLock takes key's lease: one round trip. ok is false when another owner holds an unexpired
+// lease, or this store already holds it.
+func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, err error) {
+	noop := func() {}
+	l.mu.Lock()
+	if _, busy := l.held[key]; busy {
+		l.mu.Unlock()
+		return noop, false, nil
+	}
+	l.held[key] = struct{}{}
+	l.mu.Unlock()
+	var got string
+	err = l.pool.QueryRow(ctx, qTakeLease, string(key), l.s.owner, l.s.leaseTTL.Seconds()).Scan(&got)
+	if err == pgx.ErrNoRows {
+		l.forget(key)
+		return noop, false, nil
+	}
+	if err != nil {
+		l.forget(key)
+		// The insert may have committed just as ctx ended: give it back rather than let it
+		// block the session until it expires.
+		l.drop(key)
+		return noop, false, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.drop(key)
+			l.forget(key)
+		})
+	}, true, nil
+}
+
+func (l *leaser) forget(key echogate.SessionKey) {
+	l.mu.Lock()
+	delete(l.held, key)
+	l.mu.Unlock()
+}
+
+// drop deletes key's lease row if this store owns it, bounded by lockTimeout whatever the caller's
+// context did; a failure leaves the row to expire.
+func (l *leaser) drop(key echogate.SessionKey) {
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	if _, err := l.pool.Exec(ctx, qDropLease, string(key), l.s.owner); err != nil {
+		l.s.log.Warn("postgres: release session lease failed; it expires on its own",
+			"session", string(key), "ttl", l.s.leaseTTL, "err", err)
+	}
+}
+
+// renewLoop renews the held leases every LeaseTTL/3 until close.
+func (l *leaser) renewLoop() {
+	defer close(l.done)
+	t := time.NewTicker(max(l.s.leaseTTL/3, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			if err := l.renew(); err != nil {
+				l.s.log.Warn("postgres: renew session leases failed; retrying", "err", err)
+			}
+		}
+	}
+}
+
+// renew extends every lease this store holds, in one statement, and logs the ones it lost (its
+// renewals failed for longer than the TTL and another replica took the session over).
+func (l *leaser) renew() error {
+	l.mu.Lock()
+	keys := make([]string, 0, len(l.held))
+	for k := range l.held {
+		keys = append(keys, string(k))
+	}
+	l.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	rows, err := l.pool.Query(ctx, qRenewLeases, l.s.owner, l.s.leaseTTL.Seconds(), keys)
+	if err != nil {
+		return fmt.Errorf("renew %d leases: %w", len(keys), err)
+	}
+	renewed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("renew %d leases: %w", len(keys), err)
+	}
+	if len(renewed) == len(keys) {
+		return nil
+	}
+	got := make(map[string]bool, len(renewed))
+	for _, k := range renewed {
+		got[k] = true
+	}
+	for _, k := range keys {
+		if got[k] {
+			continue
+		}
+		l.mu.Lock()
+		_, still := l.held[echogate.SessionKey(k)]
+		l.mu.Unlock()
+		if still {
+			l.s.log.Warn("postgres: session lease lost (renewals failed past its expiry); another replica may run the session",
+				"session", k, "ttl", l.s.leaseTTL)
+		}
+	}
+	return nil
+}
+
+// close stops the renewals and waits for the loop to end. Leases still held expire on their own.
+func (l *leaser) close() {
+	close(l.stop)
+	<-l.done
+}
