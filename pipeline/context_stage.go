@@ -15,8 +15,5 @@ func (s ContextStage) Process(ctx context.Context, t *Turn) error {
 		return err
 	}
 	t.in = in
-	if s.p.replicas {
-		return t.started(ctx) // see startTurn
-	}
-	return nil
+	return t.w.Ready(ctx) // what the store writes before the model is called (beginTurn)
 }

@@ -38,7 +38,7 @@ func (p *Pipeline) writeThrough(t *Turn, end echogate.TurnEnd, folded []echogate
 	}
 	msgs := end.Messages
 	if len(folded) == 0 {
-		msgs = append(append(make([]echogate.Message, 0, len(t.w.input)+len(msgs)), t.w.input...), msgs...)
+		msgs = append(append(make([]echogate.Message, 0, len(t.input)+len(msgs)), t.input...), msgs...)
 	}
 	if len(msgs) == 0 {
 		p.hist.drop(key) // nothing to anchor a complete entry on

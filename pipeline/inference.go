@@ -54,7 +54,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 	rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
 		// A tool the model asked for that did not run (denied, unknown, the plan) left the
 		// question and the spend due (writeProgress): the turn goes on, they are written now.
-		t.flushProgress()
+		t.w.Flush()
 		if !budgets {
 			return nil
 		}
@@ -91,7 +91,7 @@ func (t *Turn) emit(e agent.Event) {
 		t.enter(StateStreaming)
 	case agent.EventToolCall:
 		t.enter(StateToolExec)
-		// The tool may read the question (see startTurn), and the turn goes on: its spend so
+		// The tool may read the question (see beginTurn), and the turn goes on: its spend so
 		// far goes to the ledger. Both in one write, which the tool run issues and awaits.
 		t.writeProgress()
 	case agent.EventToolRunStart:

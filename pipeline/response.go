@@ -37,15 +37,15 @@ func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
 	}
 	res := t.res
 	// Unless a tool or the delay made it written already, the question is appended with the
-	// answer (see startTurn). A pause saves it first: the pause outlives this turn.
+	// answer (see beginTurn). A pause saves it first: the pause outlives this turn.
 	var input []echogate.Message
 	if res.Status != agent.StatusPaused {
-		input = t.foldInput()
+		input = t.w.Fold()
 	}
 	// The turn's record is the write-ahead of the post (its id is the reply id): it must be
 	// durable before anything is posted. A record or question that could not be written
 	// fails the turn rather than keep an answer whose question is not in the transcript.
-	if err := t.started(ctx); err != nil {
+	if err := t.w.Durable(ctx); err != nil {
 		res = agent.Result{Status: agent.StatusError, Err: err, Answer: res.Answer, Usage: res.Usage, Model: res.Model, RouteReason: res.RouteReason}
 		t.res = res
 	}
