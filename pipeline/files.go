@@ -348,11 +348,11 @@ func shortErr(err error) string {
 // prepareAttachments gives the model the new user messages' attachments (Deps.Files): see
 // Files.prepareAttachments. The model is the session's /model choice or the default; a router
 // that sends attachment turns elsewhere is accounted for by the configured Vision function.
-func (p *Pipeline) prepareAttachments(ctx context.Context, t *turn, msgs []echogate.Message) []echogate.Message {
-	if p.d.Files == nil {
+func (s *ContextStage) prepareAttachments(ctx context.Context, t *turn, msgs []echogate.Message) []echogate.Message {
+	if s.files == nil {
 		return msgs
 	}
-	model := p.modelOverride(t.key)
+	model := s.override(t.key)
 	if model == "" {
 		model = t.prof.Model
 	}
@@ -364,7 +364,7 @@ func (p *Pipeline) prepareAttachments(ctx context.Context, t *turn, msgs []echog
 		if out == nil {
 			out = append([]echogate.Message(nil), msgs...)
 		}
-		out[i] = p.d.Files.prepareAttachments(ctx, t.ev.Conversation.Platform, model, m)
+		out[i] = s.files.prepareAttachments(ctx, t.ev.Conversation.Platform, model, m)
 	}
 	if out == nil {
 		return msgs
