@@ -167,12 +167,12 @@ func (p *Pipeline) promptSession(ctx context.Context, ev *echogate.InboundEvent)
 
 // endScheduled tells Deps.AfterScheduled how a scheduled run's turn ended: a run's own turn, or
 // the turn that resumed it after an approval (then Run is empty and Session names the run).
-func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, postErr error) {
+func (s *ResponseStage) endScheduled(ctx context.Context, t *Turn, res agent.Result, postErr error) {
 	r := t.scheduled()
 	if r == nil && t.resume != nil && strings.HasPrefix(string(t.key), scheduledPrefix) {
 		r = &echogate.ScheduledRun{}
 	}
-	if r == nil || p.d.AfterScheduled == nil {
+	if r == nil || s.afterScheduled == nil {
 		return
 	}
 	e := ScheduledEnd{Run: *r, Session: t.key, EventID: t.ev.ID, Turn: t.id, Status: t.rec.Status, Posted: t.sched.posted, Quiet: t.sched.quiet,
@@ -185,7 +185,7 @@ func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, 
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterScheduledTimeout)
 	defer cancel()
-	p.d.AfterScheduled(actx, e)
+	s.afterScheduled(actx, e)
 }
 
 // afterScheduledTimeout bounds recording a scheduled run's end (it outlives the turn's context).

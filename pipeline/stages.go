@@ -46,7 +46,7 @@ func (p *Pipeline) buildStages() Stages {
 	return Stages{
 		Context:   metered(m, now, stageContext, p.traced("echogate.context", p.contextStage(pp))),
 		Inference: metered(m, now, stageInference, p.inferenceStage(pp)), // its model calls and tools are traced one by one
-		Response:  countedTurns(m, now, metered(m, now, stageResponse, p.traced("echogate.response", ResponseStage{p: p}))),
+		Response:  countedTurns(m, now, metered(m, now, stageResponse, p.traced("echogate.response", p.responseStage()))),
 	}
 }
 
