@@ -63,12 +63,6 @@ func DefaultVision(model string) bool {
 	return false
 }
 
-// downloader is the capability of repliers whose platform hosts files (channels.Downloader,
-// declared here so the pipeline does not import channels).
-type downloader interface {
-	Download(ctx context.Context, att echogate.Attachment, maxBytes int64) (data []byte, mime string, err error)
-}
-
 // historyReader is what Files needs of the store.
 type historyReader interface {
 	History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error)
@@ -157,10 +151,13 @@ func platformOf(channel string) string {
 	return p
 }
 
-func (f *Files) downloaderFor(platform string) (downloader, error) {
+func (f *Files) downloaderFor(platform string) (Downloader, error) {
 	rep := f.repliers[platform]
-	d, ok := rep.(downloader)
-	if !ok {
+	var d Downloader
+	if rep != nil {
+		d = CapsOf(rep).Downloader
+	}
+	if d == nil {
 		return nil, fmt.Errorf("pipeline: files: %s does not serve file downloads", platform)
 	}
 	return d, nil
