@@ -45,25 +45,6 @@ func parseCommand(text string) (name, arg string, ok bool) {
 	return "", "", false
 }
 
-// mailboxKey is the mailbox an event queues in: its session's, except for a command that came
-// as an interaction and reads nothing of the conversation (usage, help): it gets a mailbox of
-// its own, so a running turn does not hold its private answer up (Slack's response_url and
-// Discord's interaction token expire).
-func mailboxKey(ev echogate.InboundEvent) echogate.SessionKey {
-	if ev.Interaction != "" && ev.Kind != echogate.KindReaction {
-		if name, _, ok := parseCommand(ev.Text); ok && (name == cmdUsage || name == cmdHelp || name == cmdSchedules || name == cmdMCP) {
-			return "command:" + ev.SessionKey()
-		}
-	}
-	return ev.SessionKey()
-}
-
-// isStopCommand reports whether text is the stop command ("/stop", "!stop").
-func isStopCommand(text string) bool {
-	name, _, ok := parseCommand(text)
-	return ok && name == cmdStop
-}
-
 // command handles the chat commands. It reports whether ev was one; a command always ends its
 // exchange with an answer (see answerCommand), so no client waits for a turn that never comes.
 func (p *Pipeline) command(ctx context.Context, ctl *turnCtl, log *slog.Logger, evp *echogate.InboundEvent) bool {

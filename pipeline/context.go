@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
@@ -199,4 +201,24 @@ func (s *ContextStage) recordSession(ctx context.Context, t *turn, changed bool)
 		return
 	}
 	s.marks.mark(key, info.UpdatedAt)
+}
+
+// parallel runs fns concurrently and returns their errors joined. The stores batch concurrent
+// writes into one transaction (group commit), so independent writes cost one round trip.
+func parallel(fns ...func() error) error {
+	if len(fns) == 1 {
+		return fns[0]()
+	}
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = fn()
+		}()
+	}
+	errs[0] = fns[0]()
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,94 +237,6 @@ func (p *Pipeline) shardFor(k echogate.SessionKey) *shard {
 	return &p.shards[maphash.String(p.seed, string(k))%shardCount]
 }
 
-// Submit accepts one inbound event: it is the channels' Sink. It returns quickly: the event is
-// recorded (dedupe) and queued for its session; a duplicate is dropped silently (nil). A full
-// mailbox returns ErrMailboxFull (nothing recorded, so a platform retry is welcome); after
-// shutdown began it returns ErrShuttingDown. A stop command stops the session's running turn at
-// once.
-func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
-	switch p.state.Load() {
-	case stateNew:
-		return ErrNotRunning
-	case stateClosing:
-		p.d.Metrics.Reject(ev.Conversation.Platform, "shutdown")
-		return ErrShuttingDown
-	}
-	if ev.ID == "" || ev.Conversation.Platform == "" || ev.SessionKey() == "" {
-		return fmt.Errorf("%w: id, platform and conversation are required (got id=%q platform=%q)", ErrInvalidEvent, ev.ID, ev.Conversation.Platform)
-	}
-	if ev.ReceivedAt.IsZero() {
-		ev.ReceivedAt = p.cfg.Now()
-	}
-	platform := ev.Conversation.Platform
-	p.d.Metrics.Event(platform, ev.Kind.String())
-	if p.refused(ctx, &ev) {
-		return refusedRun(&ev) // access rules (access.go): nothing recorded, nothing queued
-	}
-	p.promptSession(ctx, &ev) // a decision on a scheduled run's prompt (scheduled.go)
-	key := mailboxKey(ev)
-	sh := p.shardFor(key)
-
-	if isStop(&ev) && p.submitStop(ctx, key, ev) {
-		return nil // a turn runs here: stopped, or its sender told who can (authority)
-	}
-	sh.mu.Lock()
-	mb := sh.boxes[key]
-	if mb == nil {
-		mb = &mailbox{key: key}
-		sh.boxes[key] = mb
-		p.d.Metrics.Mailbox(0, 1)
-	}
-	if len(mb.queue)+mb.reserved >= p.cfg.MailboxSize {
-		sh.mu.Unlock()
-		p.d.Metrics.Reject(platform, "mailbox_full")
-		// A RetryAfterError: channels answer it as back-pressure (HTTP 429, "busy, retry").
-		return &echogate.RetryAfterError{After: time.Second, Err: fmt.Errorf("session %s: %w", key, ErrMailboxFull)}
-	}
-	mb.reserved++
-	sh.mu.Unlock()
-
-	payload, err := json.Marshal(ev)
-	var first bool
-	if err == nil {
-		first, err = p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
-	}
-	if err == nil && first && isStop(&ev) {
-		// The turn may run on another replica, which polls the stored stops; the event still
-		// queues here, for a paused turn it cancels.
-		p.requestStop(ctx, ev)
-	}
-
-	sh.mu.Lock()
-	mb.reserved--
-	if err != nil || !first {
-		p.reapLocked(sh, mb)
-		sh.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("pipeline: record event %s: %w", ev.ID, err)
-		}
-		p.d.Metrics.Duplicate(platform)
-		p.log.Debug("duplicate event dropped", "event_id", ev.ID, "session", key, "channel", platform)
-		return nil
-	}
-	if p.state.Load() == stateClosing {
-		// Recorded but not queued: it is replayed at the next start.
-		p.reapLocked(sh, mb)
-		sh.mu.Unlock()
-		return ErrShuttingDown
-	}
-	var cur *turnCtl // the turn a new message may interrupt
-	if p.cfg.OnBusy == OnBusyInterrupt && ev.Kind != echogate.KindReaction {
-		cur = mb.cur
-	}
-	p.enqueueLocked(sh, mb, item{ev: ev})
-	sh.mu.Unlock()
-	if cur != nil {
-		p.interrupt(ctx, key, ev, cur)
-	}
-	return nil
-}
-
 // stopped records a stop that stopped this process's running turn, so a redelivery of it does
 // not stop a later turn.
 func (p *Pipeline) stopped(ctx context.Context, ev echogate.InboundEvent) {
@@ -413,15 +323,4 @@ func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (fu
 		case <-t.C:
 		}
 	}
-}
-
-// isStop reports whether ev asks to stop the running turn.
-func isStop(ev *echogate.InboundEvent) bool {
-	if ev.Actor.IsBot && !ev.Actor.IsSelf {
-		return false
-	}
-	if ev.Kind == echogate.KindReaction {
-		return ev.Reaction == echogate.ReactionStop
-	}
-	return strings.EqualFold(strings.TrimSpace(ev.Text), "stop") || isStopCommand(ev.Text)
 }

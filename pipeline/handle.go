@@ -2,9 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/echogate/echogate"
@@ -104,34 +102,6 @@ func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev *echog
 		}
 	})
 	return wait, opt
-}
-
-// route sends the event where it belongs: to the session's paused turn, to a command, or to a
-// new turn.
-func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, opts []turnOption) {
-	pend, err := p.getPending(ctx, ev.SessionKey())
-	switch {
-	case err == nil:
-		p.handlePaused(ctx, ctl, log, ev, pend)
-		return
-	case !errors.Is(err, echogate.ErrNotFound):
-		log.Error("pipeline: load pending turn", "err", err)
-		p.fail(ctx, log, ev, "", err)
-		return
-	}
-	switch {
-	case ev.Actor.IsSelf:
-		return // an internal event for a pause that no longer exists
-	case ev.Kind == echogate.KindReaction:
-		return // reactions only matter on approval prompts (stop is handled by Submit)
-	case p.command(ctx, ctl, log, ev):
-		return
-	case isStop(ev):
-		return // nothing is running
-	case strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0:
-		return
-	}
-	p.runUserTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, opts...) // per-user limits (peruser.go)
 }
 
 // waitSessionWrite waits until the session record of the event being handled is written
