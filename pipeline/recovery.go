@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
@@ -352,29 +351,4 @@ func (t *Turn) runApproved(ctx context.Context, tool tools.Tool, call echogate.T
 		}
 	}
 	return res, nil
-}
-
-// completion marks an event handled exactly once: in the turn's end (TurnLog.FinishTurn) when
-// a turn ran, else when handling ends.
-type completion struct {
-	p    *Pipeline
-	key  string
-	log  *slog.Logger
-	once sync.Once
-}
-
-// take marks the event as completed by the caller, which writes the completion itself (in a
-// FinishTurn call). It returns false when the completion was written or taken already.
-func (c *completion) take() bool {
-	taken := false
-	c.once.Do(func() { taken = true })
-	return taken
-}
-
-func (c *completion) complete(ctx context.Context) {
-	c.once.Do(func() {
-		if err := c.p.d.Store.CompleteEvent(ctx, c.key, c.p.cfg.Now()); err != nil {
-			c.log.Error("pipeline: complete event", "err", err)
-		}
-	})
 }
