@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/internal/metrics"
 )
 
@@ -28,15 +27,15 @@ type ContextStage struct {
 	// transcript it wrote through to the cache is served without asking the store. This is
 	// coordination between replicas (whose cached copy may be stale), not a write order.
 	soleWriter bool
-	catalogue  func(*profile) string            // the agent's skill catalogue (skills.go)
-	override   func(echogate.SessionKey) string // the session's /model choice (commands.go)
+	catalogue  func(*profile) string // the agent's skill catalogue (skills.go)
+	overrides  *modelOverrides       // the sessions' /model choices (commands.go)
 }
 
 // contextStage is the pipeline's ContextStage.
 func (p *Pipeline) contextStage(pp *people) *ContextStage {
 	return &ContextStage{store: p.d.Store, hist: p.hist, marks: p.marks, snaps: p.snaps, providers: p.d.Context,
 		compactor: p.d.Compactor, people: pp, files: p.d.Files, metrics: p.d.Metrics, window: p.cfg.HistoryMessages,
-		now: p.cfg.Now, soleWriter: !p.replicas, catalogue: p.skillCatalogue, override: p.modelOverride}
+		now: p.cfg.Now, soleWriter: !p.replicas, catalogue: p.skillCatalogue, overrides: p.overrides}
 }
 
 // Process implements Stage. It blocks on the store and the context providers; an error fails

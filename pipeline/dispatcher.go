@@ -54,8 +54,7 @@ type Pipeline struct {
 	started        chan struct{} // closed when Run has started accepting events
 	runAt          time.Time     // when Run began; events claimed since are this process's own
 
-	overrideMu sync.Mutex
-	overrides  map[echogate.SessionKey]string // /model choices, bounded by maxOverrides
+	overrides *modelOverrides // /model choices (commands.go)
 
 	agents atomic.Pointer[agentSet] // the agent profiles (profile.go)
 	gate   gate                     // the access rules (access.go)
@@ -128,7 +127,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
 		handoff: make(chan mailboxJob), closing: make(chan struct{}),
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
-		snaps: newSnapshotCache(snapshotCacheBytes)}
+		snaps: newSnapshotCache(snapshotCacheBytes), overrides: &modelOverrides{}}
 	p.locker, p.replicas = d.Store.(SessionLocker)
 	p.reclaimer, _ = d.Store.(EventReclaimer)
 	if sf, ok := d.Store.(StopFlags); ok && p.replicas {

@@ -349,7 +349,7 @@ func (s *ContextStage) prepareAttachments(ctx context.Context, t *turn, msgs []e
 	if s.files == nil {
 		return msgs
 	}
-	model := s.override(t.key)
+	model := s.overrides.get(t.key)
 	if model == "" {
 		model = t.prof.Model
 	}

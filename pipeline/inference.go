@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 
-	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/cost"
 )
@@ -14,11 +13,11 @@ import (
 // sets t.res; a failed, stopped or paused loop is a result, not an error, so the
 // ResponseStage answers it.
 type InferenceStage struct {
-	model    agent.Model
-	limits   inferenceLimits
-	budget   Budget                           // the gateway-wide budget (the agent's own is on the turn's profile)
-	people   *people                          // the shared conversation's compaction (history_people.go)
-	override func(echogate.SessionKey) string // the session's /model choice (commands.go)
+	model     agent.Model
+	limits    inferenceLimits
+	budget    Budget          // the gateway-wide budget (the agent's own is on the turn's profile)
+	people    *people         // the shared conversation's compaction (history_people.go)
+	overrides *modelOverrides // the sessions' /model choices (commands.go)
 }
 
 // inferenceLimits are the agent loop's configured bounds.
@@ -29,7 +28,7 @@ type inferenceLimits struct {
 
 // inferenceStage is the pipeline's InferenceStage.
 func (p *Pipeline) inferenceStage(pp *people) *InferenceStage {
-	return &InferenceStage{model: p.d.Model, budget: p.d.Budget, people: pp, override: p.modelOverride,
+	return &InferenceStage{model: p.d.Model, budget: p.d.Budget, people: pp, overrides: p.overrides,
 		limits: inferenceLimits{maxIterations: p.cfg.MaxIterations, maxTokens: p.cfg.MaxTokens, toolConcurrency: p.cfg.ToolConcurrency, noPlan: p.cfg.NoPlan}}
 }
 
@@ -59,7 +58,7 @@ func (s *InferenceStage) runtime(t *Turn) agent.Runtime {
 			ToolConcurrency: s.limits.toolConcurrency,
 			Plan:            !s.limits.noPlan && t.allowed(agent.PlanToolName), // under the agent's allow-list
 			Hints: agent.Hints{Session: t.key, UserID: t.userID, Channel: t.channel,
-				Attachments: len(t.ev.Attachments), Override: s.override(t.key)},
+				Attachments: len(t.ev.Attachments), Override: s.overrides.get(t.key)},
 		},
 		Tools:       t.toolSpecs(),
 		Authorize:   t.authorizeSkills, // the active skills' allowed-tools and skill scripts, then authorize (skills.go)
