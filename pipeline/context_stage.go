@@ -35,7 +35,7 @@ type ContextStage struct {
 func (p *Pipeline) contextStage(pp *people) *ContextStage {
 	return &ContextStage{store: p.d.Store, hist: p.hist, marks: p.marks, snaps: p.snaps, providers: p.d.Context,
 		compactor: p.d.Compactor, people: pp, files: p.d.Files, metrics: p.d.Metrics, window: p.cfg.HistoryMessages,
-		now: p.cfg.Now, soleWriter: !p.replicas, catalogue: p.skillCatalogue, overrides: p.overrides}
+		now: p.cfg.Now, soleWriter: !p.shared.replicas(), catalogue: p.skillCatalogue, overrides: p.overrides}
 }
 
 // Process implements Stage. It blocks on the store and the context providers; an error fails

@@ -28,13 +28,8 @@ type Pipeline struct {
 	snaps     *snapshotCache // frozen standing context per session (prompt.go)
 	marks     *sessionMarks
 	pending   pendingIndex
-	// replicas: the store is shared by replicas (it is a SessionLocker).
-	replicas bool
-	caps     map[string]Caps // each platform's replier's capabilities, read once
-	// The store's capabilities for replicas, read once (nil when it lacks them).
-	locker    SessionLocker
-	reclaimer EventReclaimer
-	stops     StopFlags // only with a SessionLocker
+	caps      map[string]Caps // each platform's replier's capabilities, read once
+	shared    sharedStore     // the store's capabilities for replicas, read once (replicas.go)
 	stages    Stages
 	deferred  deferredReplays // retries of replays deferred on an unreadable turn log
 
@@ -128,11 +123,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		handoff: make(chan mailboxJob), closing: make(chan struct{}),
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
 		snaps: newSnapshotCache(snapshotCacheBytes), overrides: &modelOverrides{}}
-	p.locker, p.replicas = d.Store.(SessionLocker)
-	p.reclaimer, _ = d.Store.(EventReclaimer)
-	if sf, ok := d.Store.(StopFlags); ok && p.replicas {
-		p.stops = sf
-	}
+	p.shared = sharedStoreOf(d.Store)
 	p.caps = make(map[string]Caps, len(d.Repliers))
 	for platform, r := range d.Repliers {
 		p.caps[platform] = CapsOf(r)
@@ -178,7 +169,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.cancelBase()
 	p.runAt = p.cfg.Now()
 
-	if !p.replicas {
+	if !p.shared.replicas() {
 		if err := p.pending.load(ctx, p.d.Store); err != nil {
 			p.log.Warn("pipeline: every event will read its session's paused turn", "err", err)
 		}
@@ -194,7 +185,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer jwg.Done()
 		p.janitor(ctx)
 	}()
-	if p.stops != nil {
+	if p.shared.stops != nil {
 		jwg.Go(func() { p.watchStops(ctx) })
 	}
 	jwg.Go(func() { p.releaseIdle(ctx) })
@@ -302,7 +293,7 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 // lockSession takes the session's cross-replica lock when the store offers one, waiting with
 // backoff while another replica runs the session (bounded by ctx, the turn timeout).
 func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (func(), error) {
-	lk := p.locker
+	lk := p.shared.locker
 	if lk == nil {
 		return func() {}, nil
 	}

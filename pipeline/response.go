@@ -52,7 +52,7 @@ type ResponseStage struct {
 func (p *Pipeline) responseStage() *ResponseStage {
 	return &ResponseStage{store: p.d.Store, metrics: p.d.Metrics, now: p.cfg.Now, fallback: p.cfg.FallbackText,
 		onTimeout: p.cfg.OnTimeout, approvalTimeout: p.cfg.ApprovalTimeout, savePending: p.savePending, approverNote: p.approverNote,
-		notify: p.notify, hist: p.hist, marks: p.marks, soleWriter: !p.replicas, afterTurn: p.d.AfterTurn, afterScheduled: p.d.AfterScheduled}
+		notify: p.notify, hist: p.hist, marks: p.marks, soleWriter: !p.shared.replicas(), afterTurn: p.d.AfterTurn, afterScheduled: p.d.AfterScheduled}
 }
 
 // Process implements Stage. It runs on a context of its own (the turn's may be cancelled by

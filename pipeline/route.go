@@ -196,10 +196,10 @@ func (p *Pipeline) fail(ctx context.Context, log *slog.Logger, ev *echogate.Inbo
 // requestStop stores a stop of key's running turn for the replica that may run it (with a
 // store shared by replicas); this process's own running turns are stopped by Submit at once.
 func (p *Pipeline) requestStop(ctx context.Context, ev echogate.InboundEvent) {
-	if p.stops == nil {
+	if p.shared.stops == nil {
 		return
 	}
-	if err := p.stops.RequestStop(ctx, ev.SessionKey(), ev.Actor.QualifiedID(ev.Conversation.Platform)); err != nil {
+	if err := p.shared.stops.RequestStop(ctx, ev.SessionKey(), ev.Actor.QualifiedID(ev.Conversation.Platform)); err != nil {
 		p.log.Warn("pipeline: store stop request for the other replicas", "session", ev.SessionKey(), "event_id", ev.ID, "err", err)
 	}
 }

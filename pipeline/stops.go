@@ -24,7 +24,7 @@ func (p *Pipeline) watchStops(ctx context.Context) {
 	tick := time.NewTicker(stopPollInterval)
 	defer tick.Stop()
 	for {
-		stops, err := p.stops.RecentStops(ctx, stopWindow)
+		stops, err := p.shared.stops.RecentStops(ctx, stopWindow)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
