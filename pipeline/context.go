@@ -15,7 +15,7 @@ import (
 const contextSectionBudget = 1500
 
 // buildContext is the ContextStage: it loads the history (the user's message is persisted
-// meanwhile, see startTurn) and renders the system prompt with the context providers'
+// meanwhile, see beginTurn) and renders the system prompt with the context providers'
 // sections. When resuming, the paused state already holds the conversation; only the system
 // prompt is rebuilt.
 func (s *ContextStage) buildContext(ctx context.Context, t *turn, st *agent.State, rs *agent.Resume, msgs []echogate.Message) (agent.Input, error) {

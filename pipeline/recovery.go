@@ -276,7 +276,7 @@ func (p *Pipeline) closeInterrupted(ctx context.Context, log *slog.Logger, tr ec
 	log.Warn("turn interrupted by a stop or crash; answering the event again", "turn", tr.ID)
 }
 
-// savedInput reports whether one of the dead turns wrote the user's message (see startTurn).
+// savedInput reports whether one of the dead turns wrote the user's message (see beginTurn).
 func (p *Pipeline) savedInput(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, dead map[string]bool) bool {
 	hist, err := p.d.Store.History(ctx, ev.SessionKey(), 50)
 	if err != nil {
