@@ -14,31 +14,38 @@ import (
 // and the answer is posted only after it is durable (see ResponseStage). A failed start write
 // stops the turn with the error as its cause, and the ResponseStage fails it. A resumed turn's
 // record was written with its decision (ResumeTurn): it begins nothing, and t.w stays nil.
-func (t *Turn) beginTurn(ctx context.Context, stop context.CancelCauseFunc, input []echogate.Message) {
+func (t *Turn) beginTurn(ctx context.Context, input []echogate.Message) {
 	if t.approved != nil {
 		return
 	}
 	t.input = input
-	t.w = t.p.d.Store.BeginTurn(ctx, turnstart.Begin{
-		Record: t.rec,
-		Input:  input,
-		Now:    t.p.cfg.Now,
-		Failed: func(err error) { stop(fmt.Errorf("pipeline: %w", err)) },
-		Usage: func() []echogate.UsageRecord {
-			t.usage.inFlight.Add(1) // the turn's end waits for this write's outcome
-			return t.usage.take()
-		},
-		UsageDone: func(usage []echogate.UsageRecord, err error) {
-			defer t.usage.inFlight.Done()
-			if err != nil {
-				t.usage.putBack(usage) // the turn's end records them
-				return
-			}
-			for _, u := range usage {
-				t.observeUsage(u)
-			}
-		},
-	})
+	t.w = t.p.d.Store.BeginTurn(ctx, turnstart.Begin{Record: t.rec, Input: input, Now: t.p.cfg.Now, Owner: startOwner{t}})
+}
+
+// startOwner is the turn as its start writes' owner (turnstart.Owner); a one-pointer struct,
+// so passing it costs no allocation.
+type startOwner struct{ t *Turn }
+
+// StartFailed stops the turn with the failed write as its cause.
+func (o startOwner) StartFailed(err error) { o.t.stop(fmt.Errorf("pipeline: %w", err)) }
+
+// DueUsage takes the usage buffered so far, to be written with the input; the turn's end
+// waits for that write's outcome (inFlight).
+func (o startOwner) DueUsage() []echogate.UsageRecord {
+	o.t.usage.inFlight.Add(1)
+	return o.t.usage.take()
+}
+
+// UsageWritten observes the written entries, or gives them back for the turn's end to record.
+func (o startOwner) UsageWritten(usage []echogate.UsageRecord, err error) {
+	defer o.t.usage.inFlight.Done()
+	if err != nil {
+		o.t.usage.putBack(usage)
+		return
+	}
+	for _, u := range usage {
+		o.t.observeUsage(u)
+	}
 }
 
 // writeProgress is what a turn does when the model asks for a tool: its input messages and

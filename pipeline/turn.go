@@ -230,7 +230,7 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	if t.resume == nil && !t.inputSaved {
 		input = msgs
 	}
-	t.beginTurn(ctx, stopTurn, input)
+	t.beginTurn(ctx, input)
 
 	if err := p.stages.Context.Process(ctx, t); err != nil {
 		p.finishFailed(ctx, t, err)

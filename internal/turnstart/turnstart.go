@@ -41,14 +41,21 @@ type Begin struct {
 	Input []echogate.Message
 	// Now stamps the input's write (time.Now when nil).
 	Now func() time.Time
-	// Failed is told the first start write that failed, once, perhaps on a store's goroutine:
-	// the turn stops with it. It must not block. Nil: nobody is told.
-	Failed func(error)
-	// Usage takes the ledger entries due with the input once the model asked for a tool
-	// (Progress); they are written with it in one transaction, and UsageDone is told the
-	// outcome (on failure the entries are the caller's again). Both nil: no usage travels.
-	Usage     func() []echogate.UsageRecord
-	UsageDone func([]echogate.UsageRecord, error)
+	// Owner is the turn the start reports to; nil: nobody is told, and no usage travels.
+	Owner Owner
+}
+
+// Owner is the turn a Start reports to. Its methods may be called on a store's goroutine and
+// must not block.
+type Owner interface {
+	// StartFailed is told the first start write that failed, once: the turn stops with it.
+	StartFailed(error)
+	// DueUsage takes the ledger entries due with the input once the model asked for a tool
+	// (Progress); they are written with it in one transaction.
+	DueUsage() []echogate.UsageRecord
+	// UsageWritten is told the outcome of that write (on failure the entries are the
+	// owner's again), before the input counts as written.
+	UsageWritten([]echogate.UsageRecord, error)
 }
 
 // Writes are the store calls a Start issues.
@@ -147,8 +154,8 @@ func begin(ctx context.Context, b Begin, w Writes) *Start {
 }
 
 func (s *Start) fail(err error) {
-	if s.b.Failed != nil {
-		s.failOnce.Do(func() { s.b.Failed(err) })
+	if s.b.Owner != nil {
+		s.failOnce.Do(func() { s.b.Owner.StartFailed(err) })
 	}
 }
 
@@ -260,10 +267,10 @@ func (s *Start) issue(onlyProgress bool) {
 		return
 	}
 	s.inputAt = inputIssued
-	withUsage := s.progress && s.b.Usage != nil
+	withUsage := s.progress && s.b.Owner != nil
 	var usage []echogate.UsageRecord
 	if withUsage {
-		usage = s.b.Usage()
+		usage = s.b.Owner.DueUsage()
 	}
 	s.stopTimer()
 	s.mu.Unlock()
@@ -279,8 +286,8 @@ func (s *Start) issue(onlyProgress bool) {
 		err = fmt.Errorf("save user message: %w", err)
 	}
 	s.inputErr = err
-	if withUsage && s.b.UsageDone != nil {
-		s.b.UsageDone(usage, err) // before inputDone: a failed write's usage is the end's to record
+	if withUsage {
+		s.b.Owner.UsageWritten(usage, err) // before inputDone: a failed write's usage is the end's to record
 	}
 	close(s.inputDone)
 	if err != nil {

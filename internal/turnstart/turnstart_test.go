@@ -87,18 +87,17 @@ func TestAtOnceReadyWaitsForTheInput(t *testing.T) {
 func TestProgressAndFailure(t *testing.T) {
 	f := newFake()
 	due := []echogate.UsageRecord{{Turn: "t1"}}
-	var told []echogate.UsageRecord
+	o := &testOwner{due: due}
 	b := qBegin
-	b.Usage = func() []echogate.UsageRecord { return due }
-	b.UsageDone = func(u []echogate.UsageRecord, err error) { told = u }
+	b.Owner = o
 	s := Deferred(t.Context(), b, f.writes(), time.Hour)
 	s.Flush() // no Progress: nothing written
 	if !s.Progress() {
 		t.Fatal("Progress before any write = false, want true (held)")
 	}
 	s.Flush()
-	if got := <-f.progress; len(got) != 1 || len(told) != 1 {
-		t.Errorf("Flush after Progress wrote usage %+v (told %+v), want the entry due, once", got, told)
+	if got := <-f.progress; len(got) != 1 || len(o.told) != 1 {
+		t.Errorf("Flush after Progress wrote usage %+v (told %+v), want the entry due, once", got, o.told)
 	}
 	if s.Progress() {
 		t.Error("Progress after the input was written = true, want false (the caller writes the usage)")
@@ -106,12 +105,12 @@ func TestProgressAndFailure(t *testing.T) {
 
 	f = newFake()
 	f.recErr = errors.New("disk full")
-	var failed int
+	o = &testOwner{}
 	b = qBegin
-	b.Failed = func(error) { failed++ }
+	b.Owner = o
 	s = Deferred(t.Context(), b, f.writes(), time.Hour)
-	if err := s.Durable(t.Context()); err == nil || failed != 1 {
-		t.Errorf("Durable = %v with Failed told %d times, want the record's error, told once", err, failed)
+	if err := s.Durable(t.Context()); err == nil || o.failed != 1 {
+		t.Errorf("Durable = %v with StartFailed told %d times, want the record's error, told once", err, o.failed)
 	}
 }
 
@@ -123,3 +122,14 @@ func TestNilStart(t *testing.T) {
 	}
 	s.Flush()
 }
+
+// testOwner records what a Start told it (the tests call from one goroutine at a time).
+type testOwner struct {
+	due    []echogate.UsageRecord
+	told   []echogate.UsageRecord
+	failed int
+}
+
+func (o *testOwner) StartFailed(error)                              { o.failed++ }
+func (o *testOwner) DueUsage() []echogate.UsageRecord               { return o.due }
+func (o *testOwner) UsageWritten(u []echogate.UsageRecord, _ error) { o.told = u }

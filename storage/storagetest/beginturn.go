@@ -15,7 +15,7 @@ import (
 // once): Durable makes the record and the input durable, the input written exactly once; what
 // Fold returns the start never writes (the turn's end appends it); usage due with the input
 // (Progress) is written with it or left to the caller, never both; a failed write is told to
-// Failed once and returned by every wait; Ready never reports the input written without its
+// the Owner once and returned by every wait; Ready never reports the input written without its
 // record.
 func (r *runner) beginTurn(t *testing.T, s Store, u uniq) {
 	ctx := t.Context()
@@ -78,27 +78,18 @@ func (r *runner) beginTurn(t *testing.T, s Store, u uniq) {
 
 	t.Run("ProgressCarriesUsage", func(t *testing.T) {
 		want := rec("progress")
-		var mu sync.Mutex
-		var taken, told int
-		var toldErr error
-		due := []echogate.UsageRecord{{Turn: want.ID, Session: want.Session, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
-			Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 5, OutputTokens: 1}, At: r.at(time.Second)}}
-		var written []echogate.UsageRecord
-		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now,
-			Usage: func() []echogate.UsageRecord { mu.Lock(); defer mu.Unlock(); taken++; return due },
-			UsageDone: func(us []echogate.UsageRecord, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				told, toldErr, written = told+1, err, us
-			}})
+		o := &owner{due: []echogate.UsageRecord{{Turn: want.ID, Session: want.Session, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
+			Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 5, OutputTokens: 1}, At: r.at(time.Second)}}}
+		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now, Owner: o})
 		must(t, "Ready", st.Ready(ctx))
 		held := st.Progress()
 		st.Flush()
 		must(t, "Durable", st.Durable(ctx))
 		led, err := s.ListUsage(ctx, echogate.UsageFilter{Turn: want.ID}, 0)
 		must(t, "ListUsage", err)
-		mu.Lock()
-		defer mu.Unlock()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		taken, told, toldErr, written := o.taken, o.told, o.toldErr, o.written
 		if held {
 			if taken != 1 || told != 1 || toldErr != nil || len(written) != 1 || written[0].ID == 0 {
 				t.Errorf("Progress held the usage: taken %d, told %d (%v), written %+v; want taken and written once, with its ledger id", taken, told, toldErr, written)
@@ -133,9 +124,8 @@ func (r *runner) beginTurn(t *testing.T, s Store, u uniq) {
 	t.Run("FailedRecord", func(t *testing.T) {
 		want := rec("failed")
 		must(t, "CreateTurn", s.CreateTurn(ctx, want)) // the id exists: the start's record fails
-		var failed atomic.Int32
-		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now,
-			Failed: func(error) { failed.Add(1) }})
+		o := &owner{}
+		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now, Owner: o})
 		_ = st.Ready(ctx)
 		if err := st.Recorded(ctx); err == nil {
 			t.Error("Recorded of a start whose record exists = nil, want an error")
@@ -143,8 +133,34 @@ func (r *runner) beginTurn(t *testing.T, s Store, u uniq) {
 		if err := st.Durable(ctx); err == nil {
 			t.Error("Durable of a start whose record exists = nil, want an error")
 		}
-		if n := failed.Load(); n != 1 {
+		if n := o.failed.Load(); n != 1 {
 			t.Errorf("Failed told %d times, want once", n)
 		}
 	})
+}
+
+// owner is a turnstart.Owner that records what the start told it.
+type owner struct {
+	failed  atomic.Int32
+	mu      sync.Mutex
+	due     []echogate.UsageRecord
+	taken   int
+	told    int
+	toldErr error
+	written []echogate.UsageRecord
+}
+
+func (o *owner) StartFailed(error) { o.failed.Add(1) }
+
+func (o *owner) DueUsage() []echogate.UsageRecord {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.taken++
+	return o.due
+}
+
+func (o *owner) UsageWritten(us []echogate.UsageRecord, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.told, o.toldErr, o.written = o.told+1, err, us
 }
