@@ -50,7 +50,7 @@ type lockingStore struct{ pipeline.Store }
 
 // BeginTurn writes the record and the input at once, as PostgreSQL does.
 func (s lockingStore) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
-	return turnstart.AtOnce(ctx, b, turnstart.Writes{Record: turnstart.Go(s.CreateTurn), Append: s.AppendMessages, Progress: s.RecordProgress})
+	return turnstart.AtOnce(ctx, b, turnstart.Blocking(s))
 }
 
 func (lockingStore) TryLockSession(ctx context.Context, key echogate.SessionKey) (func(), bool, error) {

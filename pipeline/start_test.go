@@ -116,7 +116,7 @@ type asyncStarter struct {
 }
 
 func (s *asyncStarter) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
-	return turnstart.Deferred(ctx, b, turnstart.Writes{Record: s.StartTurn, Append: s.AppendMessages, Progress: s.RecordProgress}, turnstart.DefaultDelay)
+	return turnstart.Deferred(ctx, b, s, turnstart.DefaultDelay)
 }
 
 func (s *asyncStarter) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
@@ -366,7 +366,7 @@ func (s *countingWrites) FinishTurn(ctx context.Context, end echogate.TurnEnd) e
 // beginVia implements BeginTurn as the single-process stores do (turnstart.Deferred) with
 // st's own methods, so a test store's overrides apply.
 func beginVia(ctx context.Context, st pipeline.Store, b turnstart.Begin) *turnstart.Start {
-	return turnstart.Deferred(ctx, b, turnstart.Writes{Record: turnstart.Go(st.CreateTurn), Append: st.AppendMessages, Progress: st.RecordProgress}, turnstart.DefaultDelay)
+	return turnstart.Deferred(ctx, b, turnstart.Blocking(st), turnstart.DefaultDelay)
 }
 
 // finishVia implements FinishTurn with st's own methods, so a test store's overrides apply.

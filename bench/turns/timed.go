@@ -73,7 +73,7 @@ func (s *timedStore) CreateTurn(ctx context.Context, t echogate.TurnRecord) erro
 
 // BeginTurn is sqlite.Store's, with this store's timed calls.
 func (s *timedStore) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
-	return turnstart.Deferred(ctx, b, turnstart.Writes{Record: s.StartTurn, Append: s.AppendMessages, Progress: s.RecordProgress}, turnstart.DefaultDelay)
+	return turnstart.Deferred(ctx, b, s, turnstart.DefaultDelay)
 }
 
 // StartTurn is timed from the call until the store reports the write (BeginTurn queues the

@@ -58,30 +58,39 @@ type Owner interface {
 	UsageWritten([]echogate.UsageRecord, error)
 }
 
-// Writes are the store calls a Start issues.
-type Writes struct {
-	// Record writes rec and tells done its outcome exactly once, perhaps before it returns;
-	// done must not block. Use Go for a store without a queue of its own.
-	Record func(ctx context.Context, rec echogate.TurnRecord, done func(error))
-	// Append appends msgs to the session's transcript under turn (SessionStore.AppendMessages).
-	Append func(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
-	// Progress appends msgs and records usage in one transaction (TurnLog.RecordProgress).
-	Progress func(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error
+// Writer is the store calls a Start issues.
+type Writer interface {
+	// StartTurn writes rec and tells done its outcome exactly once, perhaps before it returns;
+	// done must not block. Blocking adapts a store whose CreateTurn waits for the write.
+	StartTurn(ctx context.Context, rec echogate.TurnRecord, done func(error))
+	// AppendMessages appends msgs to the session's transcript under turn.
+	AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
+	// RecordProgress appends msgs and records usage in one transaction.
+	RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error
 }
 
-// Go is a Writes.Record for a store whose CreateTurn blocks: it runs create on a goroutine of
-// its own and reports its outcome.
-func Go(create func(ctx context.Context, rec echogate.TurnRecord) error) func(context.Context, echogate.TurnRecord, func(error)) {
-	return func(ctx context.Context, rec echogate.TurnRecord, done func(error)) {
-		go func() { done(create(ctx, rec)) }()
-	}
+// CreateWriter is a store whose CreateTurn blocks until the record is written.
+type CreateWriter interface {
+	CreateTurn(ctx context.Context, rec echogate.TurnRecord) error
+	AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error
+	RecordProgress(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, usage []echogate.UsageRecord, at time.Time) error
+}
+
+// Blocking is the Writer of a store whose CreateTurn blocks: StartTurn runs it on a goroutine
+// of its own and reports its outcome.
+func Blocking(s CreateWriter) Writer { return blocking{s} }
+
+type blocking struct{ CreateWriter }
+
+func (b blocking) StartTurn(ctx context.Context, rec echogate.TurnRecord, done func(error)) {
+	go func() { done(b.CreateTurn(ctx, rec)) }()
 }
 
 // Start is one turn's start writes. Its methods are safe for concurrent use and on a nil
 // *Start (a turn with nothing to write: a resumed turn, whose record its decision wrote).
 type Start struct {
 	b      Begin
-	w      Writes
+	w      Writer
 	ctx    context.Context
 	atOnce bool
 
@@ -111,7 +120,7 @@ const (
 
 // Deferred begins a turn whose input waits for the first of: Durable, Flush after Progress,
 // the delay, or Fold. It returns at once; the record's write is issued before it returns.
-func Deferred(ctx context.Context, b Begin, w Writes, delay time.Duration) *Start {
+func Deferred(ctx context.Context, b Begin, w Writer, delay time.Duration) *Start {
 	s := begin(ctx, b, w)
 	s.mu.Lock()
 	if s.inputAt == inputPending {
@@ -122,7 +131,7 @@ func Deferred(ctx context.Context, b Begin, w Writes, delay time.Duration) *Star
 }
 
 // AtOnce begins a turn whose record and input are both issued now; Ready waits for them.
-func AtOnce(ctx context.Context, b Begin, w Writes) *Start {
+func AtOnce(ctx context.Context, b Begin, w Writer) *Start {
 	s := begin(ctx, b, w)
 	s.atOnce = true
 	if s.inputAt == inputPending {
@@ -131,7 +140,7 @@ func AtOnce(ctx context.Context, b Begin, w Writes) *Start {
 	return s
 }
 
-func begin(ctx context.Context, b Begin, w Writes) *Start {
+func begin(ctx context.Context, b Begin, w Writer) *Start {
 	if b.Now == nil {
 		b.Now = time.Now
 	}
@@ -141,7 +150,7 @@ func begin(ctx context.Context, b Begin, w Writes) *Start {
 		close(s.inputDone)
 	}
 	wctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
-	w.Record(wctx, b.Record, func(err error) {
+	w.StartTurn(wctx, b.Record, func(err error) {
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("begin turn: %w", err)
@@ -279,10 +288,10 @@ func (s *Start) issue(onlyProgress bool) {
 	rec := s.b.Record
 	var err error
 	if withUsage {
-		if err = s.w.Progress(wctx, rec.Session, rec.ID, s.b.Input, usage, s.b.Now()); err != nil {
+		if err = s.w.RecordProgress(wctx, rec.Session, rec.ID, s.b.Input, usage, s.b.Now()); err != nil {
 			err = fmt.Errorf("save user message and usage: %w", err)
 		}
-	} else if err = s.w.Append(wctx, rec.Session, rec.ID, s.b.Input, s.b.Now()); err != nil {
+	} else if err = s.w.AppendMessages(wctx, rec.Session, rec.ID, s.b.Input, s.b.Now()); err != nil {
 		err = fmt.Errorf("save user message: %w", err)
 	}
 	s.inputErr = err

@@ -17,26 +17,26 @@ type fakeWrites struct {
 	recErr   error
 }
 
-func (f *fakeWrites) writes() Writes {
-	return Writes{
-		Record: func(_ context.Context, _ echogate.TurnRecord, done func(error)) { done(f.recErr) },
-		Append: func(ctx context.Context, _ echogate.SessionKey, _ string, msgs []echogate.Message, _ time.Time) error {
-			if f.release != nil {
-				select {
-				case <-f.release:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			f.appended <- msgs
-			return nil
-		},
-		Progress: func(_ context.Context, _ echogate.SessionKey, _ string, msgs []echogate.Message, usage []echogate.UsageRecord, _ time.Time) error {
-			f.appended <- msgs
-			f.progress <- usage
-			return nil
-		},
+func (f *fakeWrites) StartTurn(_ context.Context, _ echogate.TurnRecord, done func(error)) {
+	done(f.recErr)
+}
+
+func (f *fakeWrites) AppendMessages(ctx context.Context, _ echogate.SessionKey, _ string, msgs []echogate.Message, _ time.Time) error {
+	if f.release != nil {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	f.appended <- msgs
+	return nil
+}
+
+func (f *fakeWrites) RecordProgress(_ context.Context, _ echogate.SessionKey, _ string, msgs []echogate.Message, usage []echogate.UsageRecord, _ time.Time) error {
+	f.appended <- msgs
+	f.progress <- usage
+	return nil
 }
 
 func newFake() *fakeWrites {
@@ -48,7 +48,7 @@ var qBegin = Begin{Record: echogate.TurnRecord{ID: "t1", Session: "web:s"}, Inpu
 // A deferred input nobody needed is written once the delay passed.
 func TestDeferredWritesTheInputAfterTheDelay(t *testing.T) {
 	f := newFake()
-	s := Deferred(t.Context(), qBegin, f.writes(), time.Millisecond)
+	s := Deferred(t.Context(), qBegin, f, time.Millisecond)
 	if err := s.Ready(t.Context()); err != nil {
 		t.Fatalf("Ready = %v, want nil at once", err)
 	}
@@ -67,7 +67,7 @@ func TestDeferredWritesTheInputAfterTheDelay(t *testing.T) {
 func TestAtOnceReadyWaitsForTheInput(t *testing.T) {
 	f := newFake()
 	f.release = make(chan struct{})
-	s := AtOnce(t.Context(), qBegin, f.writes())
+	s := AtOnce(t.Context(), qBegin, f)
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := s.Ready(ended); !errors.Is(err, context.Canceled) {
@@ -90,7 +90,7 @@ func TestProgressAndFailure(t *testing.T) {
 	o := &testOwner{due: due}
 	b := qBegin
 	b.Owner = o
-	s := Deferred(t.Context(), b, f.writes(), time.Hour)
+	s := Deferred(t.Context(), b, f, time.Hour)
 	s.Flush() // no Progress: nothing written
 	if !s.Progress() {
 		t.Fatal("Progress before any write = false, want true (held)")
@@ -108,7 +108,7 @@ func TestProgressAndFailure(t *testing.T) {
 	o = &testOwner{}
 	b = qBegin
 	b.Owner = o
-	s = Deferred(t.Context(), b, f.writes(), time.Hour)
+	s = Deferred(t.Context(), b, f, time.Hour)
 	if err := s.Durable(t.Context()); err == nil || o.failed != 1 {
 		t.Errorf("Durable = %v with StartFailed told %d times, want the record's error, told once", err, o.failed)
 	}

@@ -11,5 +11,5 @@ import (
 // shared by replicas: one that takes the event over after this process died finds the running
 // turn, closes it and knows whether the question was saved.
 func (s *Store) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
-	return turnstart.AtOnce(ctx, b, turnstart.Writes{Record: turnstart.Go(s.CreateTurn), Append: s.AppendMessages, Progress: s.RecordProgress})
+	return turnstart.AtOnce(ctx, b, turnstart.Blocking(s))
 }

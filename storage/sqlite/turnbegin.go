@@ -12,5 +12,5 @@ import (
 // answer in the commit it makes anyway. It is written earlier when the turn needs it durable
 // (a tool is about to run), or after turnstart.DefaultDelay.
 func (s *Store) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
-	return turnstart.Deferred(ctx, b, turnstart.Writes{Record: s.StartTurn, Append: s.AppendMessages, Progress: s.RecordProgress}, turnstart.DefaultDelay)
+	return turnstart.Deferred(ctx, b, s, turnstart.DefaultDelay)
 }
