@@ -9,12 +9,6 @@ import (
 	"github.com/echogate/echogate/agent"
 )
 
-// activityShower is implemented by channels that show what a turn is doing (see
-// channels.ActivityShower).
-type activityShower interface {
-	StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView
-}
-
 // statusThinking is the activity while the model works, as channels show it after the bot's
 // name. Streamed text shows itself (Slack clears a thread's status when the reply posts), so
 // the answer's deltas change nothing: a status update would take the channel budget the
@@ -42,11 +36,7 @@ type activity struct {
 // one, else its typing indicator. The returned function ends it; it is idempotent.
 func (t *turn) startActivity(ctx context.Context) func() {
 	ev := t.ev
-	sh, ok := t.rep.(activityShower)
-	if w, wrapped := t.rep.(interface{ Unwrap() Replier }); !ok && wrapped {
-		sh, ok = w.Unwrap().(activityShower) // a decorator (tracing) that does not forward it
-	}
-	if ok {
+	if sh := t.caps.Activity; sh != nil {
 		a := &activity{view: sh.StartActivity(ctx, ev.Conversation, ev.Message), status: statusThinking}
 		t.act = a
 		a.view.Show(a.snapshotLocked())

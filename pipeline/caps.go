@@ -35,14 +35,27 @@ type ReplyFinder interface {
 	FindReply(ctx context.Context, conv echogate.ConversationRef, turn string, kind echogate.OutboundKind) (ref echogate.MessageRef, text string, found bool, err error)
 }
 
+// ActivityShower shows what a turn is doing (see channels.ActivityShower).
+type ActivityShower interface {
+	StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView
+}
+
+// Downloader downloads a chat attachment from the platform that hosts it (channels.Downloader,
+// declared here so the pipeline does not import channels).
+type Downloader interface {
+	Download(ctx context.Context, att echogate.Attachment, maxBytes int64) (data []byte, mime string, err error)
+}
+
 // Caps are a Replier's optional capabilities; nil means the replier lacks it. The pipeline
 // reads them once per replier (CapsOf), not by type assertion at each use.
 type Caps struct {
-	Streamer Streamer
-	Editor   Editor
-	Typer    Typer
-	Observer TurnObserver
-	Finder   ReplyFinder
+	Streamer   Streamer
+	Editor     Editor
+	Typer      Typer
+	Observer   TurnObserver
+	Finder     ReplyFinder
+	Activity   ActivityShower
+	Downloader Downloader
 }
 
 // CapsProvider is a Replier that states its capabilities itself: a decorator (tracing, …)
@@ -64,5 +77,7 @@ func CapsOf(r Replier) Caps {
 	c.Typer, _ = r.(Typer)
 	c.Observer, _ = r.(TurnObserver)
 	c.Finder, _ = r.(ReplyFinder)
+	c.Activity, _ = r.(ActivityShower)
+	c.Downloader, _ = r.(Downloader)
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/internal/ids"
@@ -43,25 +44,6 @@ func parseCommand(text string) (name, arg string, ok bool) {
 		return name, "", arg == ""
 	}
 	return "", "", false
-}
-
-// mailboxKey is the mailbox an event queues in: its session's, except for a command that came
-// as an interaction and reads nothing of the conversation (usage, help): it gets a mailbox of
-// its own, so a running turn does not hold its private answer up (Slack's response_url and
-// Discord's interaction token expire).
-func mailboxKey(ev echogate.InboundEvent) echogate.SessionKey {
-	if ev.Interaction != "" && ev.Kind != echogate.KindReaction {
-		if name, _, ok := parseCommand(ev.Text); ok && (name == cmdUsage || name == cmdHelp || name == cmdSchedules || name == cmdMCP) {
-			return "command:" + ev.SessionKey()
-		}
-	}
-	return ev.SessionKey()
-}
-
-// isStopCommand reports whether text is the stop command ("/stop", "!stop").
-func isStopCommand(text string) bool {
-	name, _, ok := parseCommand(text)
-	return ok && name == cmdStop
 }
 
 // command handles the chat commands. It reports whether ev was one; a command always ends its
@@ -164,7 +146,7 @@ func (p *Pipeline) modelCommand(ev echogate.InboundEvent, arg string) string {
 	key := ev.SessionKey()
 	switch {
 	case arg == "":
-		cur := p.modelOverride(key)
+		cur := p.overrides.get(key)
 		if pr := p.profileFor(ev); cur == "" && pr.pinned {
 			cur = pr.Model + " (the " + pr.Name + " agent's)"
 		}
@@ -174,12 +156,12 @@ func (p *Pipeline) modelCommand(ev echogate.InboundEvent, arg string) string {
 		return fmt.Sprintf("Model for this conversation: %s.\nAvailable: %s.\nUse `model NAME` to pick one, `model auto` to go back to automatic.",
 			cur, strings.Join(p.d.Models.Models(), ", "))
 	case arg == "auto" || arg == "default":
-		p.setModelOverride(key, "")
+		p.overrides.set(key, "")
 		return "Back to automatic model choice for this conversation."
 	case !p.d.Models.Known(arg):
 		return fmt.Sprintf("I don't know the model %q. Available: %s.", arg, strings.Join(p.d.Models.Models(), ", "))
 	}
-	p.setModelOverride(key, arg)
+	p.overrides.set(key, arg)
 	return fmt.Sprintf("This conversation now uses %s.", arg)
 }
 
@@ -195,7 +177,7 @@ func (p *Pipeline) newCommand(ctx context.Context, ctl *turnCtl, log *slog.Logge
 	p.pending.remove(key)
 	p.hist.drop(key)
 	p.marks.forget(key)
-	p.setModelOverride(key, "")
+	p.overrides.set(key, "")
 	return "Starting over: I've forgotten this conversation."
 }
 
@@ -228,27 +210,36 @@ func (p *Pipeline) answerStop(ctx context.Context, ev echogate.InboundEvent) {
 	p.notify(cctx, p.log.With("session", ev.SessionKey(), "event_id", ev.ID), ev, "Stopping the running turn.")
 }
 
-func (p *Pipeline) modelOverride(key echogate.SessionKey) string {
-	p.overrideMu.Lock()
-	defer p.overrideMu.Unlock()
-	return p.overrides[key]
+// modelOverrides are the sessions' /model choices, bounded by maxOverrides. The model
+// command sets them; the ContextStage and InferenceStage read them.
+type modelOverrides struct {
+	mu sync.Mutex
+	m  map[echogate.SessionKey]string
 }
 
-func (p *Pipeline) setModelOverride(key echogate.SessionKey, model string) {
-	p.overrideMu.Lock()
-	defer p.overrideMu.Unlock()
+// get is the session's /model choice ("" none).
+func (o *modelOverrides) get(key echogate.SessionKey) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.m[key]
+}
+
+// set sets the session's choice; "" removes it.
+func (o *modelOverrides) set(key echogate.SessionKey, model string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if model == "" {
-		delete(p.overrides, key)
+		delete(o.m, key)
 		return
 	}
-	if p.overrides == nil {
-		p.overrides = map[echogate.SessionKey]string{}
+	if o.m == nil {
+		o.m = map[echogate.SessionKey]string{}
 	}
-	if len(p.overrides) >= maxOverrides {
-		for k := range p.overrides { // drop an arbitrary entry: a bound, not an LRU
-			delete(p.overrides, k)
+	if len(o.m) >= maxOverrides {
+		for k := range o.m { // drop an arbitrary entry: a bound, not an LRU
+			delete(o.m, k)
 			break
 		}
 	}
-	p.overrides[key] = model
+	o.m[key] = model
 }

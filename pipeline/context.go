@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
@@ -13,29 +15,29 @@ import (
 const contextSectionBudget = 1500
 
 // buildContext is the ContextStage: it loads the history (the user's message is persisted
-// meanwhile, see startTurn) and renders the system prompt with the context providers'
+// meanwhile, see beginTurn) and renders the system prompt with the context providers'
 // sections. When resuming, the paused state already holds the conversation; only the system
 // prompt is rebuilt.
-func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, rs *agent.Resume, msgs []echogate.Message) (agent.Input, error) {
+func (s *ContextStage) buildContext(ctx context.Context, t *turn, st *agent.State, rs *agent.Resume, msgs []echogate.Message) (agent.Input, error) {
 	key := t.key
 	query := ""
 	if len(msgs) > 0 {
 		query = msgs[len(msgs)-1].Content
 	}
-	system, note := p.prompt(ctx, t, query)
+	system, note := s.prompt(ctx, t, query)
 	if st != nil {
 		if !t.ev.Conversation.DM {
-			p.hist.owners.put(t.id, t.userID) // a resumed turn's messages are its requester's
+			s.hist.owners.put(t.id, t.userID) // a resumed turn's messages are its requester's
 		}
 		return agent.Input{System: system, State: st, Resume: rs, Messages: msgs}, nil
 	}
 	if t.inputSaved {
-		hist, err := p.d.Store.History(ctx, key, p.cfg.HistoryMessages)
+		hist, err := s.store.History(ctx, key, s.window)
 		if err != nil {
 			return agent.Input{}, fmt.Errorf("pipeline: load history: %w", err)
 		}
 		// The turn's input is the end of the saved history: the note goes before it.
-		all := sanitizeHistory(make([]echogate.Message, 0, len(hist)+1), p.scopeHistory(ctx, t, hist))
+		all := sanitizeHistory(make([]echogate.Message, 0, len(hist)+1), s.people.scopeHistory(ctx, t, hist))
 		return agent.Input{System: system, Messages: insertNote(all, min(len(msgs), len(all)), note)}, nil
 	}
 	// Loading the history before the new message and fetching its images for the model are
@@ -46,12 +48,12 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	)
 	in := msgs
 	fns := []func() error{func() (err error) {
-		limit := max(p.cfg.HistoryMessages-len(msgs), 1)
-		if hist, src, err = p.history(ctx, key, limit); err != nil {
+		limit := max(s.window-len(msgs), 1)
+		if hist, src, err = s.history(ctx, key, limit); err != nil {
 			return fmt.Errorf("pipeline: load history: %w", err)
 		}
 		if src != histCached {
-			p.recordSession(ctx, t, src == histChanged)
+			s.recordSession(ctx, t, src == histChanged)
 		}
 		// A concurrent append of this turn's own messages may already be visible.
 		own := false
@@ -63,7 +65,7 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	}}
 	if slices.ContainsFunc(msgs, func(m echogate.Message) bool { return len(m.Attachments) > 0 }) {
 		fns = append(fns, func() error {
-			in = p.prepareAttachments(ctx, t, msgs)
+			in = s.prepareAttachments(ctx, t, msgs)
 			return nil
 		})
 	}
@@ -73,8 +75,8 @@ func (p *Pipeline) buildContext(ctx context.Context, t *turn, st *agent.State, r
 	}
 	// The history as t's person may see it, before the Compactor ties it to transcript positions:
 	// its later Compact matches the messages it is given against these.
-	hist = p.scopeHistory(ctx, t, hist)
-	head, hist := p.rebuild(ctx, t, hist, src == histCached && !p.replicas)
+	hist = s.people.scopeHistory(ctx, t, hist)
+	head, hist := s.rebuild(ctx, t, hist, src == histCached && s.soleWriter)
 	buf, all := contextMessages(head, hist, in, note)
 	return agent.Input{System: system, Messages: all, Buf: buf}, nil
 }
@@ -93,17 +95,17 @@ func contextMessages(head []echogate.Message, hist []echogate.StoredMessage, in 
 // says the history cache served hist (see continuedRebuilder). In a shared conversation only a
 // checkpoint written through summaryScrub may start it (scopedRebuilder); without that
 // capability the whole window is replayed.
-func (p *Pipeline) rebuild(ctx context.Context, t *turn, hist []echogate.StoredMessage, continued bool) ([]echogate.Message, []echogate.StoredMessage) {
+func (s *ContextStage) rebuild(ctx context.Context, t *turn, hist []echogate.StoredMessage, continued bool) ([]echogate.Message, []echogate.StoredMessage) {
 	if !t.ev.Conversation.DM {
-		if rb, ok := p.d.Compactor.(scopedRebuilder); ok {
+		if rb, ok := s.compactor.(scopedRebuilder); ok {
 			return rb.RebuildScoped(ctx, t.key, hist, continued)
 		}
 		return nil, hist
 	}
-	if rb, ok := p.d.Compactor.(continuedRebuilder); ok && continued {
+	if rb, ok := s.compactor.(continuedRebuilder); ok && continued {
 		return rb.RebuildContinued(ctx, t.key, hist)
 	}
-	if rb, ok := p.d.Compactor.(historyRebuilder); ok {
+	if rb, ok := s.compactor.(historyRebuilder); ok {
 		return rb.Rebuild(ctx, t.key, hist)
 	}
 	return nil, hist
@@ -182,10 +184,10 @@ func sanitizeHistory(out []echogate.Message, hist []echogate.StoredMessage) []ec
 // (sessionMarks), when its transcript could not be checked against the cached one or was not
 // the cached one (changed): the session may have been deleted since, and its record must exist
 // again before the turn ends. A changed transcript also drops the session's mark.
-func (p *Pipeline) recordSession(ctx context.Context, t *turn, changed bool) {
+func (s *ContextStage) recordSession(ctx context.Context, t *turn, changed bool) {
 	key := t.key
 	if changed {
-		p.marks.forget(key)
+		s.marks.forget(key)
 	}
 	if t.unrecorded == nil {
 		return
@@ -194,9 +196,29 @@ func (p *Pipeline) recordSession(ctx context.Context, t *turn, changed bool) {
 	t.unrecorded = nil
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()
-	if err := p.d.Store.UpsertSession(uctx, info); err != nil {
+	if err := s.store.UpsertSession(uctx, info); err != nil {
 		t.log.Error("pipeline: upsert session", "err", err)
 		return
 	}
-	p.marks.mark(key, info.UpdatedAt)
+	s.marks.mark(key, info.UpdatedAt)
+}
+
+// parallel runs fns concurrently and returns their errors joined. The stores batch concurrent
+// writes into one transaction (group commit), so independent writes cost one round trip.
+func parallel(fns ...func() error) error {
+	if len(fns) == 1 {
+		return fns[0]()
+	}
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = fn()
+		}()
+	}
+	errs[0] = fns[0]()
+	wg.Wait()
+	return errors.Join(errs...)
 }

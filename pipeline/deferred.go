@@ -30,7 +30,7 @@ type deferredReplays struct {
 // deferReplay queues the event of it again later. It reports false when the event must wait for the
 // next start instead (shutting down, too many waiting, or replicas, whose janitor replays it).
 func (p *Pipeline) deferReplay(it item) bool {
-	if p.replicas {
+	if p.shared.replicas() {
 		return false
 	}
 	d := &p.deferred

@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,13 +28,8 @@ type Pipeline struct {
 	snaps     *snapshotCache // frozen standing context per session (prompt.go)
 	marks     *sessionMarks
 	pending   pendingIndex
-	// replicas: the store is shared by replicas (it is a SessionLocker).
-	replicas bool
-	caps     map[string]Caps // each platform's replier's capabilities, read once
-	// The store's capabilities for replicas, read once (nil when it lacks them).
-	locker    SessionLocker
-	reclaimer EventReclaimer
-	stops     StopFlags // only with a SessionLocker
+	caps      map[string]Caps // each platform's replier's capabilities, read once
+	shared    sharedStore     // the store's capabilities for replicas, read once (replicas.go)
 	stages    Stages
 	deferred  deferredReplays // retries of replays deferred on an unreadable turn log
 
@@ -56,8 +49,7 @@ type Pipeline struct {
 	started        chan struct{} // closed when Run has started accepting events
 	runAt          time.Time     // when Run began; events claimed since are this process's own
 
-	overrideMu sync.Mutex
-	overrides  map[echogate.SessionKey]string // /model choices, bounded by maxOverrides
+	overrides *modelOverrides // /model choices (commands.go)
 
 	agents atomic.Pointer[agentSet] // the agent profiles (profile.go)
 	gate   gate                     // the access rules (access.go)
@@ -130,12 +122,8 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, d: d, log: d.Log, seed: maphash.MakeSeed(), started: make(chan struct{}),
 		handoff: make(chan mailboxJob), closing: make(chan struct{}),
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
-		snaps: newSnapshotCache(snapshotCacheBytes)}
-	p.locker, p.replicas = d.Store.(SessionLocker)
-	p.reclaimer, _ = d.Store.(EventReclaimer)
-	if sf, ok := d.Store.(StopFlags); ok && p.replicas {
-		p.stops = sf
-	}
+		snaps: newSnapshotCache(snapshotCacheBytes), overrides: &modelOverrides{}}
+	p.shared = sharedStoreOf(d.Store)
 	p.caps = make(map[string]Caps, len(d.Repliers))
 	for platform, r := range d.Repliers {
 		p.caps[platform] = CapsOf(r)
@@ -181,7 +169,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.cancelBase()
 	p.runAt = p.cfg.Now()
 
-	if !p.replicas {
+	if !p.shared.replicas() {
 		if err := p.pending.load(ctx, p.d.Store); err != nil {
 			p.log.Warn("pipeline: every event will read its session's paused turn", "err", err)
 		}
@@ -197,7 +185,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer jwg.Done()
 		p.janitor(ctx)
 	}()
-	if p.stops != nil {
+	if p.shared.stops != nil {
 		jwg.Go(func() { p.watchStops(ctx) })
 	}
 	jwg.Go(func() { p.releaseIdle(ctx) })
@@ -237,94 +225,6 @@ func (p *Pipeline) Started() <-chan struct{} { return p.started }
 
 func (p *Pipeline) shardFor(k echogate.SessionKey) *shard {
 	return &p.shards[maphash.String(p.seed, string(k))%shardCount]
-}
-
-// Submit accepts one inbound event: it is the channels' Sink. It returns quickly: the event is
-// recorded (dedupe) and queued for its session; a duplicate is dropped silently (nil). A full
-// mailbox returns ErrMailboxFull (nothing recorded, so a platform retry is welcome); after
-// shutdown began it returns ErrShuttingDown. A stop command stops the session's running turn at
-// once.
-func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
-	switch p.state.Load() {
-	case stateNew:
-		return ErrNotRunning
-	case stateClosing:
-		p.d.Metrics.Reject(ev.Conversation.Platform, "shutdown")
-		return ErrShuttingDown
-	}
-	if ev.ID == "" || ev.Conversation.Platform == "" || ev.SessionKey() == "" {
-		return fmt.Errorf("%w: id, platform and conversation are required (got id=%q platform=%q)", ErrInvalidEvent, ev.ID, ev.Conversation.Platform)
-	}
-	if ev.ReceivedAt.IsZero() {
-		ev.ReceivedAt = p.cfg.Now()
-	}
-	platform := ev.Conversation.Platform
-	p.d.Metrics.Event(platform, ev.Kind.String())
-	if p.refused(ctx, &ev) {
-		return refusedRun(&ev) // access rules (access.go): nothing recorded, nothing queued
-	}
-	p.promptSession(ctx, &ev) // a decision on a scheduled run's prompt (scheduled.go)
-	key := mailboxKey(ev)
-	sh := p.shardFor(key)
-
-	if isStop(&ev) && p.submitStop(ctx, key, ev) {
-		return nil // a turn runs here: stopped, or its sender told who can (authority)
-	}
-	sh.mu.Lock()
-	mb := sh.boxes[key]
-	if mb == nil {
-		mb = &mailbox{key: key}
-		sh.boxes[key] = mb
-		p.d.Metrics.Mailbox(0, 1)
-	}
-	if len(mb.queue)+mb.reserved >= p.cfg.MailboxSize {
-		sh.mu.Unlock()
-		p.d.Metrics.Reject(platform, "mailbox_full")
-		// A RetryAfterError: channels answer it as back-pressure (HTTP 429, "busy, retry").
-		return &echogate.RetryAfterError{After: time.Second, Err: fmt.Errorf("session %s: %w", key, ErrMailboxFull)}
-	}
-	mb.reserved++
-	sh.mu.Unlock()
-
-	payload, err := json.Marshal(ev)
-	var first bool
-	if err == nil {
-		first, err = p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
-	}
-	if err == nil && first && isStop(&ev) {
-		// The turn may run on another replica, which polls the stored stops; the event still
-		// queues here, for a paused turn it cancels.
-		p.requestStop(ctx, ev)
-	}
-
-	sh.mu.Lock()
-	mb.reserved--
-	if err != nil || !first {
-		p.reapLocked(sh, mb)
-		sh.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("pipeline: record event %s: %w", ev.ID, err)
-		}
-		p.d.Metrics.Duplicate(platform)
-		p.log.Debug("duplicate event dropped", "event_id", ev.ID, "session", key, "channel", platform)
-		return nil
-	}
-	if p.state.Load() == stateClosing {
-		// Recorded but not queued: it is replayed at the next start.
-		p.reapLocked(sh, mb)
-		sh.mu.Unlock()
-		return ErrShuttingDown
-	}
-	var cur *turnCtl // the turn a new message may interrupt
-	if p.cfg.OnBusy == OnBusyInterrupt && ev.Kind != echogate.KindReaction {
-		cur = mb.cur
-	}
-	p.enqueueLocked(sh, mb, item{ev: ev})
-	sh.mu.Unlock()
-	if cur != nil {
-		p.interrupt(ctx, key, ev, cur)
-	}
-	return nil
 }
 
 // stopped records a stop that stopped this process's running turn, so a redelivery of it does
@@ -393,7 +293,7 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 // lockSession takes the session's cross-replica lock when the store offers one, waiting with
 // backoff while another replica runs the session (bounded by ctx, the turn timeout).
 func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (func(), error) {
-	lk := p.locker
+	lk := p.shared.locker
 	if lk == nil {
 		return func() {}, nil
 	}
@@ -413,15 +313,4 @@ func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (fu
 		case <-t.C:
 		}
 	}
-}
-
-// isStop reports whether ev asks to stop the running turn.
-func isStop(ev *echogate.InboundEvent) bool {
-	if ev.Actor.IsBot && !ev.Actor.IsSelf {
-		return false
-	}
-	if ev.Kind == echogate.KindReaction {
-		return ev.Reaction == echogate.ReactionStop
-	}
-	return strings.EqualFold(strings.TrimSpace(ev.Text), "stop") || isStopCommand(ev.Text)
 }

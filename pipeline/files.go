@@ -63,12 +63,6 @@ func DefaultVision(model string) bool {
 	return false
 }
 
-// downloader is the capability of repliers whose platform hosts files (channels.Downloader,
-// declared here so the pipeline does not import channels).
-type downloader interface {
-	Download(ctx context.Context, att echogate.Attachment, maxBytes int64) (data []byte, mime string, err error)
-}
-
 // historyReader is what Files needs of the store.
 type historyReader interface {
 	History(ctx context.Context, key echogate.SessionKey, limit int) ([]echogate.StoredMessage, error)
@@ -157,10 +151,13 @@ func platformOf(channel string) string {
 	return p
 }
 
-func (f *Files) downloaderFor(platform string) (downloader, error) {
+func (f *Files) downloaderFor(platform string) (Downloader, error) {
 	rep := f.repliers[platform]
-	d, ok := rep.(downloader)
-	if !ok {
+	var d Downloader
+	if rep != nil {
+		d = CapsOf(rep).Downloader
+	}
+	if d == nil {
 		return nil, fmt.Errorf("pipeline: files: %s does not serve file downloads", platform)
 	}
 	return d, nil
@@ -348,11 +345,11 @@ func shortErr(err error) string {
 // prepareAttachments gives the model the new user messages' attachments (Deps.Files): see
 // Files.prepareAttachments. The model is the session's /model choice or the default; a router
 // that sends attachment turns elsewhere is accounted for by the configured Vision function.
-func (p *Pipeline) prepareAttachments(ctx context.Context, t *turn, msgs []echogate.Message) []echogate.Message {
-	if p.d.Files == nil {
+func (s *ContextStage) prepareAttachments(ctx context.Context, t *turn, msgs []echogate.Message) []echogate.Message {
+	if s.files == nil {
 		return msgs
 	}
-	model := p.modelOverride(t.key)
+	model := s.overrides.get(t.key)
 	if model == "" {
 		model = t.prof.Model
 	}
@@ -364,7 +361,7 @@ func (p *Pipeline) prepareAttachments(ctx context.Context, t *turn, msgs []echog
 		if out == nil {
 			out = append([]echogate.Message(nil), msgs...)
 		}
-		out[i] = p.d.Files.prepareAttachments(ctx, t.ev.Conversation.Platform, model, m)
+		out[i] = s.files.prepareAttachments(ctx, t.ev.Conversation.Platform, model, m)
 	}
 	if out == nil {
 		return msgs

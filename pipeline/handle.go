@@ -2,9 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/echogate/echogate"
@@ -106,34 +104,6 @@ func (p *Pipeline) writeSession(ctx context.Context, log *slog.Logger, ev *echog
 	return wait, opt
 }
 
-// route sends the event where it belongs: to the session's paused turn, to a command, or to a
-// new turn.
-func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, opts []turnOption) {
-	pend, err := p.getPending(ctx, ev.SessionKey())
-	switch {
-	case err == nil:
-		p.handlePaused(ctx, ctl, log, ev, pend)
-		return
-	case !errors.Is(err, echogate.ErrNotFound):
-		log.Error("pipeline: load pending turn", "err", err)
-		p.fail(ctx, log, ev, "", err)
-		return
-	}
-	switch {
-	case ev.Actor.IsSelf:
-		return // an internal event for a pause that no longer exists
-	case ev.Kind == echogate.KindReaction:
-		return // reactions only matter on approval prompts (stop is handled by Submit)
-	case p.command(ctx, ctl, log, ev):
-		return
-	case isStop(ev):
-		return // nothing is running
-	case strings.TrimSpace(ev.Text) == "" && len(ev.Attachments) == 0:
-		return
-	}
-	p.runUserTurn(ctx, ctl, log, ev, []echogate.Message{userMessage(ev)}, opts...) // per-user limits (peruser.go)
-}
-
 // waitSessionWrite waits until the session record of the event being handled is written
 // (writeSession); it returns at once when there is none to wait for.
 func (c *turnCtl) waitSessionWrite() {
@@ -150,4 +120,70 @@ func (c *turnCtl) takeCompletion() (string, bool) {
 		return "", false
 	}
 	return c.done.key, true
+}
+
+// completion marks an event handled exactly once: in the turn's end (TurnLog.FinishTurn) when
+// a turn ran, else when handling ends.
+type completion struct {
+	p    *Pipeline
+	key  string
+	log  *slog.Logger
+	once sync.Once
+}
+
+// take marks the event as completed by the caller, which writes the completion itself (in a
+// FinishTurn call). It returns false when the completion was written or taken already.
+func (c *completion) take() bool {
+	taken := false
+	c.once.Do(func() { taken = true })
+	return taken
+}
+
+func (c *completion) complete(ctx context.Context) {
+	c.once.Do(func() {
+		if err := c.p.d.Store.CompleteEvent(ctx, c.key, c.p.cfg.Now()); err != nil {
+			c.log.Error("pipeline: complete event", "err", err)
+		}
+	})
+}
+
+// deferredAttrs is a slog.Handler that adds its attributes to each record it handles instead
+// of formatting them when the logger is made, as a handler's WithAttrs does: a per-event logger
+// (handle) and the per-turn logger made from it cost two small slices until they log. The
+// lines are the ones With would give: the attributes come first, then the record's own.
+type deferredAttrs struct {
+	h     slog.Handler
+	attrs []slog.Attr
+}
+
+// deferredLogger returns log with attrs deferred (see deferredAttrs).
+func deferredLogger(log *slog.Logger, attrs ...slog.Attr) *slog.Logger {
+	return slog.New(&deferredAttrs{h: log.Handler(), attrs: attrs})
+}
+
+func (d *deferredAttrs) Enabled(ctx context.Context, l slog.Level) bool { return d.h.Enabled(ctx, l) }
+
+func (d *deferredAttrs) Handle(ctx context.Context, r slog.Record) error {
+	nr := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	nr.AddAttrs(d.attrs...)
+	r.Attrs(func(a slog.Attr) bool {
+		nr.AddAttrs(a)
+		return true
+	})
+	return d.h.Handle(ctx, nr)
+}
+
+func (d *deferredAttrs) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return d
+	}
+	return &deferredAttrs{h: d.h, attrs: append(d.attrs[:len(d.attrs):len(d.attrs)], attrs...)}
+}
+
+// WithGroup gives up deferring: the attributes so far stay outside the group.
+func (d *deferredAttrs) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return d
+	}
+	return d.h.WithAttrs(d.attrs).WithGroup(name)
 }

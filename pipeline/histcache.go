@@ -249,42 +249,42 @@ func storedSize(msgs []echogate.StoredMessage) int {
 // not deleted since), histChanged (it did not: deleted, perhaps started again, elsewhere) or
 // histRead (nothing was cached). The returned slice may share the cache's array: the caller
 // reads it (or reslices or appends to it), never modifies its elements.
-func (p *Pipeline) history(ctx context.Context, key echogate.SessionKey, limit int) (hist []echogate.StoredMessage, src histSource, err error) {
-	window := p.hist.window
+func (s *ContextStage) history(ctx context.Context, key echogate.SessionKey, limit int) (hist []echogate.StoredMessage, src histSource, err error) {
+	window := s.hist.window
 	if limit <= 0 || limit > window {
-		hist, err = p.d.Store.History(ctx, key, limit)
+		hist, err = s.store.History(ctx, key, limit)
 		return hist, histRead, err
 	}
 	var all []echogate.StoredMessage
 	src = histRead
-	cached, complete := p.hist.lookup(key)
-	if len(cached) > 0 && complete && !p.replicas {
+	cached, complete := s.hist.lookup(key)
+	if len(cached) > 0 && complete && s.soleWriter {
 		// This process wrote the session's last turn through to the cache (writeThrough) and
 		// is the only one writing its transcript: nothing newer can be in the store.
-		p.d.Metrics.HistoryCache(true)
+		s.metrics.HistoryCache(true)
 		return tail(cached, limit), histCached, nil
 	}
 	if len(cached) > 0 {
-		newer, ok, err := p.d.Store.HistorySince(ctx, key, cached[len(cached)-1], window)
+		newer, ok, err := s.store.HistorySince(ctx, key, cached[len(cached)-1], window)
 		if err != nil {
 			return nil, histRead, err
 		}
 		if ok {
-			p.d.Metrics.HistoryCache(true)
+			s.metrics.HistoryCache(true)
 			all = cached
 			if len(newer) > 0 {
-				all = p.hist.extend(key, cached, newer, false)
+				all = s.hist.extend(key, cached, newer, false)
 			}
 			return tail(all, limit), histCached, nil
 		}
 		src = histChanged
 	}
-	p.d.Metrics.HistoryCache(false)
-	all, err = p.d.Store.History(ctx, key, window)
+	s.metrics.HistoryCache(false)
+	all, err = s.store.History(ctx, key, window)
 	if err != nil {
 		return nil, histRead, err
 	}
-	p.hist.put(key, all)
+	s.hist.put(key, all)
 	return tail(all, limit), src, nil
 }
 

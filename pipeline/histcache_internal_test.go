@@ -148,7 +148,7 @@ func (s *sinceStore) HistorySince(ctx context.Context, key echogate.SessionKey, 
 // window of 50 entries when cached: the store's answer (two entries) added to the cached window.
 func BenchmarkHistoryCachedTurn(b *testing.B) {
 	st := &sinceStore{next: 51}
-	p := &Pipeline{hist: newHistoryCache(50), d: Deps{Store: st}}
+	p := &ContextStage{hist: newHistoryCache(50), store: st}
 	p.hist.put("s", stored("s", 1, 50, 200))
 	b.ReportAllocs()
 	for b.Loop() {

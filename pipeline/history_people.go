@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/tools"
 )
 
 // A conversation may have many people (a Slack thread, a Discord channel): the transcript is
@@ -25,6 +26,19 @@ import (
 // session was a DM's, or by an older version) is not replayed in a shared conversation: its
 // turns start from the whole history window, and the next compaction writes a scoped one
 // (context.go, rebuild).
+
+// people tells one person's tool results from another's in a shared conversation: the
+// ContextStage replays the history through it (scopeHistory), the InferenceStage compacts
+// through it (compactor).
+type people struct {
+	tools *tools.Registry
+	turns interface {
+		ListTurns(context.Context, echogate.SessionKey, int) ([]echogate.TurnRecord, error)
+	}
+	owners    *turnOwners // the history cache's (histcache.go)
+	compactor Compactor
+	window    int // Config.HistoryMessages
+}
 
 // turnOwnersMax bounds the turns whose requester is remembered (about 1.5 MiB when full); a full
 // table starts afresh (the store is asked again). Only turns of shared conversations are kept.
@@ -58,21 +72,21 @@ func (o *turnOwners) put(turn, user string) {
 
 // scopeHistory returns hist as t's person may see it (see above). hist may be the history
 // cache's own slice: it is never modified; the entries that change are in a copy.
-func (p *Pipeline) scopeHistory(ctx context.Context, t *Turn, hist []echogate.StoredMessage) []echogate.StoredMessage {
+func (pp *people) scopeHistory(ctx context.Context, t *Turn, hist []echogate.StoredMessage) []echogate.StoredMessage {
 	if t.ev.Conversation.DM {
 		return hist
 	}
-	owners := &p.hist.owners
+	owners := pp.owners
 	owners.put(t.id, t.userID)
 	var out []echogate.StoredMessage // a copy, from the first entry that changes
 	loaded := false
 	for i, sm := range hist {
-		if !p.personal(sm.Message) {
+		if !pp.personal(sm.Message) {
 			continue
 		}
 		user, ok := owners.get(sm.Turn)
 		if !ok && !loaded {
-			p.loadOwners(ctx, t)
+			pp.loadOwners(ctx, t)
 			loaded = true
 			user, ok = owners.get(sm.Turn)
 		}
@@ -82,7 +96,7 @@ func (p *Pipeline) scopeHistory(ctx context.Context, t *Turn, hist []echogate.St
 		if out == nil {
 			out = slices.Clone(hist)
 		}
-		out[i].Message = p.withheld(sm.Message)
+		out[i].Message = pp.withheld(sm.Message)
 	}
 	if out == nil {
 		return hist
@@ -92,38 +106,38 @@ func (p *Pipeline) scopeHistory(ctx context.Context, t *Turn, hist []echogate.St
 
 // loadOwners reads the requesters of the session's recent turns (as many as the history window
 // has messages, at most one turn each). A failure is logged; the turns stay unknown.
-func (p *Pipeline) loadOwners(ctx context.Context, t *Turn) {
-	recs, err := p.d.Store.ListTurns(ctx, t.key, max(p.cfg.HistoryMessages, 1))
+func (pp *people) loadOwners(ctx context.Context, t *Turn) {
+	recs, err := pp.turns.ListTurns(ctx, t.key, max(pp.window, 1))
 	if err != nil {
 		t.log.Warn("pipeline: read the requesters of the session's turns; their per-person tool results are withheld", "err", err)
 		return
 	}
 	for _, r := range recs {
-		p.hist.owners.put(r.ID, r.UserID)
+		pp.owners.put(r.ID, r.UserID)
 	}
 }
 
 // shareable reports whether the tool named name is declared Shareable. A tool that is no longer
 // registered (an MCP server gone) is per person.
-func (p *Pipeline) shareable(name string) bool {
-	tool, ok := p.d.Tools.Get(name)
+func (pp *people) shareable(name string) bool {
+	tool, ok := pp.tools.Get(name)
 	return ok && tool.Spec().Shareable
 }
 
 // personal reports whether m is a per-person tool's result or holds a per-person tool's call.
-func (p *Pipeline) personal(m echogate.Message) bool {
+func (pp *people) personal(m echogate.Message) bool {
 	switch m.Role {
 	case echogate.RoleTool:
-		return !p.shareable(m.Name)
+		return !pp.shareable(m.Name)
 	case echogate.RoleAssistant:
-		return slices.ContainsFunc(m.ToolCalls, func(c echogate.ToolCall) bool { return !p.shareable(c.Name) })
+		return slices.ContainsFunc(m.ToolCalls, func(c echogate.ToolCall) bool { return !pp.shareable(c.Name) })
 	}
 	return false
 }
 
 // withheld is m as replayed to another person: a per-person result becomes a placeholder, a
 // per-person call keeps its id and name without its arguments.
-func (p *Pipeline) withheld(m echogate.Message) echogate.Message {
+func (pp *people) withheld(m echogate.Message) echogate.Message {
 	if m.Role == echogate.RoleTool {
 		name := m.Name
 		if name == "" {
@@ -134,7 +148,7 @@ func (p *Pipeline) withheld(m echogate.Message) echogate.Message {
 	}
 	calls := slices.Clone(m.ToolCalls)
 	for i, c := range calls {
-		if !p.shareable(c.Name) {
+		if !pp.shareable(c.Name) {
 			calls[i].Arguments = "{}"
 		}
 	}
@@ -150,12 +164,12 @@ type scopedCompactor interface {
 		report func(echogate.Usage), scrub func(echogate.Message) (echogate.Message, bool)) ([]echogate.Message, bool, error)
 }
 
-// compactor returns the agent loop's Compact for t (nil without a Compactor). In a shared
+// compact returns the agent loop's Compact for t (nil without a Compactor). In a shared
 // conversation a Compactor with the scopedCompactor capability summarizes through
 // summaryScrub; one without it cannot be kept from summarizing per-person results, so in a
 // shared conversation it is not run (a warning says so once per turn).
-func (p *Pipeline) compactor(t *Turn) func(context.Context, []echogate.Message) ([]echogate.Message, bool, error) {
-	comp := p.d.Compactor
+func (pp *people) compact(t *Turn) func(context.Context, []echogate.Message) ([]echogate.Message, bool, error) {
+	comp := pp.compactor
 	if comp == nil {
 		return nil
 	}
@@ -170,19 +184,19 @@ func (p *Pipeline) compactor(t *Turn) func(context.Context, []echogate.Message) 
 		return nil
 	}
 	return func(ctx context.Context, msgs []echogate.Message) ([]echogate.Message, bool, error) {
-		return sc.CompactScrubbed(ctx, t.key, msgs, t.reportUsage, p.summaryScrub)
+		return sc.CompactScrubbed(ctx, t.key, msgs, t.reportUsage, pp.summaryScrub)
 	}
 }
 
 // summaryScrub is a message of a shared conversation as its compaction summary may see it: a
 // per-person result or call withheld as from another participant (whoever's it is), and no
 // system message (the turn's note).
-func (p *Pipeline) summaryScrub(m echogate.Message) (echogate.Message, bool) {
+func (pp *people) summaryScrub(m echogate.Message) (echogate.Message, bool) {
 	if m.Role == echogate.RoleSystem {
 		return m, false
 	}
-	if p.personal(m) {
-		return p.withheld(m), true
+	if pp.personal(m) {
+		return pp.withheld(m), true
 	}
 	return m, true
 }

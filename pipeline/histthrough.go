@@ -25,23 +25,23 @@ func (t *Turn) noteHistory(hist []echogate.StoredMessage, own bool) {
 // writeThrough adds the entries the ending turn wrote to the transcript to the history cache,
 // or drops the session's entry (see above). folded is the input written with the end (the
 // rest of the input was appended at the start); ok tells whether the end was written.
-func (p *Pipeline) writeThrough(t *Turn, end echogate.TurnEnd, folded []echogate.Message, ok bool) {
-	if p.replicas {
+func (s *ResponseStage) writeThrough(t *Turn, end echogate.TurnEnd, folded []echogate.Message, ok bool) {
+	if !s.soleWriter {
 		return // the entries are checked against the store at every turn (HistorySince)
 	}
 	key := t.key
-	cur := p.hist.get(key)
+	cur := s.hist.get(key)
 	if !ok || !t.histBase || t.resume != nil || t.inputSaved || t.approved != nil || end.Turn.Status != echogate.TurnDoneSt ||
 		len(cur) == 0 || cur[len(cur)-1].Seq != t.histLast.Seq || cur[len(cur)-1].Turn != t.histLast.Turn {
-		p.hist.drop(key)
+		s.hist.drop(key)
 		return
 	}
 	msgs := end.Messages
 	if len(folded) == 0 {
-		msgs = append(append(make([]echogate.Message, 0, len(t.w.input)+len(msgs)), t.w.input...), msgs...)
+		msgs = append(append(make([]echogate.Message, 0, len(t.input)+len(msgs)), t.input...), msgs...)
 	}
 	if len(msgs) == 0 {
-		p.hist.drop(key) // nothing to anchor a complete entry on
+		s.hist.drop(key) // nothing to anchor a complete entry on
 		return
 	}
 	seq := t.histLast.Seq
@@ -50,5 +50,5 @@ func (p *Pipeline) writeThrough(t *Turn, end echogate.TurnEnd, folded []echogate
 		seq++
 		entries[i] = echogate.StoredMessage{Session: key, Seq: seq, Turn: t.id, Message: m, At: end.At}
 	}
-	p.hist.extend(key, cur, entries, true)
+	s.hist.extend(key, cur, entries, true)
 }

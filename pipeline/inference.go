@@ -12,14 +12,32 @@ import (
 // (inference_gate.go) and every call running through executeTool (inference_tools.go). It
 // sets t.res; a failed, stopped or paused loop is a result, not an error, so the
 // ResponseStage answers it.
-type InferenceStage struct{ p *Pipeline }
+type InferenceStage struct {
+	model     agent.Model
+	limits    inferenceLimits
+	budget    Budget          // the gateway-wide budget (the agent's own is on the turn's profile)
+	people    *people         // the shared conversation's compaction (history_people.go)
+	overrides *modelOverrides // the sessions' /model choices (commands.go)
+}
+
+// inferenceLimits are the agent loop's configured bounds.
+type inferenceLimits struct {
+	maxIterations, maxTokens, toolConcurrency int
+	noPlan                                    bool
+}
+
+// inferenceStage is the pipeline's InferenceStage.
+func (p *Pipeline) inferenceStage(pp *people) *InferenceStage {
+	return &InferenceStage{model: p.d.Model, budget: p.d.Budget, people: pp, overrides: p.overrides,
+		limits: inferenceLimits{maxIterations: p.cfg.MaxIterations, maxTokens: p.cfg.MaxTokens, toolConcurrency: p.cfg.ToolConcurrency, noPlan: p.cfg.NoPlan}}
+}
 
 // Process implements Stage. It blocks for the whole loop; ctx's cancellation (a stop, the
 // turn timeout) ends the model stream and the running tools.
-func (s InferenceStage) Process(ctx context.Context, t *Turn) error {
+func (s *InferenceStage) Process(ctx context.Context, t *Turn) error {
 	// A routing model reports the usage of failed attempts to Runtime.ReportUsage (the loop
 	// puts it on every agent.Request), attributed to this turn.
-	t.res = agent.Run(ctx, t.in, s.p.runtime(t))
+	t.res = agent.Run(ctx, t.in, s.runtime(t))
 	// The turn's context is not needed any more, nor, unless the turn pauses, the conversation
 	// in its state: neither is kept while the ResponseStage posts and waits for its writes.
 	t.in = agent.Input{}
@@ -30,17 +48,17 @@ func (s InferenceStage) Process(ctx context.Context, t *Turn) error {
 }
 
 // runtime builds the agent.Runtime of a turn.
-func (p *Pipeline) runtime(t *Turn) agent.Runtime {
+func (s *InferenceStage) runtime(t *Turn) agent.Runtime {
 	rt := agent.Runtime{
-		Model: p.d.Model,
+		Model: s.model,
 		Params: agent.Params{
 			Model:           t.prof.Model,
-			MaxIterations:   p.cfg.MaxIterations,
-			MaxTokens:       p.cfg.MaxTokens,
-			ToolConcurrency: p.cfg.ToolConcurrency,
-			Plan:            !p.cfg.NoPlan && t.allowed(agent.PlanToolName), // under the agent's allow-list
+			MaxIterations:   s.limits.maxIterations,
+			MaxTokens:       s.limits.maxTokens,
+			ToolConcurrency: s.limits.toolConcurrency,
+			Plan:            !s.limits.noPlan && t.allowed(agent.PlanToolName), // under the agent's allow-list
 			Hints: agent.Hints{Session: t.key, UserID: t.userID, Channel: t.channel,
-				Attachments: len(t.ev.Attachments), Override: p.modelOverride(t.key)},
+				Attachments: len(t.ev.Attachments), Override: s.overrides.get(t.key)},
 		},
 		Tools:       t.toolSpecs(),
 		Authorize:   t.authorizeSkills, // the active skills' allowed-tools and skill scripts, then authorize (skills.go)
@@ -50,11 +68,11 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 		ReportUsage: t.reportUsage,
 	}
 	t.prof.hints(&rt.Params.Hints)
-	budgets := p.d.Budget != nil || t.prof.Budget != nil || t.scheduled() != nil
+	budgets := s.budget != nil || t.prof.Budget != nil || t.scheduled() != nil
 	rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
 		// A tool the model asked for that did not run (denied, unknown, the plan) left the
 		// question and the spend due (writeProgress): the turn goes on, they are written now.
-		t.flushProgress()
+		t.w.Flush()
 		if !budgets {
 			return nil
 		}
@@ -69,7 +87,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 		// call's estimate is held until its own usage is (peruser.go).
 		t.releaseBudget()
 		scope := cost.Scope{Turn: t.id, UserID: t.userID, Channel: t.channel, Session: t.key, Trigger: t.usageTrigger()}
-		if err := t.reserveBudget(ctx, p.d.Budget, scope, req); err != nil {
+		if err := t.reserveBudget(ctx, s.budget, scope, req); err != nil {
 			return err
 		}
 		if err := t.reserveRunBudget(ctx, scope, req); err != nil { // a scheduled run's own (scheduled.go)
@@ -77,7 +95,7 @@ func (p *Pipeline) runtime(t *Turn) agent.Runtime {
 		}
 		return t.reserveBudget(ctx, t.prof.Budget, scope, req) // the agent's own limits, on top
 	}
-	rt.Compact = p.compactor(t) // history_people.go: a shared conversation's summary is scrubbed
+	rt.Compact = s.people.compact(t) // history_people.go: a shared conversation's summary is scrubbed
 	return rt
 }
 
@@ -91,7 +109,7 @@ func (t *Turn) emit(e agent.Event) {
 		t.enter(StateStreaming)
 	case agent.EventToolCall:
 		t.enter(StateToolExec)
-		// The tool may read the question (see startTurn), and the turn goes on: its spend so
+		// The tool may read the question (see beginTurn), and the turn goes on: its spend so
 		// far goes to the ledger. Both in one write, which the tool run issues and awaits.
 		t.writeProgress()
 	case agent.EventToolRunStart:

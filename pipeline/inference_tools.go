@@ -33,8 +33,8 @@ func (t *Turn) allowed(tool string) bool {
 // transcript or a channel sees it (Deps.Redactor).
 func (t *Turn) executeTool(ctx context.Context, call echogate.ToolCall) (res tools.Result, err error) {
 	defer func() { res.Content = t.p.d.Redactor.Redact(res.Content) }()
-	if err := t.started(ctx); err != nil {
-		return tools.Result{}, err // the turn fails with it (see startTurn)
+	if err := t.w.Durable(ctx); err != nil {
+		return tools.Result{}, err // the turn fails with it (see beginTurn)
 	}
 	tool, ok := t.p.d.Tools.Get(call.Name)
 	if !ok || !t.allowed(call.Name) {

@@ -24,7 +24,7 @@ func (p *Pipeline) replay(ctx context.Context, atStart bool) error {
 	if err != nil {
 		return err
 	}
-	rc, canReclaim := p.reclaimer, p.reclaimer != nil
+	rc, canReclaim := p.shared.reclaimer, p.shared.reclaimer != nil
 	for _, ce := range evs {
 		if canReclaim {
 			ok, err := rc.ReclaimEvent(ctx, ce.Key, stale.Add(time.Nanosecond), now)

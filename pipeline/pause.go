@@ -14,9 +14,9 @@ import (
 // durable before the prompt is posted, so a decision can never arrive for a pause that is not
 // stored yet; it is saved again with the prompt's reference. A pause that cannot be saved
 // fails the turn.
-func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string, error) {
+func (s *ResponseStage) pause(ctx context.Context, t *Turn, res agent.Result) (string, error) {
 	pz := res.Pause
-	out := p.pausePrompt(ctx, t, res)
+	out := s.pausePrompt(ctx, t, res)
 	t.out.savePlan(&res.State)
 	t.saveRun(&res.State) // scheduled.go: the resumed turn is the same run
 	state, err := json.Marshal(res.State)
@@ -25,9 +25,9 @@ func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string
 		return out.Text, fmt.Errorf("pipeline: encode paused state: %w", err)
 	}
 	pend := echogate.PendingTurn{Session: t.key, Turn: t.id, Kind: pz.Kind, CallID: pz.Call.ID, Tool: pz.Call.Name,
-		State: state, RequestedBy: t.userID, CreatedAt: p.cfg.Now()}
+		State: state, RequestedBy: t.userID, CreatedAt: s.now()}
 	if pz.Kind == echogate.PauseApproval && t.pauseExpires() { // scheduled.go
-		pend.ExpiresAt = p.cfg.Now().Add(p.cfg.ApprovalTimeout)
+		pend.ExpiresAt = s.now().Add(s.approvalTimeout)
 	}
 	resting := StateWaitingApproval
 	if pz.Kind == echogate.PauseAsk {
@@ -39,17 +39,17 @@ func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string
 	if t.refused() != nil {
 		return "", nil
 	}
-	if err := p.savePending(ctx, pend); err != nil {
+	if err := s.savePending(ctx, pend); err != nil {
 		t.enter(StateFailed)
 		return out.Text, fmt.Errorf("pipeline: save paused turn: %w", err)
 	}
-	p.d.Metrics.ApprovalPending(1)
+	s.metrics.ApprovalPending(1)
 	ref, err := t.rep.Send(ctx, out)
 	if err != nil {
 		return out.Text, fmt.Errorf("pipeline: post approval prompt: %w", err)
 	}
 	pend.Prompt = ref
-	if err := p.savePending(ctx, pend); err != nil {
+	if err := s.savePending(ctx, pend); err != nil {
 		return out.Text, fmt.Errorf("pipeline: save prompt reference: %w", err)
 	}
 	if full, ok := fullArgs(pz.Call); ok && pz.Kind == echogate.PauseApproval {
@@ -72,14 +72,14 @@ func (p *Pipeline) pause(ctx context.Context, t *Turn, res agent.Result) (string
 
 // pausePrompt closes a streamed message with what was said so far (the prompt is its own
 // message, so reactions on it are unambiguous) and returns the prompt or question to post.
-func (p *Pipeline) pausePrompt(ctx context.Context, t *Turn, res agent.Result) echogate.Outbound {
+func (s *ResponseStage) pausePrompt(ctx context.Context, t *Turn, res agent.Result) echogate.Outbound {
 	pz := res.Pause
 	text, streaming := t.out.streamed()
 	var body string
 	if pz.Kind == echogate.PauseAsk {
 		body = "❓ " + pz.Question
 	} else {
-		body = approvalPrompt(pz.Call, t.userID) + p.approverNote(pz.Call.Name, t.prof.approvers)
+		body = approvalPrompt(pz.Call, t.userID) + s.approverNote(pz.Call.Name, t.prof.approvers)
 	}
 	if streaming {
 		if _, err := t.out.finish(ctx, echogate.OutReply, text); err != nil {

@@ -49,7 +49,7 @@ func (r *responder) recordPosting(ref echogate.MessageRef) {
 	t := r.t
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.streamCtx), postingTimeout)
 	defer cancel()
-	if err := t.begun(ctx); err != nil {
+	if err := t.w.Recorded(ctx); err != nil {
 		t.log.Warn("pipeline: record the streamed message: the turn's record is not written", "err", err)
 		return
 	}
@@ -73,19 +73,5 @@ func (r *responder) retire(ctx context.Context) {
 	}
 	if err != nil {
 		r.t.log.Warn("pipeline: remove the interrupted turn's partial message", "message", r.t.cont.ID, "err", err)
-	}
-}
-
-// begun waits until the turn's record is durable (or ctx ends), without the input messages
-// started also waits for.
-func (t *Turn) begun(ctx context.Context) error {
-	if t.w.startDone == nil {
-		return nil
-	}
-	select {
-	case <-t.w.startDone:
-		return t.w.startErr
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -25,20 +25,20 @@ import (
 // to this turn's new message with this one.
 
 // prompt renders the system prompt and the turn's note.
-func (p *Pipeline) prompt(ctx context.Context, t *turn, query string) (system, note string) {
+func (s *ContextStage) prompt(ctx context.Context, t *turn, query string) (system, note string) {
 	q := echogate.ContextQuery{Session: t.key, UserID: t.userID, Channel: t.channel, Text: query, Budget: contextSectionBudget}
 	var sys, per strings.Builder
 	sys.WriteString(t.prof.SystemPrompt) // the agent's (profile.go)
 	fmt.Fprintf(&sys, "\n\nConversation on %s.", t.ev.Conversation.Platform)
-	if cat := t.p.skillCatalogue(t.prof); cat != "" { // stable bytes: part of the cached prefix (skills.go)
+	if cat := s.catalogue(t.prof); cat != "" { // stable bytes: part of the cached prefix (skills.go)
 		sys.WriteString("\n\n")
 		sys.WriteString(strings.TrimRight(cat, "\n"))
 	}
-	sys.WriteString(p.standingContext(ctx, t, q))
+	sys.WriteString(s.standingContext(ctx, t, q))
 
-	now := p.cfg.Now().UTC()
+	now := s.now().UTC()
 	fmt.Fprintf(&per, "Current time: %s (UTC).", now.Format("Monday, 2 January 2006, 15:04"))
-	for _, cp := range p.d.Context {
+	for _, cp := range s.providers {
 		if _, standing := cp.(VersionedContext); standing || !t.prof.wantsContext(cp) {
 			continue
 		}
@@ -51,10 +51,10 @@ func (p *Pipeline) prompt(ctx context.Context, t *turn, query string) (system, n
 // and person (t.userID): rendered again only when a provider's version changed or the frozen
 // text is older than snapshotTTL. In a shared session each person's requests keep a stable
 // prefix of their own.
-func (p *Pipeline) standingContext(ctx context.Context, t *turn, q echogate.ContextQuery) string {
+func (s *ContextStage) standingContext(ctx context.Context, t *turn, q echogate.ContextQuery) string {
 	var version uint64
 	var standing []ContextProvider
-	for _, cp := range p.d.Context {
+	for _, cp := range s.providers {
 		if v, ok := cp.(VersionedContext); ok && t.prof.wantsContext(cp) {
 			standing = append(standing, cp)
 			version = version*1_000_003 + v.ContextVersion(t.prof.contextQuery(cp, q)) + 1
@@ -66,16 +66,16 @@ func (p *Pipeline) standingContext(ctx context.Context, t *turn, q echogate.Cont
 	if len(standing) == 0 {
 		return ""
 	}
-	now := p.cfg.Now()
+	now := s.now()
 	key := snapKey{session: q.Session, user: q.UserID}
-	if text, ok := p.snaps.get(key, version, now); ok {
+	if text, ok := s.snaps.get(key, version, now); ok {
 		return text
 	}
 	var b strings.Builder
 	for _, cp := range standing {
 		writeSection(ctx, t, &b, cp, t.prof.contextQuery(cp, q))
 	}
-	p.snaps.put(key, b.String(), version, now)
+	s.snaps.put(key, b.String(), version, now)
 	return b.String()
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
@@ -277,7 +276,7 @@ func (p *Pipeline) closeInterrupted(ctx context.Context, log *slog.Logger, tr ec
 	log.Warn("turn interrupted by a stop or crash; answering the event again", "turn", tr.ID)
 }
 
-// savedInput reports whether one of the dead turns wrote the user's message (see startTurn).
+// savedInput reports whether one of the dead turns wrote the user's message (see beginTurn).
 func (p *Pipeline) savedInput(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, dead map[string]bool) bool {
 	hist, err := p.d.Store.History(ctx, ev.SessionKey(), 50)
 	if err != nil {
@@ -352,74 +351,4 @@ func (t *Turn) runApproved(ctx context.Context, tool tools.Tool, call echogate.T
 		}
 	}
 	return res, nil
-}
-
-// notify posts a short notice into the event's conversation.
-func (p *Pipeline) notify(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string) {
-	rep := p.d.Repliers[ev.Conversation.Platform]
-	if rep == nil {
-		return
-	}
-	if _, err := rep.Send(ctx, echogate.Outbound{Kind: echogate.OutNotice, Conversation: ev.Conversation, ReplyTo: ev.Message, Text: text, Session: ev.SessionKey(),
-		Interaction: ev.Interaction}); err != nil {
-		log.Error("pipeline: post notice", "err", err)
-	}
-}
-
-// fail answers with the fallback text after an unrecoverable error before the turn ran.
-func (p *Pipeline) fail(ctx context.Context, log *slog.Logger, ev *echogate.InboundEvent, turnID string, err error) {
-	p.d.Metrics.DegradedAnswer()
-	log.Error("turn failed", "turn", turnID, "err", err)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
-	defer cancel()
-	text := p.cfg.FallbackText
-	if turnID != "" {
-		text += " (ref " + turnID + ")"
-	}
-	p.notify(cctx, log, *ev, text)
-}
-
-// parallel runs fns concurrently and returns their errors joined. The stores batch concurrent
-// writes into one transaction (group commit), so independent writes cost one round trip.
-func parallel(fns ...func() error) error {
-	if len(fns) == 1 {
-		return fns[0]()
-	}
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns[1:] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i+1] = fn()
-		}()
-	}
-	errs[0] = fns[0]()
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// completion marks an event handled exactly once: in the turn's end (TurnLog.FinishTurn) when
-// a turn ran, else when handling ends.
-type completion struct {
-	p    *Pipeline
-	key  string
-	log  *slog.Logger
-	once sync.Once
-}
-
-// take marks the event as completed by the caller, which writes the completion itself (in a
-// FinishTurn call). It returns false when the completion was written or taken already.
-func (c *completion) take() bool {
-	taken := false
-	c.once.Do(func() { taken = true })
-	return taken
-}
-
-func (c *completion) complete(ctx context.Context) {
-	c.once.Do(func() {
-		if err := c.p.d.Store.CompleteEvent(ctx, c.key, c.p.cfg.Now()); err != nil {
-			c.log.Error("pipeline: complete event", "err", err)
-		}
-	})
 }

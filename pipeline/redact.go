@@ -22,42 +22,22 @@ func redactRepliers(reps map[string]Replier, red *redact.Redactor) map[string]Re
 	out := make(map[string]Replier, len(reps))
 	for platform, r := range reps {
 		if r != nil {
-			rr := &redactingReplier{inner: r, caps: CapsOf(r), red: red}
-			if sh := findActivityShower(r); sh != nil {
-				r = &redactingActivityReplier{rr, sh}
-			} else {
-				r = rr
-			}
+			r = &redactingReplier{inner: r, caps: CapsOf(r), red: red}
 		}
 		out[platform] = r
 	}
 	return out
 }
 
-// findActivityShower returns the activity view of r or of a replier it wraps (Unwrap).
-func findActivityShower(r Replier) activityShower {
-	for r != nil {
-		if sh, ok := r.(activityShower); ok {
-			return sh
-		}
-		w, ok := r.(interface{ Unwrap() Replier })
-		if !ok {
-			return nil
-		}
-		r = w.Unwrap()
-	}
-	return nil
+// redactingActivity is the activity view of a channel that shows a turn's activity, with the
+// plan and status it shows redacted.
+type redactingActivity struct {
+	inner ActivityShower
+	red   *redact.Redactor
 }
 
-// redactingActivityReplier is a redactingReplier over a channel that shows a turn's activity;
-// the plan and status it shows are redacted too.
-type redactingActivityReplier struct {
-	*redactingReplier
-	sh activityShower
-}
-
-func (r *redactingActivityReplier) StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView {
-	return redactingView{r.sh.StartActivity(ctx, conv, on), r.red}
+func (a redactingActivity) StartActivity(ctx context.Context, conv echogate.ConversationRef, on echogate.MessageRef) echogate.ActivityView {
+	return redactingView{a.inner.StartActivity(ctx, conv, on), a.red}
 }
 
 type redactingView struct {
@@ -82,9 +62,6 @@ type redactingReplier struct {
 	once  sync.Once
 }
 
-// Unwrap returns the wrapped replier (the activity view looks for its own capability there).
-func (r *redactingReplier) Unwrap() Replier { return r.inner }
-
 // Send implements Replier.
 func (r *redactingReplier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
 	out.Text = r.red.Redact(out.Text)
@@ -93,7 +70,10 @@ func (r *redactingReplier) Send(ctx context.Context, out echogate.Outbound) (ech
 
 // Caps implements CapsProvider.
 func (r *redactingReplier) Caps() Caps {
-	c := Caps{Typer: r.caps.Typer, Finder: r.caps.Finder}
+	c := Caps{Typer: r.caps.Typer, Finder: r.caps.Finder, Downloader: r.caps.Downloader}
+	if r.caps.Activity != nil {
+		c.Activity = redactingActivity{r.caps.Activity, r.red}
+	}
 	if r.caps.Streamer != nil {
 		c.Streamer = redactingStreamer{r}
 	}

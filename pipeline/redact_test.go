@@ -114,21 +114,22 @@ func TestOutboundRedactionIsOnByDefault(t *testing.T) {
 	}
 }
 
-// unwrapper is a decorator like cmd's tracing replier: Send, the inner capabilities, Unwrap.
-type unwrapper struct{ inner pipeline.Replier }
+// capsDecorator is a decorator like cmd's tracing replier: Send, and the inner capabilities
+// stated through Caps (no Unwrap: every capability comes through Caps).
+type capsDecorator struct{ inner pipeline.Replier }
 
-func (u unwrapper) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+func (u capsDecorator) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
 	return u.inner.Send(ctx, out)
 }
-func (u unwrapper) Unwrap() pipeline.Replier { return u.inner }
-func (u unwrapper) Caps() pipeline.Caps      { return pipeline.CapsOf(u.inner) }
+func (u capsDecorator) Caps() pipeline.Caps { return pipeline.CapsOf(u.inner) }
 
-// The redaction decorator keeps the channel's activity view, also under another decorator.
-func TestActivityIsShownThroughRedaction(t *testing.T) {
+// The redaction decorator keeps the channel's activity view, also under another decorator
+// that states its capabilities through Caps.
+func TestActivityIsShownThroughDecorators(t *testing.T) {
 	ar := &activityReplier{}
 	h := start(t, opts{deps: func(d *pipeline.Deps) {
 		ar.StreamingReplier = pipelinetest.StreamingReplier{Replier: pipelinetest.NewReplier(echogate.PlatformWeb)}
-		d.Repliers[echogate.PlatformWeb] = unwrapper{ar}
+		d.Repliers[echogate.PlatformWeb] = capsDecorator{ar}
 	}}, agenttest.Reply("fine"))
 	h.rep = ar.Replier
 	h.submit(msg("s1", "ann", "hi"))

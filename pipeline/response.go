@@ -6,8 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"log/slog"
+
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/internal/metrics"
 )
 
 const (
@@ -24,12 +27,38 @@ const (
 // approval prompt / question of a pause), then writes the turn's end in one TurnLog call:
 // the new transcript messages, the final record, the last usage and the event's completion.
 // Ephemeral sessions are removed and AfterTurn hooks run afterwards.
-type ResponseStage struct{ p *Pipeline }
+type ResponseStage struct {
+	store    Store
+	metrics  *metrics.Metrics
+	now      func() time.Time
+	fallback string // Config.FallbackText
+	// A pause: how long it waits (Config.ApprovalTimeout, OnTimeout), its write (the store's,
+	// with the index of paused sessions, pending.go) and who may approve it (authority.go).
+	onTimeout       OnTimeout
+	approvalTimeout time.Duration
+	savePending     func(context.Context, echogate.PendingTurn) error
+	approverNote    func(tool string, approvers map[string]bool) string
+	notify          func(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string)
+	// The history cache the ending turn writes through (histthrough.go) and the session marks
+	// an ephemeral session's removal forgets; soleWriter as in ContextStage.
+	hist           *historyCache
+	marks          *sessionMarks
+	soleWriter     bool
+	afterTurn      []func(context.Context, TurnSummary)
+	afterScheduled func(context.Context, ScheduledEnd)
+}
+
+// responseStage is the pipeline's ResponseStage.
+func (p *Pipeline) responseStage() *ResponseStage {
+	return &ResponseStage{store: p.d.Store, metrics: p.d.Metrics, now: p.cfg.Now, fallback: p.cfg.FallbackText,
+		onTimeout: p.cfg.OnTimeout, approvalTimeout: p.cfg.ApprovalTimeout, savePending: p.savePending, approverNote: p.approverNote,
+		notify: p.notify, hist: p.hist, marks: p.marks, soleWriter: !p.shared.replicas(), afterTurn: p.d.AfterTurn, afterScheduled: p.d.AfterScheduled}
+}
 
 // Process implements Stage. It runs on a context of its own (the turn's may be cancelled by
 // a stop); the post is bounded by postBudget and the end's write by endTimeout.
-func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
-	p := s.p
+func (s *ResponseStage) Process(ctx context.Context, t *Turn) error {
+
 	// A turn whose lifecycle refused a move fails: its outcome is not trusted (refuse).
 	refused := t.refused()
 	if refused != nil {
@@ -37,40 +66,40 @@ func (s ResponseStage) Process(ctx context.Context, t *Turn) error {
 	}
 	res := t.res
 	// Unless a tool or the delay made it written already, the question is appended with the
-	// answer (see startTurn). A pause saves it first: the pause outlives this turn.
+	// answer (see beginTurn). A pause saves it first: the pause outlives this turn.
 	var input []echogate.Message
 	if res.Status != agent.StatusPaused {
-		input = t.foldInput()
+		input = t.w.Fold()
 	}
 	// The turn's record is the write-ahead of the post (its id is the reply id): it must be
 	// durable before anything is posted. A record or question that could not be written
 	// fails the turn rather than keep an answer whose question is not in the transcript.
-	if err := t.started(ctx); err != nil {
+	if err := t.w.Durable(ctx); err != nil {
 		res = agent.Result{Status: agent.StatusError, Err: err, Answer: res.Answer, Usage: res.Usage, Model: res.Model, RouteReason: res.RouteReason}
 		t.res = res
 	}
 	t.out.flushPlan(ctx)
 	pctx, cancel := context.WithTimeout(ctx, postBudget)
-	final, postErr := p.post(pctx, t, res)
+	final, postErr := s.post(pctx, t, res)
 	t.out.retire(pctx) // a dead turn's partial message this turn's outcome did not go into
 	cancel()
 	if postErr != nil {
-		p.undelivered(ctx, t, postErr)
+		s.undelivered(ctx, t, postErr)
 	}
 	if err := t.refused(); refused == nil && err != nil {
-		p.failRefused(ctx, t, err) // refused while posting
+		s.failRefused(ctx, t, err) // refused while posting
 	}
 	if t.life.State() == StateResponse {
 		t.enter(StateDone)
 	}
-	p.endTurn(ctx, t, res, input)
-	p.afterFinish(ctx, t, final)
-	p.endScheduled(ctx, t, t.res, postErr)
+	s.endTurn(ctx, t, res, input)
+	s.afterFinish(ctx, t, final)
+	s.endScheduled(ctx, t, t.res, postErr)
 	return postErr
 }
 
 // post posts the outcome of res and moves the turn to the state it ends in.
-func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string, error) {
+func (s *ResponseStage) post(ctx context.Context, t *Turn, res agent.Result) (string, error) {
 	var final string
 	var err error
 	switch res.Status {
@@ -98,11 +127,11 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 			_, err = t.out.finish(ctx, echogate.OutReply, final)
 		}
 	case agent.StatusPaused:
-		final, err = p.pause(ctx, t, res)
+		final, err = s.pause(ctx, t, res)
 	default:
-		p.d.Metrics.DegradedAnswer()
+		s.metrics.DegradedAnswer()
 		t.log.Error("turn failed", "err", res.Err)
-		final = joinText(res.Answer, p.cfg.FallbackText+" (ref "+t.id+")")
+		final = joinText(res.Answer, s.fallback+" (ref "+t.id+")")
 		t.rec.Error = errText(res.Err)
 		if t.scheduled() == nil {
 			_, err = t.out.finish(ctx, echogate.OutNotice, final)
@@ -118,7 +147,7 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 // undelivered handles a final message the platform did not take within the post budget: the
 // turn fails (its answer is in the transcript all the same), and the user is told, where the
 // platform takes any message at all, with one short notice.
-func (p *Pipeline) undelivered(ctx context.Context, t *Turn, err error) {
+func (s *ResponseStage) undelivered(ctx context.Context, t *Turn, err error) {
 	t.log.Error("pipeline: post answer", "err", err)
 	if t.rec.Error == "" {
 		t.rec.Error = "post answer: " + err.Error()
@@ -132,7 +161,7 @@ func (p *Pipeline) undelivered(ctx context.Context, t *Turn, err error) {
 	failed := t.life.State() == StateResponse && t.enter(StateFailed)
 	nctx, cancel := context.WithTimeout(ctx, stageTimeout-postBudget-endTimeout)
 	defer cancel()
-	p.notify(nctx, t.log, t.ev, "⚠️ I couldn't deliver my answer to this conversation (ref "+t.id+"). Please try again.")
+	s.notify(nctx, t.log, t.ev, "⚠️ I couldn't deliver my answer to this conversation (ref "+t.id+"). Please try again.")
 	if failed { // the error event comes right before done
 		t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: "the answer could not be delivered"})
 	}
@@ -140,16 +169,16 @@ func (p *Pipeline) undelivered(ctx context.Context, t *Turn, err error) {
 
 // failRefused fails a turn whose lifecycle refused a move while its outcome was posted: the
 // user is told with the fallback text, and the turn ends failed (finalStatus).
-func (p *Pipeline) failRefused(ctx context.Context, t *Turn, err error) {
-	p.d.Metrics.DegradedAnswer()
+func (s *ResponseStage) failRefused(ctx context.Context, t *Turn, err error) {
+	s.metrics.DegradedAnswer()
 	if t.rec.Error == "" {
 		t.rec.Error = errText(err)
 	}
 	_, _ = t.life.Enter(StateFailed) // refused again when terminal: finalStatus says failed all the same
-	text := p.cfg.FallbackText + " (ref " + t.id + ")"
+	text := s.fallback + " (ref " + t.id + ")"
 	nctx, cancel := context.WithTimeout(ctx, stageTimeout-postBudget-endTimeout)
 	defer cancel()
-	p.notify(nctx, t.log, t.ev, text)
+	s.notify(nctx, t.log, t.ev, text)
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: text})
 }
 
@@ -165,10 +194,10 @@ func (t *Turn) finalStatus() echogate.TurnStatus {
 // endTurn writes the turn's end: one TurnLog.FinishTurn on a bounded context of its own, with
 // the new transcript messages (input first), the record's final state, the last usage entries
 // and the event's completion. It waits for the usage writes issued during the turn.
-func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input []echogate.Message) {
+func (s *ResponseStage) endTurn(ctx context.Context, t *Turn, res agent.Result, input []echogate.Message) {
 	rec := t.rec
 	rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens, rec.CostUSD = t.usage.totals()
-	rec.Status, rec.EndedAt = t.finalStatus(), p.cfg.Now()
+	rec.Status, rec.EndedAt = t.finalStatus(), s.now()
 	rec.Skills = t.skills.names() // skills.go
 	if res.Model != "" {
 		rec.Model, rec.RouteReason = res.Model, res.RouteReason
@@ -178,17 +207,17 @@ func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input
 	if len(input) > 0 {
 		msgs = append(append(make([]echogate.Message, 0, len(input)+len(msgs)), input...), msgs...)
 	}
-	end := echogate.TurnEnd{Session: t.rec.Session, Messages: msgs, Turn: rec, At: p.cfg.Now(), Usage: t.usage.take()}
+	end := echogate.TurnEnd{Session: t.rec.Session, Messages: msgs, Turn: rec, At: s.now(), Usage: t.usage.take()}
 	if key, ok := t.ctl.takeCompletion(); ok {
 		end.EventKey = key
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
 	defer cancel()
-	err := p.d.Store.FinishTurn(ectx, end)
+	err := s.store.FinishTurn(ectx, end)
 	if err != nil {
 		t.log.Error("pipeline: record the end of the turn", "usage_entries", len(end.Usage), "err", err)
 	}
-	p.writeThrough(t, end, input, err == nil)
+	s.writeThrough(t, end, input, err == nil)
 	for _, u := range end.Usage {
 		if u.ID != 0 {
 			t.observeUsage(u)
@@ -198,26 +227,26 @@ func (p *Pipeline) endTurn(ctx context.Context, t *Turn, res agent.Result, input
 }
 
 // afterFinish removes an ephemeral session and announces the end of the turn.
-func (p *Pipeline) afterFinish(ctx context.Context, t *Turn, final string) {
+func (s *ResponseStage) afterFinish(ctx context.Context, t *Turn, final string) {
 	key, status, rec, resumed := t.key, t.rec.Status, t.rec, t.resume != nil
 	// Ephemeral sessions go before "done" is announced: a one-shot client exits on it.
 	if status != echogate.TurnPaused && (t.ev.Ephemeral || resumed) {
 		t.ctl.waitSessionWrite() // never delete before the session's own upsert landed
-		if info, err := p.d.Store.GetSession(ctx, key); t.ev.Ephemeral || (err == nil && info.Ephemeral) {
-			if err := p.d.Store.DeleteSession(ctx, key); err != nil {
+		if info, err := s.store.GetSession(ctx, key); t.ev.Ephemeral || (err == nil && info.Ephemeral) {
+			if err := s.store.DeleteSession(ctx, key); err != nil {
 				t.log.Warn("pipeline: remove ephemeral session", "err", err)
 			}
-			p.hist.drop(key)
-			p.marks.forget(key)
+			s.hist.drop(key)
+			s.marks.forget(key)
 		}
 	}
 	t.out.event(echogate.TurnEvent{Type: echogate.TurnDone, Status: string(status), Text: final})
 	t.log.Info("turn finished", "status", status, "state", t.life.State(), "model", rec.Model, "input_tokens", rec.InputTokens,
-		"output_tokens", rec.OutputTokens, "cached_input_tokens", rec.CachedInputTokens, "cost_usd", rec.CostUSD, "ms", p.cfg.Now().Sub(t.start).Milliseconds(), "resumed", resumed)
+		"output_tokens", rec.OutputTokens, "cached_input_tokens", rec.CachedInputTokens, "cost_usd", rec.CostUSD, "ms", s.now().Sub(t.start).Milliseconds(), "resumed", resumed)
 
 	if status == echogate.TurnDoneSt {
 		sum := TurnSummary{Turn: t.id, Session: key, UserID: t.userID, Channel: t.channel, Status: status}
-		for _, h := range p.d.AfterTurn {
+		for _, h := range s.afterTurn {
 			h(ctx, sum)
 		}
 	}

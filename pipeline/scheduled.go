@@ -267,12 +267,12 @@ func (p *Pipeline) promptSession(ctx context.Context, ev *echogate.InboundEvent)
 // the turn that resumed it after an approval (its pause carried the run; for a pause saved
 // without it Run is empty and Session names the run). A call refused by the decision (a
 // person's ❌, or the approval timeout) makes the run denied.
-func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, postErr error) {
+func (s *ResponseStage) endScheduled(ctx context.Context, t *Turn, res agent.Result, postErr error) {
 	r := t.scheduled()
 	if r == nil && t.resume != nil && strings.HasPrefix(string(t.key), scheduledPrefix) {
 		r = &echogate.ScheduledRun{}
 	}
-	if r == nil || p.d.AfterScheduled == nil {
+	if r == nil || s.afterScheduled == nil {
 		return
 	}
 	e := ScheduledEnd{Run: *r, Session: t.key, EventID: t.ev.ID, Turn: t.id, Status: t.rec.Status, Posted: t.sched.posted, Quiet: t.sched.quiet,
@@ -291,7 +291,7 @@ func (p *Pipeline) endScheduled(ctx context.Context, t *Turn, res agent.Result, 
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterScheduledTimeout)
 	defer cancel()
-	p.d.AfterScheduled(actx, e)
+	s.afterScheduled(actx, e)
 }
 
 // afterScheduledTimeout bounds recording a scheduled run's end (it outlives the turn's context).

@@ -85,7 +85,7 @@ func TestCountedTurnsCountsTheTurnOnceItEnded(t *testing.T) {
 
 // TestUnmeteredWithoutMetrics: without a Metrics the decorators return the stage itself.
 func TestUnmeteredWithoutMetrics(t *testing.T) {
-	s := ContextStage{}
+	s := &ContextStage{}
 	if got := metered(nil, time.Now, stageContext, s); got != Stage(s) {
 		t.Errorf("metered(nil, …) = %T, want the stage unwrapped", got)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/internal/turnstart"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/tools"
@@ -26,6 +27,10 @@ type startStore struct {
 	userSaved chan struct{} // closed by the test to let the user's message be written
 	// progressErr fails RecordProgress (the question and the first usage of a tool turn).
 	progressErr error
+}
+
+func (s *startStore) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
+	return beginVia(ctx, s, b)
 }
 
 func (s *startStore) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
@@ -101,8 +106,8 @@ func TestTurnStartWriteFailureFailsTheTurn(t *testing.T) {
 	}
 }
 
-// asyncStarter is a store that queues the turn's record (a pipeline.TurnStarter, as SQLite
-// is): the write's outcome comes when the test releases it, on a goroutine of the store's.
+// asyncStarter is a store that queues the turn's record, as SQLite's writer does: the write's
+// outcome comes when the test releases it, on a goroutine of the store's.
 type asyncStarter struct {
 	*startStore
 	release chan struct{}
@@ -110,7 +115,9 @@ type asyncStarter struct {
 	creates atomic.Int32
 }
 
-var _ pipeline.TurnStarter = (*asyncStarter)(nil)
+func (s *asyncStarter) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
+	return turnstart.Deferred(ctx, b, s, turnstart.DefaultDelay)
+}
 
 func (s *asyncStarter) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {
 	s.creates.Add(1)
@@ -125,10 +132,10 @@ func (s *asyncStarter) StartTurn(ctx context.Context, t echogate.TurnRecord, don
 	}()
 }
 
-// With a store that queues the record (TurnStarter), the pipeline starts the write there
-// and waits for no goroutine of its own; the turn ends as with CreateTurn, and the record
+// With a store that queues the record (as SQLite's writer does), the write starts there and
+// no goroutine waits for it; the turn ends as with CreateTurn, and the record
 // is written once.
-func TestTurnStarterWritesTheRecord(t *testing.T) {
+func TestQueuedTurnRecordIsWrittenOnce(t *testing.T) {
 	mem := pipelinetest.NewMemStore()
 	ss := &asyncStarter{startStore: &startStore{MemStore: mem}, release: make(chan struct{})}
 	close(ss.release)
@@ -148,7 +155,7 @@ func TestTurnStarterWritesTheRecord(t *testing.T) {
 
 // A queued record that fails stops the turn when the store reports it, while the model still
 // streams: the model call is cancelled, the user gets the fallback text, and nothing is saved.
-func TestTurnStarterFailureStopsTheModel(t *testing.T) {
+func TestQueuedTurnRecordFailureStopsTheModel(t *testing.T) {
 	mem := pipelinetest.NewMemStore()
 	ss := &asyncStarter{startStore: &startStore{MemStore: mem, createErr: errors.New("disk full")}, release: make(chan struct{})}
 	entered := make(chan struct{})
@@ -356,6 +363,12 @@ func (s *countingWrites) FinishTurn(ctx context.Context, end echogate.TurnEnd) e
 	return finishVia(ctx, s, end)
 }
 
+// beginVia implements BeginTurn as the single-process stores do (turnstart.Deferred) with
+// st's own methods, so a test store's overrides apply.
+func beginVia(ctx context.Context, st pipeline.Store, b turnstart.Begin) *turnstart.Start {
+	return turnstart.Deferred(ctx, b, turnstart.Blocking(st), turnstart.DefaultDelay)
+}
+
 // finishVia implements FinishTurn with st's own methods, so a test store's overrides apply.
 func finishVia(ctx context.Context, st pipeline.Store, end echogate.TurnEnd) error {
 	var errs []error
@@ -377,6 +390,10 @@ func finishVia(ctx context.Context, st pipeline.Store, end echogate.TurnEnd) err
 func (s *countingWrites) AppendMessages(ctx context.Context, key echogate.SessionKey, turn string, msgs []echogate.Message, at time.Time) error {
 	s.appends.Add(1)
 	return s.MemStore.AppendMessages(ctx, key, turn, msgs, at)
+}
+
+func (s *countingWrites) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
+	return beginVia(ctx, s, b)
 }
 
 func (s *countingWrites) CreateTurn(ctx context.Context, t echogate.TurnRecord) error {

@@ -16,17 +16,6 @@ const (
 	stopWindow = 3 * time.Second
 )
 
-// requestStop stores a stop of key's running turn for the replica that may run it (with a
-// store shared by replicas); this process's own running turns are stopped by Submit at once.
-func (p *Pipeline) requestStop(ctx context.Context, ev echogate.InboundEvent) {
-	if p.stops == nil {
-		return
-	}
-	if err := p.stops.RequestStop(ctx, ev.SessionKey(), ev.Actor.QualifiedID(ev.Conversation.Platform)); err != nil {
-		p.log.Warn("pipeline: store stop request for the other replicas", "session", ev.SessionKey(), "event_id", ev.ID, "err", err)
-	}
-}
-
 // watchStops polls the stored stops until ctx ends and stops this process's running turn of
 // every session stopped since it last looked. Stops stored before it started are not acted on.
 func (p *Pipeline) watchStops(ctx context.Context) {
@@ -35,7 +24,7 @@ func (p *Pipeline) watchStops(ctx context.Context) {
 	tick := time.NewTicker(stopPollInterval)
 	defer tick.Stop()
 	for {
-		stops, err := p.stops.RecentStops(ctx, stopWindow)
+		stops, err := p.shared.stops.RecentStops(ctx, stopWindow)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/turnstart"
 )
 
 // Store is what the pipeline persists. storage/sqlite and storage/postgres implement it;
@@ -66,17 +67,24 @@ type SessionStore interface {
 }
 
 // TurnLog is the durable record of each turn's lifecycle, owned by storage: a turn begins
-// (CreateTurn, status running), its input is appended (SessionStore.AppendMessages), its usage
-// recorded (UsageStore.RecordUsage), a pause saved (PendingStore.SavePending), a decision
-// resumes it (ResumeTurn), the approved call's start and result are recorded (RecordToolRun),
-// and it ends (FinishTurn). Batching and group commit live inside the store; the pipeline has
-// this one path whatever the backend.
+// with its input (BeginTurn, status running), its usage is recorded (UsageStore.RecordUsage),
+// a pause saved (PendingStore.SavePending), a decision resumes it (ResumeTurn), the approved
+// call's start and result are recorded (RecordToolRun), and it ends (FinishTurn). The write
+// order, batching and group commit live inside the store; the pipeline has this one path
+// whatever the backend.
 //
 // Write-ahead: every transition that guards an effect is durable when its call returns, and
 // carries the key recovery looks for: the turn's id is the reply id its answer is posted
 // under (the record exists before the post), the resumed turn exists before the pause is
 // gone, the approved call's start before it runs.
 type TurnLog interface {
+	// BeginTurn begins a turn: it writes b.Record (status running) and b.Input in the order the
+	// store chooses and returns at once, with the handle the turn waits on (internal/turnstart:
+	// Ready before the model call, Durable before an effect that needs the start written,
+	// Fold at the end). A single-process store defers the input to fold it into FinishTurn; a
+	// store shared by replicas writes both before Ready returns. A failed write is told to
+	// b.Failed. The pipeline calls nothing else to start a turn.
+	BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start
 	CreateTurn(ctx context.Context, t echogate.TurnRecord) error
 	// UpdateTurn overwrites the mutable fields (status, model, reason, error, tokens, cost, end).
 	UpdateTurn(ctx context.Context, t echogate.TurnRecord) error
@@ -117,17 +125,6 @@ type TurnLog interface {
 	// GetPosting returns what RecordPosting recorded for turn; a zero ref when nothing was.
 	// An unknown turn wraps echogate.ErrNotFound.
 	GetPosting(ctx context.Context, turn string) (echogate.MessageRef, error)
-}
-
-// TurnStarter is implemented by a store whose writes are queued to a goroutine of its own
-// (SQLite's writer). StartTurn is TurnLog.CreateTurn without waiting for it: it returns at
-// once, and done is told exactly once what CreateTurn would have returned, on the store's
-// goroutine or on the caller's before StartTurn returns (a call that was not queued). done
-// must not block. A turn's record is written while its context is built and the model runs
-// (see startTurn); with a TurnStarter that write holds no goroutine of the pipeline's, one
-// fewer per turn in flight. Other stores get a goroutine that calls CreateTurn.
-type TurnStarter interface {
-	StartTurn(ctx context.Context, t echogate.TurnRecord, done func(error))
 }
 
 // UsageStore is the cost ledger.

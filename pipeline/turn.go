@@ -11,6 +11,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/internal/ids"
+	"github.com/echogate/echogate/internal/turnstart"
 )
 
 // stageTimeout bounds the ResponseStage's own writes and posts, which run on a fresh context so a
@@ -58,9 +59,10 @@ type Turn struct {
 	in  agent.Input         // built by the ContextStage
 	res agent.Result        // produced by the InferenceStage
 
-	w      turnWrites  // start writes (start.go)
-	usage  usageLedger // spend (usage.go)
-	grants grantCache  // the user's session grants (inference_gate.go)
+	w      *turnstart.Start   // the start writes, in the store's order (start.go); nil for a resumed turn
+	input  []echogate.Message // the input messages the start writes (nil: resumed, or saved already)
+	usage  usageLedger        // spend (usage.go)
+	grants grantCache         // the user's session grants (inference_gate.go)
 	// fetched: a tool that fetches outside content ran in this turn (tainted).
 	fetched atomic.Bool
 	skills  turnSkills // the skills the turn loaded (skills.go)
@@ -223,17 +225,13 @@ func (p *Pipeline) runTurn(ctx context.Context, ctl *turnCtl, log *slog.Logger, 
 	t.stop = stopTurn
 	t.enter(t.firstState())
 
-	// The turn record and the user's message are written while the context is built and the
-	// model runs (see startTurn). A resumed turn's record was written with its decision.
-	begin := p.beginTurn(t.rec)
+	// The turn record and the user's message are written in the store's order while the
+	// context is built (see beginTurn).
 	var input []echogate.Message
 	if t.resume == nil && !t.inputSaved {
 		input = msgs
 	}
-	if t.approved != nil {
-		begin = func(_ context.Context, done func(error)) { done(nil) }
-	}
-	t.startTurn(ctx, stopTurn, begin, input)
+	t.beginTurn(ctx, input)
 
 	if err := p.stages.Context.Process(ctx, t); err != nil {
 		p.finishFailed(ctx, t, err)

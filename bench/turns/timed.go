@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/turnstart"
 	"github.com/echogate/echogate/storage/sqlite"
 )
 
@@ -70,8 +71,13 @@ func (s *timedStore) CreateTurn(ctx context.Context, t echogate.TurnRecord) erro
 	return s.Store.CreateTurn(ctx, t)
 }
 
-// StartTurn is timed from the call until the store reports the write (the pipeline queues
-// the turn's record with it, see pipeline.TurnStarter), under CreateTurn's name.
+// BeginTurn is sqlite.Store's, with this store's timed calls.
+func (s *timedStore) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
+	return turnstart.Deferred(ctx, b, s, turnstart.DefaultDelay)
+}
+
+// StartTurn is timed from the call until the store reports the write (BeginTurn queues the
+// turn's record with it), under CreateTurn's name.
 func (s *timedStore) StartTurn(ctx context.Context, t echogate.TurnRecord, done func(error)) {
 	t0 := time.Now()
 	s.Store.StartTurn(ctx, t, func(err error) { s.rec("CreateTurn", t0); done(err) })

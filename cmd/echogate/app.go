@@ -40,8 +40,6 @@ type store interface {
 var (
 	_ store = (*sqlite.Store)(nil)
 	_ store = (*postgres.Store)(nil)
-	// SQLite's writer reports a turn's record without a goroutine waiting for it.
-	_ pipeline.TurnStarter = (*sqlite.Store)(nil)
 )
 
 // openStore opens and migrates the configured store: PostgreSQL when database.url is set, else

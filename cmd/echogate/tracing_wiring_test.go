@@ -261,11 +261,11 @@ func TestTracingOneTracePerTurn(t *testing.T) {
 // --- capabilities of the wrapped repliers ---
 
 // capMask says which capabilities the pipeline finds on r: 1 Streamer, 2 Editor, 4 Typer,
-// 8 TurnObserver.
+// 8 TurnObserver, 16 ReplyFinder, 32 ActivityShower, 64 Downloader.
 func capMask(r pipeline.Replier) int {
 	c := pipeline.CapsOf(r)
 	mask := 0
-	for i, has := range []bool{c.Streamer != nil, c.Editor != nil, c.Typer != nil, c.Observer != nil} {
+	for i, has := range []bool{c.Streamer != nil, c.Editor != nil, c.Typer != nil, c.Observer != nil, c.Finder != nil, c.Activity != nil, c.Downloader != nil} {
 		if has {
 			mask |= 1 << i
 		}
@@ -304,7 +304,7 @@ func TestTraceReplierKeepsCapabilities(t *testing.T) {
 		"discord channel":     must(discord.New(discord.Config{Token: "t"}, log)),
 	} {
 		if got, want := capMask(traced.NewReplier(r, "x", turns)), capMask(r); got != want {
-			t.Errorf("%s: capabilities after wrapping = %05b, want %05b", name, got, want)
+			t.Errorf("%s: capabilities after wrapping = %07b, want %07b", name, got, want)
 		}
 	}
 }

@@ -189,7 +189,7 @@ func NewReplier(r pipeline.Replier, platform string, turns *Turns) pipeline.Repl
 
 // Caps implements pipeline.CapsProvider.
 func (c *tracedReplier) Caps() pipeline.Caps {
-	out := pipeline.Caps{Typer: c.caps.Typer, Observer: c.caps.Observer, Finder: c.caps.Finder}
+	out := pipeline.Caps{Typer: c.caps.Typer, Observer: c.caps.Observer, Finder: c.caps.Finder, Activity: c.caps.Activity, Downloader: c.caps.Downloader}
 	if c.caps.Streamer != nil {
 		out.Streamer = tracedStreamer{c}
 	}
@@ -227,8 +227,6 @@ func (c *tracedReplier) start(ctx context.Context, op string, out echogate.Outbo
 			attribute.String("messaging.destination.name", out.Conversation.Channel)))
 }
 
-// Unwrap returns the wrapped replier, for capabilities that need no span (the activity view).
-func (c *tracedReplier) Unwrap() pipeline.Replier { return c.inner }
 
 // Send implements pipeline.Replier.
 func (c *tracedReplier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {

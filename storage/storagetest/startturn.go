@@ -10,8 +10,8 @@ import (
 	"github.com/echogate/echogate"
 )
 
-// turnStarter is pipeline.TurnStarter: a store that queues the insert of a turn's record
-// and reports its outcome to done (SQLite's writer). Stores without it are skipped.
+// turnStarter is a store that queues the insert of a turn's record and reports its outcome
+// to done (SQLite's writer, which BeginTurn uses). Stores without it are skipped.
 type turnStarter interface {
 	StartTurn(ctx context.Context, t echogate.TurnRecord, done func(error))
 }

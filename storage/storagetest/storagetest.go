@@ -24,7 +24,8 @@ import (
 //   - Get*, Update*, Delete* and CompleteEvent of an unknown record wrap echogate.ErrNotFound;
 //     History, Grants, List* and SumUsage of nothing are empty, not errors;
 //   - CreateTurn of an existing id fails; UpdateTurn keeps session, event key, user and start;
-//     a store with StartTurn (pipeline.TurnStarter) reports to done once what CreateTurn would;
+//     a store with StartTurn (SQLite's queued insert) reports to done once what CreateTurn would;
+//   - BeginTurn writes the record and the input once, whatever its order (beginturn.go);
 //   - UpsertSession keeps the first conversation, user, ephemeral flag and CreatedAt and never
 //     moves UpdatedAt back;
 //   - DeleteSession keeps turns and the usage ledger;
@@ -64,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"GrantsPerUser", r.grantsPerUser},
 		{"Turns", r.turns},
 		{"StartTurn", r.startTurn},
+		{"BeginTurn", r.beginTurn},
 		{"ListTurns", r.listTurns},
 		{"UsageRecordList", r.usageRecordList},
 		{"UsageSumFilters", r.usageSumFilters},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/turnstart"
 )
 
 // Store is the method set of pipeline.Store. See pipeline/store.go for the contract; Run pins
@@ -33,6 +34,7 @@ type Store interface {
 	Grants(ctx context.Context, key echogate.SessionKey, user string) (map[string]string, error)
 
 	// TurnLog
+	BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start
 	CreateTurn(ctx context.Context, t echogate.TurnRecord) error
 	UpdateTurn(ctx context.Context, t echogate.TurnRecord) error
 	GetTurn(ctx context.Context, id string) (echogate.TurnRecord, error)

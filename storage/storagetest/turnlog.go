@@ -194,6 +194,7 @@ func RunTurnLog(t *testing.T, open func(t *testing.T) Store) {
 		"FinishTurn": r.finishTurn, "ResumeTurn": r.resumeTurn, "ResumeTurnRace": r.resumeTurnRace,
 		"ResumeTurnOfRunningRecord": r.resumeTurnOfRunningRecord, "ReopenEvent": r.reopenEvent,
 		"RecordToolRun": r.recordToolRun, "RecordPosting": r.recordPosting, "ResumeFollowsSession": r.resumeFollowsSession,
+		"BeginTurn": r.beginTurn,
 	} {
 		t.Run(name, func(t *testing.T) { fn(t, r.open(t), uniq{prefix: "st-" + r.run + "-" + name + "-"}) })
 	}

@@ -1,0 +1,135 @@
+package turnstart
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+// fakeWrites records the start writes; append blocks until release is closed (when set).
+type fakeWrites struct {
+	release  chan struct{}
+	appended chan []echogate.Message
+	progress chan []echogate.UsageRecord
+	recErr   error
+}
+
+func (f *fakeWrites) StartTurn(_ context.Context, _ echogate.TurnRecord, done func(error)) {
+	done(f.recErr)
+}
+
+func (f *fakeWrites) AppendMessages(ctx context.Context, _ echogate.SessionKey, _ string, msgs []echogate.Message, _ time.Time) error {
+	if f.release != nil {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f.appended <- msgs
+	return nil
+}
+
+func (f *fakeWrites) RecordProgress(_ context.Context, _ echogate.SessionKey, _ string, msgs []echogate.Message, usage []echogate.UsageRecord, _ time.Time) error {
+	f.appended <- msgs
+	f.progress <- usage
+	return nil
+}
+
+func newFake() *fakeWrites {
+	return &fakeWrites{appended: make(chan []echogate.Message, 4), progress: make(chan []echogate.UsageRecord, 4)}
+}
+
+var qBegin = Begin{Record: echogate.TurnRecord{ID: "t1", Session: "web:s"}, Input: []echogate.Message{{Role: echogate.RoleUser, Content: "q"}}}
+
+// A deferred input nobody needed is written once the delay passed.
+func TestDeferredWritesTheInputAfterTheDelay(t *testing.T) {
+	f := newFake()
+	s := Deferred(t.Context(), qBegin, f, time.Millisecond)
+	if err := s.Ready(t.Context()); err != nil {
+		t.Fatalf("Ready = %v, want nil at once", err)
+	}
+	if got := <-f.appended; len(got) != 1 || got[0].Content != "q" {
+		t.Errorf("written after the delay: %+v, want the question", got)
+	}
+	if err := s.Durable(t.Context()); err != nil {
+		t.Errorf("Durable = %v, want nil", err)
+	}
+	if f := s.Fold(); f != nil {
+		t.Errorf("Fold after the delay's write = %+v, want nil", f)
+	}
+}
+
+// AtOnce's Ready waits for the input's write: the model is not called before it landed.
+func TestAtOnceReadyWaitsForTheInput(t *testing.T) {
+	f := newFake()
+	f.release = make(chan struct{})
+	s := AtOnce(t.Context(), qBegin, f)
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Ready(ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ready while the input is being written = %v, want it to wait (context.Canceled)", err)
+	}
+	close(f.release)
+	if err := s.Ready(t.Context()); err != nil {
+		t.Errorf("Ready once written = %v, want nil", err)
+	}
+	if got := <-f.appended; len(got) != 1 {
+		t.Errorf("written %+v, want the question", got)
+	}
+}
+
+// Progress then Flush writes the input with the usage taken at that moment, in one write; a
+// failed record is told to Failed once and returned by Durable.
+func TestProgressAndFailure(t *testing.T) {
+	f := newFake()
+	due := []echogate.UsageRecord{{Turn: "t1"}}
+	o := &testOwner{due: due}
+	b := qBegin
+	b.Owner = o
+	s := Deferred(t.Context(), b, f, time.Hour)
+	s.Flush() // no Progress: nothing written
+	if !s.Progress() {
+		t.Fatal("Progress before any write = false, want true (held)")
+	}
+	s.Flush()
+	if got := <-f.progress; len(got) != 1 || len(o.told) != 1 {
+		t.Errorf("Flush after Progress wrote usage %+v (told %+v), want the entry due, once", got, o.told)
+	}
+	if s.Progress() {
+		t.Error("Progress after the input was written = true, want false (the caller writes the usage)")
+	}
+
+	f = newFake()
+	f.recErr = errors.New("disk full")
+	o = &testOwner{}
+	b = qBegin
+	b.Owner = o
+	s = Deferred(t.Context(), b, f, time.Hour)
+	if err := s.Durable(t.Context()); err == nil || o.failed != 1 {
+		t.Errorf("Durable = %v with StartFailed told %d times, want the record's error, told once", err, o.failed)
+	}
+}
+
+// A nil Start (a resumed turn, nothing to write) waits for nothing.
+func TestNilStart(t *testing.T) {
+	var s *Start
+	if s.Ready(t.Context()) != nil || s.Durable(t.Context()) != nil || s.Recorded(t.Context()) != nil || s.Progress() || s.Fold() != nil {
+		t.Error("a nil Start reported something, want nothing to wait for")
+	}
+	s.Flush()
+}
+
+// testOwner records what a Start told it (the tests call from one goroutine at a time).
+type testOwner struct {
+	due    []echogate.UsageRecord
+	told   []echogate.UsageRecord
+	failed int
+}
+
+func (o *testOwner) StartFailed(error)                              { o.failed++ }
+func (o *testOwner) DueUsage() []echogate.UsageRecord               { return o.due }
+func (o *testOwner) UsageWritten(u []echogate.UsageRecord, _ error) { o.told = u }

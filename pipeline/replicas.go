@@ -1,0 +1,26 @@
+package pipeline
+
+// sharedStore is what a store shared by replicas (PostgreSQL) offers the pipeline, read once
+// at New like a replier's Caps: nil fields when the store lacks them. Only coordination
+// between replicas branches on it (who runs a session, who replays an abandoned event, where a
+// stop goes, whether this process's caches are the only writer's); the order of a turn's
+// writes is the store's own (TurnLog.BeginTurn).
+type sharedStore struct {
+	locker    SessionLocker  // one session's turns on one replica at a time
+	reclaimer EventReclaimer // a dead replica's events taken over
+	stops     StopFlags      // stops for a turn on another replica (only with a locker)
+}
+
+func sharedStoreOf(st Store) sharedStore {
+	var s sharedStore
+	s.locker, _ = st.(SessionLocker)
+	s.reclaimer, _ = st.(EventReclaimer)
+	if sf, ok := st.(StopFlags); ok && s.locker != nil {
+		s.stops = sf
+	}
+	return s
+}
+
+// replicas reports whether the store is shared by replicas (it is a SessionLocker): this
+// process is then not the only writer of its transcripts, pauses and turns.
+func (s sharedStore) replicas() bool { return s.locker != nil }

@@ -1,0 +1,166 @@
+package storagetest
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/turnstart"
+)
+
+// beginTurn checks BeginTurn's contract, whatever order the store writes in (deferred or at
+// once): Durable makes the record and the input durable, the input written exactly once; what
+// Fold returns the start never writes (the turn's end appends it); usage due with the input
+// (Progress) is written with it or left to the caller, never both; a failed write is told to
+// the Owner once and returned by every wait; Ready never reports the input written without its
+// record.
+func (r *runner) beginTurn(t *testing.T, s Store, u uniq) {
+	ctx := t.Context()
+	rec := func(name string) echogate.TurnRecord {
+		return echogate.TurnRecord{ID: u.key(name), Session: u.session(name), EventKey: u.key(name + "-ev"), UserID: "web:u",
+			Status: echogate.TurnRunning, Model: "m", StartedAt: r.at(0)}
+	}
+	now := func() time.Time { return r.at(time.Second) }
+	history := func(key echogate.SessionKey) []string {
+		t.Helper()
+		h, err := s.History(ctx, key, 0)
+		must(t, "History", err)
+		return contents(h)
+	}
+
+	t.Run("Durable", func(t *testing.T) {
+		want := rec("durable")
+		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now})
+		must(t, "Ready", st.Ready(ctx))
+		// Ready: a store that wrote the input before the model call wrote the record too.
+		if len(history(want.Session)) > 0 {
+			_, err := s.GetTurn(ctx, want.ID)
+			must(t, "GetTurn once Ready showed the input", err)
+		}
+		must(t, "Durable", st.Durable(ctx))
+		must(t, "Recorded", st.Recorded(ctx))
+		got, err := s.GetTurn(ctx, want.ID)
+		must(t, "GetTurn after Durable", err)
+		checkTurn(t, "GetTurn after Durable", got, want)
+		if h := history(want.Session); !slices.Equal(h, []string{"q"}) {
+			t.Errorf("History after Durable = %q, want [q]", h)
+		}
+		if f := st.Fold(); f != nil {
+			t.Errorf("Fold after Durable = %+v, want nil (written)", f)
+		}
+		must(t, "Durable again", st.Durable(ctx))
+		if h := history(want.Session); !slices.Equal(h, []string{"q"}) {
+			t.Errorf("History after a second Durable = %q, want [q] (written once)", h)
+		}
+	})
+
+	t.Run("Fold", func(t *testing.T) {
+		want := rec("fold")
+		input := []echogate.Message{userMsg("q1"), userMsg("q2")}
+		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: input, Now: now})
+		must(t, "Ready", st.Ready(ctx))
+		folded := st.Fold()
+		must(t, "Durable after Fold", st.Durable(ctx))
+		h := history(want.Session)
+		switch {
+		case folded == nil && !slices.Equal(h, []string{"q1", "q2"}):
+			t.Errorf("Fold = nil (written) but History = %q, want [q1 q2]", h)
+		case folded != nil && (len(h) != 0 || len(folded) != 2 || folded[0].Content != "q1"):
+			t.Errorf("Fold = %+v with History %q; want the input, and nothing written by the start", folded, h)
+		}
+		if _, err := s.GetTurn(ctx, want.ID); err != nil {
+			t.Errorf("GetTurn after Fold and Durable = %v, want the record", err)
+		}
+	})
+
+	t.Run("ProgressCarriesUsage", func(t *testing.T) {
+		want := rec("progress")
+		o := &owner{due: []echogate.UsageRecord{{Turn: want.ID, Session: want.Session, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
+			Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 5, OutputTokens: 1}, At: r.at(time.Second)}}}
+		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now, Owner: o})
+		must(t, "Ready", st.Ready(ctx))
+		held := st.Progress()
+		st.Flush()
+		must(t, "Durable", st.Durable(ctx))
+		led, err := s.ListUsage(ctx, echogate.UsageFilter{Turn: want.ID}, 0)
+		must(t, "ListUsage", err)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		taken, told, toldErr, written := o.taken, o.told, o.toldErr, o.written
+		if held {
+			if taken != 1 || told != 1 || toldErr != nil || len(written) != 1 || written[0].ID == 0 {
+				t.Errorf("Progress held the usage: taken %d, told %d (%v), written %+v; want taken and written once, with its ledger id", taken, told, toldErr, written)
+			}
+			if len(led) != 1 || led[0].Usage.InputTokens != 5 {
+				t.Errorf("ledger of the turn = %+v, want the one entry written with the input", led)
+			}
+		} else if taken != 0 || told != 0 || len(led) != 0 {
+			t.Errorf("Progress = false (the caller records the usage) but the start took it %d times, told %d, ledger %+v; want none", taken, told, led)
+		}
+		if h := history(want.Session); !slices.Equal(h, []string{"q"}) {
+			t.Errorf("History = %q, want [q]", h)
+		}
+	})
+
+	t.Run("NoInput", func(t *testing.T) {
+		want := rec("noinput")
+		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Now: now})
+		must(t, "Ready", st.Ready(ctx))
+		must(t, "Durable", st.Durable(ctx))
+		if f := st.Fold(); f != nil {
+			t.Errorf("Fold of a start without input = %+v, want nil", f)
+		}
+		if h := history(want.Session); len(h) != 0 {
+			t.Errorf("History = %q, want nothing", h)
+		}
+		if _, err := s.GetTurn(ctx, want.ID); err != nil {
+			t.Errorf("GetTurn = %v, want the record", err)
+		}
+	})
+
+	t.Run("FailedRecord", func(t *testing.T) {
+		want := rec("failed")
+		must(t, "CreateTurn", s.CreateTurn(ctx, want)) // the id exists: the start's record fails
+		o := &owner{}
+		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now, Owner: o})
+		_ = st.Ready(ctx)
+		if err := st.Recorded(ctx); err == nil {
+			t.Error("Recorded of a start whose record exists = nil, want an error")
+		}
+		if err := st.Durable(ctx); err == nil {
+			t.Error("Durable of a start whose record exists = nil, want an error")
+		}
+		if n := o.failed.Load(); n != 1 {
+			t.Errorf("Failed told %d times, want once", n)
+		}
+	})
+}
+
+// owner is a turnstart.Owner that records what the start told it.
+type owner struct {
+	failed  atomic.Int32
+	mu      sync.Mutex
+	due     []echogate.UsageRecord
+	taken   int
+	told    int
+	toldErr error
+	written []echogate.UsageRecord
+}
+
+func (o *owner) StartFailed(error) { o.failed.Add(1) }
+
+func (o *owner) DueUsage() []echogate.UsageRecord {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.taken++
+	return o.due
+}
+
+func (o *owner) UsageWritten(us []echogate.UsageRecord, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.told, o.toldErr, o.written = o.told+1, err, us
+}
