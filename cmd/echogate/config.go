@@ -56,7 +56,7 @@ type Config struct {
 	Slack      SlackConfig         `yaml:"slack"`
 	Discord    DiscordConfig       `yaml:"discord"`
 	Approval   ApprovalConfig      `yaml:"approval"`
-	Tools      map[string]ToolConf `yaml:"tools"`
+	Tools      map[string]ToolConf `yaml:"tools" envmap:"lower"`
 	Budgets    BudgetsConfig       `yaml:"budgets"`
 	MCP        MCPConfig           `yaml:"mcp"`
 	Log        LogConfig           `yaml:"log"`
@@ -194,7 +194,7 @@ type SlackConfig struct {
 	// the App Home Messages tab and on its Home tab (at most 4).
 	SuggestedPrompts []SuggestedPromptConfig `yaml:"suggested_prompts"`
 	// Channels overrides settings per Slack channel id: {C0123: {require_mention: false}}.
-	Channels map[string]SlackChannelConf `yaml:"channels"`
+	Channels map[string]SlackChannelConf `yaml:"channels" envmap:""`
 }
 
 type SlackChannelConf struct {

@@ -110,7 +110,7 @@ func run(ctx context.Context, e env) int {
 			return 2
 		}
 	}
-	cfg, err := loadConfig(*configPath, e.getenv)
+	cfg, err := loadConfigFrom(*configPath, e.getenv, e.environ)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate:", err)
 		return 2
