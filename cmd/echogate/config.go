@@ -76,6 +76,8 @@ type Config struct {
 	Schedules []ScheduleConf `yaml:"schedules"`
 	// source is where the configuration was read from, for a reload (reload.go).
 	source configSource
+	// warnings are what loading found doubtful but not wrong (config_envwarn.go), logged at start.
+	warnings []string
 }
 
 type HTTPConfig struct {

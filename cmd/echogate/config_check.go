@@ -246,7 +246,9 @@ func checkEnvNames(environ []string) error {
 			continue
 		}
 		msg := "no setting reads it: see README.md (Configuration) for the names, or unset it"
-		if s := closest(name, names); s != "" {
+		if s, ok := envLikelier[name]; ok {
+			msg = "no setting reads it; did you mean " + s + "?"
+		} else if s := closest(name, names); s != "" {
 			msg = fmt.Sprintf("no setting reads it; did you mean %s?", s)
 		}
 		return &ConfigError{Key: name, Msg: msg}

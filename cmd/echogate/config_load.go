@@ -60,6 +60,8 @@ func loadConfigFrom(path string, getenv func(string) string, environ func() []st
 		}
 	}
 	origins := keyOrigins{file: path, lines: map[string]int{}, env: map[string]string{}}
+	var refs []envReference
+	referenced := map[string]bool{}
 	var stamp fileStamp
 	if path != "" {
 		stamp = stampOf(path) // before the read: a change during it is seen as a change (reload.go)
@@ -82,6 +84,10 @@ func loadConfigFrom(path string, getenv func(string) string, environ func() []st
 			return nil, err
 		}
 		indexLines(&doc, "", origins.lines)
+		refs = envReferences(raw)
+		for _, m := range envRef.FindAllSubmatch(raw, -1) {
+			referenced[string(m[1])] = true
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(expanded))
 		dec.KnownFields(true)
 		if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
@@ -102,6 +108,9 @@ func loadConfigFrom(path string, getenv func(string) string, environ func() []st
 	cfg.applyDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, origins.locate(err)
+	}
+	if names != nil {
+		cfg.warnings = append(envTypoWarnings(names, referenced, getenv), emptySecretWarnings(origins, refs, names, getenv)...)
 	}
 	return cfg, nil
 }

@@ -119,6 +119,9 @@ func run(ctx context.Context, e env) int {
 		cfg.Log.Level = "warn" // keep the terminal for the conversation
 	}
 	log := newLogger(cfg.Log, e.stderr)
+	for _, w := range cfg.warnings {
+		log.Warn("config: " + w)
+	}
 	code := 2
 	switch cmd {
 	case "serve":
