@@ -176,7 +176,7 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 	sub, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("memory "+sub, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	opts := memoryFlags(fs)
+	opts := memoryFlags(fs, sub)
 	user, all, limit := opts.user, opts.all, opts.limit
 	switch sub {
 	case "list", "search", "forget", "reembed":
