@@ -195,7 +195,7 @@ func (c *Config) validateAgentNames() error {
 
 // staticAgentCatalog is what the configuration alone says the agents may name.
 func (c *Config) staticAgentCatalog() agentCatalog {
-	cat := agentCatalog{tools: builtinToolNames, knownModel: c.configModels(), models: c.listedModels()}
+	cat := agentCatalog{tools: c.staticToolNames(), knownModel: c.configModels(), models: c.listedModels()}
 	for _, s := range c.MCP.Servers {
 		cat.mcpServers = append(cat.mcpServers, s.Name)
 	}
@@ -334,4 +334,30 @@ func (c *Config) listedModels() []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
+}
+
+// staticToolNames are the built-in tools the configuration can register: those not turned off
+// under tools.<name>.enabled, the memory tools only with memory.enabled and knowledge_search
+// only with knowledge.enabled. The others (run_command, read_file, schedule, the skill tools)
+// depend on more than the configuration; the running gateway checks them against what it
+// registered.
+func (c *Config) staticToolNames() []string {
+	var out []string
+	for _, n := range builtinToolNames {
+		if t, ok := c.Tools[n]; ok && t.Enabled != nil && !*t.Enabled {
+			continue
+		}
+		switch n {
+		case "remember", "recall", "forget":
+			if !optIn(c.Memory.Enabled) {
+				continue
+			}
+		case "knowledge_search":
+			if !optIn(c.Knowledge.Enabled) {
+				continue
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -60,6 +60,8 @@ func TestConfigErrorsHaveOneShape(t *testing.T) {
 		"env beats the file":   {yaml: "agent:\n  on_busy: queue\n", vars: map[string]string{"ECHOGATE_AGENT_ON_BUSY": "drop"}, want: `ECHOGATE_AGENT_ON_BUSY: agent.on_busy: "drop"`},
 		"agent match":          {yaml: "agents:\n  - name: helper\n    model: m1\n", want: "c.yaml, line 2: agents.helper.match"},
 		"agent tools":          {yaml: agent + "    tools: [nope_tool]\n", want: `c.yaml, line 4: agents.helper.tools: "nope_tool" matches no tool`},
+		"agent memory tool":    {yaml: agent + "    tools: [remember]\n", want: `c.yaml, line 4: agents.helper.tools: "remember" matches no tool`},
+		"agent tool off":       {yaml: agent + "    tools: [http_fetch]\ntools:\n  http_fetch: {enabled: false}\n", want: `c.yaml, line 4: agents.helper.tools: "http_fetch" matches no tool`},
 		"agent model":          {yaml: listed + agent + "    model: gpt-nope\n", want: `c.yaml, line 7: agents.helper.model: "gpt-nope"`},
 		"slack without app":    {yaml: "slack:\n  bot_token: xoxb-1\n", want: "c.yaml, line 2: slack.bot_token: "},
 		"slack env only":       {vars: map[string]string{"SLACK_BOT_TOKEN": "xoxb-1"}, want: "SLACK_BOT_TOKEN: slack.bot_token: "},
