@@ -13,16 +13,21 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/echogate
 
 ## run: the gateway on http://127.0.0.1:8080 (SQLite in ./data; offline demo model without OPENAI_API_KEY)
-run: build
+run:
+	@echo "compiling $(BIN) (the first build compiles every dependency: a few minutes; later builds take seconds)…"
+	@$(MAKE) --no-print-directory build
 	./$(BIN) serve
 
 ## test: every test with the race detector (Postgres tests run when DATABASE_URL is set; CI sets it),
 ## then every benchmark once, so a broken benchmark fails here rather than in make bench
 test:
+	@GO=$(GO) sh scripts/need-cc.sh
+	@echo "== 1/3 go vet: every package (compiles them first: minutes on a cold cache) =="
 	$(GO) vet $(PKGS)
 	@$(pg-skip-note)
+	@echo "== 2/3 tests with the race detector (cmd/echogate takes longest) =="
 	@rc=0; $(GO) test -race -count=1 -timeout 20m $(PKGS) || rc=$$?; $(pg-skip-note); \
-	echo "benchmarks, one iteration each (a failing benchmark is a broken test; make bench gives the figures):"; \
+	echo "== 3/3 benchmarks, one iteration each (a failing benchmark is a broken test; make bench gives the figures) =="; \
 	log=$$(mktemp); if $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 10m $(PKGS) > $$log 2>&1; then \
 		echo "benchmarks ok"; else rc=1; grep -E -B2 -A20 '^(--- FAIL|FAIL|panic)' $$log | head -80; fi; rm -f $$log; exit $$rc
 

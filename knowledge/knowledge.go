@@ -147,6 +147,9 @@ type Report struct {
 	Reembedded                        int // unchanged files whose vectors came from another embedder
 	Chunks                            int // chunks written
 	Embedded                          int // chunks embedded
+	// Skipped are the files under the folders given that are of a type it cannot read
+	// (not Supported), sorted; hidden entries are not counted.
+	Skipped []string
 }
 
 // Ingest adds the files and folders (recursively; only supported types, hidden entries skipped)
@@ -156,7 +159,7 @@ type Report struct {
 // every file made it). Interrupting (ctx) keeps every file already committed: running it again
 // resumes. It blocks on file I/O, the embedding endpoint and the store.
 func (s *Service) Ingest(ctx context.Context, paths []string, progress func(Progress)) (Report, error) {
-	var files []string
+	var files, skipped []string
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -183,8 +186,12 @@ func (s *Service) Ingest(ctx context.Context, paths []string, progress func(Prog
 				}
 				return nil
 			}
-			if !d.IsDir() && Supported(path) {
+			switch {
+			case d.IsDir():
+			case Supported(path):
 				files = append(files, path)
+			default:
+				skipped = append(skipped, path)
 			}
 			return nil
 		})
@@ -194,8 +201,9 @@ func (s *Service) Ingest(ctx context.Context, paths []string, progress func(Prog
 	}
 	sort.Strings(files)
 	files = dedupe(files)
+	sort.Strings(skipped)
 	var (
-		rep  Report
+		rep  = Report{Skipped: dedupe(skipped)}
 		errs []error
 	)
 	for i, f := range files {

@@ -113,8 +113,13 @@ func (s *Service) ContextSection(ctx context.Context, q echogate.ContextQuery) (
 func RenderPassage(p memrec.Passage) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n[%s] %s", p.Ref(), p.Title)
-	if p.Heading != "" {
-		fmt.Fprintf(&b, " › %s", p.Heading)
+	// The heading path starts with the document's top heading, which is usually its title.
+	heading := p.Heading
+	if heading == p.Title {
+		heading = ""
+	}
+	if h := strings.TrimPrefix(heading, p.Title+" › "); h != "" {
+		fmt.Fprintf(&b, " › %s", h)
 	}
 	fmt.Fprintf(&b, " (source: %s, chunk %d, bytes %d-%d)\n%s\n", p.Source, p.Seq, p.Start, p.End, strings.TrimSpace(p.Text))
 	return b.String()

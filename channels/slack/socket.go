@@ -46,6 +46,13 @@ func (c *Channel) runSocket(ctx context.Context) error {
 }
 
 func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
+	// Once ctx has ended the websocket is closed on purpose: the read and connect errors that
+	// follow ("use of closed network connection", "context canceled") are the shutdown, not
+	// a fault.
+	warn := c.log.Warn
+	if ctx.Err() != nil {
+		warn = c.log.Debug
+	}
 	switch evt.Type {
 	case socketmode.EventTypeConnecting:
 		c.setReady(false, "connecting")
@@ -53,7 +60,7 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 		detail := "reconnecting"
 		if ce, ok := evt.Data.(*slack.ConnectionErrorEvent); ok && ce.ErrorObj != nil {
 			detail = "reconnecting: " + ce.ErrorObj.Error()
-			c.log.Warn("slack socket mode connection failed", "error", ce.ErrorObj, "attempt", ce.Attempt, "retry_in", ce.Backoff)
+			warn("slack socket mode connection failed", "error", ce.ErrorObj, "attempt", ce.Attempt, "retry_in", ce.Backoff)
 		}
 		c.setReady(false, detail)
 	case socketmode.EventTypeInvalidAuth:
@@ -65,11 +72,11 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 		c.setReady(true, "connected (socket mode)")
 	case socketmode.EventTypeIncomingError:
 		if ie, ok := evt.Data.(*slack.IncomingEventError); ok {
-			c.log.Warn("slack socket mode read error", "error", ie.ErrorObj)
+			warn("slack socket mode read error", "error", ie.ErrorObj)
 		}
 	case socketmode.EventTypeErrorWriteFailed:
 		if we, ok := evt.Data.(*socketmode.ErrorWriteFailed); ok {
-			c.log.Warn("slack socket mode ack not written; Slack will redeliver", "error", we.Cause)
+			warn("slack socket mode ack not written; Slack will redeliver", "error", we.Cause)
 		}
 	case socketmode.EventTypeErrorBadMessage:
 		// Usually an event type slack-go cannot parse (one the app did not ask for). Ack it so

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -155,23 +156,22 @@ type agentCatalog struct {
 	mcpServers []string               // configured MCP servers (their tools register later)
 	routes     []string               // models.routes names
 	knownModel func(name string) bool // nil: any model name is served (demo, catch-all provider)
+	models     []string               // the models known by name, for the error message
 	ledger     cost.Ledger            // the agents' own budgets read spend from it
 	prices     cost.Table
 	modelFor   func(agent.Request) string // the router's choice, to price a call's estimate
 }
 
 // configModels says which models the configuration serves: the models providers list, the
-// default and the routes' models. A provider without a models list serves any name (the
-// first such is asked for unlisted models), and then so does the gateway: nil.
+// default and the routes' models. A name no provider lists goes to the first provider, so the
+// question is decided only when that provider lists its models; a first provider without a
+// models list may serve any name (only it can say), and so may the demo model: nil, any name.
 func (c *Config) configModels() func(string) bool {
-	if c.demoMode() {
+	if c.demoMode() || len(c.Models.Providers) == 0 || len(c.Models.Providers[0].Models) == 0 {
 		return nil
 	}
 	known := map[string]bool{c.Models.Default: true}
 	for _, p := range c.Models.Providers {
-		if len(p.Models) == 0 {
-			return nil
-		}
 		for _, m := range p.Models {
 			known[m] = true
 		}
@@ -183,6 +183,26 @@ func (c *Config) configModels() func(string) bool {
 		}
 	}
 	return func(m string) bool { return known[m] }
+}
+
+// validateAgentNames checks the tools and models the agents name before anything starts,
+// against the built-in tools, the MCP servers, the routes and the models the configuration
+// decides (configModels). The running gateway checks again against the tools it registered.
+func (c *Config) validateAgentNames() error {
+	_, err := c.buildAgents(c.staticAgentCatalog())
+	return err
+}
+
+// staticAgentCatalog is what the configuration alone says the agents may name.
+func (c *Config) staticAgentCatalog() agentCatalog {
+	cat := agentCatalog{tools: c.staticToolNames(), knownModel: c.configModels(), models: c.listedModels()}
+	for _, s := range c.MCP.Servers {
+		cat.mcpServers = append(cat.mcpServers, s.Name)
+	}
+	for _, r := range c.Models.Routes {
+		cat.routes = append(cat.routes, r.Name)
+	}
+	return cat
 }
 
 // buildAgents resolves `agents:` against the gateway: a tool pattern must match a tool (or an
@@ -206,7 +226,7 @@ func (c *Config) buildAgents(cat agentCatalog) (pipeline.Agents, error) {
 		case cat.knownModel == nil || cat.knownModel(a.Model):
 			p.Model = a.Model
 		default:
-			return pipeline.Agents{}, &ConfigError{Key: key + ".model", Msg: fmt.Sprintf("%q is neither a model a provider serves nor a route name: add it to a provider's models (a model new to the gateway needs a restart) or name one of the routes %v", a.Model, cat.routes)}
+			return pipeline.Agents{}, &ConfigError{Key: key + ".model", Msg: unknownAgentModel(a.Model, cat)}
 		}
 		if l := a.limits(); l != (cost.Limits{}) && cat.ledger != nil { // no ledger: doctor, checking only
 			tr, err := cost.New(cost.Config{Agent: a.Name, Limits: l, Prices: cat.prices, ModelFor: cat.modelFor}, cat.ledger, nil)
@@ -291,4 +311,53 @@ func (c *Config) addAgentMentions(sc *slack.Config) {
 		}
 		sc.Channels[id] = cc
 	}
+}
+
+// unknownAgentModel says that an agent's model is neither served nor a route, and what is.
+func unknownAgentModel(model string, cat agentCatalog) string {
+	msg := fmt.Sprintf("%q is neither a model a provider serves nor a route name: add it to a provider's models: list (a model new to the running gateway needs a restart)", model)
+	if len(cat.models) > 0 {
+		msg += "; the models are " + strings.Join(cat.models, ", ")
+	}
+	if len(cat.routes) > 0 {
+		return msg + "; the routes: " + strings.Join(cat.routes, ", ")
+	}
+	return msg + ", or define a models.routes entry of that name"
+}
+
+// listedModels are the default and the models the providers list, sorted.
+func (c *Config) listedModels() []string {
+	seen := map[string]bool{c.Models.Default: true}
+	for _, p := range c.Models.Providers {
+		for _, m := range p.Models {
+			seen[m] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// staticToolNames are the built-in tools the configuration can register: those not turned off
+// under tools.<name>.enabled, the memory tools only with memory.enabled and knowledge_search
+// only with knowledge.enabled. The others (run_command, read_file, schedule, the skill tools)
+// depend on more than the configuration; the running gateway checks them against what it
+// registered.
+func (c *Config) staticToolNames() []string {
+	var out []string
+	for _, n := range builtinToolNames {
+		if t, ok := c.Tools[n]; ok && t.Enabled != nil && !*t.Enabled {
+			continue
+		}
+		switch n {
+		case "remember", "recall", "forget":
+			if !optIn(c.Memory.Enabled) {
+				continue
+			}
+		case "knowledge_search":
+			if !optIn(c.Knowledge.Enabled) {
+				continue
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }

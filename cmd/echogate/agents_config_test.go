@@ -109,8 +109,8 @@ agents:
 `
 	vars := map[string]string{"ECHOGATE_DATA_DIR": t.TempDir(), "ECHOGATE_HTTP_ADDR": freeAddr(t)}
 	e, _, stderr := testEnv(vars, "--config", writeConfig(t, yaml), "serve")
-	if code := run(context.Background(), e); code != 1 || !strings.Contains(stderr.String(), `agents.oncall.model: "gpt-5-typo" is neither a model`) {
-		t.Errorf("serve = exit %d, stderr %q; want exit 1 naming agents.oncall.model", code, stderr.String())
+	if code := run(context.Background(), e); code != 2 || !strings.Contains(stderr.String(), `echogate.yaml, line 5: agents.oncall.model: "gpt-5-typo" is neither a model`) {
+		t.Errorf("serve = exit %d, stderr %q; want exit 2 naming the line and agents.oncall.model", code, stderr.String())
 	}
 }
 
@@ -141,9 +141,11 @@ func TestDoctorListsAgents(t *testing.T) {
 		t.Errorf("doctor = exit %d, want 0:\n%s", code, out)
 	}
 	bad := strings.Replace(agentsYAML, "tools: [current_time]", "tools: [pagr__*]", 1)
-	e, stdout, _ = testEnv(vars, "--config", writeConfig(t, bad), "doctor")
-	if code := run(context.Background(), e); code == 0 || !strings.Contains(stdout.String(), `!!  agents             config: agents.oncall.tools: "pagr__*" matches no tool`) {
-		t.Errorf("doctor with a bad tool pattern = exit %d:\n%s\nwant a problem naming agents.oncall.tools", code, stdout.String())
+	// A pattern that matches no built-in tool nor MCP server is a configuration mistake: doctor
+	// stops on it as every command does, with the file and line.
+	e, _, stderr := testEnv(vars, "--config", writeConfig(t, bad), "doctor")
+	if code := run(context.Background(), e); code != 2 || !strings.Contains(stderr.String(), `echogate: config: `) || !strings.Contains(stderr.String(), `agents.oncall.tools: "pagr__*" matches no tool`) {
+		t.Errorf("doctor with a bad tool pattern = exit %d:\n%s\nwant exit 2 naming agents.oncall.tools", code, stderr.String())
 	}
 }
 

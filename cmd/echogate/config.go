@@ -56,7 +56,7 @@ type Config struct {
 	Slack      SlackConfig         `yaml:"slack"`
 	Discord    DiscordConfig       `yaml:"discord"`
 	Approval   ApprovalConfig      `yaml:"approval"`
-	Tools      map[string]ToolConf `yaml:"tools"`
+	Tools      map[string]ToolConf `yaml:"tools" envmap:"lower"`
 	Budgets    BudgetsConfig       `yaml:"budgets"`
 	MCP        MCPConfig           `yaml:"mcp"`
 	Log        LogConfig           `yaml:"log"`
@@ -76,6 +76,8 @@ type Config struct {
 	Schedules []ScheduleConf `yaml:"schedules"`
 	// source is where the configuration was read from, for a reload (reload.go).
 	source configSource
+	// warnings are what loading found doubtful but not wrong (config_envwarn.go), logged at start.
+	warnings []string
 }
 
 type HTTPConfig struct {
@@ -203,7 +205,7 @@ type SlackConfig struct {
 	// the App Home Messages tab and on its Home tab (at most 4).
 	SuggestedPrompts []SuggestedPromptConfig `yaml:"suggested_prompts"`
 	// Channels overrides settings per Slack channel id: {C0123: {require_mention: false}}.
-	Channels map[string]SlackChannelConf `yaml:"channels"`
+	Channels map[string]SlackChannelConf `yaml:"channels" envmap:""`
 }
 
 type SlackChannelConf struct {

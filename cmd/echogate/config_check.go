@@ -15,6 +15,9 @@ import (
 // name. It also rejects what the YAML decoder would silently accept: a fraction where a whole
 // number is expected (2.5 for max_iterations would be truncated to 2).
 func checkYAML(file string, doc *yaml.Node) error {
+	if doc.Kind == 0 { // an empty file, or one of comments only: the defaults
+		return nil
+	}
 	if doc.Kind == yaml.DocumentNode {
 		if len(doc.Content) == 0 {
 			return nil
@@ -235,11 +238,17 @@ func checkEnvNames(environ []string) error {
 		for _, p := range envAllowedPrefixes {
 			allowed = allowed || strings.HasPrefix(name, p)
 		}
+		for _, sec := range envMapSections(reflect.TypeOf(Config{}), "ECHOGATE") {
+			_, _, ok := sec.split(name)
+			allowed = allowed || ok
+		}
 		if allowed {
 			continue
 		}
 		msg := "no setting reads it: see README.md (Configuration) for the names, or unset it"
-		if s := closest(name, names); s != "" {
+		if s, ok := envLikelier[name]; ok {
+			msg = "no setting reads it; did you mean " + s + "?"
+		} else if s := closest(name, names); s != "" {
 			msg = fmt.Sprintf("no setting reads it; did you mean %s?", s)
 		}
 		return &ConfigError{Key: name, Msg: msg}
@@ -252,7 +261,9 @@ func checkEnvNames(environ []string) error {
 // provider serves, unknown route rules.
 func (c *Config) validateModels() error {
 	listed := map[string]bool{c.Models.Default: true}
-	anyListed := false
+	// A name no provider lists goes to the first provider: decided only when that one lists
+	// its models (configModels).
+	decided := len(c.Models.Providers) > 0 && len(c.Models.Providers[0].Models) > 0
 	for i, p := range c.Models.Providers {
 		if p.APIKey == "" && strings.Contains(p.BaseURL, "://api.openai.com") {
 			return &ConfigError{Key: fmt.Sprintf("models.providers[%d].api_key", i),
@@ -260,7 +271,6 @@ func (c *Config) validateModels() error {
 		}
 		for _, m := range p.Models {
 			listed[m] = true
-			anyListed = true
 		}
 	}
 	known := make([]string, 0, len(listed))
@@ -272,7 +282,7 @@ func (c *Config) validateModels() error {
 		if model == "" {
 			return &ConfigError{Key: key, Msg: "name a model, e.g. " + c.Models.Default}
 		}
-		if !anyListed || listed[model] {
+		if !decided || listed[model] {
 			return nil
 		}
 		msg := fmt.Sprintf("%q is not models.default and no provider lists it in models.providers[].models", model)

@@ -39,8 +39,15 @@ func (e *ConfigError) Error() string {
 }
 
 // loadConfig reads the YAML file (path, or ./echogate.yaml when present, or none), expands
-// ${VAR}, applies environment overrides and defaults, and validates.
+// ${VAR}, applies environment overrides and defaults, and validates. Map sections are set from
+// the environment only through loadConfigFrom, which is given the variables' names.
 func loadConfig(path string, getenv func(string) string) (*Config, error) {
+	return loadConfigFrom(path, getenv, nil)
+}
+
+// loadConfigFrom is loadConfig with the environment's list (os.Environ), for the map sections'
+// variables (config_envmap.go).
+func loadConfigFrom(path string, getenv func(string) string, environ func() []string) (*Config, error) {
 	cfg := &Config{}
 	explicit := path != ""
 	if path == "" {
@@ -52,6 +59,9 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 			path = "echogate.yaml"
 		}
 	}
+	origins := keyOrigins{file: path, lines: map[string]int{}, env: map[string]string{}}
+	var refs []envReference
+	referenced := map[string]bool{}
 	var stamp fileStamp
 	if path != "" {
 		stamp = stampOf(path) // before the read: a change during it is seen as a change (reload.go)
@@ -68,10 +78,15 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 		}
 		var doc yaml.Node
 		if err := yaml.Unmarshal(expanded, &doc); err != nil {
-			return nil, fmt.Errorf("config: %s: %s", path, yamlErrorHint(err))
+			return nil, yamlSyntaxError(path, expanded, err)
 		}
 		if err := checkYAML(path, &doc); err != nil {
 			return nil, err
+		}
+		indexLines(&doc, "", origins.lines)
+		refs = envReferences(raw)
+		for _, m := range envRef.FindAllSubmatch(raw, -1) {
+			referenced[string(m[1])] = true
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(expanded))
 		dec.KnownFields(true)
@@ -79,16 +94,23 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("config: %s: %s", path, yamlErrorHint(err))
 		}
 	}
-	if err := applyEnv(reflect.ValueOf(cfg).Elem(), "ECHOGATE", getenv); err != nil {
+	var names []string
+	if environ != nil {
+		names = environ()
+	}
+	if err := applyEnv(reflect.ValueOf(cfg).Elem(), "ECHOGATE", "", getenv, names, origins.env); err != nil {
 		return nil, err
 	}
-	applyProviderEnv(cfg, getenv)
+	applyProviderEnv(cfg, getenv, origins.env)
 	cfg.dropUnsetProviders()
 	cfg.Tracing.getenv = getenv
-	cfg.source = configSource{path: path, getenv: getenv, stamp: stamp}
+	cfg.source = configSource{path: path, getenv: getenv, environ: environ, origins: origins, stamp: stamp}
 	cfg.applyDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, err
+		return nil, origins.locate(err)
+	}
+	if names != nil {
+		cfg.warnings = append(envTypoWarnings(names, referenced, getenv), emptySecretWarnings(origins, refs, names, getenv)...)
 	}
 	return cfg, nil
 }
@@ -119,8 +141,9 @@ func yamlErrorHint(err error) string {
 }
 
 // applyEnv overrides scalar fields from the environment: the field's `env` tag, and
-// PREFIX_<YAML PATH> in upper case.
-func applyEnv(v reflect.Value, prefix string, getenv func(string) string) error {
+// PREFIX_<YAML PATH> in upper case; map sections tagged `envmap` from PREFIX_<PATH>_<NAME>_<KEY>
+// (config_envmap.go). It records which variable set which key in set (nil: not recorded).
+func applyEnv(v reflect.Value, prefix, path string, getenv func(string) string, environ []string, set map[string]string) error {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -128,30 +151,35 @@ func applyEnv(v reflect.Value, prefix string, getenv func(string) string) error 
 		if name == "" || name == "-" {
 			continue
 		}
-		key := prefix + "_" + strings.ToUpper(name)
+		key, p := prefix+"_"+strings.ToUpper(name), join(path, name)
 		fv := v.Field(i)
 		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(Duration(0)) {
-			if err := applyEnv(fv, key, getenv); err != nil {
+			if err := applyEnv(fv, key, p, getenv, environ, set); err != nil {
 				return err
 			}
 			continue
 		}
-		val := ""
+		if mode, ok := f.Tag.Lookup("envmap"); ok {
+			if err := applyEnvMap(fv, key, p, mode, getenv, environ, set); err != nil {
+				return err
+			}
+			continue
+		}
+		val, envName := "", key
 		if tag := f.Tag.Get("env"); tag != "" {
-			val = getenv(tag)
+			val, envName = getenv(tag), tag
 		}
 		if s := getenv(key); s != "" {
-			val = s
+			val, envName = s, key
 		}
 		if val == "" {
 			continue
 		}
 		if err := setScalar(fv, val); err != nil {
-			envName := key
-			if tag := f.Tag.Get("env"); tag != "" && getenv(tag) == val {
-				envName = tag
-			}
 			return &ConfigError{Key: envName, Msg: err.Error()}
+		}
+		if set != nil {
+			set[p] = envName
 		}
 	}
 	return nil
@@ -211,7 +239,7 @@ func setScalar(fv reflect.Value, val string) error {
 	return nil
 }
 
-func applyProviderEnv(cfg *Config, getenv func(string) string) {
+func applyProviderEnv(cfg *Config, getenv func(string) string, set map[string]string) {
 	key, base := getenv(envOpenAIKey), getenv(envOpenAIBase)
 	if len(cfg.Models.Providers) == 0 {
 		if key == "" && base == "" {
@@ -222,8 +250,10 @@ func applyProviderEnv(cfg *Config, getenv func(string) string) {
 	p := &cfg.Models.Providers[0]
 	if key != "" {
 		p.APIKey = key
+		set["models.providers[0].api_key"] = envOpenAIKey
 	}
 	if base != "" {
 		p.BaseURL = base
+		set["models.providers[0].base_url"] = envOpenAIBase
 	}
 }

@@ -23,6 +23,7 @@ func (c *Config) validate() error {
 		c.validateMCPAndLog,
 		c.Tracing.validate, c.Storage.validate, c.Runtime.validate, c.validateAgentsAccess, c.Skills.validate,
 		c.validateSchedules,
+		c.validateAgentNames, // agents_config.go
 	} {
 		if err := check(); err != nil {
 			return err
@@ -158,6 +159,9 @@ func (c *Config) validatePlatforms() error {
 	}
 	if (c.Slack.AppToken != "" || c.Slack.SigningSecret != "") && c.Slack.BotToken == "" {
 		return badKey("slack.bot_token", "SLACK_BOT_TOKEN is required when SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set")
+	}
+	if c.Slack.BotToken != "" && c.Slack.AppToken == "" && c.Slack.SigningSecret == "" {
+		return badKey("slack.bot_token", "SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (Socket Mode, xapp-…) nor SLACK_SIGNING_SECRET (Events API, POST /slack/events) is: set one of them, or unset the bot token to run without Slack")
 	}
 	if c.Slack.APIURL != "" {
 		if _, err := url.ParseRequestURI(c.Slack.APIURL); err != nil {

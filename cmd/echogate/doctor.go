@@ -127,6 +127,12 @@ func doctorModel(ctx context.Context, client *http.Client, cfg *Config) []check 
 				c.ok = false
 				c.detail = fmt.Sprintf("%s does not list the default model %q", base, cfg.Models.Default)
 				c.fix = "set ECHOGATE_MODEL (models.default) to a model the endpoint serves"
+			} else if key, m := unservedModel(cfg, body.Data); i == 0 && len(p.Models) == 0 && key != "" {
+				// The first provider lists no models: it is sent every unlisted name, and
+				// only its GET /models can say which it serves (the start cannot decide).
+				c.ok = false
+				c.detail = fmt.Sprintf("%s does not list %q, which %s names", base, m, key)
+				c.fix = fmt.Sprintf("correct %s, or list the provider's models (models.providers[].models) so the start checks them", key)
 			}
 		}
 		out = append(out, c)
@@ -159,4 +165,40 @@ func doctorPlatforms(ctx context.Context, client *http.Client, cfg *Config) []ch
 		}
 	}
 	return out
+}
+// unservedModel finds a model that the agents or routes name, that no provider lists, and that
+// the endpoint's model list lacks: the key naming it and the model; "" when there is none.
+func unservedModel(cfg *Config, served []struct {
+	ID string `json:"id"`
+}) (key, model string) {
+	if len(served) == 0 {
+		return "", ""
+	}
+	listed := map[string]bool{}
+	for _, p := range cfg.Models.Providers {
+		for _, m := range p.Models {
+			listed[m] = true
+		}
+	}
+	routes := map[string]bool{}
+	for _, r := range cfg.Models.Routes {
+		routes[r.Name] = true
+	}
+	unserved := func(m string) bool { return m != "" && !listed[m] && !hasModel(served, m) }
+	for i, r := range cfg.Models.Routes {
+		if unserved(r.Model) {
+			return fmt.Sprintf("models.routes[%d].model", i), r.Model
+		}
+		for j, f := range r.Fallback {
+			if unserved(f) {
+				return fmt.Sprintf("models.routes[%d].fallback[%d]", i, j), f
+			}
+		}
+	}
+	for _, a := range cfg.Agents {
+		if !routes[a.Model] && unserved(a.Model) {
+			return "agents." + a.Name + ".model", a.Model
+		}
+	}
+	return "", ""
 }

@@ -10,19 +10,13 @@ import (
 // builtinToolNames are the stable names of the built-in tools (SPEC "Built-in tools"), what
 // doctor checks agents' tool patterns against without starting the tools.
 var builtinToolNames = []string{"current_time", "http_fetch", "ask_user", "run_command", "read_file",
-	"remember", "recall", "forget", "knowledge_search", "skill", "skill_file"}
+	"remember", "recall", "forget", "knowledge_search", "skill", "skill_file", "schedule"}
 
 // doctorAgents lists which agent serves which place and checks the names the agents use:
 // tool patterns against the built-in tools and MCP servers, models and routes against
 // models:. The running gateway checks the tools it really registered (buildAgents).
 func doctorAgents(cfg *Config) []check {
-	cat := agentCatalog{tools: builtinToolNames, knownModel: cfg.configModels()}
-	for _, s := range cfg.MCP.Servers {
-		cat.mcpServers = append(cat.mcpServers, s.Name)
-	}
-	for _, r := range cfg.Models.Routes {
-		cat.routes = append(cat.routes, r.Name)
-	}
+	cat := cfg.staticAgentCatalog()
 	if _, err := cfg.buildAgents(cat); err != nil {
 		return []check{{name: "agents", detail: err.Error(), fix: "correct the agent's entry under agents: in the configuration file (see README \"Agents and access\")"}}
 	}

@@ -123,7 +123,7 @@ func TestDoctorRateLimitAndMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{
-		"SLACK_BOT_TOKEN": slacktest.DefaultBotToken, "SLACK_API_URL": slackSrv.APIURL(),
+		"SLACK_BOT_TOKEN": slacktest.DefaultBotToken, "SLACK_APP_TOKEN": slacktest.DefaultAppToken, "SLACK_API_URL": slackSrv.APIURL(),
 		"DISCORD_BOT_TOKEN": discordSrv.Token(), "DISCORD_API_URL": discordSrv.APIURL,
 		"ECHOGATE_DATA_DIR": dir,
 	}

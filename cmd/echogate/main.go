@@ -42,49 +42,32 @@ func main() {
 	os.Exit(run(ctx, e))
 }
 
-const usage = `echogate — an AI agent for Slack, Discord, the web and the terminal
-
-Usage:
-  echogate [--config FILE] <command> [flags]
-
-Commands:
-  serve                      run the gateway (channels, HTTP server, workers)
-  chat [-m TEXT] [--session ID] [--user ID] [--approve]
-                             chat in the terminal; -m sends one message and prints the answer
-  migrate                    apply storage migrations
-  compact                    apply storage retention now and reclaim the freed space
-  doctor                     check configuration, tokens, database and model endpoint
-  knowledge add|search|list|rm   manage the knowledge base
-  memory list|search|forget      inspect and edit long-term memory
-  skills list|check|lock         list, validate and pin the installed Agent Skills
-  version                    print version and build info
-  healthcheck                exit 0 when the local gateway answers /healthz (container health checks)
-  help [COMMAND]             show help for a command (also: echogate COMMAND --help)
-
-Configuration: --config FILE or ECHOGATE_CONFIG, else ./echogate.yaml when present; every key can
-be set from the environment (see README.md and echogate.example.yaml).
-`
+// usage is `echogate help`, built from the command table (cli.go).
+var usage = usageText()
 
 // run executes one command and returns the process exit code.
 func run(ctx context.Context, e env) int {
 	global := flag.NewFlagSet("echogate", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
 	configPath := global.String("config", "", "YAML configuration file")
+	showVersion := global.Bool("version", false, "print the version")
+	global.BoolVar(showVersion, "v", false, "print the version")
 	if err := global.Parse(e.args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(e.stdout, usage)
 			return 0
 		}
-		fmt.Fprintf(e.stderr, "echogate: %v (run `echogate help`)\n", err)
+		fmt.Fprintln(e.stderr, flagError("echogate", err, global, "run `echogate help`"))
 		return 2
+	}
+	if *showVersion {
+		printVersion(e.stdout)
+		return 0
 	}
 	args := global.Args()
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, usage)
 		return 2
-	}
-	if args[0] == "--version" {
-		args[0] = "version"
 	}
 	// Commands may take --config after the command name too.
 	rest, cfgAfter := extractConfigFlag(args[1:])
@@ -110,7 +93,7 @@ func run(ctx context.Context, e env) int {
 			return 2
 		}
 	}
-	cfg, err := loadConfig(*configPath, e.getenv)
+	cfg, err := loadConfigFrom(*configPath, e.getenv, e.environ)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate:", err)
 		return 2
@@ -119,6 +102,9 @@ func run(ctx context.Context, e env) int {
 		cfg.Log.Level = "warn" // keep the terminal for the conversation
 	}
 	log := newLogger(cfg.Log, e.stderr)
+	for _, w := range cfg.warnings {
+		log.Warn("config: " + w)
+	}
 	code := 2
 	switch cmd {
 	case "serve":

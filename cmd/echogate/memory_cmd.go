@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -89,6 +90,10 @@ func knowledgeAdd(ctx context.Context, e env, _ *Config, kb *knowledge.Service, 
 	p := newProgress(e.stderr, e.isTTY)
 	rep, err := kb.Ingest(ctx, rest, p.update)
 	p.done()
+	if err != nil && !p.any && len(rep.Skipped) == 0 { // refused before any file (a missing path): no summary
+		fmt.Fprintln(e.stderr, "echogate knowledge add:", err)
+		return 1
+	}
 	printReport(e.stdout, rep)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate knowledge add:", err)
@@ -132,8 +137,12 @@ func knowledgeSearch(ctx context.Context, e env, _ *Config, kb *knowledge.Servic
 	if len(ps) == 0 {
 		fmt.Fprintln(e.stdout, "no passages found")
 	}
-	for _, p := range ps {
-		fmt.Fprint(e.stdout, knowledge.RenderPassage(p))
+	for i, p := range ps {
+		text := knowledge.RenderPassage(p)
+		if i == 0 {
+			text = strings.TrimPrefix(text, "\n") // a blank line between passages, none before the first
+		}
+		fmt.Fprint(e.stdout, text)
 	}
 	return 0
 }
@@ -148,8 +157,16 @@ func knowledgeList(ctx context.Context, e env, cfg *Config, kb *knowledge.Servic
 		fmt.Fprintln(e.stdout, "the knowledge base is empty: add files with `echogate knowledge add PATH…`")
 	}
 	current := embedIdentity(cfg, false)
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	if len(ds) > 0 {
+		fmt.Fprintln(tw, "ID\tCHUNKS\tBYTES\tUPDATED\tEMBEDDINGS\tSOURCE")
+	}
 	for _, d := range ds {
-		fmt.Fprintf(e.stdout, "%s  %4d chunks  %8d bytes  %s  %s  %s\n", d.ID, d.Chunks, d.Bytes, d.UpdatedAt.Format(time.DateTime), embedLabel(d.EmbedModel, current), d.Source)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", d.ID, d.Chunks, d.Bytes, d.UpdatedAt.Format(time.DateTime), embedLabel(d.EmbedModel, current), d.Source)
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintln(e.stderr, "echogate knowledge list:", err)
+		return 1
 	}
 	return 0
 }
@@ -164,7 +181,7 @@ func knowledgeRm(ctx context.Context, e env, _ *Config, kb *knowledge.Service, r
 		fmt.Fprintln(e.stderr, "echogate knowledge rm:", err)
 		return 1
 	}
-	fmt.Fprintf(e.stdout, "removed %s (%s, %d chunks)\n", d.ID, d.Source, d.Chunks)
+	fmt.Fprintf(e.stdout, "removed %s (%s, %s)\n", d.ID, d.Source, plural(d.Chunks, "chunk"))
 	return 0
 }
 
@@ -176,7 +193,7 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 	sub, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("memory "+sub, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	opts := memoryFlags(fs)
+	opts := memoryFlags(fs, sub)
 	user, all, limit := opts.user, opts.all, opts.limit
 	switch sub {
 	case "list", "search", "forget", "reembed":
@@ -295,7 +312,7 @@ func (p *progress) update(pr knowledge.Progress) {
 	if pr.Err != nil {
 		status = "failed: " + pr.Err.Error()
 	} else if pr.Status != "unchanged" {
-		status = fmt.Sprintf("%s (%d chunks)", pr.Status, pr.Chunks)
+		status = fmt.Sprintf("%s (%s)", pr.Status, plural(pr.Chunks, "chunk"))
 	}
 	if !p.tty {
 		fmt.Fprintf(p.w, "[%d/%d] %s: %s\n", pr.Index, pr.Total, pr.Path, status)
@@ -321,8 +338,24 @@ func (p *progress) done() {
 }
 
 func printReport(w io.Writer, rep knowledge.Report) {
-	fmt.Fprintf(w, "knowledge: %d added, %d updated, %d unchanged, %d failed, %d re-embedded (another embedding model); %d chunks written, %d embedded\n",
-		rep.Added, rep.Updated, rep.Unchanged, rep.Failed, rep.Reembedded, rep.Chunks, rep.Embedded)
+	fmt.Fprintf(w, "knowledge: %d added, %d updated, %d unchanged, %d failed, %d re-embedded (another embedding model); %s written, %d embedded\n",
+		rep.Added, rep.Updated, rep.Unchanged, rep.Failed, rep.Reembedded, plural(rep.Chunks, "chunk"), rep.Embedded)
+	if n := len(rep.Skipped); n > 0 {
+		const show = 10
+		names := strings.Join(rep.Skipped[:min(n, show)], ", ")
+		if n > show {
+			names += fmt.Sprintf(" and %d more", n-show)
+		}
+		fmt.Fprintf(w, "knowledge: %d skipped (not .md, .txt, .html or .pdf): %s\n", n, names)
+	}
+}
+
+// plural writes n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // embedLabel says which embedder made a document's vectors, labelling the demo one (its vectors

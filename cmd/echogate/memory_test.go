@@ -208,8 +208,8 @@ func TestKnowledgeIngestAnswerCites(t *testing.T) {
 				t.Errorf("knowledge search (PDF) = %q, want the PDF passage", out)
 			}
 			_, out, _ = runCmd(t, dir, cfg, "knowledge", "list")
-			if strings.Count(out, "\n") != 4 || strings.Contains(out, "hidden") {
-				t.Errorf("knowledge list = %q, want 4 documents and no hidden file", out)
+			if strings.Count(out, "\n") != 5 || strings.Contains(out, "hidden") { // a header and a line per document
+				t.Errorf("knowledge list = %q, want a header, 4 documents and no hidden file", out)
 			}
 			code, out, _ = runCmd(t, dir, cfg, "knowledge", "rm", filepath.Join(kb, "notes.txt"))
 			if code != 0 || !strings.Contains(out, "removed") {

@@ -33,7 +33,7 @@ type profiles struct {
 // serveFlags defines serve's flags on fs.
 func serveFlags(fs *flag.FlagSet) (cpu, mem, snap *string) {
 	cpu = fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof)")
-	mem = fs.String("memprofile", "", "write a heap profile to `FILE` at exit (the heap is sampled only with this flag or -snapshot-dir)")
+	mem = fs.String("memprofile", "", "write a heap profile to `FILE` at exit (the heap is sampled only with this flag or --snapshot-dir)")
 	snap = fs.String("snapshot-dir", "", "on each SIGUSR1, write the heap and goroutine profiles and the runtime's metrics of that moment to `DIR` (heap-N.pprof, goroutine-N.pprof, metrics-N.txt)")
 	return cpu, mem, snap
 }
@@ -48,7 +48,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*profiles, error) {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q (serve takes only -cpuprofile, -memprofile and -snapshot-dir; configure it with --config or the environment)", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q (serve takes only --cpuprofile, --memprofile and --snapshot-dir; configure it with --config or the environment)", fs.Args())
 	}
 	p := &profiles{mem: *mem}
 	setHeapSampling(*mem != "" || *snap != "")

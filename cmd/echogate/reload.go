@@ -18,7 +18,10 @@ import (
 type configSource struct {
 	path   string // "" when no file was read
 	getenv func(string) string
-	stamp  fileStamp // the file's version as it was read, so an edit made before the watcher starts is seen
+	// environ lists the environment's names for the map sections' variables (nil: not read)
+	environ func() []string
+	origins keyOrigins // where each key was set, to locate a check's error made later (config_where.go)
+	stamp   fileStamp  // the file's version as it was read, so an edit made before the watcher starts is seen
 }
 
 // agentCatalog returns what cfg's agents are checked against: this core's tools and models.
@@ -77,7 +80,7 @@ func (c *core) reload(trigger string) error {
 	if err := checkConfigFile(src.path); err != nil { // config_trust.go
 		return err
 	}
-	cfg, err := loadConfig(src.path, src.getenv)
+	cfg, err := loadConfigFrom(src.path, src.getenv, src.environ)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,10 @@ func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []
 	applyRuntime(cfg.Runtime, log)
 	hardenProcess(log) // children cannot read our environment or memory (harden_linux.go)
 	g, err := newGateway(ctx, cfg, log)
+	if ce, ok := err.(*ConfigError); ok { // a check only the running gateway can make (its registered tools)
+		fmt.Fprintln(e.stderr, "echogate:", cfg.source.origins.locate(ce))
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate serve:", err)
 		return 1

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -137,6 +139,7 @@ func cmdCompact(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 		fmt.Fprintf(e.stderr, "echogate compact: the %s store has no retention\n", backend)
 		return 1
 	}
+	before := sqliteBytes(cfg.DataDir)
 	st, err := applyRetention(ctx, r, cfg.Storage, time.Now())
 	if err != nil {
 		fmt.Fprintln(e.stderr, "echogate compact:", err)
@@ -146,7 +149,41 @@ func cmdCompact(ctx context.Context, e env, cfg *Config, log *slog.Logger) int {
 		fmt.Fprintln(e.stderr, "echogate compact:", err)
 		return 1
 	}
-	fmt.Fprintf(e.stdout, "compacted the %s store: %d event payloads cleared, %d event records and %d idle conversations removed, space reclaimed\n",
-		backend, st.payloads, st.events, st.sessions)
+	space := "PostgreSQL keeps the freed space for the tables' new rows (VACUUM ANALYZE)"
+	if backend == "sqlite" {
+		after := sqliteBytes(cfg.DataDir)
+		space = fmt.Sprintf("%s → %s on disk (%s reclaimed)", humanBytes(before), humanBytes(after), humanBytes(max(before-after, 0)))
+	}
+	fmt.Fprintf(e.stdout, "compacted the %s store: %d event payloads cleared, %d event records and %d idle conversations removed; %s\n",
+		backend, st.payloads, st.events, st.sessions, space)
 	return 0
+}
+
+// sqliteBytes is the size of the SQLite store's files in dir (echogate.db, echogate-events.db
+// and their write-ahead logs).
+func sqliteBytes(dir string) int64 {
+	files, _ := filepath.Glob(filepath.Join(dir, "echogate*.db*"))
+	var n int64
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// humanBytes writes a size in B, KiB, MiB or GiB with one decimal.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, suffix := float64(n)/unit, "KiB"
+	for _, s := range []string{"MiB", "GiB"} {
+		if v < unit {
+			break
+		}
+		v, suffix = v/unit, s
+	}
+	return fmt.Sprintf("%.1f %s", v, suffix)
 }

@@ -216,7 +216,10 @@ func (s *Store) migrateLocked(ctx context.Context, conn *pgxpool.Conn, ms []migr
 			return n, fail(ctx, err, "migrate %s: apply %s", s.target, m.name)
 		}
 		n++
-		s.log.Info("postgres: applied migration", "version", m.version, "name", m.name, "target", s.target, "schema", s.schema)
+		s.log.Debug("postgres: applied migration", "version", m.version, "name", m.name, "target", s.target, "schema", s.schema)
+	}
+	if n > 0 { // one line for the lot
+		s.log.Info("postgres: applied migrations", "count", n, "schema_version", len(ms), "target", s.target, "schema", s.schema)
 	}
 	return n, nil
 }

@@ -92,14 +92,26 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	// The two files have writers of their own: the event log migrates while the main
 	// database does (a fresh data dir is ready that much sooner).
-	evErr := make(chan error, 1)
-	go func() { evErr <- s.migrateEvents(ctx) }()
-	err = s.migrate(ctx, ms)
-	if eerr := <-evErr; err == nil {
-		err = eerr
+	type result struct {
+		ran []migration
+		err error
+	}
+	evDone := make(chan result, 1)
+	go func() {
+		ran, err := s.migrateEvents(ctx)
+		evDone <- result{ran, err}
+	}()
+	ran, err := s.migrate(ctx, ms)
+	ev := <-evDone
+	if err == nil {
+		err = ev.err
 	}
 	if err != nil {
 		return err
+	}
+	if n := len(ran) + len(ev.ran); n > 0 {
+		// One line for the lot (each migration is logged at debug level).
+		s.log.Info("sqlite: applied migrations", "count", n, "schema_version", len(ms), "path", s.path)
 	}
 	if err := s.moveEvents(ctx); err != nil {
 		return err
@@ -112,33 +124,39 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// migrateEvents applies the event log's migrations to it.
-func (s *Store) migrateEvents(ctx context.Context) error {
+// migrateEvents applies the event log's migrations to it and returns those it ran.
+func (s *Store) migrateEvents(ctx context.Context) ([]migration, error) {
 	ems, err := eventMigrations()
 	if err != nil {
-		return fmt.Errorf("sqlite: migrate event log: %w", err)
+		return nil, fmt.Errorf("sqlite: migrate event log: %w", err)
 	}
 	d, err := s.evConns(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: migrate event log: %w", err)
+		return nil, fmt.Errorf("sqlite: migrate event log: %w", err)
 	}
 	return s.migrateDB(ctx, d, ems)
 }
 
-// migrate applies ms to the main database.
-func (s *Store) migrate(ctx context.Context, ms []migration) error {
+// migrate applies ms to the main database and returns those it ran.
+func (s *Store) migrate(ctx context.Context, ms []migration) ([]migration, error) {
 	d, err := s.conns(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+		return nil, fmt.Errorf("sqlite: migrate: %w", err)
 	}
 	return s.migrateDB(ctx, d, ms)
 }
 
 // migrateDB applies ms to the database of d as a solo call on its writer connection: the
 // pending migrations are one transaction, and ctx may interrupt it (rolling it back) since no
-// other call shares it.
-func (s *Store) migrateDB(ctx context.Context, d *dbs, ms []migration) error {
-	return d.wr.do(ctx, true, func(tx *wtx) error { return s.migrateOn(ctx, tx, ms, d.path) })
+// other call shares it. It returns the migrations it ran.
+func (s *Store) migrateDB(ctx context.Context, d *dbs, ms []migration) ([]migration, error) {
+	var ran []migration
+	err := d.wr.do(ctx, true, func(tx *wtx) error {
+		var err error
+		ran, err = s.migrateOn(ctx, tx, ms, d.path)
+		return err
+	})
+	return ran, err
 }
 
 // moveEvents moves events left in the main database's events table into the event log, on the
@@ -184,17 +202,17 @@ SELECT key, payload, claimed_at, completed_at FROM main.events WHERE true ON CON
 	})
 }
 
-func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration, path string) error {
+func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration, path string) ([]migration, error) {
 	conn := tx.w.conn
 	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
-		return wrapCtx(ctx, "migrate: create schema_migrations", err)
+		return nil, wrapCtx(ctx, "migrate: create schema_migrations", err)
 	}
 	applied, err := appliedMigrations(ctx, conn)
 	if err != nil {
-		return wrapCtx(ctx, "migrate: read schema_migrations", err)
+		return nil, wrapCtx(ctx, "migrate: read schema_migrations", err)
 	}
 	if n := len(applied); n > 0 && applied[n-1].version > len(ms) {
-		return fmt.Errorf("sqlite: migrate %s: %w: it is at version %d (%s), this binary knows up to %d; upgrade echogate or use a copy of the database made for this version",
+		return nil, fmt.Errorf("sqlite: migrate %s: %w: it is at version %d (%s), this binary knows up to %d; upgrade echogate or use a copy of the database made for this version",
 			path, ErrSchemaTooNew, applied[n-1].version, applied[n-1].name, len(ms))
 	}
 	done := make(map[int]string, len(applied))
@@ -213,16 +231,16 @@ func (s *Store) migrateOn(ctx context.Context, tx *wtx, ms []migration, path str
 		pending = append(pending, m)
 	}
 	if len(pending) == 0 {
-		return nil
+		return nil, nil
 	}
 	ran, err := s.applyMigrations(ctx, conn, pending)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, m := range ran {
-		s.log.Info("sqlite: applied migration", "version", m.version, "name", m.name, "path", path)
+		s.log.Debug("sqlite: applied migration", "version", m.version, "name", m.name, "path", path)
 	}
-	return nil
+	return ran, nil
 }
 
 // applyMigrations runs the pending migrations ms in order and records each, all in one

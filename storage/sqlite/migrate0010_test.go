@@ -89,7 +89,7 @@ func openAtVersion(t *testing.T, next int, name string) *Store {
 	if len(ms) < next || ms[next-1].name != name {
 		t.Fatalf("migrations = %d, want %s as number %d", len(ms), name, next)
 	}
-	if err := s.migrate(ctx, ms[:next-1]); err != nil {
+	if _, err := s.migrate(ctx, ms[:next-1]); err != nil {
 		t.Fatalf("migrate to %d: %v", next-1, err)
 	}
 	return s

@@ -298,7 +298,7 @@ func TestMigrateFailureRollsBack(t *testing.T) {
 	next := len(ms) + 1
 	bad := append(ms[:len(ms):len(ms)], migration{version: next, name: "bad",
 		sql: "CREATE TABLE half_done (a INTEGER) STRICT; CREATE TABLE broken (a INTEGR) STRICT;"})
-	if err := s.migrate(ctx, bad); err == nil || !strings.Contains(err.Error(), "bad") {
+	if _, err := s.migrate(ctx, bad); err == nil || !strings.Contains(err.Error(), "bad") {
 		t.Fatalf("migrate(bad) = %v, want an error naming the migration", err)
 	}
 	applied, _, err := s.SchemaVersion(ctx)
@@ -310,7 +310,7 @@ func TestMigrateFailureRollsBack(t *testing.T) {
 		t.Errorf("table of the failed migration exists (%d, %v), want it rolled back", n, err)
 	}
 	good := append(ms[:len(ms):len(ms)], migration{version: next, name: "good", sql: "CREATE TABLE later (a INTEGER) STRICT;"})
-	if err := s.migrate(ctx, good); err != nil {
+	if _, err := s.migrate(ctx, good); err != nil {
 		t.Fatalf("migrate(good) after a failure: %v", err)
 	}
 	if applied, _, _ := s.SchemaVersion(ctx); applied != next {
@@ -574,7 +574,7 @@ func TestMigrateUpgradesWholeOrNotAtAll(t *testing.T) {
 	first := migration{version: n + 1, name: "first", sql: "CREATE TABLE first_step (a INTEGER) STRICT;"}
 	second := migration{version: n + 2, name: "second", sql: "ALTER TABLE first_step ADD COLUMN b TEXT;"}
 	bad := migration{version: n + 3, name: "bad", sql: "CREATE TABLE broken (a INTEGR) STRICT;"}
-	if err := s.migrate(ctx, append(ms[:n:n], first, second, bad)); err == nil || !strings.Contains(err.Error(), "bad") {
+	if _, err := s.migrate(ctx, append(ms[:n:n], first, second, bad)); err == nil || !strings.Contains(err.Error(), "bad") {
 		t.Fatalf("migrate(first, second, bad) = %v, want an error naming bad", err)
 	}
 	if applied, _, err := s.SchemaVersion(ctx); err != nil || applied != n {
@@ -584,7 +584,7 @@ func TestMigrateUpgradesWholeOrNotAtAll(t *testing.T) {
 	if err := s.st.Load().r.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name = 'first_step'").Scan(&tables); err != nil || tables != 0 {
 		t.Errorf("first_step exists (%d, %v) after the upgrade failed, want it rolled back", tables, err)
 	}
-	if err := s.migrate(ctx, append(ms[:n:n], first, second)); err != nil {
+	if _, err := s.migrate(ctx, append(ms[:n:n], first, second)); err != nil {
 		t.Fatalf("migrate(first, second): %v", err)
 	}
 	if applied, _, _ := s.SchemaVersion(ctx); applied != n+2 {
