@@ -31,6 +31,9 @@ type gateway struct {
 	// operator (routes.go guards every route with it).
 	operator *web.Auth
 	readyLog readyLog
+	// stopped holds the channels that ended with a permanent failure (channel name → error):
+	// the rest of the gateway keeps serving and readiness names them (channel_failure.go).
+	stopped stoppedChannels
 }
 
 func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
@@ -150,13 +153,13 @@ func (g *gateway) serve(ctx context.Context) error {
 	chctx, stopChannels := context.WithCancel(ctx)
 	defer stopChannels()
 	var cwg sync.WaitGroup
-	errc := make(chan error, len(g.channels)+1)
+	errc := make(chan error, 1)
 	for _, ch := range g.channels {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
 			if err := ch.Run(chctx, g.observeNames(g.pipeline.Submit)); err != nil && chctx.Err() == nil {
-				errc <- fmt.Errorf("channel %s: %w", ch.Name(), err)
+				g.channelFailed(ch.Name(), err) // only this channel stops (channel_failure.go)
 			}
 		}()
 	}
@@ -171,7 +174,7 @@ func (g *gateway) serve(ctx context.Context) error {
 	case <-ctx.Done():
 		g.log.Info("shutting down: draining running turns")
 	case runErr = <-errc:
-		g.log.Error("shutting down after a permanent failure", "err", runErr)
+		g.log.Error("shutting down: the HTTP server failed", "err", runErr)
 	}
 	stopChannels()
 	cwg.Wait()
