@@ -78,7 +78,7 @@ func (p *Pipeline) pausePrompt(ctx context.Context, t *Turn, res agent.Result) e
 	if pz.Kind == echogate.PauseAsk {
 		body = "❓ " + pz.Question
 	} else {
-		body = approvalPrompt(pz.Call, t.userID) + p.approverNote(pz.Call.Name, t.prof.approvers)
+		body = approvalPrompt(pz.Call, p.requesterName(t)) + p.approverNote(pz.Call.Name, t.prof.approvers)
 	}
 	if streaming {
 		if _, err := t.out.finish(ctx, echogate.OutReply, text); err != nil {

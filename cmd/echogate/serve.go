@@ -15,7 +15,6 @@ import (
 
 	"github.com/echogate/echogate/channels"
 	"github.com/echogate/echogate/channels/web"
-	"github.com/echogate/echogate/internal/names"
 	"github.com/echogate/echogate/pipeline"
 	"golang.org/x/net/netutil"
 )
@@ -26,7 +25,6 @@ type gateway struct {
 	web      *web.Channel
 	channels []channels.Channel
 	extra    map[string]http.Handler // platform HTTP endpoints (/slack/events)
-	names    *names.Directory        // display names seen on inbound events (names_wiring.go)
 	// operator is the one authentication rule (web.Auth): what the console counts as its
 	// operator (routes.go guards every route with it).
 	operator *web.Auth
@@ -75,7 +73,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 	if err != nil {
 		return nil, err
 	}
-	g := &gateway{core: c, extra: map[string]http.Handler{}, names: names.New(0)}
+	g := &gateway{core: c, extra: map[string]http.Handler{}}
 	c.addMemTrim()
 	c.addGCPace(os.Getenv)
 	g.operator = web.NewAuth(cfg.HTTP.AuthToken, nil)

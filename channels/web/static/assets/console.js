@@ -468,12 +468,13 @@
   async function loadAccess() {
     const agents = await loadAgentOptions();
     if (agents) {
+      await learnNames(agents.flatMap((a) => a.approvers || []));
       const flag = (v) => (v === undefined || v === null ? "as configured" : v ? "on" : "off");
       $("agents-table").tBodies[0].replaceChildren(...agents.map((a) => {
         const tr = el("tr");
         tr.append(td(a.name, "mono"), td(a.match && a.match.length ? a.match.join(", ") : "every other place", "wrap"),
           td(a.route ? "route " + a.route : a.model || "default", "mono"), td(a.tools ? a.tools.join(", ") || "none" : "all", "wrap"),
-          td(flag(a.memory)), td(flag(a.knowledge)), td(a.budgets ? "yes" : "no"), td((a.approvers || []).join(", "), "wrap"));
+          td(flag(a.memory)), td(flag(a.knowledge)), td(a.budgets ? "yes" : "no"), td((a.approvers || []).map(who).join(", "), "wrap"));
         return tr;
       }));
     }
@@ -481,11 +482,12 @@
     const r = await api("api/refusals");
     if (!r.ok) { $("access-updated").textContent = r.error; return; }
     const list = r.data || [];
+    await learnNames(list.map((x) => x.user_id));
     $("refusals-table").tBodies[0].replaceChildren(...list.map((x) => {
       const tr = el("tr");
       const at = td(ago(x.at));
       at.title = when(x.at);
-      tr.append(at, td(x.place, "mono"), td(x.user_id, "mono"), td(x.reason), td(x.replied ? "yes" : "no"));
+      tr.append(at, td(x.place, "mono"), td(who(x.user_id), "mono"), td(x.reason), td(x.replied ? "yes" : "no"));
       return tr;
     }));
     $("refusals-empty").hidden = list.length > 0;
