@@ -55,3 +55,7 @@ func (p *Pipeline) requesterName(t *Turn) string {
 	}
 	return p.nameOf(t.userID)
 }
+
+// PersonName is how the gateway names the person of a qualified id to people (person), for the
+// texts cmd renders (the web chat's restored approvals).
+func (p *Pipeline) PersonName(id string) string { return p.nameOf(id) }

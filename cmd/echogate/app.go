@@ -20,6 +20,7 @@ import (
 	"github.com/echogate/echogate/agent/provider/openai"
 	"github.com/echogate/echogate/internal/metrics"
 	"github.com/echogate/echogate/internal/names"
+	"github.com/echogate/echogate/internal/redact"
 	"github.com/echogate/echogate/internal/schedule"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/storage/postgres"
@@ -96,6 +97,8 @@ type core struct {
 	// names are the display names seen on inbound events (names_wiring.go); the pipeline's
 	// own text names people with them.
 	names *names.Directory
+	// redactor masks secrets in what is posted (the pipeline's) and in stored text shown again.
+	redactor *redact.Redactor
 }
 
 // newCore opens the store (migrating it), makes the model and the tools; the pipeline is made by
@@ -186,6 +189,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 			pcfg.ReplayAfter = time.Duration(cfg.Agent.ReplayAfter)
 		}
 	}
+	c.redactor = newRedactor(cfg, os.Environ()) // redact_wiring.go
 	deps := pipeline.Deps{
 		Store:     c.store,
 		Model:     c.model,
@@ -202,7 +206,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		UsageObservers: []func(echogate.UsageRecord){
 			c.models.tracker.Observe,
 		},
-		Redactor: newRedactor(cfg, os.Environ()), // redact_wiring.go
+		Redactor: c.redactor,
 		Names:    c.names,
 	}
 	if c.skills != nil {

@@ -120,6 +120,20 @@
     return current;
   }
 
+  // toolRow shows a tool call (live, or from the stored history); toolResult adds its result.
+  function toolRow(tool, args, callId) {
+    const d = el("details", "tool");
+    d.append(el("summary", "", "🔧 " + (tool || "tool") + (args ? " " + clip(args, 80) : "")));
+    if (args) d.append(el("pre", "", clip(args, 4000)));
+    if (callId) tools.set(callId, d);
+    return add(d);
+  }
+  function toolResult(d, result, isError) {
+    d.append(el("pre", "", "→ " + clip(result, 4000)));
+    if (isError) d.classList.add("failed");
+    d.querySelector("summary").textContent += isError ? "  ✗" : "  ✓";
+  }
+
   function approvalCard(ev) {
     const key = ev.call_id || ev.prompt_id;
     if (!key || approvals.has(key)) {
@@ -136,11 +150,12 @@
       title.append(el("code", "", ev.tool), document.createTextNode(ev.args ? " with" : "?"));
       card.append(title);
       if (ev.args) card.append(el("pre", "", clip(ev.args, 2000)));
+      if (ev.requested_by) card.append(el("div", "meta", "Asked by " + ev.requested_by + "; they or an approver can decide."));
     } else {
       card.append(render(el("div"), ev.text || "Approval needed."));
     }
     const actions = el("div", "actions");
-    for (const [label, decision] of [["Approve", "approve"], ["Approve for session", "approve_session"], ["Deny", "deny"]]) {
+    for (const [label, decision] of [["Approve", "approve"], ["Approve for this conversation", "approve_session"], ["Deny", "deny"]]) {
       const b = el("button", "", label);
       b.type = "button";
       b.addEventListener("click", () => decide(card, decision));
@@ -174,7 +189,8 @@
         return;
       }
       card.dataset.decided = "1";
-      card.append(el("div", "meta", decision === "deny" ? "Denied." : "Approved."));
+      const how = decision === "deny" ? "Denied" : decision === "approve_session" ? "Approved for this conversation" : "Approved once";
+      card.append(el("div", "meta", how + " by " + (user() || "you") + "."));
       await follow(session);
     } catch (e) {
       setStatus("Decision failed: " + e.message);
@@ -201,24 +217,14 @@
       case "reasoning":
         setStatus("Reasoning…");
         break;
-      case "tool_call": {
+      case "tool_call":
         current = null; // text after the tool call goes into a new bubble
-        const d = el("details", "tool");
-        d.append(el("summary", "", "🔧 " + (ev.tool || "tool") + " " + clip(ev.args, 80)));
-        if (ev.args) d.append(el("pre", "", clip(ev.args, 4000)));
-        if (ev.call_id) tools.set(ev.call_id, d);
-        add(d);
+        toolRow(ev.tool, ev.args, ev.call_id);
         setStatus("Running " + (ev.tool || "a tool") + "…");
         break;
-      }
-      case "tool_result": {
-        let d = tools.get(ev.call_id);
-        if (!d) { d = add(el("details", "tool")); d.append(el("summary", "", "🔧 " + (ev.tool || "tool"))); }
-        d.append(el("pre", "", "→ " + clip(ev.text, 4000)));
-        if (ev.is_error) d.classList.add("failed");
-        d.querySelector("summary").textContent += ev.is_error ? "  ✗" : "  ✓";
+      case "tool_result":
+        toolResult(tools.get(ev.call_id) || toolRow(ev.tool, "", ""), ev.text, ev.is_error);
         break;
-      }
       case "approval_request":
         asked = true;
         approvalCard(ev);
@@ -356,12 +362,17 @@
       if (!resp.ok) { setStatus(await apiError(resp)); return; }
       const h = await resp.json();
       for (const m of h.messages || []) {
-        if (m.role === "approval_prompt") continue;
+        if (m.role === "approval_prompt") continue; // a pending one is a card below; a decided one's outcome is its tool row
+        if (m.role === "tool") {
+          const d = toolRow(m.tool, m.args, m.call_id);
+          if (m.result) toolResult(d, m.result, m.is_error);
+          continue;
+        }
         const node = el("div", "msg " + (m.role === "user" || m.role === "assistant" ? m.role : "notice"));
         if (m.role === "user") node.textContent = m.text; else render(node, m.text);
         add(node);
       }
-      for (const p of h.pending || []) approvalCard({ call_id: p.call_id, prompt_id: p.prompt_id, text: p.text, tool: p.tool, args: p.args });
+      for (const p of h.pending || []) approvalCard({ call_id: p.call_id, prompt_id: p.prompt_id, text: p.text, tool: p.tool, args: p.args, requested_by: p.requested_by });
       if (h.running) { lastEventId = h.last_event_id; await attach(); } else { lastEventId = h.last_event_id || 0; }
     } catch (e) {
       setStatus("Could not load the session: " + e.message);
@@ -370,8 +381,8 @@
 
   $("session-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    const id = sessionInput.value.trim();
-    if (!SESSION_RE.test(id)) { setStatus("A session id holds only letters, digits, '-', '_' and '.'."); return; }
+    const id = sessionInput.value.trim().replace(/^web:/, ""); // as the Turns tab shows it
+    if (!SESSION_RE.test(id)) { setStatus("A web session id holds only letters, digits, '-', '_' and '.' (after an optional web:); Slack and Discord conversations are read in the Turns tab."); return; }
     open(id);
   });
   $("new-session").addEventListener("click", () => open(newId()));

@@ -382,7 +382,7 @@
     if (decided.has(p.call_id)) { result.textContent = decided.get(p.call_id); result.classList.add("ok"); }
     if (p.kind === "approval") {
       const actions = el("div", "actions");
-      for (const [label, decision, cls] of [["Approve", "approve", "primary"], ["Approve for session", "approve_session", ""], ["Deny", "deny", "danger"]]) {
+      for (const [label, decision, cls] of [["Approve", "approve", "primary"], ["Approve for this conversation", "approve_session", ""], ["Deny", "deny", "danger"]]) {
         const b = el("button", cls, label);
         b.type = "button";
         b.dataset.decision = decision;
