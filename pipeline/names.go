@@ -59,3 +59,13 @@ func (p *Pipeline) requesterName(t *Turn) string {
 // PersonName is how the gateway names the person of a qualified id to people (person), for the
 // texts cmd renders (the web chat's restored approvals).
 func (p *Pipeline) PersonName(id string) string { return p.nameOf(id) }
+
+// denial is the reason a denied call gives the model: who denied it. A reaction carries no text
+// on any platform, so one with text says why the call is denied when nobody denied it (the
+// console, with no terminal to ask on).
+func (p *Pipeline) denial(ev *echogate.InboundEvent) string {
+	if ev.Kind == echogate.KindReaction && strings.TrimSpace(ev.Text) != "" {
+		return "not approved: " + ev.Text
+	}
+	return "not approved: " + p.actorName(ev) + " denied it"
+}

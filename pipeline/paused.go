@@ -182,7 +182,7 @@ func (p *Pipeline) decideReaction(ev echogate.InboundEvent, pend echogate.Pendin
 	case echogate.ReactionApproveSession:
 		d.resume.Approved, d.grant, d.name = true, true, "approved_session"
 	case echogate.ReactionDeny:
-		d.resume.Reason, d.name = "not approved: "+p.actorName(&ev)+" denied it", "denied"
+		d.resume.Reason, d.name = p.denial(&ev), "denied"
 	case echogate.ReactionStop:
 		return decision{stop: "Stopped. The pending tool call was not run."}
 	default:
@@ -206,7 +206,7 @@ func (p *Pipeline) decideText(ev echogate.InboundEvent, pend echogate.PendingTur
 		case "approve session":
 			d.resume.Approved, d.grant, d.name = true, true, "approved_session"
 		default:
-			d.resume.Reason, d.name = "not approved: "+p.actorName(&ev)+" denied it", "denied"
+			d.resume.Reason, d.name = p.denial(&ev), "denied"
 		}
 	case "stop":
 		return decision{stop: "Stopped. The pending tool call was not run."}

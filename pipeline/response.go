@@ -108,7 +108,7 @@ func (p *Pipeline) post(ctx context.Context, t *Turn, res agent.Result) (string,
 		}
 		// The error event comes right before done, after the fallback text was posted.
 		if t.enter(StateFailed) {
-			t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final})
+			t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final, Detail: errText(res.Err)})
 		}
 	}
 	return final, err
