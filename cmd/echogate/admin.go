@@ -12,6 +12,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/agent/provider/demo"
 	"github.com/echogate/echogate/agent/router"
 	"github.com/echogate/echogate/internal/memrec"
 	"github.com/echogate/echogate/pipeline"
@@ -86,7 +87,7 @@ func (g *gateway) adminAPI(mux *routeMux) {
 func (g *gateway) handleInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{
 		"version":          version,
-		"model":            g.cfg.Models.Default,
+		"model":            g.modelShown(),
 		"demo":             g.cfg.demoMode(),
 		"store":            g.backend,
 		"channels":         g.channelNames(),
@@ -94,6 +95,15 @@ func (g *gateway) handleInfo(w http.ResponseWriter, r *http.Request) {
 		"approvers":        len(g.cfg.Approval.Approvers),
 		"console_identity": consoleName,
 	}, nil)
+}
+
+// modelShown is the model the console's header names: the offline demo model in demo mode
+// (models.default names the model a key would use, not the one that answers).
+func (g *gateway) modelShown() string {
+	if g.cfg.demoMode() {
+		return demo.ModelName + " (offline)"
+	}
+	return g.cfg.Models.Default
 }
 
 // turnDetail is one turn with what the ledger and the transcript hold of it.

@@ -237,6 +237,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/#chat"),
 		chromedp.WaitVisible(chromedp.CSS("#text")),
 		wait(`document.querySelector("#info .chip") !== null`),
+		// An empty conversation says what to do first.
+		wait(`(document.querySelector("#log .hint") || {}).textContent.includes("Type a message below to start")`),
 	)
 	step("watch the answer bubble", chromedp.Evaluate[chromedp.Void](`(() => {
 		window.__partials = [];
@@ -273,6 +275,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#text"), "what time is it?"),
 		chromedp.Click(chromedp.CSS("#send")),
 		wait(`document.querySelector("#log .approval") !== null && document.querySelector("#status").textContent === "Waiting for approval."`),
+		// One wording with the platforms' buttons; the hint is gone once the chat has messages.
+		wait(`[...document.querySelectorAll("#log .approval button")].map((b) => b.textContent).join("|") === "Approve|Approve for this conversation|Deny"`),
+		wait(`document.querySelector("#log .hint") === null`),
 	)
 	shot("02-chat-approval-requested")
 
@@ -300,8 +305,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	step("open the turns",
 		chromedp.Click(chromedp.CSS("#tab-turns")),
 		wait(`document.querySelectorAll("#turns-table tbody tr").length >= 3`),
-		// The paused turn was decided, so it is "resumed" now: the turn that resumed it carries on.
-		wait(`[...document.querySelectorAll("#turns-table tbody .pill")].some((e) => e.textContent === "resumed")`),
+		// The paused turn was decided: it shows the final state of the turn that resumed it.
+		wait(`[...document.querySelectorAll("#turns-table tbody .pill")].some((e) => e.textContent === "decided → done")`),
 		// Each turn's tokens carry its cache-read share: 960 of 1200 input tokens.
 		wait(`[...document.querySelectorAll("#turns-table tbody tr")].every((r) => r.textContent.includes("1,200 / 300 · 80% cached"))`),
 		chromedp.Click(chromedp.CSS("#turns-table tbody tr")),

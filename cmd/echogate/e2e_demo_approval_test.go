@@ -16,6 +16,11 @@ import (
 // answered naming who denied it.
 func TestE2EDemoModeShowsAnApproval(t *testing.T) {
 	g := startGateway(t, map[string]string{}, "")
+	var info map[string]any
+	getJSON(t, g.base+"/api/info", &info)
+	if info["model"] != "demo (offline)" || info["demo"] != true {
+		t.Errorf("GET /api/info = %v, want the demo model named (the console's header shows it)", info)
+	}
 	evs := postChat(t, g.base, "demo-approval", demo.ApprovalPhrase+" check the deploys")
 	var req sseEvent
 	for _, e := range evs {

@@ -29,6 +29,7 @@
     return e;
   }
   function add(node) {
+    for (const h of log.querySelectorAll(".hint")) h.remove(); // the empty chat's hint
     const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
     log.append(node);
     if (atBottom) log.scrollTop = log.scrollHeight;
@@ -210,7 +211,7 @@
       case "delta": {
         const c = bubble();
         c.text += ev.text || "";
-        render(c.bubble, c.text);
+        render(c.bubble, c.text.replace(/^\s+/, "")); // a bubble after a tool call opens with its words
         if (log.scrollHeight - log.scrollTop - log.clientHeight < 80) log.scrollTop = log.scrollHeight;
         break;
       }
@@ -245,7 +246,7 @@
         if (failed) { failed = false; }
         else if (s === "paused" && asked) { /* the approval card shows the prompt */ }
         else if (ev.text && (!c || !c.text)) add(render(el("div", "msg assistant"), ev.text));
-        else if (c && ev.text && ev.text.startsWith(c.text)) render(c.bubble, ev.text);
+        else if (c && ev.text && ev.text.startsWith(c.text)) render(c.bubble, ev.text.replace(/^\s+/, ""));
         current = null;
         setStatus(s === "done" ? "" : s === "paused" ? (asked ? "Waiting for approval." : "Paused.") : s === "aborted" ? "Stopped." : "Failed.");
         if (window.echogateConsole) window.echogateConsole.refreshBadge();
@@ -372,11 +373,28 @@
         if (m.role === "user") node.textContent = m.text; else render(node, m.text);
         add(node);
       }
+      if (!(h.messages || []).length && !(h.pending || []).length) await hint();
       for (const p of h.pending || []) approvalCard({ call_id: p.call_id, prompt_id: p.prompt_id, text: p.text, tool: p.tool, args: p.args, requested_by: p.requested_by });
       if (h.running) { lastEventId = h.last_event_id; await attach(); } else { lastEventId = h.last_event_id || 0; }
     } catch (e) {
       setStatus("Could not load the session: " + e.message);
     }
+  }
+
+  // hint fills an empty conversation with what to do first (in demo mode, the phrases the
+  // offline model answers with a tool call and an approval).
+  async function hint() {
+    const p = el("div", "msg notice hint");
+    p.append(document.createTextNode("Type a message below to start. Answers stream here; a tool call shows as a row you can open, and a call that needs approval as a card with Approve and Deny."));
+    try {
+      const r = await fetch("api/info");
+      if (r.ok && (await r.json()).demo) {
+        p.append(el("br"), document.createTextNode("Demo mode (no model configured): try "), el("code", "", "what time is it?"),
+          document.createTextNode(" for a tool call, or "), el("code", "", "remind me every day to check the deploys"),
+          document.createTextNode(" for an approval."));
+      }
+    } catch (_) { /* the hint stays generic */ }
+    if (!log.children.length) log.append(p);
   }
 
   $("session-form").addEventListener("submit", (e) => {
