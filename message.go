@@ -121,6 +121,9 @@ type TurnEvent struct {
 	IsError bool          `json:"is_error,omitempty"`
 	EventID string        `json:"event_id,omitempty"` // InboundEvent.ID that started the turn
 	Time    time.Time     `json:"time"`
+	// Detail is an error's cause for the operator's own terminal (the console channel prints
+	// it): chat users see Text only, so it is never serialized.
+	Detail string `json:"-"`
 }
 
 // Stream is a reply being streamed into a platform message. Channels that can stream return one

@@ -97,7 +97,7 @@ type ToolBreaker struct {
 // Config is what GET /api/info and the budget and upload endpoints show of the configuration.
 type Config struct {
 	Version   string
-	Model     string // models.default
+	Model     string // the model the header names: models.default, or the demo model in demo mode
 	Demo      bool   // no provider configured: the demo model answers
 	Backend   string // the store: "sqlite" or "postgres"
 	Auth      bool   // http.auth_token is set

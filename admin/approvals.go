@@ -26,8 +26,8 @@ type Approval struct {
 	ExpiresAt   time.Time           `json:"expires_at,omitzero"`
 }
 
-// maxArgsShown caps the tool arguments the approvals list shows.
-const maxArgsShown = 2000
+// MaxArgsShown caps the tool arguments the approvals list (and the web chat's history) shows.
+const MaxArgsShown = 2000
 
 func (a *API) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	ps, err := a.Store.ListPending(r.Context(), limitParam(r, 100))
@@ -39,22 +39,22 @@ func (a *API) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	for _, p := range ps {
 		out = append(out, Approval{
 			Session: p.Session, Platform: platformOf(p.Session), Turn: p.Turn, Kind: p.Kind, CallID: p.CallID, Tool: p.Tool,
-			Args: pendingArgs(p), RequestedBy: p.RequestedBy, Prompt: p.Prompt, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+			Args: PendingArgs(p), RequestedBy: p.RequestedBy, Prompt: p.Prompt, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		})
 	}
 	WriteJSON(w, out, nil)
 }
 
-// pendingArgs returns the paused call's arguments from the agent state, secrets masked and
+// PendingArgs returns the paused call's arguments from the agent state, secrets masked and
 // capped as in the approval prompt; empty when the state does not hold them.
-func pendingArgs(p echogate.PendingTurn) string {
+func PendingArgs(p echogate.PendingTurn) string {
 	var st agent.State
 	if json.Unmarshal(p.State, &st) != nil {
 		return ""
 	}
 	for _, c := range st.Pending {
 		if c.ID == p.CallID {
-			return pipeline.RedactArgs(c.Arguments, maxArgsShown)
+			return pipeline.RedactArgs(c.Arguments, MaxArgsShown)
 		}
 	}
 	return ""

@@ -104,7 +104,7 @@ func TestDenyByReactionAndApproverAndText(t *testing.T) {
 	}{
 		"requester denies": {func(h *harness, p echogate.MessageRef) echogate.InboundEvent {
 			return reaction("s1", "ann", echogate.ReactionDeny, p)
-		}, false, "not approved: web:ann denied it"},
+		}, false, "not approved: ann denied it"},
 		"approver approves": {func(h *harness, p echogate.MessageRef) echogate.InboundEvent {
 			return reaction("s1", "boss", echogate.ReactionApprove, p)
 		}, true, "ok"},
@@ -113,7 +113,7 @@ func TestDenyByReactionAndApproverAndText(t *testing.T) {
 		}, true, "ok"},
 		"text deny": {func(h *harness, p echogate.MessageRef) echogate.InboundEvent {
 			return msg("s1", "ann", "Deny")
-		}, false, "not approved: web:ann denied it"},
+		}, false, "not approved: ann denied it"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// Sensitive: the requester decides it (a destructive call needs an approver, see

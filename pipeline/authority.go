@@ -91,8 +91,12 @@ func authority(ev *echogate.InboundEvent, a action, who parties) bool {
 }
 
 // whoCan is the short answer to someone authority refused: who may do it.
-func whoCan(a action, who parties, tool string) string {
-	approvers := approverList(who.approvers)
+// name names a person by qualified id (Pipeline.nameOf); nil shows the ids.
+func whoCan(a action, who parties, tool string, name func(string) string) string {
+	if name == nil {
+		name = func(id string) string { return id }
+	}
+	approvers := approverList(who.approvers, name)
 	switch {
 	case a == actApprove && who.needsApprover:
 		if approvers == "" {
@@ -104,10 +108,10 @@ func whoCan(a action, who parties, tool string) string {
 	}
 	var people []string
 	if a.conversational() && who.starter != "" {
-		people = append(people, who.starter+" (who started this conversation)")
+		people = append(people, name(who.starter)+" (who started this conversation)")
 	}
 	if who.requester != "" && who.requester != who.starter {
-		people = append(people, who.requester+" (whose request it is)")
+		people = append(people, name(who.requester)+" (whose request it is)")
 	}
 	if approvers != "" {
 		people = append(people, "an approver ("+approvers+")")
@@ -122,10 +126,10 @@ func whoCan(a action, who parties, tool string) string {
 }
 
 // approverList names up to three approvers, sorted.
-func approverList(m map[string]bool) string {
+func approverList(m map[string]bool, name func(string) string) string {
 	ids := make([]string, 0, len(m))
 	for id := range m {
-		ids = append(ids, id)
+		ids = append(ids, name(id))
 	}
 	slices.Sort(ids)
 	if len(ids) > 3 {
@@ -187,5 +191,5 @@ func (p *Pipeline) approverNote(tool string, approvers map[string]bool) string {
 	if !p.needsApprover(tool) {
 		return ""
 	}
-	return "\n⚠️ " + whoCan(actApprove, parties{approvers: approvers, needsApprover: true}, tool)
+	return "\n⚠️ " + whoCan(actApprove, parties{approvers: approvers, needsApprover: true}, tool, p.nameOf)
 }

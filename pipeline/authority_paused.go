@@ -82,7 +82,7 @@ func (p *Pipeline) pausedAuthority(ctx context.Context, ev *echogate.InboundEven
 	if ev.Kind == echogate.KindReaction && !requester && ev.Interaction == "" {
 		return rightIgnore, "" // a stranger's reaction or button: no public answer to it
 	}
-	return rightIgnore, whoCan(a, who, pend.Tool)
+	return rightIgnore, whoCan(a, who, pend.Tool, p.nameOf)
 }
 
 // decisionWord names the text replies that decide an approval: "approve" (also "approved",

@@ -114,7 +114,7 @@ func (p *Pipeline) refuseStop(ctx context.Context, ev echogate.InboundEvent, who
 	if ev.Kind == echogate.KindReaction && ev.Interaction == "" {
 		return
 	}
-	p.answerPrivately(cctx, log, ev, whoCan(actStop, who, ""))
+	p.answerPrivately(cctx, log, ev, whoCan(actStop, who, "", p.nameOf))
 }
 
 // interrupt stops cur, key's turn that ran when ev came, for ev, a new message under

@@ -127,7 +127,7 @@ func TestWhoCan(t *testing.T) {
 		"no approver configured": {actApprove, parties{requester: "slack:UR", needsApprover: true}, []string{"none is configured", "`approval.approvers`"}},
 		"pinned model":           {actModelSet, parties{starter: "slack:UA", pinned: true}, []string{"pinned", "only an approver"}},
 	} {
-		got := whoCan(tt.a, tt.who, "run_command")
+		got := whoCan(tt.a, tt.who, "run_command", nil)
 		for _, w := range tt.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: whoCan = %q, want %q in it", name, got, w)

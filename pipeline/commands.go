@@ -111,7 +111,7 @@ func (p *Pipeline) commandAuthority(ctx context.Context, ctl *turnCtl, ev *echog
 	if p.allowed(ctx, ev, a, &who) {
 		return ""
 	}
-	return whoCan(a, who, "")
+	return whoCan(a, who, "", p.nameOf)
 }
 
 func commandHelp() string {

@@ -197,6 +197,9 @@ type Deps struct {
 	// catalogue goes in each agent's system prompt, the skill tools read them (skills.go). nil
 	// means none.
 	Skills skills.Source
+	// Names gives the display names the gateway's own text uses for people (names.go); nil:
+	// the event's own name, else the qualified id.
+	Names Names
 }
 
 // SpendReporter renders a user's spend and limits as Markdown (agent/cost's Tracker); session,

@@ -41,18 +41,10 @@ func (p *Pipeline) showDecision(ctx context.Context, log *slog.Logger, ev echoga
 	if len(st.Pending) > 0 {
 		call = st.Pending[0]
 	}
-	text := decidedPrompt(call, outcome, deciderName(ev.Actor), pend.RequestedBy, p.cfg.ApprovalTimeout.String())
+	text := decidedPrompt(call, outcome, p.actorName(&ev), p.nameOf(pend.RequestedBy), p.cfg.ApprovalTimeout.String())
 	if err := ed.Edit(ctx, pend.Prompt, text); err != nil {
 		log.Warn("pipeline: show the decision on the approval prompt", "turn", pend.Turn, "err", err)
 	}
-}
-
-// deciderName is how a prompt names who decided: the display name when the channel knows it.
-func deciderName(a echogate.Actor) string {
-	if a.Name != "" {
-		return a.Name
-	}
-	return a.ID
 }
 
 // decidedPrompt is the text of an approval prompt after its decision; a grant (🔁) is the

@@ -36,7 +36,7 @@ func TestPromptShowsDecisionOnEveryPath(t *testing.T) {
 		}, "✅ Approved once by ann."},
 		"reaction approve for session": {func(h *harness, p echogate.MessageRef) {
 			h.submit(reaction("s1", "ann", echogate.ReactionApproveSession, p))
-		}, "🔁 Approved by ann; `delete_file` runs without asking for web:ann for the rest of this conversation (others are still asked)."},
+		}, "🔁 Approved by ann; `delete_file` runs without asking for ann for the rest of this conversation (others are still asked)."},
 		"reaction deny": {func(h *harness, p echogate.MessageRef) {
 			h.submit(reaction("s1", "ann", echogate.ReactionDeny, p))
 		}, "❌ Denied by ann; it was not run."},

@@ -79,7 +79,7 @@ func (s *ResponseStage) pausePrompt(ctx context.Context, t *Turn, res agent.Resu
 	if pz.Kind == echogate.PauseAsk {
 		body = "❓ " + pz.Question
 	} else {
-		body = approvalPrompt(pz.Call, t.userID) + s.approverNote(pz.Call.Name, t.prof.approvers)
+		body = approvalPrompt(pz.Call, s.requesterName(t)) + s.approverNote(pz.Call.Name, t.prof.approvers)
 	}
 	if streaming {
 		if _, err := t.out.finish(ctx, echogate.OutReply, text); err != nil {

@@ -176,14 +176,13 @@ func (p *Pipeline) decideReaction(ev echogate.InboundEvent, pend echogate.Pendin
 	if pend.Prompt.ID != "" && ev.Target.ID != pend.Prompt.ID {
 		return decision{ignore: true} // a reaction on some other message
 	}
-	actor := ev.Actor.QualifiedID(ev.Conversation.Platform)
 	switch ev.Reaction {
 	case echogate.ReactionApprove:
 		d.resume.Approved, d.name = true, "approved"
 	case echogate.ReactionApproveSession:
 		d.resume.Approved, d.grant, d.name = true, true, "approved_session"
 	case echogate.ReactionDeny:
-		d.resume.Reason, d.name = "not approved: "+actor+" denied it", "denied"
+		d.resume.Reason, d.name = p.denial(&ev), "denied"
 	case echogate.ReactionStop:
 		return decision{stop: "Stopped. The pending tool call was not run."}
 	default:
@@ -195,7 +194,6 @@ func (p *Pipeline) decideReaction(ev echogate.InboundEvent, pend echogate.Pendin
 // decideText: approve / deny / stop typed as a reply; any other message supersedes the pause
 // (the pending call is denied and the message handled after it).
 func (p *Pipeline) decideText(ev echogate.InboundEvent, pend echogate.PendingTurn, d decision, log *slog.Logger) decision {
-	actor := ev.Actor.QualifiedID(ev.Conversation.Platform)
 	word := strings.ToLower(strings.TrimSpace(ev.Text))
 	if isStopCommand(word) {
 		word = "stop"
@@ -208,7 +206,7 @@ func (p *Pipeline) decideText(ev echogate.InboundEvent, pend echogate.PendingTur
 		case "approve session":
 			d.resume.Approved, d.grant, d.name = true, true, "approved_session"
 		default:
-			d.resume.Reason, d.name = "not approved: "+actor+" denied it", "denied"
+			d.resume.Reason, d.name = p.denial(&ev), "denied"
 		}
 	case "stop":
 		return decision{stop: "Stopped. The pending tool call was not run."}

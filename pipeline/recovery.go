@@ -190,7 +190,7 @@ func (p *Pipeline) repostPrompt(ctx context.Context, log *slog.Logger, ev echoga
 // promptOf is the prompt (or question) of a pause, as pause posts it.
 func (p *Pipeline) promptOf(ev echogate.InboundEvent, pend echogate.PendingTurn, st *agent.State) echogate.Outbound {
 	out := echogate.Outbound{Kind: echogate.OutApprovalPrompt, Conversation: ev.Conversation, ReplyTo: ev.Message,
-		Session: ev.SessionKey(), Turn: pend.Turn, Text: approvalPrompt(st.Pending[0], pend.RequestedBy),
+		Session: ev.SessionKey(), Turn: pend.Turn, Text: approvalPrompt(st.Pending[0], p.nameOf(pend.RequestedBy)),
 		Reactions: []string{echogate.ReactionApprove, echogate.ReactionApproveSession, echogate.ReactionDeny}}
 	if pend.Kind == echogate.PauseAsk {
 		var q struct{ Question string }

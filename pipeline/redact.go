@@ -182,6 +182,7 @@ func (o *redactingObserver) ObserveTurn(ev echogate.TurnEvent) {
 			}
 		}
 		ev.Text = o.red.Redact(ev.Text)
+		ev.Detail = o.red.Redact(ev.Detail)
 	default:
 		ev.Text = o.red.Redact(ev.Text)
 	}

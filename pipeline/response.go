@@ -38,6 +38,7 @@ type ResponseStage struct {
 	approvalTimeout time.Duration
 	savePending     func(context.Context, echogate.PendingTurn) error
 	approverNote    func(tool string, approvers map[string]bool) string
+	requesterName   func(*Turn) string // names.go
 	notify          func(ctx context.Context, log *slog.Logger, ev echogate.InboundEvent, text string)
 	// The history cache the ending turn writes through (histthrough.go) and the session marks
 	// an ephemeral session's removal forgets; soleWriter as in ContextStage.
@@ -52,7 +53,8 @@ type ResponseStage struct {
 func (p *Pipeline) responseStage() *ResponseStage {
 	return &ResponseStage{store: p.d.Store, metrics: p.d.Metrics, now: p.cfg.Now, fallback: p.cfg.FallbackText,
 		onTimeout: p.cfg.OnTimeout, approvalTimeout: p.cfg.ApprovalTimeout, savePending: p.savePending, approverNote: p.approverNote,
-		notify: p.notify, hist: p.hist, marks: p.marks, soleWriter: !p.shared.replicas(), afterTurn: p.d.AfterTurn, afterScheduled: p.d.AfterScheduled}
+		requesterName: p.requesterName,
+		notify:        p.notify, hist: p.hist, marks: p.marks, soleWriter: !p.shared.replicas(), afterTurn: p.d.AfterTurn, afterScheduled: p.d.AfterScheduled}
 }
 
 // Process implements Stage. It runs on a context of its own (the turn's may be cancelled by
@@ -138,7 +140,7 @@ func (s *ResponseStage) post(ctx context.Context, t *Turn, res agent.Result) (st
 		}
 		// The error event comes right before done, after the fallback text was posted.
 		if t.enter(StateFailed) {
-			t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final})
+			t.out.event(echogate.TurnEvent{Type: echogate.TurnError, Text: final, Detail: errText(res.Err)})
 		}
 	}
 	return final, err

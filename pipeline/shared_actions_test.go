@@ -32,9 +32,9 @@ func TestInterruptNeedsAuthority(t *testing.T) {
 	h.submit(shared("t1", "UB", "what time is it?"))
 	h.submit(shared("t1", "UB", "stop"))
 	// UB's stop is answered at once with who can; UA's turn goes on.
-	if d := h.waitDone(); d.Status != "done" || !containsAll(d.Text, "web:UA", "stop it") {
+	if d := h.waitDone(); d.Status != "done" || !containsAll(d.Text, "Only UA (who started", "stop it") {
 		defer close(gate)
-		t.Fatalf("after UB's stop: %+v, want an answer naming who can stop (web:UA), UA's turn running", d)
+		t.Fatalf("after UB's stop: %+v, want an answer naming who can stop (UA, the web user), UA's turn running", d)
 	}
 	close(gate) // an interrupted or stopped turn would end aborted, whatever the gate
 	if d := h.waitDone(); d.Status != "done" || d.Text != "UA's long answer" {
@@ -76,8 +76,8 @@ func TestParticipantCannotResetSharedConversation(t *testing.T) {
 	if got := h.transcript("t1"); len(got) != 2 {
 		t.Fatalf("transcript after UB's !new = %q, want UA's exchange kept", got)
 	}
-	if !containsAll(d.Text, "web:UA") || strings.Contains(d.Text, "Starting over") {
-		t.Errorf("UB's !new answered %q, want a refusal naming who can (web:UA)", d.Text)
+	if !containsAll(d.Text, "Only UA (who started") || strings.Contains(d.Text, "Starting over") {
+		t.Errorf("UB's !new answered %q, want a refusal naming who can (UA)", d.Text)
 	}
 	h.submit(shared("t1", "UA", "!new"))
 	if d := h.waitDone(); !strings.Contains(d.Text, "Starting over") {
@@ -105,7 +105,7 @@ func TestParticipantCannotSwitchSharedModel(t *testing.T) {
 		"participant": {"", []struct{ user, text, want string }{
 			{"UA", "hi", ""},
 			{"UB", "!model", "Model for this conversation"},
-			{"UB", "!model big", "web:UA"},
+			{"UB", "!model big", "Only UA (who started"},
 		}, "automatic"},
 		"starter over a pinned model": {"small", []struct{ user, text, want string }{
 			{"UA", "hi", ""},

@@ -148,8 +148,8 @@ func TestRequesterCannotApproveOwnDestructiveCall(t *testing.T) {
 				t.Fatalf("turn = %+v, want paused", d)
 			}
 			prompt := newestPrompt(t, h)
-			if text := promptOf(t, h).Text; !strings.Contains(text, "Only an approver (web:BOSS) can approve `"+tc.tool.spec.Name+"`") {
-				t.Errorf("prompt = %q, want it to say only an approver (web:BOSS) can approve", text)
+			if text := promptOf(t, h).Text; !strings.Contains(text, "Only an approver (BOSS) can approve `"+tc.tool.spec.Name+"`") {
+				t.Errorf("prompt = %q, want it to say only an approver (BOSS, a web user named by the id they typed) can approve", text)
 			}
 			h.submit(tc.decide(prompt))
 			marker := shared("t1", "UA", "!help") // handled after the decision
@@ -158,7 +158,7 @@ func TestRequesterCannotApproveOwnDestructiveCall(t *testing.T) {
 			if n := tc.tool.calls.Load(); n != 0 {
 				t.Fatalf("%s ran %d times on the requester's own approval, want 0", tc.tool.spec.Name, n)
 			}
-			if !anyText(h, "approver", "web:BOSS") {
+			if !anyText(h, "approver", "(BOSS)") {
 				t.Errorf("no answer naming who can approve; posts: %q", h.rep.Texts())
 			}
 			h.submit(sharedReaction("t1", "BOSS", echogate.ReactionApprove, prompt))

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -20,6 +19,7 @@ func (l *loop) beginTurn(turn string) {
 	if turn == l.turn && turn != "" {
 		return
 	}
+	l.flushNotices("")
 	l.turn = turn
 	l.answered, l.segment, l.reply = "", "", ""
 	l.finalDone, l.shown = false, false
@@ -63,12 +63,8 @@ func (l *loop) onEvent(ev echogate.TurnEvent) {
 		if !l.oneShot {
 			l.endLine()
 		}
-		switch {
-		case l.approvalShown: // the prompt message showed it
-		case ev.Text != "":
-			c.info("%s", ev.Text)
-		default:
-			c.info("approval needed: %s %s", ev.Tool, preview(ev.Args, argsPreview))
+		if !l.approvalShown {
+			c.info("%s", approvalLine(ev))
 		}
 		l.approvalShown = true
 	case echogate.TurnAsk:
@@ -84,11 +80,16 @@ func (l *loop) onEvent(ev echogate.TurnEvent) {
 		if !l.oneShot {
 			l.endLine()
 		}
-		c.info("error: %s", ev.Text)
+		l.flushNotices(ev.Text)
+		shown := ev.Text
+		if ev.Detail != "" { // the cause, for the operator at this terminal (ref: the turn)
+			shown = ev.Detail + " (ref " + ev.Turn + ")"
+		}
+		c.info("error: %s", shown)
 		l.finishWait()
 		l.failedTurn = ev.Turn
 		if l.oneShot {
-			l.finish(l.partial(), fmt.Errorf("console: the turn failed: %s", ev.Text))
+			l.finish(l.partial(), fmt.Errorf("%w: %s", ErrTurnFailed, shown))
 			return
 		}
 		l.next()
@@ -97,9 +98,13 @@ func (l *loop) onEvent(ev echogate.TurnEvent) {
 
 func (l *loop) onDone(ev echogate.TurnEvent) {
 	l.finishWait()
+	l.flushNotices("")
 	final := ev.Text
 	if final == "" {
 		final = l.reply
+	}
+	if l.command && ev.Status != "paused" {
+		final = terminalText(final, l.c.cfg.IsTTY) // the gateway's own answer, for the terminal
 	}
 	status := ev.Status
 	if status == "paused" {
@@ -147,7 +152,7 @@ func (l *loop) onDone(ev echogate.TurnEvent) {
 		case "aborted":
 			l.finish(answer, ErrAborted)
 		case "error":
-			l.finish(answer, errors.New("console: the turn failed"))
+			l.finish(answer, ErrTurnFailed)
 		default:
 			l.finish(answer, nil)
 		}

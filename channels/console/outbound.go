@@ -19,7 +19,7 @@ func (l *loop) onOutbound(out echogate.Outbound, ref echogate.MessageRef) {
 		if l.oneShot {
 			if answeredWithoutTurn {
 				l.finishWait()
-				l.out(out.Text)
+				l.out(terminalText(out.Text, c.cfg.IsTTY))
 				l.endLine()
 				l.finish(out.Text, nil)
 			}
@@ -28,7 +28,7 @@ func (l *loop) onOutbound(out echogate.Outbound, ref echogate.MessageRef) {
 		if out.Text != l.lastFinal && (l.question == "" || out.Text != l.question) {
 			// A reply outside any shown turn (a notice-like answer, or after a done without text).
 			l.endLine()
-			l.out(out.Text)
+			l.out(terminalText(out.Text, c.cfg.IsTTY))
 			l.endLine()
 			l.lastFinal = out.Text
 		}
@@ -40,22 +40,38 @@ func (l *loop) onOutbound(out echogate.Outbound, ref echogate.MessageRef) {
 		if out.Turn != "" && out.Turn != l.turn {
 			l.beginTurn(out.Turn)
 		}
-		l.prompt = ref
-		if !l.approvalShown {
-			c.info("%s", out.Text)
-			l.approvalShown = true
-		}
+		l.prompt = ref // shown in the terminal's words by its approval_request event (approvalLine)
 		if l.pendingEmoji != "" {
 			l.submitDecision(l.pendingEmoji)
 		}
 	case echogate.OutPlan:
 		c.dim("plan: %s", out.Text)
 	default:
-		if !l.oneShot {
-			l.endLine()
+		if out.Turn != "" && out.Turn == l.turn && l.inflight != "" {
+			// Held until the turn ends: a failed turn's notice is its error, shown once.
+			l.turnNotices = append(l.turnNotices, out.Text)
+			return
 		}
-		c.info("notice: %s", out.Text)
+		l.notice(out.Text)
 	}
+}
+
+// notice prints a notice of the gateway, rendered for the terminal.
+func (l *loop) notice(text string) {
+	if !l.oneShot {
+		l.endLine()
+	}
+	l.c.info("notice: %s", terminalText(text, l.c.cfg.IsTTY))
+}
+
+// flushNotices prints the notices held for the turn, except skip (the error already shown).
+func (l *loop) flushNotices(skip string) {
+	for _, n := range l.turnNotices {
+		if n != skip {
+			l.notice(n)
+		}
+	}
+	l.turnNotices = nil
 }
 
 // startDecision decides a paused approval: asked on a terminal, else denied (or approved with
@@ -83,7 +99,8 @@ func (l *loop) startDecision() {
 		l.awaiting = true
 		l.needLines()
 	default:
-		l.c.info("denied %s: no terminal to ask (pass --approve to allow it)", tool)
+		l.c.info("not run: %s needs approval and there is no terminal to ask (pass --approve to allow it)", tool)
+		l.denyReason = noTerminalReason
 		l.submitDecision(echogate.ReactionDeny)
 	}
 }
@@ -102,6 +119,9 @@ func (l *loop) submitDecision(emoji string) {
 	l.stopGrace()
 	ev := l.c.event(echogate.KindReaction, "")
 	ev.Reaction, ev.Target, ev.Message = emoji, l.prompt, l.prompt
+	if emoji == echogate.ReactionDeny {
+		ev.Text = l.denyReason // why, when nobody denied it
+	}
 	l.sendDecision(ev)
 }
 
@@ -126,7 +146,7 @@ func (l *loop) stopGrace() {
 }
 
 func (l *loop) sendDecision(ev echogate.InboundEvent) {
-	l.pendingEmoji = ""
+	l.pendingEmoji, l.denyReason = "", ""
 	l.approval = nil
 	l.prompt = echogate.MessageRef{}
 	if err := l.submit(ev, true); err != nil {

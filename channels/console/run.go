@@ -62,6 +62,9 @@ var ErrNeedsTerminal = errors.New("console: the question needs an interactive se
 // ErrAborted is returned by RunOnce when the turn was stopped (a stop, an exhausted budget).
 var ErrAborted = errors.New("console: the turn was aborted")
 
+// ErrTurnFailed is returned by RunOnce when the turn failed; the channel printed why already.
+var ErrTurnFailed = errors.New("console: the turn failed")
+
 // RunOnce sends text as one message, waits for the turn to end and prints only the final answer
 // (and a newline) to Out; progress goes to Err. Without a terminal an approval request is denied
 // (the reply says so) unless Config.AutoApprove; a question the model asks is printed and
@@ -145,6 +148,9 @@ type loop struct {
 	awaiting      bool                // the next line is an approval decision
 	answering     bool                // RunOnce on a terminal: the next line answers the question
 	pendingEmoji  string              // a decision waiting for its prompt message
+	denyReason    string              // why a deny was sent when nobody could be asked (noTerminalReason)
+	turnNotices   []string            // notices of the running turn, printed when it ends
+	command       bool                // the message waited for is a /command: its answer is the gateway's Markdown
 	graceTimer    *time.Timer
 	graceC        <-chan time.Time
 	decisions     int
@@ -203,6 +209,7 @@ func (l *loop) submit(ev echogate.InboundEvent, track bool) error {
 	if track {
 		l.inflight = ev.ID
 		l.turnSeen = false
+		l.command = ev.Kind == echogate.KindDirect && strings.HasPrefix(strings.TrimSpace(ev.Text), "/")
 		if !l.oneShot {
 			l.turnTimer.Reset(l.c.cfg.Timeout)
 		}

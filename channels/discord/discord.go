@@ -76,6 +76,7 @@ type Channel struct {
 	sink    atomic.Pointer[channels.Sink]
 	runCtx  atomic.Pointer[context.Context]
 	botID   atomic.Pointer[string]
+	botName atomic.Pointer[string] // the bot user's name (READY), for readiness
 	// life ends when Run returns: it stops typing refreshers and stream flushers.
 	life     context.Context
 	stopLife context.CancelFunc
@@ -410,8 +411,8 @@ func (c *Channel) markConnected() {
 	c.sess.RUnlock()
 	now := c.clock.Now()
 	detail := fmt.Sprintf("connected (shard %d/%d)", c.cfg.ShardID, c.cfg.ShardCount)
-	if id := c.BotID(); id != "" {
-		detail = fmt.Sprintf("connected as %s (shard %d/%d)", id, c.cfg.ShardID, c.cfg.ShardCount)
+	if name := c.botName.Load(); name != nil && *name != "" {
+		detail = fmt.Sprintf("connected as %s (shard %d/%d)", *name, c.cfg.ShardID, c.cfg.ShardCount)
 	}
 	c.mu.Lock()
 	c.state = connState{connected: true, detail: detail, connectedAt: now, ackValue: ack, ackSeenAt: now}
@@ -575,8 +576,12 @@ func (c *Channel) spawn(fn func()) bool {
 // onReady records the bot user.
 func (c *Channel) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 	if r.User != nil && r.User.ID != "" {
-		id := r.User.ID
+		id, name := r.User.ID, r.User.Username
+		if r.User.GlobalName != "" {
+			name = r.User.GlobalName
+		}
 		c.botID.Store(&id)
+		c.botName.Store(&name)
 	}
 	app := ""
 	if r.Application != nil {

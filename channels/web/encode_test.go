@@ -10,10 +10,10 @@ import (
 )
 
 // appendEvent writes every field of wireEvent and echogate.TurnEvent: a new field must be added
-// to it (and here).
+// to it (and here). Detail is never sent (json:"-"): the operator's terminal reads it.
 func TestAppendEventFields(t *testing.T) {
 	for typ, want := range map[reflect.Type][]string{
-		reflect.TypeFor[echogate.TurnEvent](): {"Type", "Session", "Turn", "Seq", "Text", "Tool", "CallID", "Args", "Status", "IsError", "EventID", "Time"},
+		reflect.TypeFor[echogate.TurnEvent](): {"Type", "Session", "Turn", "Seq", "Text", "Tool", "CallID", "Args", "Status", "IsError", "EventID", "Time", "Detail"},
 		reflect.TypeFor[wireEvent]():          {"TurnEvent", "Kind", "MessageID", "PromptID"},
 	} {
 		var got []string

@@ -540,8 +540,7 @@ func (c *Channel) handleHistory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	snap, _ := c.History(id)
-	writeJSON(w, http.StatusOK, snap)
+	writeJSON(w, http.StatusOK, c.storedHistory(r.Context(), id))
 }
 
 func (c *Channel) unsubscribeFrom(s *session, sub *subscriber) {

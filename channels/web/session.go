@@ -30,11 +30,17 @@ func (w wireEvent) terminal() bool { return w.Type == echogate.TurnDone }
 // Entry is one message of a session's history.
 type Entry struct {
 	ID   string    `json:"id"`   // "m<N>" for the gateway's messages, the event id for the user's
-	Role string    `json:"role"` // user, assistant, notice, approval_prompt or plan
+	Role string    `json:"role"` // user, assistant, notice, approval_prompt, plan or tool
 	User string    `json:"user,omitempty"`
 	Text string    `json:"text"`
 	Turn string    `json:"turn,omitempty"`
 	At   time.Time `json:"at"`
+	// A tool row (role tool, from the stored transcript): the call, and its result once stored.
+	CallID  string `json:"call_id,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Args    string `json:"args,omitempty"`
+	Result  string `json:"result,omitempty"`
+	IsError bool   `json:"is_error,omitempty"`
 }
 
 // Pending is an approval prompt waiting for a decision.
@@ -45,6 +51,8 @@ type Pending struct {
 	Args     string `json:"args,omitempty"`
 	Text     string `json:"text,omitempty"`
 	Turn     string `json:"turn,omitempty"`
+	// RequestedBy names whose request waits (a display name), when the store told it.
+	RequestedBy string `json:"requested_by,omitempty"`
 }
 
 // Snapshot is the state of one session as History reports it.

@@ -97,6 +97,11 @@ type Config struct {
 	// console name (IsConsoleName). Default LocalRequest (from this machine, by a loopback name);
 	// cmd passes the server's one authentication rule (Auth.Allows).
 	Authenticated func(*http.Request) bool
+	// Stored returns what the store holds of a session (its latest limit transcript messages,
+	// oldest first, and its pending approval), so that GET /api/chat/history shows a session's
+	// earlier turns, tool calls and approval after a restart or once the channel forgot it
+	// (stored.go). nil: the channel's own memory only.
+	Stored func(ctx context.Context, session string, limit int) (Stored, error)
 }
 
 // ConsoleUser is the user id of the console's own identity ("<platform>:console-admin" is an

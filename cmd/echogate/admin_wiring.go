@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/echogate/echogate/agent/provider/demo"
 	"net/http"
 
 	"github.com/echogate/echogate/admin"
@@ -29,7 +30,7 @@ func (g *gateway) adminConfig() admin.Config {
 	b := g.cfg.Budgets
 	return admin.Config{
 		Version:   version,
-		Model:     g.cfg.Models.Default,
+		Model:     g.modelShown(),
 		Demo:      g.cfg.demoMode(),
 		Backend:   g.backend,
 		Auth:      g.cfg.HTTP.AuthToken != "",
@@ -79,3 +80,12 @@ func (g *gateway) adminDeps() admin.Deps {
 func writeJSON(w http.ResponseWriter, v any, err error)        { admin.WriteJSON(w, v, err) }
 func writeError(w http.ResponseWriter, status int, msg string) { admin.WriteError(w, status, msg) }
 func wrapErr(op string, err error) error                       { return admin.WrapErr(op, err) }
+
+// modelShown is the model the console's header names: the offline demo model in demo mode
+// (models.default names the model a key would use, not the one that answers).
+func (g *gateway) modelShown() string {
+	if g.cfg.demoMode() {
+		return demo.ModelName + " (offline)"
+	}
+	return g.cfg.Models.Default
+}

@@ -19,6 +19,8 @@ import (
 	"github.com/echogate/echogate/agent/provider/demo"
 	"github.com/echogate/echogate/agent/provider/openai"
 	"github.com/echogate/echogate/internal/metrics"
+	"github.com/echogate/echogate/internal/names"
+	"github.com/echogate/echogate/internal/redact"
 	"github.com/echogate/echogate/internal/schedule"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/storage/postgres"
@@ -90,12 +92,17 @@ type core struct {
 	sched      *scheduler
 	schedClock schedule.Clock
 	webhookTLS *tls.Config // a test's (withWebhookTLS); nil: the system's roots
+	// names are the display names seen on inbound events (names_wiring.go); the pipeline's
+	// own text names people with them.
+	names *names.Directory
+	// redactor masks secrets in what is posted (the pipeline's) and in stored text shown again.
+	redactor *redact.Redactor
 }
 
 // newCore opens the store (migrating it), makes the model and the tools; the pipeline is made by
 // the caller once the repliers are known.
 func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) {
-	c := &core{cfg: cfg, log: log, metrics: metrics.New()}
+	c := &core{cfg: cfg, log: log, metrics: metrics.New(), names: names.New(0)}
 	var err error
 	c.store, c.backend, err = openStore(ctx, cfg, log)
 	if err != nil {
@@ -180,6 +187,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 			pcfg.ReplayAfter = time.Duration(cfg.Agent.ReplayAfter)
 		}
 	}
+	c.redactor = newRedactor(cfg, os.Environ()) // redact_wiring.go
 	deps := pipeline.Deps{
 		Store:     c.store,
 		Model:     c.model,
@@ -196,7 +204,8 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		UsageObservers: []func(echogate.UsageRecord){
 			c.models.tracker.Observe,
 		},
-		Redactor: newRedactor(cfg, os.Environ()), // redact_wiring.go
+		Redactor: c.redactor,
+		Names:    c.names,
 	}
 	if c.skills != nil {
 		deps.Skills = c.skills

@@ -61,9 +61,8 @@ func cmdChat(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []s
 
 	if *text != "" {
 		if _, err := con.RunOnce(ctx, c.pipeline.Submit, *text); err != nil {
-			fmt.Fprintln(e.stderr, "echogate chat:", err)
-			if errors.Is(err, console.ErrAborted) || errors.Is(err, console.ErrNeedsTerminal) {
-				return 1
+			if !errors.Is(err, console.ErrTurnFailed) { // a failed turn's error is printed already
+				fmt.Fprintln(e.stderr, "echogate chat:", err)
 			}
 			return 1
 		}

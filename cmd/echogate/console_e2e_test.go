@@ -137,7 +137,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	const token = "console-test-token"
 	vars := map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-console", "ECHOGATE_DATA_DIR": dir,
 		"ECHOGATE_HTTP_AUTH_TOKEN": token}
-	base, logs, stop := serveReady(t, vars, "--config", consoleConfig(t, dir, "ask"))
+	cfgPath := consoleConfig(t, dir, "ask")
+	base, logs, stopServe := serveReady(t, vars, "--config", cfgPath)
+	var stopOnce sync.Once
+	stop := func() { stopOnce.Do(stopServe) }
 	defer stop()
 
 	// The console is protected: without the token the page is refused, with it served.
@@ -234,6 +237,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/#chat"),
 		chromedp.WaitVisible(chromedp.CSS("#text")),
 		wait(`document.querySelector("#info .chip") !== null`),
+		// An empty conversation says what to do first.
+		wait(`(document.querySelector("#log .hint") || {}).textContent.includes("Type a message below to start")`),
 	)
 	step("watch the answer bubble", chromedp.Evaluate[chromedp.Void](`(() => {
 		window.__partials = [];
@@ -270,6 +275,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#text"), "what time is it?"),
 		chromedp.Click(chromedp.CSS("#send")),
 		wait(`document.querySelector("#log .approval") !== null && document.querySelector("#status").textContent === "Waiting for approval."`),
+		// One wording with the platforms' buttons; the hint is gone once the chat has messages.
+		wait(`[...document.querySelectorAll("#log .approval button")].map((b) => b.textContent).join("|") === "Approve|Approve for this conversation|Deny"`),
+		wait(`document.querySelector("#log .hint") === null`),
 	)
 	shot("02-chat-approval-requested")
 
@@ -297,8 +305,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	step("open the turns",
 		chromedp.Click(chromedp.CSS("#tab-turns")),
 		wait(`document.querySelectorAll("#turns-table tbody tr").length >= 3`),
-		// The paused turn was decided, so it is "resumed" now: the turn that resumed it carries on.
-		wait(`[...document.querySelectorAll("#turns-table tbody .pill")].some((e) => e.textContent === "resumed")`),
+		// The paused turn was decided: it shows the final state of the turn that resumed it.
+		wait(`[...document.querySelectorAll("#turns-table tbody .pill")].some((e) => e.textContent === "decided → done")`),
 		// Each turn's tokens carry its cache-read share: 960 of 1200 input tokens.
 		wait(`[...document.querySelectorAll("#turns-table tbody tr")].every((r) => r.textContent.includes("1,200 / 300 · 80% cached"))`),
 		chromedp.Click(chromedp.CSS("#turns-table tbody tr")),
@@ -378,6 +386,48 @@ func TestConsoleInBrowser(t *testing.T) {
 	if len(pending) != 0 {
 		t.Errorf("GET /api/approvals after approving = %v, want none", pending)
 	}
+
+	// 7. A restart: reopening the session (by the id the Turns tab shows, web:…) shows its
+	// earlier turns, the tool call, and the approval still waiting, naming who asked.
+	step("ask for the time again",
+		chromedp.Click(chromedp.CSS("#tab-chat")),
+		chromedp.SetValue(chromedp.CSS("#user"), "ann"),
+		chromedp.SetValue(chromedp.CSS("#text"), "what time is it now?"),
+		chromedp.Click(chromedp.CSS("#send")),
+		wait(`document.querySelectorAll("#log .approval").length === 2 && document.querySelector("#status").textContent === "Waiting for approval."`),
+	)
+	session, err := chromedp.Run(bctx, chromedp.Evaluate[string](`window.echogateChat.session()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	base2, logs2, stop2 := serveReady(t, vars, "--config", cfgPath)
+	defer stop2()
+	defer func() {
+		if t.Failed() {
+			t.Logf("gateway log after the restart:\n%s", logs2.String())
+		}
+	}()
+	step("reopen the session after a restart",
+		chromedp.Navigate(base2+"/#chat"),
+		chromedp.WaitVisible(chromedp.CSS("#text")),
+		chromedp.SetValue(chromedp.CSS("#session"), "web:"+session),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#session-form").requestSubmit()`),
+		wait(fmt.Sprintf(`[...document.querySelectorAll("#log .msg.user")].map((e) => e.textContent).join("|") === %q`,
+			"hello there|what time is it?|what time is it now?")),
+		wait(fmt.Sprintf(`[...document.querySelectorAll("#log .msg.assistant")].some((e) => e.textContent === %q)`, consoleGreeting)),
+		wait(fmt.Sprintf(`[...document.querySelectorAll("#log .msg.assistant")].some((e) => e.textContent === %q)`, consoleTimeAnswer)),
+		wait(`[...document.querySelectorAll("#log details.tool summary")].some((e) => e.textContent.includes("current_time") && e.textContent.includes("✓"))`),
+		wait(`document.querySelectorAll("#log .approval").length === 1`),
+	)
+	card, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("#log .approval")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(card, "Asked by ann;") || strings.Contains(card, "web:") {
+		t.Errorf("the restored approval card = %q, want it to name who asked (Asked by ann), not an id", card)
+	}
+	shot("10-reopened-after-restart")
 }
 
 // browserBasicAuth makes the browser send the console token as HTTP Basic credentials on every request,

@@ -163,7 +163,11 @@ func scenarioDeny(t *testing.T, e approvalEnv, tag string) {
 	p.react(t, c, prompt.ID, p.requester, echogate.ReactionDeny)
 	c.waitMsg(t, afterToolText)
 	res := singleToolResult(t, e, tag, "current_time")
-	if !strings.Contains(res, "not approved") || !strings.Contains(res, p.qualified(p.requester)+" denied it") {
+	who := p.qualified(p.requester) // Slack's fake does not know this user's name
+	if p.name == echogate.PlatformDiscord {
+		who = "ann" // the author's name on the Discord message
+	}
+	if !strings.Contains(res, "not approved") || !strings.Contains(res, who+" denied it") {
 		t.Errorf("current_time result = %q, want the denial naming who denied it", res)
 	}
 	assertOnce(t, c, afterToolText)

@@ -219,8 +219,9 @@ func TestChatModelDownGivesFallback(t *testing.T) {
 		t.Fatalf("exit 0 for a failed turn; stdout %q", out.String())
 	}
 	text := out.String() + errb.String()
-	if !strings.Contains(text, "Sorry, I couldn't answer that") {
-		t.Errorf("output %q lacks the fallback text", text)
+	// The terminal is the operator's: it shows the cause (and the turn's ref), not the users' fallback.
+	if !strings.Contains(text, "error: router: every model failed") || !strings.Contains(text, "check OPENAI_BASE_URL and the network (ref t_") {
+		t.Errorf("output %q lacks the error's cause and the turn's ref", text)
 	}
 	if !strings.Contains(errb.String(), "turn failed") || !strings.Contains(errb.String(), "turn=t_") {
 		t.Errorf("log %q lacks the error with the turn id", errb.String())

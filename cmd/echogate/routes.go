@@ -115,6 +115,11 @@ func (g *gateway) readiness(ctx context.Context) (ok bool, detail map[string]str
 		detail["storage"] = "ok (" + g.backend + ")"
 	}
 	for _, ch := range g.channels {
+		if err := g.stopped.get(ch.Name()); err != nil {
+			ok = false
+			detail[ch.Name()] = stoppedDetail(err)
+			continue
+		}
 		h, is := ch.(channels.Health)
 		if !is {
 			detail[ch.Name()] = "ok"

@@ -15,7 +15,6 @@ import (
 
 	"github.com/echogate/echogate/channels"
 	"github.com/echogate/echogate/channels/web"
-	"github.com/echogate/echogate/internal/names"
 	"github.com/echogate/echogate/pipeline"
 	"golang.org/x/net/netutil"
 )
@@ -26,11 +25,13 @@ type gateway struct {
 	web      *web.Channel
 	channels []channels.Channel
 	extra    map[string]http.Handler // platform HTTP endpoints (/slack/events)
-	names    *names.Directory        // display names seen on inbound events (names_wiring.go)
 	// operator is the one authentication rule (web.Auth): what the console counts as its
 	// operator (routes.go guards every route with it).
 	operator *web.Auth
 	readyLog readyLog
+	// stopped holds the channels that ended with a permanent failure (channel name → error):
+	// the rest of the gateway keeps serving and readiness names them (channel_failure.go).
+	stopped stoppedChannels
 }
 
 func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
@@ -76,11 +77,11 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 	if err != nil {
 		return nil, err
 	}
-	g := &gateway{core: c, extra: map[string]http.Handler{}, names: names.New(0)}
+	g := &gateway{core: c, extra: map[string]http.Handler{}}
 	c.addMemTrim()
 	c.addGCPace(os.Getenv)
 	g.operator = web.NewAuth(cfg.HTTP.AuthToken, nil)
-	g.web, err = web.New(web.Config{Authenticated: g.operator.Allows}, log)
+	g.web, err = web.New(web.Config{Authenticated: g.operator.Allows, Stored: g.webStored}, log) // webhistory_wiring.go
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -154,13 +155,13 @@ func (g *gateway) serve(ctx context.Context) error {
 	chctx, stopChannels := context.WithCancel(ctx)
 	defer stopChannels()
 	var cwg sync.WaitGroup
-	errc := make(chan error, len(g.channels)+1)
+	errc := make(chan error, 1)
 	for _, ch := range g.channels {
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
 			if err := ch.Run(chctx, g.observeNames(g.pipeline.Submit)); err != nil && chctx.Err() == nil {
-				errc <- fmt.Errorf("channel %s: %w", ch.Name(), err)
+				g.channelFailed(ch.Name(), err) // only this channel stops (channel_failure.go)
 			}
 		}()
 	}
@@ -175,7 +176,7 @@ func (g *gateway) serve(ctx context.Context) error {
 	case <-ctx.Done():
 		g.log.Info("shutting down: draining running turns")
 	case runErr = <-errc:
-		g.log.Error("shutting down after a permanent failure", "err", runErr)
+		g.log.Error("shutting down: the HTTP server failed", "err", runErr)
 	}
 	stopChannels()
 	cwg.Wait()

@@ -2,8 +2,9 @@
 // fresh checkout shows the whole flow (streaming, tool calls, tool results, usage) with no network.
 //
 // It is deterministic and every reply starts with Label. It calls current_time when asked for the
-// time, http_fetch for "fetch http…", answers from the tool results on the next call, and
-// otherwise echoes what it received. Its usage names the model "demo" so it is never priced as a
+// time, http_fetch for "fetch http…", the schedule tool for "remind me every day to …" (a
+// recurring job, which needs approval: the demo's way to show an approval prompt), answers from
+// the tool results on the next call, and otherwise echoes what it received. Its usage names the model "demo" so it is never priced as a
 // real model.
 package demo
 
@@ -33,9 +34,18 @@ const ModelName = "demo"
 
 // Tool names the demo knows how to call.
 const (
-	toolTime  = "current_time"
-	toolFetch = "http_fetch"
+	toolTime     = "current_time"
+	toolFetch    = "http_fetch"
+	toolSchedule = "schedule"
 )
+
+// ApprovalPhrase starts the message that makes the demo model call a tool that needs approval:
+// "remind me every day to check the deploys" asks the schedule tool for a daily job (recurring
+// jobs are sensitive, so the gateway asks before creating it).
+const ApprovalPhrase = "remind me every day to"
+
+// demoReminderCron is when the demo's daily reminder runs: 09:00 UTC.
+const demoReminderCron = "0 9 * * *"
 
 // Config configures the demo model. The zero value streams fragments of 6 runes 15ms apart.
 type Config struct {
@@ -148,6 +158,14 @@ func plan(req agent.Request) (string, []echogate.ToolCall) {
 				[]echogate.ToolCall{{ID: callID, Name: toolFetch, Arguments: mustJSON(args)}}
 		}
 	}
+	if _, ok := findTool(req.Tools, toolSchedule); ok {
+		if m := remindRE.FindStringSubmatch(strings.TrimSpace(user)); m != nil {
+			what := strings.TrimRight(strings.TrimSpace(m[1]), ".!")
+			args := map[string]string{"action": "create", "prompt": "Remind me to " + what + ".", "cron": demoReminderCron, "timezone": "UTC"}
+			return Label + "\n\nI'll ask the schedule tool for a daily reminder at 09:00 UTC to " + what + ". A recurring job needs your approval first.",
+				[]echogate.ToolCall{{ID: callID, Name: toolSchedule, Arguments: mustJSON(args)}}
+		}
+	}
 	if spec, ok := findTool(req.Tools, toolTime); ok && asksTime(user) {
 		args := map[string]string{}
 		if zone := zoneRE.FindString(user); zone != "" {
@@ -160,9 +178,10 @@ func plan(req agent.Request) (string, []echogate.ToolCall) {
 }
 
 var (
-	fetchRE = lazyre.New(`(?i)^fetch\s+(https?://\S+)`)
-	zoneRE  = lazyre.New(`\b(?:[A-Z][A-Za-z]+/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?|UTC)\b`)
-	timeQs  = []string{"what time", "the time", "time is it", "current time", "time now", "what's the time", "what day", "which day", "today's date", "date today", "what date", "the date"}
+	fetchRE  = lazyre.New(`(?i)^fetch\s+(https?://\S+)`)
+	remindRE = lazyre.New(`(?i)^` + ApprovalPhrase + `\s+(\S.*)`)
+	zoneRE   = lazyre.New(`\b(?:[A-Z][A-Za-z]+/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?|UTC)\b`)
+	timeQs   = []string{"what time", "the time", "time is it", "current time", "time now", "what's the time", "what day", "which day", "today's date", "date today", "what date", "the date"}
 )
 
 func asksTime(text string) bool {
@@ -243,6 +262,8 @@ func answerToolResults(msgs []echogate.Message) string {
 			b.WriteString("\n\n")
 		}
 		switch {
+		case strings.HasPrefix(content, "not approved: "):
+			fmt.Fprintf(&b, "I did not run the %s tool: %s.", name, clip(strings.TrimPrefix(content, "not approved: "), 300))
 		case r.IsError:
 			fmt.Fprintf(&b, "The %s tool failed: %s", name, clip(content, 300))
 		case name == toolTime:
@@ -346,7 +367,11 @@ func echo(req agent.Request, user string) string {
 	} else {
 		b.WriteString(" and no tools.")
 	}
-	b.WriteString("\n\nThis offline model only echoes. Try “what time is it?” or “fetch https://example.com” to see a tool call, or set OPENAI_API_KEY (and OPENAI_BASE_URL for other endpoints) for real answers.")
+	b.WriteString("\n\nThis offline model only echoes. Try “what time is it?” or “fetch https://example.com” to see a tool call")
+	if _, ok := findTool(req.Tools, toolSchedule); ok {
+		b.WriteString(", “" + ApprovalPhrase + " check the deploys” to see an approval prompt")
+	}
+	b.WriteString(", or set OPENAI_API_KEY (and OPENAI_BASE_URL for other endpoints) for real answers.")
 	return b.String()
 }
 

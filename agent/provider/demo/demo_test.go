@@ -17,6 +17,7 @@ import (
 var catalogue = []tools.Spec{
 	{Name: "current_time", Description: "time", Parameters: json.RawMessage(`{"type":"object","properties":{"timezone":{"type":"string"}}}`), Safety: tools.Safe},
 	{Name: "http_fetch", Description: "fetch", Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`), Safety: tools.Safe},
+	{Name: "schedule", Description: "schedule", Parameters: json.RawMessage(`{"type":"object","properties":{"action":{"type":"string"}}}`), Safety: tools.Sensitive},
 }
 
 func newModel(t *testing.T) *Model {
@@ -64,6 +65,11 @@ func TestToolCallThenAnswer(t *testing.T) {
 		"time":      {"What time is it in Europe/Berlin?", "current_time", `{"timezone":"Europe/Berlin"}`, "2025-03-01T10:00:00+01:00", "it is 2025-03-01T10:00:00+01:00"},
 		"time, utc": {"what's the time?", "current_time", `{}`, "12:00 UTC", "it is 12:00 UTC"},
 		"fetch":     {"fetch https://example.com/page", "http_fetch", `{"url":"https://example.com/page"}`, "Example Domain\nThis domain is for use in examples.", "> Example Domain This domain"},
+		// The README's way to see an approval in demo mode: a recurring job needs one.
+		"daily reminder": {ApprovalPhrase + " check the deploys.", "schedule", `{"action":"create","cron":"0 9 * * *","prompt":"Remind me to check the deploys.","timezone":"UTC"}`,
+			"Created job j1 (every day at 09:00 UTC).", "The schedule tool answered: Created job j1"},
+		"daily reminder denied": {"Remind me every day to stretch", "schedule", `{"action":"create","cron":"0 9 * * *","prompt":"Remind me to stretch.","timezone":"UTC"}`,
+			"not approved: ann denied it", "I did not run the schedule tool: ann denied it."},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := newModel(t)
@@ -108,7 +114,7 @@ func TestEcho(t *testing.T) {
 	}{
 		"plain": {
 			agent.Request{Messages: []echogate.Message{{Role: echogate.RoleUser, Content: "hello there"}}, Tools: catalogue},
-			[]string{"You said: “hello there”", "1 message (1 from you)", "2 tools: current_time, http_fetch"},
+			[]string{"You said: “hello there”", "1 message (1 from you)", "3 tools: current_time, http_fetch, schedule", "“remind me every day to check the deploys” to see an approval prompt"},
 		},
 		"time without the tool": {
 			agent.Request{Messages: []echogate.Message{{Role: echogate.RoleUser, Content: "what time is it?"}}},

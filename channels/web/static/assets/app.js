@@ -29,6 +29,7 @@
     return e;
   }
   function add(node) {
+    for (const h of log.querySelectorAll(".hint")) h.remove(); // the empty chat's hint
     const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
     log.append(node);
     if (atBottom) log.scrollTop = log.scrollHeight;
@@ -120,6 +121,20 @@
     return current;
   }
 
+  // toolRow shows a tool call (live, or from the stored history); toolResult adds its result.
+  function toolRow(tool, args, callId) {
+    const d = el("details", "tool");
+    d.append(el("summary", "", "🔧 " + (tool || "tool") + (args ? " " + clip(args, 80) : "")));
+    if (args) d.append(el("pre", "", clip(args, 4000)));
+    if (callId) tools.set(callId, d);
+    return add(d);
+  }
+  function toolResult(d, result, isError) {
+    d.append(el("pre", "", "→ " + clip(result, 4000)));
+    if (isError) d.classList.add("failed");
+    d.querySelector("summary").textContent += isError ? "  ✗" : "  ✓";
+  }
+
   function approvalCard(ev) {
     const key = ev.call_id || ev.prompt_id;
     if (!key || approvals.has(key)) {
@@ -136,11 +151,12 @@
       title.append(el("code", "", ev.tool), document.createTextNode(ev.args ? " with" : "?"));
       card.append(title);
       if (ev.args) card.append(el("pre", "", clip(ev.args, 2000)));
+      if (ev.requested_by) card.append(el("div", "meta", "Asked by " + ev.requested_by + "; they or an approver can decide."));
     } else {
       card.append(render(el("div"), ev.text || "Approval needed."));
     }
     const actions = el("div", "actions");
-    for (const [label, decision] of [["Approve", "approve"], ["Approve for session", "approve_session"], ["Deny", "deny"]]) {
+    for (const [label, decision] of [["Approve", "approve"], ["Approve for this conversation", "approve_session"], ["Deny", "deny"]]) {
       const b = el("button", "", label);
       b.type = "button";
       b.addEventListener("click", () => decide(card, decision));
@@ -174,7 +190,8 @@
         return;
       }
       card.dataset.decided = "1";
-      card.append(el("div", "meta", decision === "deny" ? "Denied." : "Approved."));
+      const how = decision === "deny" ? "Denied" : decision === "approve_session" ? "Approved for this conversation" : "Approved once";
+      card.append(el("div", "meta", how + " by " + (user() || "you") + "."));
       await follow(session);
     } catch (e) {
       setStatus("Decision failed: " + e.message);
@@ -194,31 +211,21 @@
       case "delta": {
         const c = bubble();
         c.text += ev.text || "";
-        render(c.bubble, c.text);
+        render(c.bubble, c.text.replace(/^\s+/, "")); // a bubble after a tool call opens with its words
         if (log.scrollHeight - log.scrollTop - log.clientHeight < 80) log.scrollTop = log.scrollHeight;
         break;
       }
       case "reasoning":
         setStatus("Reasoning…");
         break;
-      case "tool_call": {
+      case "tool_call":
         current = null; // text after the tool call goes into a new bubble
-        const d = el("details", "tool");
-        d.append(el("summary", "", "🔧 " + (ev.tool || "tool") + " " + clip(ev.args, 80)));
-        if (ev.args) d.append(el("pre", "", clip(ev.args, 4000)));
-        if (ev.call_id) tools.set(ev.call_id, d);
-        add(d);
+        toolRow(ev.tool, ev.args, ev.call_id);
         setStatus("Running " + (ev.tool || "a tool") + "…");
         break;
-      }
-      case "tool_result": {
-        let d = tools.get(ev.call_id);
-        if (!d) { d = add(el("details", "tool")); d.append(el("summary", "", "🔧 " + (ev.tool || "tool"))); }
-        d.append(el("pre", "", "→ " + clip(ev.text, 4000)));
-        if (ev.is_error) d.classList.add("failed");
-        d.querySelector("summary").textContent += ev.is_error ? "  ✗" : "  ✓";
+      case "tool_result":
+        toolResult(tools.get(ev.call_id) || toolRow(ev.tool, "", ""), ev.text, ev.is_error);
         break;
-      }
       case "approval_request":
         asked = true;
         approvalCard(ev);
@@ -239,7 +246,7 @@
         if (failed) { failed = false; }
         else if (s === "paused" && asked) { /* the approval card shows the prompt */ }
         else if (ev.text && (!c || !c.text)) add(render(el("div", "msg assistant"), ev.text));
-        else if (c && ev.text && ev.text.startsWith(c.text)) render(c.bubble, ev.text);
+        else if (c && ev.text && ev.text.startsWith(c.text)) render(c.bubble, ev.text.replace(/^\s+/, ""));
         current = null;
         setStatus(s === "done" ? "" : s === "paused" ? (asked ? "Waiting for approval." : "Paused.") : s === "aborted" ? "Stopped." : "Failed.");
         if (window.echogateConsole) window.echogateConsole.refreshBadge();
@@ -356,22 +363,44 @@
       if (!resp.ok) { setStatus(await apiError(resp)); return; }
       const h = await resp.json();
       for (const m of h.messages || []) {
-        if (m.role === "approval_prompt") continue;
+        if (m.role === "approval_prompt") continue; // a pending one is a card below; a decided one's outcome is its tool row
+        if (m.role === "tool") {
+          const d = toolRow(m.tool, m.args, m.call_id);
+          if (m.result) toolResult(d, m.result, m.is_error);
+          continue;
+        }
         const node = el("div", "msg " + (m.role === "user" || m.role === "assistant" ? m.role : "notice"));
         if (m.role === "user") node.textContent = m.text; else render(node, m.text);
         add(node);
       }
-      for (const p of h.pending || []) approvalCard({ call_id: p.call_id, prompt_id: p.prompt_id, text: p.text, tool: p.tool, args: p.args });
+      if (!(h.messages || []).length && !(h.pending || []).length) await hint();
+      for (const p of h.pending || []) approvalCard({ call_id: p.call_id, prompt_id: p.prompt_id, text: p.text, tool: p.tool, args: p.args, requested_by: p.requested_by });
       if (h.running) { lastEventId = h.last_event_id; await attach(); } else { lastEventId = h.last_event_id || 0; }
     } catch (e) {
       setStatus("Could not load the session: " + e.message);
     }
   }
 
+  // hint fills an empty conversation with what to do first (in demo mode, the phrases the
+  // offline model answers with a tool call and an approval).
+  async function hint() {
+    const p = el("div", "msg notice hint");
+    p.append(document.createTextNode("Type a message below to start. Answers stream here; a tool call shows as a row you can open, and a call that needs approval as a card with Approve and Deny."));
+    try {
+      const r = await fetch("api/info");
+      if (r.ok && (await r.json()).demo) {
+        p.append(el("br"), document.createTextNode("Demo mode (no model configured): try "), el("code", "", "what time is it?"),
+          document.createTextNode(" for a tool call, or "), el("code", "", "remind me every day to check the deploys"),
+          document.createTextNode(" for an approval."));
+      }
+    } catch (_) { /* the hint stays generic */ }
+    if (!log.children.length) log.append(p);
+  }
+
   $("session-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    const id = sessionInput.value.trim();
-    if (!SESSION_RE.test(id)) { setStatus("A session id holds only letters, digits, '-', '_' and '.'."); return; }
+    const id = sessionInput.value.trim().replace(/^web:/, ""); // as the Turns tab shows it
+    if (!SESSION_RE.test(id)) { setStatus("A web session id holds only letters, digits, '-', '_' and '.' (after an optional web:); Slack and Discord conversations are read in the Turns tab."); return; }
     open(id);
   });
   $("new-session").addEventListener("click", () => open(newId()));

@@ -23,9 +23,28 @@
     return e;
   }
   function td(content, cls) { return el("td", cls, content); }
-  function pill(state) {
+  // prose is an element showing a server's message with its `code` spans as code, not as
+  // backticks (the text is set as text, never as HTML).
+  function prose(tag, cls, text) {
+    const e = el(tag, cls);
+    for (const [i, part] of String(text || "").split(/`([^`\n]+)`/).entries()) {
+      e.append(i % 2 ? el("code", "", part) : document.createTextNode(part));
+    }
+    return e;
+  }
+  function pill(state, label) {
     const s = String(state || "none");
-    return el("span", "pill " + s.replace(/[^a-z-]/g, ""), s);
+    return el("span", "pill " + s.replace(/[^a-z-]/g, ""), label || s);
+  }
+  // decidedPill shows a turn that paused for approval and was decided ("resumed" in the store:
+  // another turn carried on) by its final state: the state of the turn of its session that
+  // started next, which is the one that resumed it.
+  function decidedPill(t, turns) {
+    const next = turns.filter((u) => u.session === t.session && u.id !== t.id && u.started_at > t.started_at)
+      .sort((a, b) => (a.started_at < b.started_at ? -1 : 1))[0];
+    const p = pill(next ? next.status : "resumed", next ? "decided → " + next.status : "decided");
+    p.title = "The approval was decided; the turn that resumed it " + (next ? "(" + next.id + ") ended " + next.status : "carries on") + ".";
+    return p;
   }
   function clip(s, n) { s = s || ""; return s.length > n ? s.slice(0, n) + "…" : s; }
   function num(n) { return Number(n || 0).toLocaleString(); }
@@ -232,7 +251,7 @@
       user.title = t.user_id || "";
       tr.append(started, sess, user, td(t.agent || "", "mono"));
       const st = td("");
-      st.append(pill(t.status));
+      st.append(t.status === "resumed" ? decidedPill(t, turns) : pill(t.status));
       tr.append(st, td(t.model || "", "mono"),
         tokensCell(t),
         td(usd(t.cost_usd), "num"),
@@ -382,7 +401,7 @@
     if (decided.has(p.call_id)) { result.textContent = decided.get(p.call_id); result.classList.add("ok"); }
     if (p.kind === "approval") {
       const actions = el("div", "actions");
-      for (const [label, decision, cls] of [["Approve", "approve", "primary"], ["Approve for session", "approve_session", ""], ["Deny", "deny", "danger"]]) {
+      for (const [label, decision, cls] of [["Approve", "approve", "primary"], ["Approve for this conversation", "approve_session", ""], ["Deny", "deny", "danger"]]) {
         const b = el("button", cls, label);
         b.type = "button";
         b.dataset.decision = decision;
@@ -468,12 +487,13 @@
   async function loadAccess() {
     const agents = await loadAgentOptions();
     if (agents) {
+      await learnNames(agents.flatMap((a) => a.approvers || []));
       const flag = (v) => (v === undefined || v === null ? "as configured" : v ? "on" : "off");
       $("agents-table").tBodies[0].replaceChildren(...agents.map((a) => {
         const tr = el("tr");
         tr.append(td(a.name, "mono"), td(a.match && a.match.length ? a.match.join(", ") : "every other place", "wrap"),
           td(a.route ? "route " + a.route : a.model || "default", "mono"), td(a.tools ? a.tools.join(", ") || "none" : "all", "wrap"),
-          td(flag(a.memory)), td(flag(a.knowledge)), td(a.budgets ? "yes" : "no"), td((a.approvers || []).join(", "), "wrap"));
+          td(flag(a.memory)), td(flag(a.knowledge)), td(a.budgets ? "yes" : "no"), td((a.approvers || []).map(who).join(", "), "wrap"));
         return tr;
       }));
     }
@@ -481,11 +501,12 @@
     const r = await api("api/refusals");
     if (!r.ok) { $("access-updated").textContent = r.error; return; }
     const list = r.data || [];
+    await learnNames(list.map((x) => x.user_id));
     $("refusals-table").tBodies[0].replaceChildren(...list.map((x) => {
       const tr = el("tr");
       const at = td(ago(x.at));
       at.title = when(x.at);
-      tr.append(at, td(x.place, "mono"), td(x.user_id, "mono"), td(x.reason), td(x.replied ? "yes" : "no"));
+      tr.append(at, td(x.place, "mono"), td(who(x.user_id), "mono"), td(x.reason), td(x.replied ? "yes" : "no"));
       return tr;
     }));
     $("refusals-empty").hidden = list.length > 0;
@@ -518,7 +539,7 @@
       const p = el("div", "empty");
       if (r.status === 404 || r.status === 501) {
         p.append(el("strong", "", name[0].toUpperCase() + name.slice(1) + " is not configured."));
-        p.append(el("p", "muted", r.error));
+        p.append(prose("p", "muted", r.error));
       } else p.textContent = "Could not load " + name + ": " + r.error;
       box.replaceChildren(p);
       return;
@@ -555,7 +576,7 @@
   // The chat tab tells the console when a turn asked for approval or ended.
   window.echogateConsole = { refreshBadge };
   // memkb.js (the Knowledge and Memory tabs) uses the same helpers.
-  window.echogateHelpers = { el, td, clip, num, ago, api, post, who, reload: loadFeature };
+  window.echogateHelpers = { el, td, clip, num, ago, api, post, who, prose, reload: loadFeature };
   // spend.js (the Spend tab) is loaded first and built here with the helpers it needs.
   const spend = window.echogateSpend({ $, el, td, num, usd, api, cachePct, cacheShare, tokensCell });
 

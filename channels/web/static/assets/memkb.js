@@ -65,7 +65,7 @@
     });
     const parts = [form, uploader(), results];
     if (!docs.length) {
-      parts.push(el("p", "empty", "No documents yet: add files with `echogate knowledge add PATH…`."));
+      parts.push((h.prose || el)("p", "empty", "No documents yet: add files with `echogate knowledge add PATH…`."));
       box.replaceChildren(...parts);
       return;
     }
