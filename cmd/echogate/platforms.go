@@ -24,6 +24,18 @@ func promptSession(st store) func(ctx context.Context, ref echogate.MessageRef) 
 	}
 }
 
+// storedPrompt finds the prompt of a session's pending approval of a call from the store, so a
+// decision reaching a replica other than the one that paused the turn is not refused.
+func storedPrompt(st store) func(ctx context.Context, conv echogate.ConversationRef, callID string) (echogate.MessageRef, bool) {
+	return func(ctx context.Context, conv echogate.ConversationRef, callID string) (echogate.MessageRef, bool) {
+		pend, err := st.GetPending(ctx, conv.SessionKey())
+		if err != nil || pend.CallID != callID {
+			return echogate.MessageRef{}, false
+		}
+		return pend.Prompt, true
+	}
+}
+
 // admits is the adapters' access predicate: the pipeline's own rule (Pipeline.Admits), so the
 // adapters spend no platform reads on an event Submit will refuse. The pipeline is built after
 // the channels; until then (no event is delivered before it runs) everyone is admitted.

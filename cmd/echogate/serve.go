@@ -76,7 +76,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 	c.addMemTrim()
 	c.addGCPace(os.Getenv)
 	g.operator = web.NewAuth(cfg.HTTP.AuthToken, nil)
-	g.web, err = web.New(web.Config{Authenticated: g.operator.Allows}, log)
+	g.web, err = web.New(web.Config{Authenticated: g.operator.Allows, StoredPrompt: storedPrompt(c.store)}, log)
 	if err != nil {
 		c.Close()
 		return nil, err
