@@ -90,6 +90,10 @@ type HTTPConfig struct {
 	// (default 30s). Behind a proxy that reuses idle connections to the gateway, set it above
 	// the proxy's own idle timeout (AWS ALB: 60s), so the proxy always closes first.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// ShutdownDelay is how long serve keeps serving after SIGTERM with /readyz answering 503,
+	// before it stops taking new work and drains (default 0): long enough for a load balancer
+	// to see the failed readiness probe and stop sending (Kubernetes: a few probe periods).
+	ShutdownDelay Duration `yaml:"shutdown_delay"`
 	// MetricsToken also admits a request to /metrics (and nothing else), for a scraper that should
 	// not hold AuthToken. /metrics takes AuthToken too.
 	MetricsToken string `yaml:"metrics_token" env:"ECHOGATE_HTTP_METRICS_TOKEN"`

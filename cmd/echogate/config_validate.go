@@ -53,6 +53,9 @@ func (c *Config) validateHTTP() error {
 			return badKey("http.auth_token", "http.allowed_hosts names %q, so the server answers requests a proxy forwards from other machines: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN) to protect the console and admin API", h)
 		}
 	}
+	if c.HTTP.ShutdownDelay < 0 {
+		return badKey("http.shutdown_delay", "%s is negative: give how long to keep serving after SIGTERM with readiness false, e.g. 5s (0: none)", time.Duration(c.HTTP.ShutdownDelay))
+	}
 	if c.HTTP.BodyTimeout < 0 {
 		return badKey("http.body_timeout", "%s is negative: give how long a request body may take to arrive, e.g. 30s", time.Duration(c.HTTP.BodyTimeout))
 	}

@@ -56,7 +56,14 @@ func (s *rsession) approvePending(tag string, decided map[string]bool) {
 
 // decide sends ✅ for p through replica other; it reports whether a replica took it.
 func (s *rsession) decide(p pendingView, other, paused int) bool {
-	base := func() string { return s.r.rs.base(other) }
+	// Each attempt goes to a running replica other than the paused one (the one first chosen
+	// may be killed or draining meanwhile).
+	base := func() string {
+		if others := s.r.rs.live(paused); len(others) > 0 {
+			return s.r.rs.base(others[rand.IntN(len(others))])
+		}
+		return ""
+	}
 	switch s.kind {
 	case "socket", "events":
 		inner := slacktest.Reaction(s.user, "white_check_mark", s.ch, p.Prompt.ID, s.r.slack.BotUserID())
@@ -65,7 +72,7 @@ func (s *rsession) decide(p pendingView, other, paused int) bool {
 		return s.r.discord.AddReaction(p.Prompt.ID, s.duser, "✅") == nil
 	}
 	body, _ := json.Marshal(map[string]string{"session": s.webSession(), "user": s.user, "call_id": p.CallID, "decision": "approve"})
-	b := base()
+	b := s.r.rs.base(other)
 	if b == "" {
 		return false
 	}
@@ -154,6 +161,9 @@ func (r *rchaos) check(name string, kills int) {
 		t.Errorf("%d approvals refused by a replica other than the one that paused", n)
 	}
 	r.mu.Lock()
+	if len(r.resentWhy) > 0 {
+		t.Logf("%s: sends repeated, by cause: %v", name, r.resentWhy)
+	}
 	takeovers := append([]time.Duration(nil), r.takeovers...)
 	waitingTakeover := len(r.takeover)
 	r.mu.Unlock()

@@ -108,7 +108,7 @@ func (r *rchaos) postEvent(base func() string, evID string, inner map[string]any
 	var last string
 	for attempt := 0; attempt < 300; attempt++ {
 		if attempt > 0 {
-			r.resent.Add(1)
+			r.noteResend("events", last)
 			time.Sleep(100 * time.Millisecond) // Slack's retries are spaced too
 		}
 		b := base()
@@ -121,11 +121,13 @@ func (r *rchaos) postEvent(base func() string, evID string, inner map[string]any
 			last = err.Error()
 			continue
 		}
+		msg := new(bytes.Buffer)
+		_, _ = msg.ReadFrom(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			return nil
 		}
-		last = resp.Status
+		last = resp.Status + " " + strings.TrimSpace(msg.String())
 	}
 	return fmt.Errorf("event %s never taken: %s", evID, last)
 }
@@ -138,7 +140,7 @@ func (s *rsession) webSend(text, id string) error {
 	var last string
 	for attempt := 0; attempt < 300; attempt++ {
 		if attempt > 0 {
-			s.r.resent.Add(1)
+			s.r.noteResend("web", last)
 			time.Sleep(100 * time.Millisecond) // a client's retry delay
 		}
 		resp, err := http.Post(s.r.lb.URL+"/api/chat", "application/json", bytes.NewReader(body))

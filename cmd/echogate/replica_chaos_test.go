@@ -63,6 +63,7 @@ type rchaos struct {
 	crossApprovals atomic.Int32 // of them, through a replica other than the one that paused
 	refused        atomic.Int32 // approvals another replica refused (an approval lost)
 	resent         atomic.Int32 // sends repeated after a refused or broken delivery
+	resentWhy      map[string]int // why, by the first words of the failure (guarded by mu)
 	answered       atomic.Int32
 }
 
@@ -80,7 +81,7 @@ type msgLatency struct {
 // newRChaos starts the fakes, the load balancer and three replicas on dbURL.
 func newRChaos(t *testing.T, dbURL string) *rchaos {
 	t.Helper()
-	r := &rchaos{t: t, lastCall: map[string]callNote{}, waiting: map[string]bool{}, pausedBy: map[string]int{}, takeover: map[string]time.Time{}}
+	r := &rchaos{t: t, lastCall: map[string]callNote{}, waiting: map[string]bool{}, pausedBy: map[string]int{}, takeover: map[string]time.Time{}, resentWhy: map[string]int{}}
 	r.slack = slacktest.New(slacktest.Options{PingInterval: 500 * time.Millisecond})
 	t.Cleanup(r.slack.Close)
 	r.slack.SetNativeStreaming(true)
@@ -100,7 +101,7 @@ func newRChaos(t *testing.T, dbURL string) *rchaos {
 		s := r.session(i)
 		approvers = append(approvers, s.platform+":"+s.user)
 	}
-	r.cfg = writeConfig(t, fmt.Sprintf("agent: {drain_timeout: 5s, replay_after: %s}\napproval: {approvers: [%s], check_interval: 200ms}\n"+
+	r.cfg = writeConfig(t, fmt.Sprintf("agent: {drain_timeout: 5s, replay_after: %s}\nhttp: {shutdown_delay: 500ms}\napproval: {approvers: [%s], check_interval: 200ms}\n"+
 		"tools:\n  run_command: {approval: ask, allowed: [%q], timeout: 10s, allow_paths: [%q]}\n",
 		rchaosReplayAfter, strings.Join(approvers, ", "), r.script, dir))
 	for i := range rchaosReplicas {
@@ -148,6 +149,17 @@ func (r *rchaos) kill(i int, reason string) {
 	r.mu.Unlock()
 	r.t.Logf("SIGKILL replica %d: %s", i, reason)
 	r.start(i)
+}
+
+// noteResend counts a send repeated because of why (a status, or the start of an error).
+func (r *rchaos) noteResend(path, why string) {
+	r.resent.Add(1)
+	if i := strings.IndexAny(why, "{("); i > 0 {
+		why = why[:i]
+	}
+	r.mu.Lock()
+	r.resentWhy[path+": "+oneLine(why, 60)]++
+	r.mu.Unlock()
 }
 
 // noteCall records a model call for tag by replica i, and the takeover of tag when it waited

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/echogate/echogate/channels"
@@ -31,6 +32,8 @@ type gateway struct {
 	// operator (routes.go guards every route with it).
 	operator *web.Auth
 	readyLog readyLog
+	// draining is set when shutdown begins: readiness answers 503 from then on, first of all.
+	draining atomic.Bool
 }
 
 func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
@@ -169,8 +172,14 @@ func (g *gateway) serve(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
+		g.draining.Store(true)
+		if d := time.Duration(g.cfg.HTTP.ShutdownDelay); d > 0 {
+			g.log.Info("shutting down: readiness is false; still serving for http.shutdown_delay", "delay", d)
+			<-time.After(d)
+		}
 		g.log.Info("shutting down: draining running turns")
 	case runErr = <-errc:
+		g.draining.Store(true)
 		g.log.Error("shutting down after a permanent failure", "err", runErr)
 	}
 	stopChannels()
