@@ -59,10 +59,10 @@ type rchaos struct {
 	takeovers []time.Duration
 	latency   []msgLatency
 
-	approvals      atomic.Int32 // approvals decided
-	crossApprovals atomic.Int32 // of them, through a replica other than the one that paused
-	refused        atomic.Int32 // approvals another replica refused (an approval lost)
-	resent         atomic.Int32 // sends repeated after a refused or broken delivery
+	approvals      atomic.Int32   // approvals decided
+	crossApprovals atomic.Int32   // of them, through a replica other than the one that paused
+	refused        atomic.Int32   // approvals another replica refused (an approval lost)
+	resent         atomic.Int32   // sends repeated after a refused or broken delivery
 	resentWhy      map[string]int // why, by the first words of the failure (guarded by mu)
 	answered       atomic.Int32
 }
