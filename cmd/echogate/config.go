@@ -211,10 +211,14 @@ type SuggestedPromptConfig struct {
 }
 
 type DiscordConfig struct {
-	Token          string `yaml:"token" env:"DISCORD_BOT_TOKEN"`
-	APIURL         string `yaml:"api_url" env:"DISCORD_API_URL"`
-	ShardID        int    `yaml:"shard_id"`
-	ShardCount     int    `yaml:"shard_count"`
+	Token      string `yaml:"token" env:"DISCORD_BOT_TOKEN"`
+	APIURL     string `yaml:"api_url" env:"DISCORD_API_URL"`
+	ShardID    int    `yaml:"shard_id"`
+	ShardCount int    `yaml:"shard_count"`
+	// Shards: "" (default) runs shard_id of shard_count on every replica; "auto" shares the
+	// shard_count shards out between the replicas through leases in the store, one replica
+	// per shard (channels/discord/shards.go).
+	Shards         string `yaml:"shards"`
 	RequireMention *bool  `yaml:"require_mention"`
 	// MessageContent: auto | on | off; auto asks for the privileged MESSAGE_CONTENT intent only
 	// when some place answers without a mention (require_mention: false).

@@ -177,6 +177,9 @@ func (c *Config) validatePlatforms() error {
 			return badKey("slack.suggested_prompts", "entry %d needs both title and message", i)
 		}
 	}
+	if c.Discord.Shards != "" && c.Discord.Shards != "auto" {
+		return badKey("discord.shards", "%q: leave it empty (every replica runs shard_id of shard_count) or write auto (the replicas share the shard_count shards out)", c.Discord.Shards)
+	}
 	if c.Discord.ShardCount < 1 || c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount {
 		return badKey("discord.shard_id", "shard %d of %d: shard_id must be from 0 to shard_count-1", c.Discord.ShardID, c.Discord.ShardCount)
 	}

@@ -66,7 +66,7 @@ func (g *gateway) addPlatformChannels() error {
 		}
 	}
 	if cfg.Discord.Token != "" {
-		ch, err := discord.New(discord.Config{
+		dcfg := discord.Config{
 			Token:          cfg.Discord.Token,
 			APIURL:         cfg.Discord.APIURL,
 			ShardID:        cfg.Discord.ShardID,
@@ -78,7 +78,8 @@ func (g *gateway) addPlatformChannels() error {
 			OnPanic:        func(path string) { g.metrics.AdapterPanic("discord", path) },
 			SessionOf:      promptSession(g.store),
 			Admits:         g.admits,
-		}, g.log)
+		}
+		ch, err := g.discordChannel(dcfg) // shards_wiring.go
 		if err != nil {
 			return err
 		}
