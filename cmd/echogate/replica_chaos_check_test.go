@@ -161,12 +161,24 @@ func (r *rchaos) check(name string, kills int) {
 		t.Errorf("%d approvals refused by a replica other than the one that paused", n)
 	}
 	r.mu.Lock()
+	var hanging []string
+	for id, resp := range r.open {
+		hanging = append(hanging, id)
+		resp.Body.Close() // ends its reader
+	}
+	if len(hanging) > 0 {
+		// A known defect, reported: the replica that accepted a web message streams only the
+		// turns its own pipeline runs; when another replica took the turn over, the stream
+		// ends at web.stream_timeout (10 min), after the answer is in the transcript.
+		t.Logf("%s: %d web chat streams still open after their answer (the turn ran on another replica): %v", name, len(hanging), hanging)
+	}
 	if len(r.resentWhy) > 0 {
 		t.Logf("%s: sends repeated, by cause: %v", name, r.resentWhy)
 	}
 	takeovers := append([]time.Duration(nil), r.takeovers...)
 	waitingTakeover := len(r.takeover)
 	r.mu.Unlock()
+	r.streams.Wait()
 	t.Logf("%s: %d messages in %d sessions on 3 replicas (%d tool turns; %d approvals, %d through another replica than the paused one), %d kills, "+
 		"%d sends repeated, %d Socket Mode redeliveries, %d turns recorded: %d lost, %d answered twice, %d approved tools run more than once, "+
 		"%d approved tools interrupted mid-run and not run again, %d turns left running/paused, %d approvals lost (%d pending, %d refused)",

@@ -155,21 +155,43 @@ func (s *rsession) webSend(text, id string) error {
 			last = resp.Status + " " + oneLine(b.String(), 120)
 			continue
 		}
-		events := 0
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "event: ") {
-				events++
-			}
-		}
-		resp.Body.Close()
-		if events > 0 {
+		// The first event says a replica took the message; the answer is read from the
+		// transcript. The rest of the stream is read aside: one still open when the answer
+		// is there never ends for its reader (counted in check).
+		first := make(chan bool, 1)
+		s.r.streams.Go(func() { s.r.readStream(resp, id, first) })
+		if <-first {
 			return nil
 		}
 		last = "the stream ended before its first event"
 	}
 	return fmt.Errorf("web message %s never taken: %s", id, last)
+}
+
+// readStream reads a chat stream to its end: first gets whether an event came before the
+// end; a stream still open once the run is checked is closed and counted.
+func (r *rchaos) readStream(resp *http.Response, id string, first chan<- bool) {
+	defer resp.Body.Close()
+	r.mu.Lock()
+	r.open[id] = resp
+	r.mu.Unlock()
+	events := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "event: ") {
+			if events == 0 {
+				first <- true
+			}
+			events++
+		}
+	}
+	if events == 0 {
+		first <- false
+	}
+	r.mu.Lock()
+	delete(r.open, id)
+	r.mu.Unlock()
 }
 
 // await waits for tag's answer, approving each new approval of a tool message on the way.

@@ -59,11 +59,13 @@ type rchaos struct {
 	takeovers []time.Duration
 	latency   []msgLatency
 
-	approvals      atomic.Int32   // approvals decided
-	crossApprovals atomic.Int32   // of them, through a replica other than the one that paused
-	refused        atomic.Int32   // approvals another replica refused (an approval lost)
-	resent         atomic.Int32   // sends repeated after a refused or broken delivery
-	resentWhy      map[string]int // why, by the first words of the failure (guarded by mu)
+	approvals      atomic.Int32              // approvals decided
+	crossApprovals atomic.Int32              // of them, through a replica other than the one that paused
+	refused        atomic.Int32              // approvals another replica refused (an approval lost)
+	resent         atomic.Int32              // sends repeated after a refused or broken delivery
+	resentWhy      map[string]int            // why, by the first words of the failure (guarded by mu)
+	open           map[string]*http.Response // web chat streams still open, by message id (mu)
+	streams        sync.WaitGroup            // their readers
 	answered       atomic.Int32
 }
 
@@ -81,7 +83,7 @@ type msgLatency struct {
 // newRChaos starts the fakes, the load balancer and three replicas on dbURL.
 func newRChaos(t *testing.T, dbURL string) *rchaos {
 	t.Helper()
-	r := &rchaos{t: t, lastCall: map[string]callNote{}, waiting: map[string]bool{}, pausedBy: map[string]int{}, takeover: map[string]time.Time{}, resentWhy: map[string]int{}}
+	r := &rchaos{t: t, lastCall: map[string]callNote{}, waiting: map[string]bool{}, pausedBy: map[string]int{}, takeover: map[string]time.Time{}, resentWhy: map[string]int{}, open: map[string]*http.Response{}}
 	r.slack = slacktest.New(slacktest.Options{PingInterval: 500 * time.Millisecond})
 	t.Cleanup(r.slack.Close)
 	r.slack.SetNativeStreaming(true)
