@@ -74,6 +74,8 @@ type Config struct {
 	// Scheduler and Schedules: scheduled work (schedule_config.go).
 	Scheduler SchedulerConf  `yaml:"scheduler"`
 	Schedules []ScheduleConf `yaml:"schedules"`
+	// Replicas: how many gateway processes share the database (docs/scaling.md).
+	Replicas ReplicasConf `yaml:"replicas"`
 	// source is where the configuration was read from, for a reload (reload.go).
 	source configSource
 }
@@ -181,6 +183,14 @@ type AgentConfig struct {
 	UserRate                  UserRateConfig `yaml:"user_rate"`
 }
 
+// ReplicasConf describes the deployment: start-up checks it against per-app platform limits.
+type ReplicasConf struct {
+	// Expected is the most gateway processes running at once on this configuration, counting
+	// a rolling deploy's surge (Kubernetes: replicas + maxSurge, or the autoscaler's maximum);
+	// default 1. Start-up warns when Slack's Socket Mode limit may be passed.
+	Expected int `yaml:"expected" env:"ECHOGATE_REPLICAS_EXPECTED"`
+}
+
 type SlackConfig struct {
 	BotToken       string `yaml:"bot_token" env:"SLACK_BOT_TOKEN"`
 	AppToken       string `yaml:"app_token" env:"SLACK_APP_TOKEN"`
@@ -188,6 +198,9 @@ type SlackConfig struct {
 	APIURL         string `yaml:"api_url" env:"SLACK_API_URL"`
 	RequireMention *bool  `yaml:"require_mention"`
 	ReplyInThread  *bool  `yaml:"reply_in_thread"`
+	// SocketConnections is how many Socket Mode connections each replica opens (default 1;
+	// Slack allows 10 per app across all replicas).
+	SocketConnections int `yaml:"socket_connections"`
 	// Command is the app's slash command (as in the manifest); default /echogate.
 	Command string `yaml:"command"`
 	// ThreadHistory: earlier thread messages the model sees when first mentioned mid-thread

@@ -169,6 +169,12 @@ func (c *Config) validatePlatforms() error {
 	if c.Slack.Command != "" && (!strings.HasPrefix(c.Slack.Command, "/") || strings.ContainsAny(c.Slack.Command, " \t")) {
 		return badKey("slack.command", "%q: write the slash command as in the app manifest, e.g. /echogate", c.Slack.Command)
 	}
+	if c.Slack.SocketConnections < 0 || c.Slack.SocketConnections > 10 {
+		return badKey("slack.socket_connections", "%d: give 1 to 10 Socket Mode connections per replica (Slack allows 10 per app)", c.Slack.SocketConnections)
+	}
+	if c.Replicas.Expected < 0 {
+		return badKey("replicas.expected", "%d is negative: give the most gateway processes running at once, e.g. 3", c.Replicas.Expected)
+	}
 	if len(c.Slack.SuggestedPrompts) > 4 {
 		return badKey("slack.suggested_prompts", "%d prompts: Slack shows at most 4", len(c.Slack.SuggestedPrompts))
 	}

@@ -61,6 +61,7 @@ func (g *gateway) addPlatformChannels() error {
 			return err
 		}
 		g.channels = append(g.channels, ch)
+		g.warnSlackSocketLimit() // shards_wiring.go
 		if cfg.Slack.SigningSecret != "" {
 			g.extra["POST /slack/events"] = ch.EventsHandler()
 		}
@@ -109,6 +110,7 @@ func slackConfig(c SlackConfig) slack.Config {
 		ThreadHistory:  c.ThreadHistory,
 
 		ThreadReadsPerMinute: c.ThreadReadsPerMinute,
+		SocketConnections:    c.SocketConnections,
 		SuggestedPrompts:     slackPrompts(c.SuggestedPrompts),
 	}
 	if len(c.Channels) > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/echogate/echogate/channels"
 	"github.com/echogate/echogate/channels/discord"
+	"github.com/echogate/echogate/channels/slack"
 	"github.com/echogate/echogate/internal/lease"
 )
 
@@ -38,4 +39,22 @@ func leaseOwnerName() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return replicaName() + "/" + hex.EncodeToString(b[:])
+}
+
+// warnSlackSocketLimit warns when the replicas may open more Socket Mode connections than Slack
+// allows one app (10): past it Slack refuses new connections, and a replica that reconnects
+// after a drop may stay without one. The count of replicas is replicas.expected, a setting
+// rather than a count of live replicas, because it is known before any replica connects and
+// includes a rolling deploy's surge, when one more process runs than usual.
+func (g *gateway) warnSlackSocketLimit() {
+	if g.cfg.Slack.AppToken == "" {
+		return
+	}
+	replicas, conns := max(1, g.cfg.Replicas.Expected), max(1, g.cfg.Slack.SocketConnections)
+	if replicas*conns > slack.MaxSocketConnections {
+		g.log.Warn(fmt.Sprintf("slack: replicas.expected %d × slack.socket_connections %d = %d connections, but Slack allows %d Socket Mode connections per app: "+
+			"past it a replica may stay without one; lower slack.socket_connections, set replicas.expected to the real most (counting a deploy's surge), or use the Events API (slack.signing_secret, no app_token)",
+			replicas, conns, replicas*conns, slack.MaxSocketConnections),
+			"replicas", replicas, "socket_connections", conns)
+	}
 }
