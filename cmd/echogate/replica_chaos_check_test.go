@@ -39,7 +39,7 @@ func (s *rsession) approvePending(tag string, decided map[string]bool) {
 		if !ok {
 			paused = -1
 		}
-		others := s.r.rs.live(paused)
+		others := s.r.rs.readyOthers(paused)
 		if len(others) == 0 {
 			return
 		}
@@ -56,10 +56,10 @@ func (s *rsession) approvePending(tag string, decided map[string]bool) {
 
 // decide sends ✅ for p through replica other; it reports whether a replica took it.
 func (s *rsession) decide(p pendingView, other, paused int) bool {
-	// Each attempt goes to a running replica other than the paused one (the one first chosen
-	// may be killed or draining meanwhile).
+	// Each attempt goes to a ready replica other than the paused one, as through the load
+	// balancer (the one first chosen may be killed or draining meanwhile).
 	base := func() string {
-		if others := s.r.rs.live(paused); len(others) > 0 {
+		if others := s.r.rs.readyOthers(paused); len(others) > 0 {
 			return s.r.rs.base(others[rand.IntN(len(others))])
 		}
 		return ""

@@ -51,6 +51,23 @@ func (rs *replicaSet) live(skip int) []int {
 	return out
 }
 
+// readyOthers returns the replicas the load balancer sends to now (their readiness answered 200),
+// other than skip; when none is, the running ones.
+func (rs *replicaSet) readyOthers(skip int) []int {
+	rs.mu.Lock()
+	var out []int
+	for i, g := range rs.slots {
+		if g != nil && i != skip && rs.ready[i] {
+			out = append(out, i)
+		}
+	}
+	rs.mu.Unlock()
+	if len(out) == 0 {
+		return rs.live(skip)
+	}
+	return out
+}
+
 // probe asks each running replica's /readyz once, as a load balancer's readiness check does.
 func (rs *replicaSet) probe(client *http.Client) {
 	for i := range rs.slots {
