@@ -132,9 +132,8 @@ func (r *rchaos) postEvent(base func() string, evID string, inner map[string]any
 	return fmt.Errorf("event %s never taken: %s", evID, last)
 }
 
-// webSend POSTs the message to /api/chat through the load balancer and reads its stream. A
-// request no replica took (no event streamed) is sent again with the same id; a stream cut
-// short by a kill is not (the message was taken: its turn is taken over).
+// webSend POSTs the message to /api/chat through the load balancer until a replica answers
+// 200 (the message taken), sending it again with the same id otherwise.
 func (s *rsession) webSend(text, id string) error {
 	body, _ := json.Marshal(map[string]string{"session": s.webSession(), "user": s.user, "text": text, "id": id})
 	var last string
@@ -155,39 +154,26 @@ func (s *rsession) webSend(text, id string) error {
 			last = resp.Status + " " + oneLine(b.String(), 120)
 			continue
 		}
-		// The first event says a replica took the message; the answer is read from the
-		// transcript. The rest of the stream is read aside: one still open when the answer
-		// is there never ends for its reader (counted in check).
-		first := make(chan bool, 1)
-		s.r.streams.Go(func() { s.r.readStream(resp, id, first) })
-		if <-first {
-			return nil
-		}
-		last = "the stream ended before its first event"
+		// 200 says a replica took the message (the web chat answers it once the pipeline
+		// has the message durably); the answer is read from the transcript. The stream is
+		// read aside: one still open when the answer is there never ends for its reader
+		// (counted in check).
+		s.r.streams.Go(func() { s.r.readStream(resp, id) })
+		return nil
 	}
 	return fmt.Errorf("web message %s never taken: %s", id, last)
 }
 
-// readStream reads a chat stream to its end: first gets whether an event came before the
-// end; a stream still open once the run is checked is closed and counted.
-func (r *rchaos) readStream(resp *http.Response, id string, first chan<- bool) {
+// readStream reads a chat stream to its end; one still open once the run is checked is
+// closed there and counted.
+func (r *rchaos) readStream(resp *http.Response, id string) {
 	defer resp.Body.Close()
 	r.mu.Lock()
 	r.open[id] = resp
 	r.mu.Unlock()
-	events := 0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "event: ") {
-			if events == 0 {
-				first <- true
-			}
-			events++
-		}
-	}
-	if events == 0 {
-		first <- false
 	}
 	r.mu.Lock()
 	delete(r.open, id)

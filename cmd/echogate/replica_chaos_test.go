@@ -272,6 +272,9 @@ func runReplicaChaos(t *testing.T, dbURL string) {
 		case <-done:
 			running = false
 		}
+		if kills >= *rchaosKills {
+			timer.Stop() // the pacing alone from now on, as in TestChaos
+		}
 	}
 	for err := range errs {
 		t.Error(err)
