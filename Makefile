@@ -45,11 +45,18 @@ test-short:
 	$(GO) test -count=1 -short $(PKGS)
 
 ## chaos: the SIGKILL chaos test at length (its short form runs in make test): 400 messages over
-## 20 Slack sessions, at least 25 kills; prints the counts
+## 20 Slack sessions, at least 25 kills; then, with PostgreSQL (DATABASE_URL), three replicas
+## under SIGKILLs and a rolling deploy: 20 sessions over Slack Socket Mode, the Events API,
+## Discord and the web chat (through PgBouncer too when ECHOGATE_TEST_PGBOUNCER_URL is set);
+## prints the counts and the takeover times
 chaos:
 	@$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' -v ./cmd/echogate \
 		-chaos.sessions=$(or $(CHAOS_SESSIONS),20) -chaos.messages=$(or $(CHAOS_MESSAGES),20) -chaos.kills=$(or $(CHAOS_KILLS),25) \
-		> chaos.log 2>&1; status=$$?; grep -E '^(--- |PASS|FAIL|ok)|chaos_test.go' chaos.log; echo "(full log: chaos.log)"; exit $$status
+		> chaos.log 2>&1; status=$$?; grep -E '^(--- |PASS|FAIL|ok)|chaos_test.go' chaos.log; echo "(full log: chaos.log)"; \
+	$(GO) test -count=1 -timeout 30m -run '^(TestReplicaChaos|TestReplicaChaosThroughPgBouncer|TestRollingDeploy)$$' -v ./cmd/echogate \
+		-rchaos.sessions=$(or $(CHAOS_SESSIONS),20) -rchaos.messages=6 -rchaos.kills=$(or $(CHAOS_KILLS),25) -rchaos.deploys=2 \
+		> chaos-replicas.log 2>&1; rstatus=$$?; grep -E '^(--- |PASS|FAIL|ok)|replica_chaos_check_test.go|replica_deploy_test.go:[0-9]+: (rolling|replica)' chaos-replicas.log; \
+	echo "(full log: chaos-replicas.log)"; [ $$status -eq 0 ] && [ $$rstatus -eq 0 ]
 
 ## chaos-schedules: the scheduled-work chaos test at length: jobs every 2s, at least 200 slots run
 ## and 25 SIGKILLs (two replicas on PostgreSQL when DATABASE_URL is set, else one on SQLite)

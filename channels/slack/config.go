@@ -23,6 +23,8 @@ const (
 	DefaultThreadHistory        = 20
 	DefaultThreadReadsPerMinute = 1.0 // conversations.replies for apps outside the Marketplace
 	DefaultCommand              = "/echogate"
+	// MaxSocketConnections is Slack's limit of open Socket Mode connections per app.
+	MaxSocketConnections = 10
 )
 
 // Config configures the Slack channel. The zero value of every field means its default; the bot
@@ -33,6 +35,11 @@ type Config struct {
 	// AppToken is the app-level token (xapp-…) with connections:write. When set, Run connects
 	// with Socket Mode; otherwise Run waits for events delivered to EventsHandler.
 	AppToken string
+	// SocketConnections is how many Socket Mode connections Run opens (default 1, at most
+	// MaxSocketConnections, Slack's limit per app across all processes): Slack sends each
+	// event to one of the app's open connections, so more connections spread the events and
+	// keep some open while one reconnects.
+	SocketConnections int
 	// SigningSecret verifies requests to the HTTP Events API endpoint (EventsHandler). Without
 	// it EventsHandler refuses every request.
 	SigningSecret string
@@ -176,6 +183,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
+	}
+	if c.SocketConnections < 0 || c.SocketConnections > MaxSocketConnections {
+		return bad("slack.socket_connections %d: give 1 to %d (Slack allows %d per app, across every replica)", c.SocketConnections, MaxSocketConnections, MaxSocketConnections)
+	}
+	if c.SocketConnections == 0 {
+		c.SocketConnections = 1
 	}
 	if c.ThreadHistory == 0 {
 		c.ThreadHistory = DefaultThreadHistory

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack/slackevents"
@@ -95,12 +96,27 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.retry, _ = strconv.Atoi(r.Header.Get("X-Slack-Retry-Num"))
+	taken := make(chan struct{})
+	var once sync.Once
+	j.ack = func() { once.Do(func() { close(taken) }) }
 	if !c.enqueue(j) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "slack events: busy", http.StatusServiceUnavailable)
 		return
 	}
-	w.WriteHeader(http.StatusOK)
+	// Answered 200 only once the sink took the event (the pipeline records it durably first),
+	// as a Socket Mode envelope is acknowledged: Slack never redelivers what was answered 200,
+	// so a 200 before that lost the event when the process died in between. Not taken within
+	// Slack's window (or refused): 503, and Slack's retry is dropped as a duplicate if this
+	// copy is taken after all.
+	select {
+	case <-taken:
+		w.WriteHeader(http.StatusOK)
+	case <-r.Context().Done():
+	case <-c.cfg.Clock.After(httpInteractionWait):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "slack events: not taken within Slack's window", http.StatusServiceUnavailable)
+	}
 }
 
 // verifySignature checks Slack's v0 request signature and the timestamp's age.

@@ -53,12 +53,15 @@ const numShards = 4
 // Channel is the Slack adapter. Create it with New, start it with Run; Send, StartStream, Edit,
 // React, Unreact and StartTyping may be called concurrently at any time.
 type Channel struct {
-	cfg     Config
-	log     *slog.Logger
-	api     *slack.Client
-	sock    *socketmode.Client // nil without an app token
-	gate    *connectGate       // nil without an app token
-	budgets *budgets
+	cfg  Config
+	log  *slog.Logger
+	api  *slack.Client
+	sock *socketmode.Client // nil without an app token
+	// moreSocks are the Socket Mode connections past the first (Config.SocketConnections);
+	// the first alone reports readiness.
+	moreSocks []*socketmode.Client
+	gate      *connectGate // nil without an app token
+	budgets   *budgets
 
 	sent    *lru[string, echogate.ConversationRef] // "C:ts" of our posts → their session
 	authors *lru[string, string]                   // "C:ts" of inbound posts → author (stream recipient)
@@ -155,6 +158,9 @@ func New(cfg Config, log *slog.Logger) (*Channel, error) {
 			slack.OptionHTTPClient(c.gate.client()),
 		)
 		c.sock = socketmode.New(sockAPI)
+		for range cfg.SocketConnections - 1 {
+			c.moreSocks = append(c.moreSocks, socketmode.New(sockAPI))
+		}
 	}
 	return c, nil
 }

@@ -24,8 +24,13 @@ func (c *Channel) runSocket(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.setReady(false, "connecting")
-	errc := make(chan error, 1)
+	errc := make(chan error, 1+len(c.moreSocks))
 	go func() { errc <- c.sock.RunContext(sctx) }()
+	var more sync.WaitGroup
+	defer func() { cancel(); more.Wait() }()
+	for _, sock := range c.moreSocks {
+		more.Go(func() { c.runMoreSocket(sctx, sock, errc) })
+	}
 	for {
 		select {
 		case err := <-errc:
@@ -40,12 +45,32 @@ func (c *Channel) runSocket(ctx context.Context) error {
 			c.setReady(false, "socket mode stopped: "+err.Error())
 			return fmt.Errorf("slack: socket mode: %w", err)
 		case evt := <-c.sock.Events:
-			c.socketEvent(sctx, evt)
+			c.socketEvent(sctx, c.sock, evt)
 		}
 	}
 }
 
-func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
+// runMoreSocket runs one more Socket Mode connection until ctx ends, handing its events over
+// like the first's; its end is reported on errc (only the first reports readiness).
+func (c *Channel) runMoreSocket(ctx context.Context, sock *socketmode.Client, errc chan<- error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sock.RunContext(sctx) }()
+	for {
+		select {
+		case err := <-done:
+			errc <- err
+			return
+		case evt := <-sock.Events:
+			c.socketEvent(sctx, sock, evt)
+		}
+	}
+}
+
+// socketEvent handles one event of the connection sock; acknowledgements go back on sock.
+func (c *Channel) socketEvent(ctx context.Context, sock *socketmode.Client, evt socketmode.Event) {
+	primary := sock == c.sock
 	// Once ctx has ended the websocket is closed on purpose: the read and connect errors that
 	// follow ("use of closed network connection", "context canceled") are the shutdown, not
 	// a fault.
@@ -55,21 +80,27 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 	}
 	switch evt.Type {
 	case socketmode.EventTypeConnecting:
-		c.setReady(false, "connecting")
+		if primary {
+			c.setReady(false, "connecting")
+		}
 	case socketmode.EventTypeConnectionError:
 		detail := "reconnecting"
 		if ce, ok := evt.Data.(*slack.ConnectionErrorEvent); ok && ce.ErrorObj != nil {
 			detail = "reconnecting: " + ce.ErrorObj.Error()
 			warn("slack socket mode connection failed", "error", ce.ErrorObj, "attempt", ce.Attempt, "retry_in", ce.Backoff)
 		}
-		c.setReady(false, detail)
+		if primary {
+			c.setReady(false, detail)
+		}
 	case socketmode.EventTypeInvalidAuth:
 		c.setReady(false, "app token rejected")
 	case socketmode.EventTypeConnected:
 		c.log.Debug("slack socket mode websocket open")
 	case socketmode.EventTypeHello:
 		c.gate.connected()
-		c.setReady(true, "connected (socket mode)")
+		if primary {
+			c.setReady(true, "connected (socket mode)")
+		}
 	case socketmode.EventTypeIncomingError:
 		if ie, ok := evt.Data.(*slack.IncomingEventError); ok {
 			warn("slack socket mode read error", "error", ie.ErrorObj)
@@ -86,7 +117,7 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 				EnvelopeID string `json:"envelope_id"`
 			}
 			if json.Unmarshal(bm.Message, &env) == nil && env.EnvelopeID != "" {
-				c.ack(ctx, env.EnvelopeID)
+				c.ack(ctx, sock, env.EnvelopeID)
 			}
 			c.log.Debug("slack socket mode message ignored", "error", bm.Cause)
 		}
@@ -96,17 +127,17 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 		}
 		ea, ok := evt.Data.(slackevents.EventsAPIEvent)
 		if !ok {
-			c.ack(ctx, evt.Request.EnvelopeID)
+			c.ack(ctx, sock, evt.Request.EnvelopeID)
 			return
 		}
 		j, ok := jobFrom(ea, "socket")
 		if !ok {
-			c.ack(ctx, evt.Request.EnvelopeID)
+			c.ack(ctx, sock, evt.Request.EnvelopeID)
 			return
 		}
 		j.retry = evt.Request.RetryAttempt
 		env := evt.Request.EnvelopeID
-		j.ack = func() { c.ack(ctx, env) }
+		j.ack = func() { c.ack(ctx, sock, env) }
 		c.enqueue(j) // acknowledged by the worker once the pipeline has the event durably
 	case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 		if evt.Request == nil {
@@ -128,10 +159,10 @@ func (c *Channel) socketEvent(ctx context.Context, evt socketmode.Event) {
 			j, ok = c.commandJob(d, "socket")
 		}
 		if !ok {
-			c.ack(ctx, env) // not the gateway's: nothing to take
+			c.ack(ctx, sock, env) // not the gateway's: nothing to take
 			return
 		}
-		j.ack = c.interactionAck(ctx, env, c.cfg.Clock.Now())
+		j.ack = c.interactionAck(ctx, sock, env, c.cfg.Clock.Now())
 		if !c.enqueue(j) {
 			c.log.Warn("slack interaction not taken: event queue full; left unacknowledged (Slack tells the user)", "envelope_id", env)
 		}
@@ -144,17 +175,17 @@ const interactionAckWindow = 3 * time.Second
 // interactionAck acknowledges an interactive envelope received at since, logging when that is
 // later than Slack's window (Slack has then shown the user an error, though the event was
 // taken).
-func (c *Channel) interactionAck(ctx context.Context, env string, since time.Time) func() {
+func (c *Channel) interactionAck(ctx context.Context, sock *socketmode.Client, env string, since time.Time) func() {
 	return func() {
 		if d := c.cfg.Clock.Now().Sub(since); d > interactionAckWindow {
 			c.log.Warn("slack interaction acknowledged after Slack's 3 s window", "envelope_id", env, "after", d)
 		}
-		c.ack(ctx, env)
+		c.ack(ctx, sock, env)
 	}
 }
 
-func (c *Channel) ack(ctx context.Context, envelopeID string) {
-	if err := c.sock.AckCtx(ctx, envelopeID, nil); err != nil && ctx.Err() == nil {
+func (c *Channel) ack(ctx context.Context, sock *socketmode.Client, envelopeID string) {
+	if err := sock.AckCtx(ctx, envelopeID, nil); err != nil && ctx.Err() == nil {
 		c.log.Warn("slack socket mode ack failed", "error", err)
 	}
 }

@@ -390,6 +390,9 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 
 	s := c.lockLiveSession(req.Session)
 	if s == nil {
+		if c.approveStored(w, r, req, user, emoji) {
+			return
+		}
 		writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("unknown session %q: it has no pending approval (sessions are forgotten after %s idle)", req.Session, c.cfg.IdleTimeout)})
 		return
 	}
@@ -408,6 +411,9 @@ func (c *Channel) handleApprove(w http.ResponseWriter, r *http.Request) {
 	}
 	if p == nil {
 		s.mu.Unlock()
+		if c.approveStored(w, r, req, user, emoji) {
+			return
+		}
 		writeError(w, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf(
 			"no pending approval for %s in session %q: it was decided already or never asked", what, req.Session)})
 		return

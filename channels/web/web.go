@@ -102,6 +102,11 @@ type Config struct {
 	// earlier turns, tool calls and approval after a restart or once the channel forgot it
 	// (stored.go). nil: the channel's own memory only.
 	Stored func(ctx context.Context, session string, limit int) (Stored, error)
+	// StoredPrompt finds the prompt of a session's pending approval of call callID in the
+	// gateway's store, for an approval this process never asked: another replica paused the
+	// turn, or this process restarted since. POST /api/chat/approve asks it when the session
+	// or the call is unknown here. nil: not asked (one process, nothing shared).
+	StoredPrompt func(ctx context.Context, conv echogate.ConversationRef, callID string) (echogate.MessageRef, bool)
 }
 
 // ConsoleUser is the user id of the console's own identity ("<platform>:console-admin" is an

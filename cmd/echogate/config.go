@@ -74,6 +74,8 @@ type Config struct {
 	// Scheduler and Schedules: scheduled work (schedule_config.go).
 	Scheduler SchedulerConf  `yaml:"scheduler"`
 	Schedules []ScheduleConf `yaml:"schedules"`
+	// Replicas: how many gateway processes share the database (docs/scaling.md).
+	Replicas ReplicasConf `yaml:"replicas"`
 	// source is where the configuration was read from, for a reload (reload.go).
 	source configSource
 	// warnings are what loading found doubtful but not wrong (config_envwarn.go), logged at start.
@@ -92,6 +94,10 @@ type HTTPConfig struct {
 	// (default 30s). Behind a proxy that reuses idle connections to the gateway, set it above
 	// the proxy's own idle timeout (AWS ALB: 60s), so the proxy always closes first.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// ShutdownDelay is how long serve keeps serving after SIGTERM with /readyz answering 503,
+	// before it stops taking new work and drains (default 0): long enough for a load balancer
+	// to see the failed readiness probe and stop sending (Kubernetes: a few probe periods).
+	ShutdownDelay Duration `yaml:"shutdown_delay"`
 	// MetricsToken also admits a request to /metrics (and nothing else), for a scraper that should
 	// not hold AuthToken. /metrics takes AuthToken too.
 	MetricsToken string `yaml:"metrics_token" env:"ECHOGATE_HTTP_METRICS_TOKEN"`
@@ -188,6 +194,14 @@ type AgentConfig struct {
 	UserRate                  UserRateConfig `yaml:"user_rate"`
 }
 
+// ReplicasConf describes the deployment: start-up checks it against per-app platform limits.
+type ReplicasConf struct {
+	// Expected is the most gateway processes running at once on this configuration, counting
+	// a rolling deploy's surge (Kubernetes: replicas + maxSurge, or the autoscaler's maximum);
+	// default 1. Start-up warns when Slack's Socket Mode limit may be passed.
+	Expected int `yaml:"expected" env:"ECHOGATE_REPLICAS_EXPECTED"`
+}
+
 type SlackConfig struct {
 	BotToken       string `yaml:"bot_token" env:"SLACK_BOT_TOKEN"`
 	AppToken       string `yaml:"app_token" env:"SLACK_APP_TOKEN"`
@@ -195,6 +209,9 @@ type SlackConfig struct {
 	APIURL         string `yaml:"api_url" env:"SLACK_API_URL"`
 	RequireMention *bool  `yaml:"require_mention"`
 	ReplyInThread  *bool  `yaml:"reply_in_thread"`
+	// SocketConnections is how many Socket Mode connections each replica opens (default 1;
+	// Slack allows 10 per app across all replicas).
+	SocketConnections int `yaml:"socket_connections"`
 	// Command is the app's slash command (as in the manifest); default /echogate.
 	Command string `yaml:"command"`
 	// ThreadHistory: earlier thread messages the model sees when first mentioned mid-thread
@@ -218,10 +235,14 @@ type SuggestedPromptConfig struct {
 }
 
 type DiscordConfig struct {
-	Token          string `yaml:"token" env:"DISCORD_BOT_TOKEN"`
-	APIURL         string `yaml:"api_url" env:"DISCORD_API_URL"`
-	ShardID        int    `yaml:"shard_id"`
-	ShardCount     int    `yaml:"shard_count"`
+	Token      string `yaml:"token" env:"DISCORD_BOT_TOKEN"`
+	APIURL     string `yaml:"api_url" env:"DISCORD_API_URL"`
+	ShardID    int    `yaml:"shard_id"`
+	ShardCount int    `yaml:"shard_count"`
+	// Shards: "" (default) runs shard_id of shard_count on every replica; "auto" shares the
+	// shard_count shards out between the replicas through leases in the store, one replica
+	// per shard (channels/discord/shards.go).
+	Shards         string `yaml:"shards"`
 	RequireMention *bool  `yaml:"require_mention"`
 	// MessageContent: auto | on | off; auto asks for the privileged MESSAGE_CONTENT intent only
 	// when some place answers without a mention (require_mention: false).

@@ -54,6 +54,9 @@ func (c *Config) validateHTTP() error {
 			return badKey("http.auth_token", "http.allowed_hosts names %q, so the server answers requests a proxy forwards from other machines: set http.auth_token (ECHOGATE_HTTP_AUTH_TOKEN) to protect the console and admin API", h)
 		}
 	}
+	if c.HTTP.ShutdownDelay < 0 {
+		return badKey("http.shutdown_delay", "%s is negative: give how long to keep serving after SIGTERM with readiness false, e.g. 5s (0: none)", time.Duration(c.HTTP.ShutdownDelay))
+	}
 	if c.HTTP.BodyTimeout < 0 {
 		return badKey("http.body_timeout", "%s is negative: give how long a request body may take to arrive, e.g. 30s", time.Duration(c.HTTP.BodyTimeout))
 	}
@@ -181,6 +184,12 @@ func (c *Config) validatePlatforms() error {
 	if c.Slack.Command != "" && (!strings.HasPrefix(c.Slack.Command, "/") || strings.ContainsAny(c.Slack.Command, " \t")) {
 		return badKey("slack.command", "%q: write the slash command as in the app manifest, e.g. /echogate", c.Slack.Command)
 	}
+	if c.Slack.SocketConnections < 0 || c.Slack.SocketConnections > 10 {
+		return badKey("slack.socket_connections", "%d: give 1 to 10 Socket Mode connections per replica (Slack allows 10 per app)", c.Slack.SocketConnections)
+	}
+	if c.Replicas.Expected < 0 {
+		return badKey("replicas.expected", "%d is negative: give the most gateway processes running at once, e.g. 3", c.Replicas.Expected)
+	}
 	if len(c.Slack.SuggestedPrompts) > 4 {
 		return badKey("slack.suggested_prompts", "%d prompts: Slack shows at most 4", len(c.Slack.SuggestedPrompts))
 	}
@@ -188,6 +197,9 @@ func (c *Config) validatePlatforms() error {
 		if strings.TrimSpace(sp.Title) == "" || strings.TrimSpace(sp.Message) == "" {
 			return badKey("slack.suggested_prompts", "entry %d needs both title and message", i)
 		}
+	}
+	if c.Discord.Shards != "" && c.Discord.Shards != "auto" {
+		return badKey("discord.shards", "%q: leave it empty (every replica runs shard_id of shard_count) or write auto (the replicas share the shard_count shards out)", c.Discord.Shards)
 	}
 	if c.Discord.ShardCount < 1 || c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount {
 		return badKey("discord.shard_id", "shard %d of %d: shard_id must be from 0 to shard_count-1", c.Discord.ShardID, c.Discord.ShardCount)

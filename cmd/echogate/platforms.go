@@ -24,6 +24,18 @@ func promptSession(st store) func(ctx context.Context, ref echogate.MessageRef) 
 	}
 }
 
+// storedPrompt finds the prompt of a session's pending approval of a call from the store, so a
+// decision reaching a replica other than the one that paused the turn is not refused.
+func storedPrompt(st store) func(ctx context.Context, conv echogate.ConversationRef, callID string) (echogate.MessageRef, bool) {
+	return func(ctx context.Context, conv echogate.ConversationRef, callID string) (echogate.MessageRef, bool) {
+		pend, err := st.GetPending(ctx, conv.SessionKey())
+		if err != nil || pend.CallID != callID {
+			return echogate.MessageRef{}, false
+		}
+		return pend.Prompt, true
+	}
+}
+
 // admits is the adapters' access predicate: the pipeline's own rule (Pipeline.Admits), so the
 // adapters spend no platform reads on an event Submit will refuse. The pipeline is built after
 // the channels; until then (no event is delivered before it runs) everyone is admitted.
@@ -49,12 +61,13 @@ func (g *gateway) addPlatformChannels() error {
 			return err
 		}
 		g.channels = append(g.channels, ch)
+		g.warnSlackSocketLimit() // shards_wiring.go
 		if cfg.Slack.SigningSecret != "" {
 			g.extra["POST /slack/events"] = ch.EventsHandler()
 		}
 	}
 	if cfg.Discord.Token != "" {
-		ch, err := discord.New(discord.Config{
+		dcfg := discord.Config{
 			Token:          cfg.Discord.Token,
 			APIURL:         cfg.Discord.APIURL,
 			ShardID:        cfg.Discord.ShardID,
@@ -66,7 +79,8 @@ func (g *gateway) addPlatformChannels() error {
 			OnPanic:        func(path string) { g.metrics.AdapterPanic("discord", path) },
 			SessionOf:      promptSession(g.store),
 			Admits:         g.admits,
-		}, g.log)
+		}
+		ch, err := g.discordChannel(dcfg) // shards_wiring.go
 		if err != nil {
 			return err
 		}
@@ -96,6 +110,7 @@ func slackConfig(c SlackConfig) slack.Config {
 		ThreadHistory:  c.ThreadHistory,
 
 		ThreadReadsPerMinute: c.ThreadReadsPerMinute,
+		SocketConnections:    c.SocketConnections,
 		SuggestedPrompts:     slackPrompts(c.SuggestedPrompts),
 	}
 	if len(c.Channels) > 0 {

@@ -108,6 +108,10 @@ func (g *gateway) readiness(ctx context.Context) (ok bool, detail map[string]str
 	defer cancel()
 	detail = map[string]string{}
 	ok = true
+	if g.draining.Load() {
+		ok = false
+		detail["shutdown"] = "draining: shutting down, send new work to another replica"
+	}
 	if err := g.store.Ping(ctx); err != nil {
 		ok = false
 		detail["storage"] = "unavailable: " + err.Error()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/echogate/echogate/channels"
@@ -32,6 +33,8 @@ type gateway struct {
 	// stopped holds the channels that ended with a permanent failure (channel name → error):
 	// the rest of the gateway keeps serving and readiness names them (channel_failure.go).
 	stopped stoppedChannels
+	// draining is set when shutdown begins: readiness answers 503 from then on, first of all.
+	draining atomic.Bool
 }
 
 func cmdServe(ctx context.Context, e env, cfg *Config, log *slog.Logger, args []string) int {
@@ -81,7 +84,7 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 	c.addMemTrim()
 	c.addGCPace(os.Getenv)
 	g.operator = web.NewAuth(cfg.HTTP.AuthToken, nil)
-	g.web, err = web.New(web.Config{Authenticated: g.operator.Allows, Stored: g.webStored}, log) // webhistory_wiring.go
+	g.web, err = web.New(web.Config{Authenticated: g.operator.Allows, Stored: g.webStored, StoredPrompt: storedPrompt(c.store)}, log) // webhistory_wiring.go
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -174,8 +177,14 @@ func (g *gateway) serve(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
+		g.draining.Store(true)
+		if d := time.Duration(g.cfg.HTTP.ShutdownDelay); d > 0 {
+			g.log.Info("shutting down: readiness is false; still serving for http.shutdown_delay", "delay", d)
+			<-time.After(d)
+		}
 		g.log.Info("shutting down: draining running turns")
 	case runErr = <-errc:
+		g.draining.Store(true)
 		g.log.Error("shutting down: the HTTP server failed", "err", runErr)
 	}
 	stopChannels()

@@ -76,6 +76,10 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 	s.queries = append(s.queries, r.URL.Query())
 	old := s.conn
 	s.conn = conn
+	if s.opts.SharedShard {
+		s.sharedAddLocked(conn)
+		old = nil
+	}
 	s.notify()
 	s.mu.Unlock()
 	if old != nil {
@@ -86,6 +90,7 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		if s.conn == conn {
 			s.conn = nil
 		}
+		delete(s.shared, conn)
 		s.notify()
 		s.mu.Unlock()
 		_ = ws.Close()
@@ -235,6 +240,9 @@ func (s *Server) dispatchLocked(sess *gwSession, conn *gwConn, typ string, d any
 func (s *Server) Dispatch(typ string, d any) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.opts.SharedShard {
+		return s.sharedDispatchLocked(typ, d)
+	}
 	sess := s.current
 	if sess == nil {
 		return 0

@@ -59,6 +59,10 @@ type Options struct {
 	// the same nonce in the channel, instead of creating another (Discord: "the past few
 	// minutes"). 0 means 5 minutes. ExpireNonces ends every window at once.
 	NonceWindow time.Duration
+	// SharedShard keeps every gateway connection open, each with its own session, and sends
+	// each dispatch to all of them (several processes on the same shard, see shared.go);
+	// without it a new connection closes the previous one.
+	SharedShard bool
 }
 
 // User is a Discord user as the fake knows it.
@@ -156,6 +160,7 @@ type Server struct {
 	sessions    map[string]*gwSession
 	current     *gwSession
 	conn        *gwConn
+	shared      map[*gwConn]bool // SharedShard: every open connection (shared.go)
 	replayExtra int
 	closed      bool
 
@@ -225,9 +230,16 @@ func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
 	conn := s.conn
+	var shared []*gwConn
+	for c := range s.shared {
+		shared = append(shared, c)
+	}
 	s.mu.Unlock()
 	if conn != nil {
 		conn.ws.Close()
+	}
+	for _, c := range shared {
+		c.ws.Close()
 	}
 	s.http.CloseClientConnections()
 	s.http.Close()

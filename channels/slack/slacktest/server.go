@@ -128,6 +128,10 @@ type Server struct {
 	acks     map[string]int
 	pongs    int
 	envSeq   int
+
+	reliable     map[string]*reliable // Deliver's events by event id, until acknowledged (redeliver.go)
+	byEnvelope   map[string]*reliable // the same, by the envelope id of their current attempt
+	redeliveries int
 }
 
 type wsConn struct {

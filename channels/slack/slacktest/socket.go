@@ -21,6 +21,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	s.conns[wc] = true
 	s.connects++
 	s.notifyLocked()
+	waiting := s.waitingLocked()
 	s.mu.Unlock()
 	c.SetPongHandler(func(string) error {
 		s.mu.Lock()
@@ -34,13 +35,11 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		"connection_info": map[string]any{"app_id": DefaultAppID}}
 	_ = wc.writeJSON(hello)
 	go s.pinger(wc)
+	s.sendReliable(waiting)
 	defer func() {
 		close(wc.done)
 		_ = c.Close()
-		s.mu.Lock()
-		delete(s.conns, wc)
-		s.notifyLocked()
-		s.mu.Unlock()
+		s.sendReliable(s.connGone(wc))
 	}()
 	for {
 		var msg struct {
@@ -52,6 +51,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		if msg.EnvelopeID != "" {
 			s.mu.Lock()
 			s.acks[msg.EnvelopeID]++
+			s.ackedLocked(msg.EnvelopeID)
 			s.notifyLocked()
 			s.mu.Unlock()
 		}
