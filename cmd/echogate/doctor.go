@@ -166,6 +166,7 @@ func doctorPlatforms(ctx context.Context, client *http.Client, cfg *Config) []ch
 	}
 	return out
 }
+
 // unservedModel finds a model that the agents or routes name, that no provider lists, and that
 // the endpoint's model list lacks: the key naming it and the model; "" when there is none.
 func unservedModel(cfg *Config, served []struct {

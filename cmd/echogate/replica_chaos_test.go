@@ -80,8 +80,9 @@ type msgLatency struct {
 	tool           bool
 }
 
-// newRChaos starts the fakes, the load balancer and three replicas on dbURL.
-func newRChaos(t *testing.T, dbURL string) *rchaos {
+// newRChaos starts the fakes, the load balancer and three replicas on the database of db (the
+// gateway environment testDatabase returns).
+func newRChaos(t *testing.T, db map[string]string) *rchaos {
 	t.Helper()
 	r := &rchaos{t: t, lastCall: map[string]callNote{}, waiting: map[string]bool{}, pausedBy: map[string]int{}, takeover: map[string]time.Time{}, resentWhy: map[string]int{}, open: map[string]*http.Response{}}
 	r.slack = slacktest.New(slacktest.Options{PingInterval: 500 * time.Millisecond})
@@ -110,13 +111,17 @@ func newRChaos(t *testing.T, dbURL string) *rchaos {
 		fake := agenttest.NewFakeOpenAI(agenttest.FakeOpenAIOptions{APIKey: "sk-rchaos"})
 		t.Cleanup(fake.Close)
 		fake.Respond(r.model(i))
-		r.vars = append(r.vars, map[string]string{
-			"DATABASE_URL": dbURL, "OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-rchaos", "ECHOGATE_LOG_LEVEL": "info",
+		vars := map[string]string{
+			"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-rchaos", "ECHOGATE_LOG_LEVEL": "info",
 			"ECHOGATE_DATA_DIR": filepath.Join(dir, fmt.Sprintf("replica%d", i)),
 			"SLACK_BOT_TOKEN":   r.slack.BotToken(), "SLACK_APP_TOKEN": r.slack.AppToken(), "SLACK_API_URL": r.slack.APIURL(),
 			"SLACK_SIGNING_SECRET": rchaosSecret,
 			"DISCORD_BOT_TOKEN":    r.discord.Token(), "DISCORD_API_URL": r.discord.APIURL,
-		})
+		}
+		for k, v := range db {
+			vars[k] = v
+		}
+		r.vars = append(r.vars, vars)
 	}
 	for i := range rchaosReplicas {
 		r.start(i)
@@ -230,25 +235,24 @@ func TestReplicaChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs and kills three gateway binaries")
 	}
-	runReplicaChaos(t, testPostgres(t))
+	runReplicaChaos(t, testDatabase(t, "direct"))
 }
 
 // TestReplicaChaosThroughPgBouncer is TestReplicaChaos with the replicas reaching PostgreSQL
-// through PgBouncer in transaction mode (ECHOGATE_TEST_PGBOUNCER_URL, from
-// scripts/pg-test-cluster.sh); skipped without it.
+// through PgBouncer in transaction mode (database.pooler: transaction, session leases of 2 s so a
+// killed replica's conversations move within the replay time); skipped without
+// ECHOGATE_TEST_PGBOUNCER_URL, failed without it under CI.
 func TestReplicaChaosThroughPgBouncer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs and kills three gateway binaries")
 	}
-	pooled := os.Getenv("ECHOGATE_TEST_PGBOUNCER_URL")
-	if pooled == "" {
-		t.Skip("set ECHOGATE_TEST_PGBOUNCER_URL (scripts/pg-test-cluster.sh with PgBouncer) to run the replicas through a pooler")
-	}
-	runReplicaChaos(t, viaPooler(t, testPostgres(t), pooled))
+	db := testDatabase(t, "pgbouncer")
+	db["ECHOGATE_DATABASE_LEASE_TTL"] = "2s"
+	runReplicaChaos(t, db)
 }
 
-func runReplicaChaos(t *testing.T, dbURL string) {
-	r := newRChaos(t, dbURL)
+func runReplicaChaos(t *testing.T, db map[string]string) {
+	r := newRChaos(t, db)
 	done, errs := r.drive()
 	total := *rchaosSessions * *rchaosMessages
 	kills := 0
@@ -283,20 +287,6 @@ func runReplicaChaos(t *testing.T, dbURL string) {
 	if kills < *rchaosKills {
 		t.Errorf("%d SIGKILLs, want at least %d", kills, *rchaosKills)
 	}
-}
-
-// viaPooler returns the pooler's URL with the test schema's search_path of direct.
-func viaPooler(t *testing.T, direct, pooled string) string {
-	t.Helper()
-	i := strings.Index(direct, "search_path=")
-	if i < 0 {
-		t.Fatalf("test database URL %q names no search_path", direct)
-	}
-	sep := "?"
-	if strings.Contains(pooled, "?") {
-		sep = "&"
-	}
-	return pooled + sep + strings.SplitN(direct[i:], "&", 2)[0]
 }
 
 // percentile returns the p-th percentile (0–100) of ds, sorted in place.

@@ -13,7 +13,7 @@ func TestRollingDeploy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three gateway binaries and replaces them")
 	}
-	r := newRChaos(t, testPostgres(t))
+	r := newRChaos(t, testDatabase(t, "direct"))
 	done, errs := r.drive()
 	total := *rchaosSessions * *rchaosMessages
 	var from, to time.Time
