@@ -62,6 +62,8 @@ type Pipeline struct {
 	agents atomic.Pointer[agentSet] // the agent profiles (profile.go)
 	gate   gate                     // the access rules (access.go)
 	users  *userLimits              // per-user concurrency and rate (peruser.go)
+	// questions are the tool calls' questions waiting for a person's answer (elicit.go).
+	questions openQuestions
 }
 
 const (
@@ -269,6 +271,9 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 
 	if isStop(&ev) && p.submitStop(ctx, key, ev) {
 		return nil // a turn runs here: stopped, or its sender told who can (authority)
+	}
+	if p.answerQuestion(ctx, &ev) {
+		return nil // the answer to a tool call's question (elicit_answer.go)
 	}
 	sh.mu.Lock()
 	mb := sh.boxes[key]
