@@ -68,6 +68,8 @@ func (s *Server) handleREST(w http.ResponseWriter, r *http.Request, path string,
 			"session_start_limit": map[string]int{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}})
 	case r.Method == http.MethodGet && path == "/users/@me":
 		writeJSON(w, 200, s.Bot())
+	case r.Method == http.MethodPost && path == "/users/@me/channels":
+		return s.openDM(w, body)
 	case r.Method == http.MethodGet && path == "/applications/@me":
 		flags := int64(1 << 18)
 		if s.opts.AppFlags != nil {
