@@ -95,6 +95,7 @@ type item struct {
 
 // turnCtl lets Submit stop the running turn of a session.
 type turnCtl struct {
+	event    string // the handled event's id (a tool call's question is shown under it, elicit.go)
 	stopping atomic.Bool
 	cancel   context.CancelFunc
 	owner    atomic.Pointer[turnOwner] // whose turn runs, for authority (authority_running.go)
@@ -376,7 +377,7 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 		mb.queue = mb.queue[1:]
 		p.d.Metrics.Mailbox(-1, 0)
 		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.TurnTimeout)
-		ctl := &turnCtl{cancel: cancel}
+		ctl := &turnCtl{cancel: cancel, event: it.ev.ID}
 		mb.cur = ctl
 		sh.mu.Unlock()
 

@@ -22,6 +22,8 @@ import (
 type Question struct {
 	// From names who asks, for the person: "MCP server tracker".
 	From string
+	// Tool is the registry name of the call that asks.
+	Tool string
 	// Caller is the call's caller (tools.CallerFrom): the person to ask and where.
 	Caller  tools.Caller
 	Mode    string // "form" (the default) or "url"
@@ -126,15 +128,15 @@ func (p *Pipeline) Elicit(ctx context.Context, q Question) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	oq := &openQuestion{id: ids.New("q_"), q: q, form: f, requester: c.UserID, approvers: p.turnApprovers(c.Session),
-		answer: make(chan answered, 1)}
+	approvers, event := p.runningTurn(c.Session)
+	oq := &openQuestion{id: ids.New("q_"), q: q, form: f, requester: c.UserID, approvers: approvers, answer: make(chan answered, 1)}
 	if !p.questions.add(c.Session, oq) {
 		return Reply{}, errors.New("another question is waiting for this conversation's answer")
 	}
 	defer p.questions.remove(c.Session, oq)
 	text := p.questionText(oq, ctx)
 	if obs := p.caps[c.Conversation.Platform].Observer; obs != nil {
-		obs.ObserveTurn(echogate.TurnEvent{Type: echogate.TurnAsk, Session: c.Session, Turn: c.Turn, Text: text, Time: p.cfg.Now()})
+		obs.ObserveTurn(askEvent(q, text, event, p.cfg.Now()))
 	} else {
 		out := echogate.Outbound{Kind: echogate.OutNotice, Conversation: c.Conversation, Text: text, Session: c.Session, Turn: c.Turn,
 			Choices: oq.choices()}
@@ -159,17 +161,32 @@ func (p *Pipeline) Elicit(ctx context.Context, q Question) (Reply, error) {
 	}
 }
 
-// turnApprovers are the approvers of the turn running in session (the gateway's without one).
-func (p *Pipeline) turnApprovers(key echogate.SessionKey) map[string]bool {
+// runningTurn returns the approvers of the turn running in session (the gateway's without one)
+// and the id of the event it handles.
+func (p *Pipeline) runningTurn(key echogate.SessionKey) (approvers map[string]bool, event string) {
 	sh := p.shardFor(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	approvers = p.approvers
 	if mb := sh.boxes[key]; mb != nil && mb.cur != nil {
+		event = mb.cur.event
 		if o := mb.cur.owner.Load(); o != nil && o.approvers != nil {
-			return o.approvers
+			approvers = o.approvers
 		}
 	}
-	return p.approvers
+	return approvers, event
+}
+
+// askEvent is the turn event that shows a tool call's question to an observing channel (the
+// web chat, the terminal), under the turn's event so the request that started it shows it. It
+// names the asking call's tool and no call id: ask_user's question (which pauses the turn)
+// carries its call, this one waits inside the call.
+func askEvent(q Question, text, event string, now time.Time) echogate.TurnEvent {
+	tool := q.Tool
+	if tool == "" {
+		tool = q.From
+	}
+	return echogate.TurnEvent{Type: echogate.TurnAsk, Session: q.Caller.Session, Turn: q.Caller.Turn, Tool: tool, Text: text, EventID: event, Time: now}
 }
 
 // questionText is the prompt: who asks, the question, the fields and how to answer.
@@ -264,7 +281,8 @@ func (p *Pipeline) elicitURL(ctx context.Context, q Question) (Reply, error) {
 	}
 	if obs := p.caps[c.Conversation.Platform].Observer; obs != nil {
 		// The web chat and the terminal are one person's conversation.
-		obs.ObserveTurn(echogate.TurnEvent{Type: echogate.TurnAsk, Session: c.Session, Turn: c.Turn, Text: text, Time: p.cfg.Now()})
+		_, event := p.runningTurn(c.Session)
+		obs.ObserveTurn(askEvent(q, text, event, p.cfg.Now()))
 		return Reply{Action: ElicitAccept}, nil
 	}
 	if err := p.sendPrivately(ctx, c.Conversation, c.Session, c.UserID, text); err != nil {

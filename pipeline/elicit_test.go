@@ -57,8 +57,15 @@ func startAsk(t *testing.T, platform string, q pipeline.Question) *askHarness {
 		b, _ := json.Marshal(r)
 		return tools.Result{Content: string(b)}, nil
 	}
-	a.h = start(t, opts{tools: []tools.Tool{tool}, cfg: pipeline.Config{Approvers: []string{platform + ":UBOSS"}},
-		deps: func(d *pipeline.Deps) { d.Repliers[platform] = chatReplier{a.chat} }})
+	o := opts{tools: []tools.Tool{tool}, cfg: pipeline.Config{Approvers: []string{platform + ":UBOSS"}},
+		deps: func(d *pipeline.Deps) { d.Repliers[platform] = chatReplier{a.chat} }}
+	if platform == echogate.PlatformWeb {
+		o.deps = nil // the harness's web replier observes turns
+	}
+	a.h = start(t, o)
+	if platform == echogate.PlatformWeb {
+		a.chat = a.h.rep
+	}
 	a.h.model.SetDefault(agenttest.Reply("done"))
 	return a
 }
@@ -198,5 +205,49 @@ func TestElicitationURLSentPrivately(t *testing.T) {
 			}
 			t.Errorf("no post holds the link; posts: %+v", a.chat.Posts())
 		})
+	}
+}
+
+// TestElicitationInWebChat: the web chat shows the question as an ask event of the running
+// turn's request, the person's next message answers it (its exchange ends with a note), and the
+// turn goes on with the tool's result.
+func TestElicitationInWebChat(t *testing.T) {
+	a := startAsk(t, echogate.PlatformWeb, pipeline.Question{From: "MCP server shop", Tool: "shop__ask", Message: "Which size?", Schema: json.RawMessage(askSchema)})
+	a.h.model.Append(agenttest.CallTool("ask", `{}`))
+	first := msg("w1", "ann", "order a shirt")
+	a.h.submit(first)
+	var ask echogate.TurnEvent
+	deadline := time.Now().Add(10 * time.Second)
+	for ask.Type == "" {
+		for _, ev := range a.h.rep.Events() {
+			if ev.Type == echogate.TurnAsk {
+				ask = ev
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ask event; events: %+v", a.h.rep.Events())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ask.EventID != first.ID || ask.Tool != "shop__ask" || ask.CallID != "" || !strings.Contains(ask.Text, "Which size?") {
+		t.Errorf("ask event = %+v, want the question under the request's event %s, naming the tool", ask, first.ID)
+	}
+	answer := msg("w1", "ann", "large")
+	a.h.submit(answer)
+	if r := a.reply(t); r.Action != pipeline.ElicitAccept || r.Content["size"] != "large" {
+		t.Errorf("reply = %+v, want accept with size large", r)
+	}
+	for range 2 {
+		d := a.h.waitDone()
+		switch d.EventID {
+		case answer.ID:
+			if !strings.Contains(d.Text, "Answer sent") {
+				t.Errorf("the answer's exchange ended with %q, want a note", d.Text)
+			}
+		case first.ID:
+			if d.Text != "done" {
+				t.Errorf("the turn ended with %q, want it to go on to its answer", d.Text)
+			}
+		}
 	}
 }

@@ -25,7 +25,7 @@ func (e *mcpElicitor) elicit(ctx context.Context, el mcp.Elicitation) (mcp.Elici
 		return mcp.ElicitAnswer{}, errors.New("the gateway is not taking questions yet")
 	}
 	from := "MCP server " + el.Server
-	r, err := p.Elicit(ctx, pipeline.Question{From: from, Caller: el.Caller, Mode: el.Mode, Message: el.Message, Schema: el.Schema, Link: el.URL})
+	r, err := p.Elicit(ctx, pipeline.Question{From: from, Tool: el.Tool, Caller: el.Caller, Mode: el.Mode, Message: el.Message, Schema: el.Schema, Link: el.URL})
 	if err != nil {
 		return mcp.ElicitAnswer{}, err
 	}
