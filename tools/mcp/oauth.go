@@ -260,7 +260,9 @@ func (m *Manager) Logout(ctx context.Context, server, user string) error {
 	if s == nil || !s.cfg.oauth() {
 		return fmt.Errorf("%w: no MCP server %q with auth: oauth", ErrConfig, server)
 	}
-	if err := m.cfg.Tokens.Delete(ctx, TokenKey{Server: server, User: user}); err != nil {
+	key := TokenKey{Server: server, User: user}
+	m.revoke(ctx, key)
+	if err := m.cfg.Tokens.Delete(ctx, key); err != nil {
 		return err
 	}
 	if user == "" {
@@ -269,4 +271,25 @@ func (m *Manager) Logout(ctx context.Context, server, user string) error {
 		s.dropUser(user)
 	}
 	return nil
+}
+
+// revokeTimeout bounds asking the authorization server to revoke a grant at logout.
+const revokeTimeout = 10 * time.Second
+
+// revoke asks the authorization server to revoke key's grant (RFC 7009) when its metadata lists
+// a revocation endpoint. A failure is logged: the grant is forgotten here all the same.
+func (m *Manager) revoke(ctx context.Context, key TokenKey) {
+	g, err := m.cfg.Tokens.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, revokeTimeout)
+	defer cancel()
+	found, err := revokeGrant(rctx, m.cfg.OAuthHTTPClient, g)
+	switch {
+	case err != nil:
+		m.log.Warn("mcp: logout: the authorization server did not revoke the grant; it is forgotten here", "mcp_server", key.Server, "err", err)
+	case found:
+		m.log.Info("mcp: logout: grant revoked at the authorization server", "mcp_server", key.Server)
+	}
 }
