@@ -16,9 +16,9 @@ import (
 
 	"github.com/echogate/echogate/internal/mcptoken"
 	"github.com/echogate/echogate/internal/secretbox"
+	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/storage/postgres"
 	"github.com/echogate/echogate/storage/sqlite"
-	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/tools/mcp"
 )
 
