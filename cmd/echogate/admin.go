@@ -44,7 +44,7 @@ import (
 func (g *gateway) adminAPI(mux *routeMux) {
 	mux.HandleFunc("GET /api/info", g.handleInfo)
 	mux.HandleFunc("GET /api/ready", g.handleReady)
-	mux.HandleFunc("POST /api/mcp/login", g.handleMCPLogin) // mcp_oauth.go
+	mux.HandleFunc("POST /api/mcp/login", g.handleMCPLogin)    // mcp_oauth.go
 	mux.HandleFunc("GET /api/mcp/servers", g.handleMCPServers) // mcp_console.go: the console's MCP tab
 	mux.HandleFunc("GET /api/sessions", func(w http.ResponseWriter, r *http.Request) {
 		ss, err := g.store.ListSessions(r.Context(), limitParam(r, 100))
