@@ -15,18 +15,51 @@ import (
 	"github.com/echogate/echogate/tools"
 )
 
-// chatReplier is a platform replier without a turn observer (like Slack's and Discord's): the
-// question is posted with its buttons.
-type chatReplier struct{ *pipelinetest.Replier }
+// chatReplier records posts like pipelinetest.Replier and signals every change on changed (the
+// tests wait on it, never on a clock). Without observe it has no turn observer, like Slack's and
+// Discord's repliers: the question is posted with its buttons; with it, like the web chat's.
+type chatReplier struct {
+	*pipelinetest.Replier
+	changed chan struct{}
+	observe bool
+}
 
-func (c chatReplier) Caps() pipeline.Caps { return pipeline.Caps{Editor: c.Replier} }
+func (c chatReplier) poke() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c chatReplier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
+	defer c.poke()
+	return c.Replier.Send(ctx, out)
+}
+
+func (c chatReplier) Edit(ctx context.Context, ref echogate.MessageRef, text string) error {
+	defer c.poke()
+	return c.Replier.Edit(ctx, ref, text)
+}
+
+func (c chatReplier) ObserveTurn(ev echogate.TurnEvent) {
+	c.Replier.ObserveTurn(ev)
+	c.poke()
+}
+
+func (c chatReplier) Caps() pipeline.Caps {
+	caps := pipeline.Caps{Editor: c}
+	if c.observe {
+		caps.Observer = c
+	}
+	return caps
+}
 
 // askHarness runs a pipeline whose tool "ask" puts q (its caller filled in) to the person and
 // hands the reply to replies; the model calls it, then answers "done". cancel, when the test
 // sends on it, ends the question's wait as the server's timeout would.
 type askHarness struct {
 	h       *harness
-	chat    *pipelinetest.Replier
+	chat    chatReplier
 	replies chan pipeline.Reply
 	cancel  chan struct{}
 }
@@ -35,7 +68,8 @@ const askSchema = `{"type":"object","properties":{"size":{"type":"string","enum"
 
 func startAsk(t *testing.T, platform string, q pipeline.Question) *askHarness {
 	t.Helper()
-	a := &askHarness{chat: pipelinetest.NewReplier(platform), replies: make(chan pipeline.Reply, 8), cancel: make(chan struct{}, 1)}
+	a := &askHarness{chat: chatReplier{Replier: pipelinetest.NewReplier(platform), changed: make(chan struct{}, 1), observe: platform == echogate.PlatformWeb},
+		replies: make(chan pipeline.Reply, 8), cancel: make(chan struct{}, 1)}
 	tool := &funcTool{spec: tools.Spec{Name: "ask", Description: "asks", Safety: tools.Safe}}
 	tool.fn = func(ctx context.Context, _ json.RawMessage) (tools.Result, error) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -57,15 +91,8 @@ func startAsk(t *testing.T, platform string, q pipeline.Question) *askHarness {
 		b, _ := json.Marshal(r)
 		return tools.Result{Content: string(b)}, nil
 	}
-	o := opts{tools: []tools.Tool{tool}, cfg: pipeline.Config{Approvers: []string{platform + ":UBOSS"}},
-		deps: func(d *pipeline.Deps) { d.Repliers[platform] = chatReplier{a.chat} }}
-	if platform == echogate.PlatformWeb {
-		o.deps = nil // the harness's web replier observes turns
-	}
-	a.h = start(t, o)
-	if platform == echogate.PlatformWeb {
-		a.chat = a.h.rep
-	}
+	a.h = start(t, opts{tools: []tools.Tool{tool}, cfg: pipeline.Config{Approvers: []string{platform + ":UBOSS"}},
+		deps: func(d *pipeline.Deps) { d.Repliers[platform] = a.chat }})
 	a.h.model.SetDefault(agenttest.Reply("done"))
 	return a
 }
@@ -87,17 +114,36 @@ func press(platform, user, value string, prompt echogate.MessageRef) echogate.In
 // waitPost waits until the chat replier holds a post matching ok.
 func (a *askHarness) waitPost(t *testing.T, what string, ok func(pipelinetest.Post) bool) pipelinetest.Post {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	limit := time.After(10 * time.Second)
 	for {
 		for _, p := range a.chat.Posts() {
 			if ok(p) {
 				return p
 			}
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-a.chat.changed:
+		case <-limit:
 			t.Fatalf("no post %s; posts: %+v", what, a.chat.Posts())
 		}
-		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitEvent waits until the chat replier observed a turn event matching ok.
+func (a *askHarness) waitEvent(t *testing.T, what string, ok func(echogate.TurnEvent) bool) echogate.TurnEvent {
+	t.Helper()
+	limit := time.After(10 * time.Second)
+	for {
+		for _, ev := range a.chat.Events() {
+			if ok(ev) {
+				return ev
+			}
+		}
+		select {
+		case <-a.chat.changed:
+		case <-limit:
+			t.Fatalf("no turn event %s; events: %+v", what, a.chat.Events())
+		}
 	}
 }
 
@@ -109,6 +155,17 @@ func (a *askHarness) reply(t *testing.T) pipeline.Reply {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the tool got no reply; posts: %+v", a.chat.Posts())
 		return pipeline.Reply{}
+	}
+}
+
+func (a *askHarness) waitDone(t *testing.T) echogate.TurnEvent {
+	t.Helper()
+	select {
+	case ev := <-a.chat.Done:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no turn finished; events: %+v", a.chat.Events())
+		return echogate.TurnEvent{}
 	}
 }
 
@@ -216,19 +273,7 @@ func TestElicitationInWebChat(t *testing.T) {
 	a.h.model.Append(agenttest.CallTool("ask", `{}`))
 	first := msg("w1", "ann", "order a shirt")
 	a.h.submit(first)
-	var ask echogate.TurnEvent
-	deadline := time.Now().Add(10 * time.Second)
-	for ask.Type == "" {
-		for _, ev := range a.h.rep.Events() {
-			if ev.Type == echogate.TurnAsk {
-				ask = ev
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ask event; events: %+v", a.h.rep.Events())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	ask := a.waitEvent(t, "asking the question", func(ev echogate.TurnEvent) bool { return ev.Type == echogate.TurnAsk })
 	if ask.EventID != first.ID || ask.Tool != "shop__ask" || ask.CallID != "" || !strings.Contains(ask.Text, "Which size?") {
 		t.Errorf("ask event = %+v, want the question under the request's event %s, naming the tool", ask, first.ID)
 	}
@@ -238,7 +283,7 @@ func TestElicitationInWebChat(t *testing.T) {
 		t.Errorf("reply = %+v, want accept with size large", r)
 	}
 	for range 2 {
-		d := a.h.waitDone()
+		d := a.waitDone(t)
 		switch d.EventID {
 		case answer.ID:
 			if !strings.Contains(d.Text, "Answer sent") {
