@@ -19,24 +19,32 @@ const choiceIDPrefix = "echogate_choice:"
 // maxCustomID is Discord's limit on a component's custom_id.
 const maxCustomID = 100
 
-// choiceComponents is the action row of a question's choices (at most five buttons).
+// choiceComponents are the action rows of a question's choices: five buttons a row, at most
+// five rows (Discord's limits); a choice whose custom id would pass 100 characters is left out.
 func choiceComponents(choices []echogate.Choice) []any {
-	btns := make([]any, 0, len(choices))
-	for i, ch := range choices {
+	var rows []any
+	var btns []any
+	for _, ch := range choices {
 		id := choiceIDPrefix + ch.Value
-		if i == 5 || len(id) > maxCustomID {
-			break
+		if len(id) > maxCustomID {
+			continue
 		}
 		style := 2 // secondary
 		if strings.HasSuffix(ch.Value, ":decline") {
 			style = 4 // danger
 		}
 		btns = append(btns, map[string]any{"type": 2, "style": style, "label": truncateText(ch.Label, 80), "custom_id": id})
+		if len(btns) == 5 {
+			rows, btns = append(rows, map[string]any{"type": 1, "components": btns}), nil
+		}
+		if len(rows) == 5 {
+			return rows
+		}
 	}
-	if len(btns) == 0 {
-		return nil
+	if len(btns) > 0 {
+		rows = append(rows, map[string]any{"type": 1, "components": btns})
 	}
-	return []any{map[string]any{"type": 1, "components": btns}}
+	return rows
 }
 
 // pressedReaction is the Reaction of a press of customID: an approval button's emoji or a
@@ -46,7 +54,10 @@ func pressedReaction(customID string) (string, bool) {
 		return r, true
 	}
 	v, ok := strings.CutPrefix(customID, choiceIDPrefix)
-	return v, ok && v != ""
+	if !ok || v == "" {
+		return "", false
+	}
+	return v, true
 }
 
 // sendDM posts out to out.PrivateTo in a direct message: the Outbound the pipeline sends for

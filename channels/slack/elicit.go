@@ -45,5 +45,8 @@ func pressedReaction(actionID string) (string, bool) {
 		return r, true
 	}
 	v, ok := strings.CutPrefix(actionID, choiceActionPrefix)
-	return v, ok && v != ""
+	if !ok || v == "" {
+		return "", false
+	}
+	return v, true
 }
