@@ -74,8 +74,9 @@ type elicitPlatform struct {
 
 // TestE2EMCPElicitation: an MCP server's question during a tool call is put to the person who
 // asked, through the real Slack and Discord adapters: a stranger's press is refused with a note
-// only they see and does not answer; the requester's press reaches the server and the turn goes
-// on with the tool's result; a URL-mode link goes to the requester alone.
+// only they see and does not answer; the requester's press, or their typed reply, reaches the
+// server and the turn goes on with the tool's result; a URL-mode link goes to the requester
+// alone.
 func TestE2EMCPElicitation(t *testing.T) {
 	shop := shopMCP(t)
 	for _, make := range []func(t *testing.T) elicitPlatform{slackElicit, discordElicit} {
@@ -100,18 +101,20 @@ func TestE2EMCPElicitation(t *testing.T) {
 				t.Fatalf("the turn went on after a stranger's press: %q", got[0].Text)
 			}
 			ep.press(t, c, q.ID, ep.requester, "elicit:v1")
-			ans := c.waitMsg(t, afterToolText)
-			if !strings.Contains(ans.Text, `"action":"accept"`) || !strings.Contains(ans.Text, `"size":"large"`) {
-				t.Errorf("answer after the requester's press = %q, want the server to have got accept with size large", ans.Text)
-			}
+			// The answer streams: wait for the text that shows what the server got.
+			c.waitMsg(t, afterToolText, `"action":"accept"`, `"size":"large"`)
 			c.waitMsg(t, "Answered by")
+
+			// A typed answer: the requester's reply (addressed to the bot) is the value.
+			a := ep.newConv(t, "[elicit-typed-"+ep.name+"]")
+			ep.open(t, a, ep.requester, "order a shirt "+a.tag)
+			a.waitMsg(t, "MCP server shop asks", "Which size?")
+			ep.say(t, a, ep.requester, "small")
+			a.waitMsg(t, afterToolText, `"action":"accept"`, `"size":"small"`)
 
 			u := ep.newConv(t, "[elicit-url-"+ep.name+"]")
 			ep.open(t, u, ep.requester, "connect me "+u.tag)
-			ans = u.waitMsg(t, afterToolText)
-			if !strings.Contains(ans.Text, `"action":"accept"`) {
-				t.Errorf("answer after the link = %q, want accept", ans.Text)
-			}
+			u.waitMsg(t, afterToolText, `"action":"accept"`)
 			if !strings.Contains(strings.Join(ep.private(u, ep.requester), "\n"), "https://shop.example/connect?s=42") {
 				t.Errorf("the requester was not sent the link privately; shown alone: %q", ep.private(u, ep.requester))
 			}
