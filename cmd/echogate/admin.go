@@ -46,6 +46,7 @@ func (g *gateway) adminAPI(mux *routeMux) {
 	mux.HandleFunc("GET /api/ready", g.handleReady)
 	mux.HandleFunc("POST /api/mcp/login", g.handleMCPLogin)    // mcp_oauth.go
 	mux.HandleFunc("GET /api/mcp/servers", g.handleMCPServers) // mcp_console.go: the console's MCP tab
+	mux.HandleFunc("POST /api/mcp/logout", g.handleMCPLogout)  // mcp_logout.go
 	mux.HandleFunc("GET /api/sessions", func(w http.ResponseWriter, r *http.Request) {
 		ss, err := g.store.ListSessions(r.Context(), limitParam(r, 100))
 		writeJSON(w, nonNil(ss), wrapErr("list sessions", err))

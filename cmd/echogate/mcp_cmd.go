@@ -17,19 +17,21 @@ import (
 	"github.com/echogate/echogate/tools/mcp"
 )
 
-// cmdMCP runs `echogate mcp login|status`.
+// cmdMCP runs `echogate mcp login|logout|status`.
 func cmdMCP(ctx context.Context, e env, cfg *Config, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(e.stderr, "echogate mcp: name a command: login, status (echogate mcp --help)")
+		fmt.Fprintln(e.stderr, "echogate mcp: name a command: login, logout, status (echogate mcp --help)")
 		return 2
 	}
 	switch args[0] {
 	case "login":
 		return mcpLogin(ctx, e, cfg, args[1:])
+	case "logout":
+		return mcpLogout(ctx, e, cfg, args[1:])
 	case "status":
 		return mcpStatus(ctx, e, cfg)
 	}
-	fmt.Fprintf(e.stderr, "echogate mcp: unknown command %q: use login or status\n", args[0])
+	fmt.Fprintf(e.stderr, "echogate mcp: unknown command %q: use login, logout or status\n", args[0])
 	return 2
 }
 
