@@ -134,7 +134,7 @@ func (p *Pipeline) Elicit(ctx context.Context, q Question) (Reply, error) {
 		return Reply{}, errors.New("another question is waiting for this conversation's answer")
 	}
 	defer p.questions.remove(c.Session, oq)
-	text := p.questionText(oq, ctx)
+	text := p.questionText(ctx, oq)
 	if obs := p.caps[c.Conversation.Platform].Observer; obs != nil {
 		obs.ObserveTurn(askEvent(q, text, event, p.cfg.Now()))
 	} else {
@@ -152,7 +152,7 @@ func (p *Pipeline) Elicit(ctx context.Context, q Question) (Reply, error) {
 	log.Info("question put to the person", "from", q.From, "question", oq.id)
 	select {
 	case a := <-oq.answer:
-		p.closeQuestion(ctx, oq, fmt.Sprintf("Answered by %s: %s.", a.by, a.reply.Action))
+		p.closeQuestion(ctx, oq, outcomeText(a))
 		return a.reply, nil
 	case <-ctx.Done():
 		log.Info("question declined: no answer in time", "from", q.From, "question", oq.id)
@@ -190,7 +190,7 @@ func askEvent(q Question, text, event string, now time.Time) echogate.TurnEvent 
 }
 
 // questionText is the prompt: who asks, the question, the fields and how to answer.
-func (p *Pipeline) questionText(oq *openQuestion, ctx context.Context) string {
+func (p *Pipeline) questionText(ctx context.Context, oq *openQuestion) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "❓ %s asks: %s", oq.q.From, strings.TrimSpace(oq.q.Message))
 	b.WriteString(oq.form.describe())
@@ -311,4 +311,15 @@ func (p *Pipeline) sendPrivately(ctx context.Context, conv echogate.Conversation
 	}
 	_, err := rep.Send(ctx, out)
 	return err
+}
+
+// outcomeText is how an answered question's prompt ends.
+func outcomeText(a answered) string {
+	switch a.reply.Action {
+	case ElicitDecline:
+		return "Declined by " + a.by + "."
+	case ElicitCancel:
+		return "Cancelled by " + a.by + "."
+	}
+	return "Answered by " + a.by + "."
 }
