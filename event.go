@@ -223,4 +223,15 @@ type Outbound struct {
 	// StartStream shows this reply in that message, edited into the new text, instead of
 	// posting a new one. Zero: a new message.
 	Continues MessageRef
+	// Choices are offered as buttons under the message (Slack Block Kit, Discord components),
+	// for a question the pipeline puts to a person during a tool call. A press comes back as an
+	// InboundEvent of KindReaction whose Reaction is the pressed choice's Value and whose Target
+	// is the message. Channels without buttons show the text alone.
+	Choices []Choice `json:",omitempty"`
+}
+
+// Choice is one button of Outbound.Choices: Value comes back in InboundEvent.Reaction (at most
+// 80 bytes, so that it fits every platform's button id), Label is shown.
+type Choice struct {
+	Value, Label string
 }

@@ -54,6 +54,8 @@ type Pipeline struct {
 	agents atomic.Pointer[agentSet] // the agent profiles (profile.go)
 	gate   gate                     // the access rules (access.go)
 	users  *userLimits              // per-user concurrency and rate (peruser.go)
+	// questions are the tool calls' questions waiting for a person's answer (elicit.go).
+	questions openQuestions
 }
 
 const (
@@ -85,6 +87,7 @@ type item struct {
 
 // turnCtl lets Submit stop the running turn of a session.
 type turnCtl struct {
+	event    string // the handled event's id (a tool call's question is shown under it, elicit.go)
 	stopping atomic.Bool
 	cancel   context.CancelFunc
 	owner    atomic.Pointer[turnOwner] // whose turn runs, for authority (authority_running.go)
@@ -271,7 +274,7 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 		mb.queue = mb.queue[1:]
 		p.d.Metrics.Mailbox(-1, 0)
 		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.TurnTimeout)
-		ctl := &turnCtl{cancel: cancel}
+		ctl := &turnCtl{cancel: cancel, event: it.ev.ID}
 		mb.cur = ctl
 		sh.mu.Unlock()
 

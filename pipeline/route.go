@@ -14,7 +14,8 @@ import (
 
 // The routing of an event before any turn runs, in the order it happens. Submit (a channel's
 // Sink) decides what is never queued: the access rules refuse (access.go), a stop stops the
-// session's running turn at once (isStop; who may: authority_running.go), a full mailbox
+// session's running turn at once (isStop; who may: authority_running.go), the answer to a
+// running tool call's question goes to it (elicit_answer.go), a full mailbox
 // refuses (mailboxKey picks the mailbox), and the dedupe claim drops a duplicate. A worker
 // then hands each queued event to handle (handle.go: a replay is recovered first, the session
 // record written), which calls route: the session's paused turn takes it (paused.go decides,
@@ -52,6 +53,9 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 
 	if isStop(&ev) && p.submitStop(ctx, key, ev) {
 		return nil // a turn runs here: stopped, or its sender told who can (authority)
+	}
+	if p.answerQuestion(ctx, &ev) {
+		return nil // the answer to a running tool call's question (elicit_answer.go)
 	}
 	sh.mu.Lock()
 	mb := sh.boxes[key]

@@ -31,6 +31,9 @@ func (l *loop) onEvent(ev echogate.TurnEvent) {
 		l.failedTurn = "" // the done that follows an error: already handled
 		return
 	}
+	if l.answerEvent(ev) {
+		return
+	}
 	l.turnSeen = true
 	if ev.Type == echogate.TurnStarted || ev.Turn != l.turn && ev.Turn != "" {
 		l.beginTurn(ev.Turn)
@@ -68,6 +71,9 @@ func (l *loop) onEvent(ev echogate.TurnEvent) {
 		}
 		l.approvalShown = true
 	case echogate.TurnAsk:
+		if l.toolQuestion(ev) {
+			return
+		}
 		l.question = ev.Text
 		if !l.oneShot {
 			l.endLine()

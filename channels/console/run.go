@@ -157,6 +157,11 @@ type loop struct {
 
 	queued []string // lines typed while a turn runs
 
+	// asked: a tool call of the running turn put a question (a TurnAsk without a call id, see
+	// question.go); lines typed now answer it at once. answers are those lines' event ids.
+	asked   bool
+	answers map[string]bool
+
 	ended  bool // RunOnce: done
 	answer string
 	err    error
@@ -295,6 +300,8 @@ func (l *loop) onLine(ln line) {
 	switch {
 	case t == "":
 		l.showPrompt()
+	case l.asked && l.inflight != "" && !strings.EqualFold(t, "stop"):
+		l.answerQuestion(text)
 	case strings.EqualFold(t, "stop"):
 		if err := l.submit(l.c.event(echogate.KindDirect, "stop"), false); err == nil && l.inflight != "" {
 			l.c.info("stopping…")

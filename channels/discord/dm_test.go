@@ -22,7 +22,7 @@ func TestOpenDMOpensOnceAndDelivers(t *testing.T) {
 	}
 	ctx := context.Background()
 	srv.RateLimitNext("POST", "/users/@me/channels", 10*time.Millisecond, false)
-	want := srv.DMChannelOf(ann.ID)
+	want := srv.DMChannel(ann.ID)
 	for range 3 {
 		conv, err := ch.OpenDM(ctx, ann.ID)
 		if err != nil || conv.Channel != want || !conv.DM || conv.Platform != echogate.PlatformDiscord {

@@ -153,7 +153,7 @@ func mapInteraction(i *discordgo.Interaction, botID string, now time.Time) (echo
 	actor := echogate.Actor{ID: user.ID, Name: name}
 	switch i.Type {
 	case discordgo.InteractionMessageComponent:
-		emoji, ok := buttonReactions[i.MessageComponentData().CustomID]
+		emoji, ok := pressedReaction(i.MessageComponentData().CustomID)
 		if !ok || i.Message == nil {
 			return echogate.InboundEvent{}, nil, false
 		}

@@ -192,6 +192,9 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.M
 		return c.respondPrivately(ctx, out.Interaction, out.Text)
 	}
 	ch := out.Conversation.Channel
+	if ch == "" && out.PrivateTo != "" {
+		return c.sendDM(ctx, out) // for one person's eyes (elicit.go)
+	}
 	if ch == "" {
 		return echogate.MessageRef{}, fmt.Errorf("discord: send: %w: Outbound.Conversation.Channel is empty", ErrNoChannel)
 	}
@@ -206,6 +209,8 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.M
 		var components []any
 		if out.Kind == echogate.OutApprovalPrompt && i == len(chunks)-1 {
 			components = approvalComponents
+		} else if len(out.Choices) > 0 && i == len(chunks)-1 {
+			components = choiceComponents(out.Choices) // a question's buttons (elicit.go)
 		}
 		nonce := ""
 		if key != "" {

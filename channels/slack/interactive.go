@@ -73,7 +73,7 @@ func interactionJob(cb slack.InteractionCallback, transport string) (job, bool) 
 		return job{}, false
 	}
 	a := cb.ActionCallback.BlockActions[0]
-	if _, ok := buttonReactions[a.ActionID]; !ok {
+	if _, ok := pressedReaction(a.ActionID); !ok {
 		return job{}, false
 	}
 	ch, ts := cb.Container.ChannelID, cb.Container.MessageTs
@@ -114,6 +114,7 @@ func (c *Channel) normalizeButton(ctx context.Context, team string, b *buttonPre
 		return echogate.InboundEvent{}, false
 	}
 	target := echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: b.channel, ID: b.ts}
+	reaction, _ := pressedReaction(b.actionID)
 	name, _ := c.names.Get(b.user)
 	if name == "" {
 		name = b.name
@@ -121,7 +122,7 @@ func (c *Channel) normalizeButton(ctx context.Context, team string, b *buttonPre
 	return echogate.InboundEvent{
 		ID:   "button:" + b.channel + ":" + b.ts + ":" + b.user + ":" + b.actionID + ":" + b.actionTS,
 		Kind: echogate.KindReaction, Conversation: conv,
-		Actor: echogate.Actor{ID: b.user, Name: name, Team: b.userTeam}, Reaction: buttonReactions[b.actionID], Target: target, Message: target,
+		Actor: echogate.Actor{ID: b.user, Name: name, Team: b.userTeam}, Reaction: reaction, Target: target, Message: target,
 		ReceivedAt: c.cfg.Clock.Now(),
 	}, true
 }

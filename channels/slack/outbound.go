@@ -337,6 +337,7 @@ func (c *Channel) Send(ctx context.Context, out echogate.Outbound) (_ echogate.M
 	if out.Kind == echogate.OutApprovalPrompt {
 		msgs = withButtons(msgs)
 	}
+	msgs = withChoices(msgs, out.Choices) // a question's buttons (elicit.go)
 	refs, err := c.postAll(ctx, ch, thread, markFinal(msgs, out), out.Conversation)
 	if err != nil {
 		return firstRef(refs), err

@@ -12,9 +12,11 @@ import (
 // adminAPI mounts the console's JSON API (package admin) on mux, with the /api/ endpoints that
 // belong to other parts of the gateway: readiness, MCP logins and schedules.
 func (g *gateway) adminAPI(mux *routeMux) {
-	mux.HandleFunc("GET /api/ready", g.handleReady)         // routes.go
-	mux.HandleFunc("POST /api/mcp/login", g.handleMCPLogin) // mcp_oauth.go
-	g.scheduleAPI(mux)                                      // schedule_api.go
+	mux.HandleFunc("GET /api/ready", g.handleReady)            // routes.go
+	mux.HandleFunc("POST /api/mcp/login", g.handleMCPLogin)    // mcp_oauth.go
+	mux.HandleFunc("GET /api/mcp/servers", g.handleMCPServers) // mcp_console.go: the console's MCP tab
+	mux.HandleFunc("POST /api/mcp/logout", g.handleMCPLogout)  // mcp_logout.go
+	g.scheduleAPI(mux)                                         // schedule_api.go
 	api, err := admin.New(g.adminConfig(), g.adminDeps())
 	if err != nil { // a wiring mistake: every /api/ path says so rather than half an API
 		g.log.Error("admin API not mounted", "err", err)

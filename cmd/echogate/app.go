@@ -79,6 +79,8 @@ type core struct {
 	tools   *tools.Registry
 	mcp     *mcp.Manager  // nil without mcp.servers
 	mcpAuth mcpAuthorizer // sends per-person MCP login links (mcp_grants.go)
+	// mcpAsk puts MCP servers' questions to people (mcp_elicit.go).
+	mcpAsk mcpElicitor
 	// workers are further background loops (consolidation, …) run by startBackground.
 	workers  map[string]func(context.Context) error
 	memkb    *memkb // long-term memory and knowledge base (memory_wiring.go)
@@ -129,7 +131,7 @@ func newCore(ctx context.Context, cfg *Config, log *slog.Logger) (*core, error) 
 		c.store.Close()
 		return nil, err
 	}
-	c.mcp, err = newMCP(cfg, c.tools, log, c.metrics, c.store, c.mcpAuth.authorize)
+	c.mcp, err = newMCP(cfg, c.tools, log, c.metrics, c.store, c.mcpAuth.authorize, c.mcpAsk.elicit)
 	if err != nil {
 		c.store.Close()
 		return nil, fmt.Errorf("mcp.servers: %w", err)
@@ -238,6 +240,7 @@ func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 		return err
 	}
 	c.pipeline = p
+	c.mcpAsk.wire(p)
 	return nil
 }
 

@@ -60,9 +60,10 @@ var commands = []command{
 		{name: "pause", synopsis: "schedule pause NAME|ID", summary: "Pause a job (a running gateway sees it at its next pass).", args: true},
 		{name: "resume", synopsis: "schedule resume NAME|ID", summary: "Resume a job: its failures and back-off are cleared; it runs from its next slot after now.", args: true},
 	}},
-	{name: "mcp", synopsis: "mcp login|status", short: "log in to MCP servers behind OAuth; show each server's state", summary: "MCP servers (mcp.servers).", subs: []command{
-		{name: "login", synopsis: "mcp login [--paste] NAME", summary: "Log in to a server with auth: oauth. With the gateway running, it begins the login there (POST\n/api/mcp/login at http.addr) and prints the URL: open it, the redirect lands on the gateway's\n/oauth/callback. Without a running gateway, a 127.0.0.1 listener receives the redirect; on a\nheadless host --paste reads the URL the browser was sent back to from stdin instead.", args: true,
+	{name: "mcp", synopsis: "mcp login|logout|status", short: "log in to and out of MCP servers behind OAuth; show each server's state", summary: "MCP servers (mcp.servers).", subs: []command{
+		{name: "login", synopsis: "mcp login [--paste | --dm slack:USER] NAME", summary: "Log in to a server with auth: oauth. With the gateway running, it begins the login there (POST\n/api/mcp/login at http.addr) and prints the URL: open it, the redirect lands on the gateway's\n/oauth/callback. Without a running gateway, a 127.0.0.1 listener receives the redirect; on a\nheadless host --paste reads the URL the browser was sent back to from stdin instead. --dm\nslack:U123 (or discord:ID) has the running gateway send the URL to that approver by DM.", args: true,
 			flags: func(fs *flag.FlagSet) { mcpLoginFlags(fs) }},
+		{name: "logout", synopsis: "mcp logout NAME", summary: "Log out of a server with auth: oauth: its grant is revoked at the authorization server (RFC 7009)\nwhere that offers revocation, and forgotten; the server needs login again. Through the running\ngateway when one answers at http.addr, else on the store.", args: true},
 		{name: "status", synopsis: "mcp status", summary: "Each server: connected (its tools), needs login, or why it is not connected (from the running\ngateway's /api/ready, else by connecting as doctor does)."},
 	}},
 	{name: "version", synopsis: "version", short: "print version and build info (also --version, -v)", summary: "Print the version and build info."},
@@ -262,8 +263,9 @@ func chatFlags(fs *flag.FlagSet) chatOpts {
 	}
 }
 
-func mcpLoginFlags(fs *flag.FlagSet) *bool {
-	return fs.Bool("paste", false, "finish by pasting the URL the browser was sent back to (headless host)")
+func mcpLoginFlags(fs *flag.FlagSet) (paste *bool, dm *string) {
+	return fs.Bool("paste", false, "finish by pasting the URL the browser was sent back to (headless host)"),
+		fs.String("dm", "", "send the authorization URL to this approver by direct message (slack:USERID or discord:USERID; needs the running gateway)")
 }
 
 func knowledgeSearchFlags(fs *flag.FlagSet) *int {

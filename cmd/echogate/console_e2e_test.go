@@ -136,8 +136,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	const token = "console-test-token"
 	vars := map[string]string{"OPENAI_BASE_URL": fake.URL(), "OPENAI_API_KEY": "sk-console", "ECHOGATE_DATA_DIR": dir,
-		"ECHOGATE_HTTP_AUTH_TOKEN": token}
+		"ECHOGATE_HTTP_AUTH_TOKEN": token, "ECHOGATE_SECRET_KEY": testSecretKey}
 	cfgPath := consoleConfig(t, dir, "ask")
+	consoleMCPConfig(t, cfgPath) // the MCP tab's servers (mcp_console_test.go)
 	base, logs, stopServe := serveReady(t, vars, "--config", cfgPath)
 	var stopOnce sync.Once
 	stop := func() { stopOnce.Do(stopServe) }
@@ -379,6 +380,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		wait(`(document.querySelector("#memory-body strong") || {}).textContent === "Memory is not configured."`),
 	)
 	shot("09-memory")
+	// The MCP tab: one server connected with its tool, one that needs login with the command.
+	mcpRow := func(name string) string {
+		return `[...document.querySelectorAll("#mcp-table tbody tr")].find((r) => r.dataset.server === "` + name + `")`
+	}
+	step("open the MCP servers",
+		chromedp.Click(chromedp.CSS("#tab-mcp")),
+		wait(`((r) => r && r.querySelector(".pill").textContent === "connected" && r.textContent.includes("1"))(`+mcpRow("wx")+`)`),
+		wait(`((r) => r && r.querySelector(".pill").textContent === "needs login" && r.textContent.includes("echogate mcp login tracker"))(`+mcpRow("tracker")+`)`),
+	)
+	shot("10-mcp")
 
 	// The server agrees: nothing is pending any more, and the paused turn was resumed.
 	var pending []map[string]any

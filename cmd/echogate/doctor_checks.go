@@ -32,7 +32,7 @@ func doctorMCP(ctx context.Context, cfg *Config) []check {
 		return fail(err)
 	}
 	defer closeDB()
-	m, err := newMCP(cfg, reg, slog.New(slog.DiscardHandler), metrics.New(), db, nil)
+	m, err := newMCP(cfg, reg, slog.New(slog.DiscardHandler), metrics.New(), db, nil, nil)
 	if err != nil {
 		return fail(err)
 	}

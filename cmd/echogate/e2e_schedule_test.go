@@ -124,7 +124,7 @@ func scheduledWork(t *testing.T, extra map[string]string) {
 	one("discord channel", dc, "discord digest [s-dc]")
 	one("slack DM", slackTexts(slacktest.DMChannel("U0DMUSER"), ""), "slack dm digest [s-sdm]")
 	var ddm []string
-	for _, m := range dsrv.BotMessages(dsrv.DMChannelOf("500000000000000777")) {
+	for _, m := range dsrv.BotMessages(dsrv.DMChannel("500000000000000777")) {
 		ddm = append(ddm, m.Content)
 	}
 	one("discord DM", ddm, "discord dm digest [s-ddm]")

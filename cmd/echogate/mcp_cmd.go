@@ -17,19 +17,21 @@ import (
 	"github.com/echogate/echogate/tools/mcp"
 )
 
-// cmdMCP runs `echogate mcp login|status`.
+// cmdMCP runs `echogate mcp login|logout|status`.
 func cmdMCP(ctx context.Context, e env, cfg *Config, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(e.stderr, "echogate mcp: name a command: login, status (echogate mcp --help)")
+		fmt.Fprintln(e.stderr, "echogate mcp: name a command: login, logout, status (echogate mcp --help)")
 		return 2
 	}
 	switch args[0] {
 	case "login":
 		return mcpLogin(ctx, e, cfg, args[1:])
+	case "logout":
+		return mcpLogout(ctx, e, cfg, args[1:])
 	case "status":
 		return mcpStatus(ctx, e, cfg)
 	}
-	fmt.Fprintf(e.stderr, "echogate mcp: unknown command %q: use login or status\n", args[0])
+	fmt.Fprintf(e.stderr, "echogate mcp: unknown command %q: use login, logout or status\n", args[0])
 	return 2
 }
 
@@ -50,8 +52,12 @@ func gatewayRequest(ctx context.Context, cfg *Config, method, path string, body 
 func mcpLogin(ctx context.Context, e env, cfg *Config, args []string) int {
 	fs := flag.NewFlagSet("mcp login", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	paste := mcpLoginFlags(fs)
+	paste, dm := mcpLoginFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dm != "" && *paste {
+		fmt.Fprintln(e.stderr, "echogate mcp login: --dm and --paste do not go together: --dm has the running gateway send the link, whose redirect lands there")
 		return 2
 	}
 	if fs.NArg() != 1 {
@@ -60,7 +66,7 @@ func mcpLogin(ctx context.Context, e env, cfg *Config, args []string) int {
 	}
 	name := fs.Arg(0)
 	if !*paste {
-		body, _ := json.Marshal(mcpLoginRequest{Server: name})
+		body, _ := json.Marshal(mcpLoginRequest{Server: name, DM: *dm})
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		resp, err := gatewayRequest(rctx, cfg, http.MethodPost, "/api/mcp/login", body)
 		if err == nil {
@@ -68,6 +74,10 @@ func mcpLogin(ctx context.Context, e env, cfg *Config, args []string) int {
 			return mcpLoginAnswer(e, name, resp)
 		}
 		cancel()
+		if *dm != "" {
+			fmt.Fprintf(e.stderr, "echogate mcp login --dm: no gateway answers at %s (%v): the link is sent by the running gateway; start it, or log in without --dm\n", cfg.HTTP.Addr, err)
+			return 1
+		}
 		fmt.Fprintf(e.stderr, "No gateway answers at %s: logging in with a listener on 127.0.0.1 (the browser must run on this machine; else use --paste).\n", cfg.HTTP.Addr)
 	}
 	db, closeDB, err := mcpDoctorStore(ctx, cfg)
@@ -112,6 +122,10 @@ func mcpLoginAnswer(e env, name string, resp *http.Response) int {
 		Error string `json:"error"`
 	}
 	_ = json.Unmarshal(b, &v)
+	if resp.StatusCode == http.StatusOK && v.SentTo != "" {
+		fmt.Fprintf(e.stdout, "Sent the authorization URL to %s by direct message (valid until %s). Its redirect lands on the running gateway; `echogate mcp status` shows the server connected once they approve.\n", v.SentTo, v.Expires.Format(time.RFC3339))
+		return 0
+	}
 	if resp.StatusCode != http.StatusOK || v.URL == "" {
 		fmt.Fprintf(e.stderr, "echogate mcp login %s: the gateway answered %s: %s\n", name, resp.Status, firstNonEmptyStr(v.Error, strings.TrimSpace(string(b))))
 		return 1

@@ -128,3 +128,59 @@ func TestDoctorSaysMCPNeedsLogin(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPLogoutCLI: `echogate mcp logout NAME` revokes the server's grant at the authorization
+// server (RFC 7009) and forgets it: through the running gateway (the server needs login there
+// at once), and beside a stopped one on the store.
+func TestMCPLogoutCLI(t *testing.T) {
+	t.Run("running gateway", func(t *testing.T) {
+		o := newProtectedMCP(t)
+		p, dir := mcpCLIConfig(t, o)
+		vars := map[string]string{"ECHOGATE_DATA_DIR": dir, "ECHOGATE_SECRET_KEY": testSecretKey}
+		base, _, stop := startServe(t, vars, "--config", p)
+		defer stop()
+		code, out, _ := runCLI(t, vars, nil, nil, "--config", p, "mcp", "login", "tracker")
+		if code != 0 {
+			t.Fatalf("mcp login = %d %q", code, out)
+		}
+		if code, page := getPage(t, authRedirect(t, authURLRe.FindString(out))); code != http.StatusOK {
+			t.Fatalf("callback = %d %q", code, page)
+		}
+		waitReadyz(t, base, http.StatusOK, "mcp:tracker", func(s string) bool { return s == "ok (1 tools)" })
+		issued := o.tokens()
+		code, out, errs := runCLI(t, vars, nil, nil, "--config", p, "mcp", "logout", "tracker")
+		if code != 0 || !strings.Contains(out, "Logged out of MCP server tracker") {
+			t.Fatalf("mcp logout = %d %q %q, want logged out", code, out, errs)
+		}
+		if got := strings.Join(o.revokedTokens(), ","); !strings.Contains(got, "rt-") || !strings.Contains(got, issued[0]) {
+			t.Errorf("tokens revoked at the authorization server = %q, want the refresh token and %s", got, issued[0])
+		}
+		waitReadyz(t, base, http.StatusOK, "mcp:tracker", func(s string) bool { return strings.HasPrefix(s, "needs login") })
+		if code, _, errs := runCLI(t, vars, nil, nil, "--config", p, "mcp", "logout", "tracker"); code == 0 || !strings.Contains(errs, "no stored grant") {
+			t.Errorf("mcp logout twice = %d %q, want refused: no stored grant", code, errs)
+		}
+	})
+	t.Run("stopped gateway", func(t *testing.T) {
+		o := newProtectedMCP(t)
+		p, dir := mcpCLIConfig(t, o)
+		vars := map[string]string{"ECHOGATE_DATA_DIR": dir, "ECHOGATE_SECRET_KEY": testSecretKey, "ECHOGATE_HTTP_ADDR": "127.0.0.1:1"}
+		browser := func(u string) {
+			if resp, err := http.Get(u); err == nil {
+				resp.Body.Close()
+			}
+		}
+		if code, out, errs := runCLI(t, vars, nil, browser, "--config", p, "mcp", "login", "tracker"); code != 0 {
+			t.Fatalf("mcp login (loopback) = %d %q %q", code, out, errs)
+		}
+		code, out, errs := runCLI(t, vars, nil, nil, "--config", p, "mcp", "logout", "tracker")
+		if code != 0 || !strings.Contains(out, "revoked at the authorization server and forgotten") {
+			t.Fatalf("mcp logout (stopped gateway) = %d %q %q, want revoked and forgotten", code, out, errs)
+		}
+		if len(o.revokedTokens()) != 2 {
+			t.Errorf("tokens revoked = %v, want the refresh and the access token", o.revokedTokens())
+		}
+		if code, out, _ := runCLI(t, vars, nil, nil, "--config", p, "mcp", "status"); !strings.Contains(out, "needs login") {
+			t.Errorf("mcp status after logout = %d %q, want needs login", code, out)
+		}
+	})
+}

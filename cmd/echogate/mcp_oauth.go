@@ -16,6 +16,7 @@ import (
 
 	"github.com/echogate/echogate/internal/mcptoken"
 	"github.com/echogate/echogate/internal/secretbox"
+	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/storage/postgres"
 	"github.com/echogate/echogate/storage/sqlite"
 	"github.com/echogate/echogate/tools/mcp"
@@ -146,12 +147,17 @@ func (g *gateway) oauthCallback() http.Handler {
 // mcpLoginRequest is the body of POST /api/mcp/login.
 type mcpLoginRequest struct {
 	Server string `json:"server"`
+	// DM, when set ("slack:U123", "discord:123…"), sends the link to that approver by direct
+	// message instead of answering with it (mcp_dm.go).
+	DM string `json:"dm,omitempty"`
 }
 
-// mcpLoginView answers it: the URL to open; the redirect comes back to this gateway.
+// mcpLoginView answers it: the URL to open (or, with dm, whom it was sent to); the redirect
+// comes back to this gateway.
 type mcpLoginView struct {
 	Server  string    `json:"server"`
-	URL     string    `json:"url"`
+	URL     string    `json:"url,omitempty"`
+	SentTo  string    `json:"sent_to,omitempty"`
 	Expires time.Time `json:"expires"`
 }
 
@@ -166,6 +172,16 @@ func (g *gateway) handleMCPLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no MCP server logs in with OAuth here (mcp.servers[].auth: oauth)")
 		return
 	}
+	var platform, user string
+	var rep pipeline.Replier
+	if req.DM != "" {
+		var code int
+		var msg string
+		if platform, user, rep, code, msg = g.loginDMTarget(req.DM); msg != "" {
+			writeError(w, code, msg)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	start, err := g.mcp.Logins().Begin(ctx, req.Server, "")
@@ -175,6 +191,15 @@ func (g *gateway) handleMCPLogin(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusNotFound
 		}
 		writeError(w, code, fmt.Sprintf("begin the login of %s: %v", req.Server, err))
+		return
+	}
+	if rep != nil {
+		if err := sendLoginDM(ctx, rep, platform, user, req.Server, start); err != nil {
+			writeError(w, http.StatusBadGateway, err.Error())
+			return
+		}
+		g.log.Info("MCP login link sent by DM", "server", req.Server, "to", req.DM)
+		writeJSON(w, mcpLoginView{Server: req.Server, SentTo: req.DM, Expires: start.Expires}, nil)
 		return
 	}
 	writeJSON(w, mcpLoginView{Server: req.Server, URL: start.URL, Expires: start.Expires}, nil)

@@ -29,6 +29,8 @@ type protectedMCP struct {
 	n      int
 	codes  map[string]string // code → PKCE challenge
 	access map[string]bool
+	// revoked are the tokens posted to /revoke (RFC 7009).
+	revoked []string
 }
 
 func newProtectedMCP(t *testing.T) *protectedMCP {
@@ -61,11 +63,20 @@ func newProtectedMCP(t *testing.T) *protectedMCP {
 		Resource: o.URL + "/mcp", AuthorizationServers: []string{o.URL}}))
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		o.json(w, http.StatusOK, map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/authorize",
-			"token_endpoint": o.URL + "/token", "registration_endpoint": o.URL + "/register",
+			"token_endpoint": o.URL + "/token", "registration_endpoint": o.URL + "/register", "revocation_endpoint": o.URL + "/revoke",
 			"response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"},
 			"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
 			"authorization_response_iss_parameter_supported": true,
 			"token_endpoint_auth_methods_supported":          []string{"none"}})
+	})
+	mux.HandleFunc("/revoke", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		tok := r.PostForm.Get("token")
+		o.revoked = append(o.revoked, tok)
+		delete(o.access, tok)
+		w.WriteHeader(http.StatusOK)
 	})
 	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
 		var meta map[string]any
@@ -138,4 +149,11 @@ func authRedirect(t *testing.T, authURL string) string {
 		t.Fatalf("authorization endpoint = %s to %q, want 302 to the gateway's /oauth/callback", resp.Status, loc)
 	}
 	return loc
+}
+
+// revokedTokens lists the tokens the gateway revoked at /revoke, in order.
+func (o *protectedMCP) revokedTokens() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.revoked...)
 }

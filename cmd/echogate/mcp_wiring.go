@@ -17,8 +17,10 @@ import (
 // the servers in the background and registers their tools as <server>__<tool>.
 // db is the opened store: servers with auth: oauth keep their grants in it, sealed with
 // ECHOGATE_SECRET_KEY.
-// authorize (may be nil) sends a person the link their own login needs (mcp_grants.go).
-func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metrics, db any, authorize func(context.Context, mcp.Authorization)) (*mcp.Manager, error) {
+// authorize (may be nil) sends a person the link their own login needs (mcp_grants.go); elicit
+// (may be nil: servers are then not offered elicitation) puts servers' questions to people
+// (mcp_elicit.go).
+func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metrics, db any, authorize func(context.Context, mcp.Authorization), elicit mcp.Elicitor) (*mcp.Manager, error) {
 	if len(cfg.MCP.Servers) == 0 {
 		return nil, nil
 	}
@@ -27,7 +29,7 @@ func newMCP(cfg *Config, reg *tools.Registry, log *slog.Logger, m *metrics.Metri
 		return nil, err
 	}
 	servers := mcpServerConfigs(cfg)
-	mc := mcp.Config{Servers: servers, ElicitTimeout: time.Duration(cfg.MCP.ElicitTimeout), Authorize: authorize}
+	mc := mcp.Config{Servers: servers, ElicitTimeout: time.Duration(cfg.MCP.ElicitTimeout), Authorize: authorize, Elicit: elicit}
 	if tokens != nil {
 		mc.Tokens, mc.OAuthRedirectURL = tokens, mcpRedirectURL(cfg)
 	}

@@ -55,6 +55,7 @@ type Elicitor func(ctx context.Context, e Elicitation) (ElicitAnswer, error)
 type inflightCall struct {
 	tool   string
 	caller tools.Caller
+	ctx    context.Context // the call's: its end or deadline bounds a question's wait
 }
 
 // track records a call in flight until the returned func is called.
@@ -63,7 +64,7 @@ func (s *server) track(tool string, ctx context.Context) func() {
 	s.mu.Lock()
 	s.callSeq++
 	id := s.callSeq
-	s.inflight[id] = inflightCall{tool: tool, caller: caller}
+	s.inflight[id] = inflightCall{tool: tool, caller: caller, ctx: ctx}
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
@@ -117,12 +118,12 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 			return decline("unreadable schema: " + err.Error())
 		}
 	}
-	ectx, cancel := context.WithTimeout(ctx, s.m.cfg.ElicitTimeout)
+	ectx, cancel := questionContext(ctx, c.ctx, s.m.cfg.ElicitTimeout)
 	defer cancel()
 	ans, err := s.m.cfg.Elicit(ectx, e)
 	switch {
 	case ectx.Err() != nil && ctx.Err() == nil:
-		return decline(fmt.Sprintf("no answer within %s", s.m.cfg.ElicitTimeout))
+		return decline("no answer in time (mcp.elicit_timeout, or the tool call's own bound)")
 	case err != nil:
 		return decline(err.Error())
 	}
@@ -140,4 +141,23 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 		return &sdk.ElicitResult{Action: ans.Action}, nil
 	}
 	return decline(fmt.Sprintf("the answer's action %q is not accept, decline or cancel", ans.Action))
+}
+
+// questionContext bounds a question's wait: the elicit timeout, and the tool call it came
+// during: it ends when the call does, and a little before the call's deadline, so that the
+// server gets the decline and can still answer the call.
+func questionContext(ctx, call context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	if call == nil {
+		return ectx, cancel
+	}
+	if dl, ok := call.Deadline(); ok {
+		margin := min(5*time.Second, time.Until(dl)/10)
+		var cancelDL context.CancelFunc
+		ectx, cancelDL = context.WithDeadline(ectx, dl.Add(-margin))
+		prev := cancel
+		cancel = func() { cancelDL(); prev() }
+	}
+	stop := context.AfterFunc(call, cancel)
+	return ectx, func() { stop(); cancel() }
 }

@@ -169,3 +169,21 @@ func TestWithoutElicitorServersAreNotOfferedElicitation(t *testing.T) {
 		t.Errorf("ask without an Elicitor = %+v, want the server told the client cannot elicit", res)
 	}
 }
+
+// TestElicitationEndsBeforeTheCallsBound: a question is declined a little before the tool
+// call's own deadline (not only at mcp.elicit_timeout), so the server gets the decline and the
+// call ends with the server's answer instead of timing out.
+func TestElicitationEndsBeforeTheCallsBound(t *testing.T) {
+	url := askingServer(t)
+	reg := elicitManager(t, url, func(ctx context.Context, e Elicitation) (ElicitAnswer, error) {
+		<-ctx.Done() // nobody answers
+		return ElicitAnswer{}, ctx.Err()
+	}, 5*time.Second) // longer than the call's bound of 2s
+	tool, _ := reg.Get("asking__ask")
+	ctx, cancel := context.WithTimeout(tools.WithCaller(context.Background(), tools.Caller{UserID: "slack:UANN", Session: "s", Turn: "t"}), 2*time.Second)
+	defer cancel()
+	res, err := tool.Call(ctx, json.RawMessage(`{}`))
+	if err != nil || !strings.Contains(res.Content, `"action":"decline"`) {
+		t.Errorf("call whose question is not answered = %+v, %v; want the server's answer to a decline before the call's bound", res, err)
+	}
+}

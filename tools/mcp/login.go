@@ -88,6 +88,7 @@ type loginFlow struct {
 	done    chan struct{}                  // closed when the SDK's flow returned
 	err     error                          // set before done is closed
 	grant   *Grant                         // set before done is closed, on success
+	iss     string                         // the redirect's issuer (RFC 9207), when it named one
 }
 
 // NewLogins validates cfg and returns Logins; call Close when done.
@@ -255,6 +256,7 @@ func (l *Logins) handler(sc ServerConfig, f *loginFlow, urls chan<- string, gran
 			urls <- args.URL
 			select {
 			case r := <-f.result:
+				f.iss = r.Iss // read by NewTokenSource, next on this goroutine
 				return r, nil
 			case <-ctx.Done():
 				return nil, fmt.Errorf("login not completed within %s: %w", LoginTTL, ctx.Err())
@@ -263,7 +265,7 @@ func (l *Logins) handler(sc ServerConfig, f *loginFlow, urls chan<- string, gran
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
 			f.grant = &Grant{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.TokenType,
 				Expiry: t.Expiry, ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.Endpoint.TokenURL,
-				AuthStyle: int(c.Endpoint.AuthStyle), Scopes: c.Scopes}
+				AuthStyle: int(c.Endpoint.AuthStyle), Scopes: c.Scopes, Issuer: f.iss}
 			return oauth2.StaticTokenSource(t), nil
 		},
 	}

@@ -361,7 +361,11 @@ func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 		if err != nil {
 			return err
 		}
-		if t == nil || t.Name == "" {
+		if t == nil {
+			continue
+		}
+		if err := checkTool(t); err != nil {
+			s.log.Warn("mcp: tool definition rejected; the server's other tools are offered", "tool", t.Name, "reason", err.Error())
 			continue
 		}
 		if len(listed) == maxTools {

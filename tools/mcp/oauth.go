@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -252,15 +253,17 @@ func (m *Manager) startLogins() error {
 	return nil
 }
 
-// Logout deletes the grant of (server, user) from the store (user "": the server's own, whose
-// session then ends: its tools are withheld until a new login). It does not revoke the token
-// at the authorization server; a grant that is not there wraps ErrNoToken.
+// Logout revokes the grant of (server, user) at the authorization server when it can (RFC 7009,
+// see revoke) and deletes it from the store (user "": the server's own, whose session then
+// ends: its tools are withheld until a new login); a grant that is not there wraps ErrNoToken.
 func (m *Manager) Logout(ctx context.Context, server, user string) error {
 	s := m.byName[server]
 	if s == nil || !s.cfg.oauth() {
 		return fmt.Errorf("%w: no MCP server %q with auth: oauth", ErrConfig, server)
 	}
-	if err := m.cfg.Tokens.Delete(ctx, TokenKey{Server: server, User: user}); err != nil {
+	key := TokenKey{Server: server, User: user}
+	m.revoke(ctx, key)
+	if err := m.cfg.Tokens.Delete(ctx, key); err != nil {
 		return err
 	}
 	if user == "" {
@@ -269,4 +272,41 @@ func (m *Manager) Logout(ctx context.Context, server, user string) error {
 		s.dropUser(user)
 	}
 	return nil
+}
+
+// revokeTimeout bounds asking the authorization server to revoke a grant at logout.
+const revokeTimeout = 10 * time.Second
+
+// revoke asks the authorization server to revoke key's grant (RFC 7009) when its metadata lists
+// a revocation endpoint. A failure is logged: the grant is forgotten here all the same.
+func (m *Manager) revoke(ctx context.Context, key TokenKey) {
+	RevokeGrant(ctx, m.cfg.Tokens, key, m.cfg.OAuthHTTPClient, m.log)
+}
+
+// RevokeGrant asks the authorization server to revoke key's stored grant (RFC 7009) when its
+// metadata lists a revocation endpoint, and reports whether it did; a failure is logged (log
+// may be nil). It leaves the grant in tokens: the caller deletes it. hc nil: a bounded client.
+// `echogate mcp logout` beside a stopped gateway uses it; Manager.Logout otherwise.
+func RevokeGrant(ctx context.Context, tokens TokenStore, key TokenKey, hc *http.Client, log *slog.Logger) bool {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if hc == nil {
+		hc = oauthHTTPClient()
+	}
+	g, err := tokens.Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, revokeTimeout)
+	defer cancel()
+	found, err := revokeGrant(rctx, hc, g)
+	switch {
+	case err != nil:
+		log.Warn("mcp: logout: the authorization server did not revoke the grant; it is forgotten here", "mcp_server", key.Server, "err", err)
+		return false
+	case found:
+		log.Info("mcp: logout: grant revoked at the authorization server", "mcp_server", key.Server)
+	}
+	return found
 }

@@ -290,3 +290,45 @@ func sameWords(a, b string) bool {
 	slices.Sort(y)
 	return slices.Equal(x, y)
 }
+
+// TestLogoutRevokesAtTheAuthorizationServer: logout posts the grant's refresh and access tokens
+// to the revocation endpoint the authorization server's metadata lists (RFC 7009), so they stop
+// working there too; without one, logout only forgets the grant.
+func TestLogoutRevokesAtTheAuthorizationServer(t *testing.T) {
+	for name, noRevocation := range map[string]bool{"with a revocation endpoint": false, "without one": true} {
+		t.Run(name, func(t *testing.T) {
+			o := newOAuthServer(t)
+			o.noRevocation = noRevocation
+			store := sealedStore()
+			m, reg := oauthManager(t, o, store, o.clock)
+			waitFor(t, m, "needs login", needsLogin(m))
+			login(t, m)
+			waitFor(t, m, "tracker__whoami", has(reg, "tracker__whoami"))
+			g, err := store.Get(context.Background(), TokenKey{Server: "tracker"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Logout(context.Background(), "tracker", ""); err != nil {
+				t.Fatalf("Logout = %v", err)
+			}
+			o.mu.Lock()
+			revoked := strings.Join(o.revoked, ",")
+			_, liveRefresh := o.refresh[g.RefreshToken]
+			_, liveAccess := o.access[g.AccessToken]
+			o.mu.Unlock()
+			want := g.RefreshToken + "," + g.AccessToken
+			if noRevocation {
+				want = ""
+			}
+			if revoked != want {
+				t.Errorf("tokens revoked at the authorization server = %q, want %q", revoked, want)
+			}
+			if !noRevocation && (liveRefresh || liveAccess) {
+				t.Errorf("after logout the refresh token live = %v, access token live = %v, want both revoked", liveRefresh, liveAccess)
+			}
+			if _, err := store.Get(context.Background(), TokenKey{Server: "tracker"}); !errors.Is(err, ErrNoToken) {
+				t.Errorf("grant after logout = %v, want ErrNoToken", err)
+			}
+		})
+	}
+}

@@ -42,6 +42,9 @@ type oauthServer struct {
 	refresh  map[string]string    // valid refresh tokens → their scope
 	resource []string             // resource parameters seen at /authorize and /token
 	clients  []string             // client ids registered
+	revoked  []string             // tokens posted to /revoke (RFC 7009)
+	// noRevocation leaves revocation_endpoint out of the metadata.
+	noRevocation bool
 }
 
 type codeGrant struct{ challenge, redirect, client, scope string }
@@ -96,7 +99,13 @@ func newOAuthServer(t *testing.T) *oauthServer {
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: o.URL + "/mcp", AuthorizationServers: []string{o.URL}, ScopesSupported: []string{"read"}}))
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/authorize",
+		o.mu.Lock()
+		revocation := o.URL + "/revoke"
+		if o.noRevocation {
+			revocation = ""
+		}
+		o.mu.Unlock()
+		writeJSON(w, map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/authorize", "revocation_endpoint": revocation,
 			"token_endpoint": o.URL + "/token", "registration_endpoint": o.URL + "/register",
 			"response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"},
 			"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
@@ -106,6 +115,7 @@ func newOAuthServer(t *testing.T) *oauthServer {
 	mux.HandleFunc("/register", o.register)
 	mux.HandleFunc("/authorize", o.authorize)
 	mux.HandleFunc("/token", o.token)
+	mux.HandleFunc("/revoke", o.revoke)
 	return o
 }
 
@@ -221,4 +231,21 @@ func browse(t *testing.T, authURL string) url.Values {
 		t.Fatalf("redirect to %q, want the gateway's /oauth/callback", resp.Header.Get("Location"))
 	}
 	return loc.Query()
+}
+
+// revoke is the RFC 7009 revocation endpoint: a public client names itself; the token stops
+// working whatever its type.
+func (o *oauthServer) revoke(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	if r.Method != http.MethodPost || r.PostForm.Get("client_id") == "" || r.PostForm.Get("token") == "" {
+		http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	tok := r.PostForm.Get("token")
+	o.revoked = append(o.revoked, tok)
+	delete(o.access, tok)
+	delete(o.refresh, tok)
+	w.WriteHeader(http.StatusOK)
 }

@@ -41,6 +41,9 @@ type Grant struct {
 	TokenURL     string    `json:"token_url"`
 	AuthStyle    int       `json:"auth_style,omitempty"`
 	Scopes       []string  `json:"scopes,omitempty"`
+	// Issuer is the authorization server's issuer the login's redirect named (RFC 9207), where
+	// Logout finds the revocation endpoint.
+	Issuer string `json:"issuer,omitempty"`
 }
 
 func (g *Grant) token() *oauth2.Token {

@@ -34,10 +34,3 @@ func (s *Server) handleDMREST(w http.ResponseWriter, method string, parts []stri
 		"recipients": []User{{ID: req.RecipientID, Username: "user" + req.RecipientID}}})
 	return http.StatusOK, true
 }
-
-// DMChannelOf is the DM channel of the bot and user, as create DM and SendDM use it.
-func (s *Server) DMChannelOf(userID string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dmChannelLocked(userID)
-}

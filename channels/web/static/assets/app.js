@@ -224,6 +224,7 @@
         setStatus("Running " + (ev.tool || "a tool") + "…");
         break;
       case "tool_result":
+        toolAsked = false;
         toolResult(tools.get(ev.call_id) || toolRow(ev.tool, "", ""), ev.text, ev.is_error);
         break;
       case "approval_request":
@@ -233,6 +234,9 @@
         setStatus("Waiting for approval.");
         break;
       case "ask":
+        // A tool call's question (an MCP server asks) waits inside the running turn: the next
+        // message answers it without leaving this turn's stream (answerQuestion).
+        toolAsked = !!ev.tool && !ev.call_id;
         add(el("div", "msg ask", ev.text || ""));
         setStatus("The assistant asked a question: your next message answers it.");
         text.focus();
@@ -241,6 +245,7 @@
         add(el("div", "msg plan", ev.text || ""));
         break;
       case "done": {
+        toolAsked = false;
         const c = current;
         const s = ev.status || "done";
         if (failed) { failed = false; }
@@ -313,7 +318,26 @@
     card.append(el("div", "meta", text));
   }
 
+  // answerQuestion sends the answer to a running turn's tool question; the turn's own stream
+  // goes on showing the turn, this request's stream only ends with a note.
+  let toolAsked = false;
+  async function answerQuestion(message) {
+    add(el("div", "msg user", message));
+    const body = JSON.stringify({ session, user: user(), text: message, id: newId() });
+    try {
+      const resp = await fetch("api/chat", { method: "POST", headers: { "Content-Type": "application/json" }, body });
+      if (!resp.ok) { add(el("div", "msg error", await apiError(resp))); return; }
+      await readSSE(resp, (ev) => {
+        if (ev.type === "done" && ev.text) add(el("div", "meta", ev.text));
+        if (ev.type === "done" && !/could not read/.test(ev.text || "")) toolAsked = false;
+      });
+    } catch (e) {
+      add(el("div", "msg error", "The answer could not be delivered: " + e.message));
+    }
+  }
+
   async function send(message) {
+    if (toolAsked && streaming) return answerQuestion(message);
     add(el("div", "msg user", message));
     setBusy(true);
     setStatus("Sending…");

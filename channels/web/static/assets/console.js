@@ -5,7 +5,7 @@
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
-  const PANELS = ["chat", "turns", "approvals", "spend", "access", "schedules", "breakers", "memory", "knowledge"];
+  const PANELS = ["chat", "turns", "approvals", "spend", "access", "schedules", "breakers", "memory", "knowledge", "mcp"];
   const POLL_MS = 3000;        // refresh of the visible live panel
   const BADGE_MS = 5000;       // refresh of the approvals badge when its panel is hidden
 
@@ -176,8 +176,9 @@
     turns: loadTurns, approvals: loadApprovals, spend: () => spend.load(), access: loadAccess, breakers: loadBreakers,
     memory: () => loadFeature("memory"), knowledge: () => loadFeature("knowledge"),
     schedules: () => window.echogateSchedules && window.echogateSchedules.load(), // schedules.js
+    mcp: () => window.echogateMCP && window.echogateMCP.load(), // mcp.js
   };
-  const live = { turns: () => $("turns-live").checked, approvals: () => true, access: () => true, breakers: () => true, schedules: () => true };
+  const live = { turns: () => $("turns-live").checked, approvals: () => true, access: () => true, breakers: () => true, schedules: () => true, mcp: () => true };
 
   // schedule loads the active panel now (when asked) and then polls it while it is live and the
   // page is visible. The approvals badge refreshes on its own, slower timer.
