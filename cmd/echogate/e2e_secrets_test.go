@@ -44,8 +44,9 @@ func TestE2EAllowedUserCannotPostTheBotsTokens(t *testing.T) {
 
 	c := p.newConv(t, "[sec-1]")
 	p.open(t, c, p.requester, "please read env [sec-1]")
-	refused := c.waitMsg(t, "The command said:")
-	if !strings.Contains(refused.Text, "args[0]") || !strings.Contains(refused.Text, "tools.run_command.allow_paths") {
+	// The answer streams: wait for its end (the refusal's last words), not its first words.
+	refused := c.waitMsg(t, "tools.run_command.allow_paths")
+	if !strings.Contains(refused.Text, "The command said:") || !strings.Contains(refused.Text, "args[0]") {
 		t.Errorf("answer after run_command = %q, want the refusal naming args[0] and tools.run_command.allow_paths", refused.Text)
 	}
 
