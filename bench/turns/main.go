@@ -159,52 +159,93 @@ func overhead(n int) error {
 	return nil
 }
 
-// window is what the throughput scenarios measure beside the rate, over the measurement
-// window only.
-type window struct {
-	cpu, sys time.Duration // process CPU (user+system) and its system part
-	wall     time.Duration
-	sched    string // goroutine scheduling latency (runnable → running), rendered
-}
-
 func throughput(sessions int, d, latency time.Duration) error {
 	r, err := newRig(instantModel{delay: latency}, 32, *memStore)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	var turns atomic.Int64
-	var mu sync.Mutex
-	var lat []time.Duration
 	// Sessions join over one model latency, as independent conversations do, and the rate is
 	// measured after a warm-up of one second, over d.
 	start := time.Now()
 	from, stop := start.Add(time.Second), start.Add(time.Second+d)
-	var wg sync.WaitGroup
-	errc := make(chan error, sessions)
+	l := startSessions(r, sessions, latency, from, stop)
+	time.Sleep(time.Until(from))
+	w := measureWindow(r, sessions, stop)
+	lat, err := l.wait()
+	if err != nil {
+		return err
+	}
+	printThroughput(r, sessions, l.turns.Load(), d, latency, lat, w)
+	return nil
+}
+
+// sessionLoad is the throughput scenario's sessions, each sending its next message when the
+// previous one is answered; it counts the turns answered inside the measurement window.
+type sessionLoad struct {
+	wg    sync.WaitGroup
+	errc  chan error
+	turns atomic.Int64
+	mu    sync.Mutex
+	lat   []time.Duration
+}
+
+// startSessions starts sessions goroutines on r, joining over one model latency, that run turns
+// until stop and count those answered between from and stop.
+func startSessions(r *rig, sessions int, latency time.Duration, from, stop time.Time) *sessionLoad {
+	l := &sessionLoad{errc: make(chan error, sessions)}
 	for s := 0; s < sessions; s++ {
-		wg.Add(1)
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer l.wg.Done()
 			time.Sleep(time.Duration(s) * latency / time.Duration(sessions))
 			var mine []time.Duration
 			for time.Now().Before(stop) {
 				t0 := time.Now()
 				if err := r.turn(fmt.Sprintf("t%d", s)); err != nil {
-					errc <- err
+					l.errc <- err
 					return
 				}
 				if now := time.Now(); now.After(from) && now.Before(stop) {
 					mine = append(mine, now.Sub(t0))
-					turns.Add(1)
+					l.turns.Add(1)
 				}
 			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
+			l.mu.Lock()
+			l.lat = append(l.lat, mine...)
+			l.mu.Unlock()
 		}()
 	}
-	time.Sleep(time.Until(from))
+	return l
+}
+
+// wait waits for every session to end and returns the window's latencies, sorted, or the first
+// session's error.
+func (l *sessionLoad) wait() ([]time.Duration, error) {
+	l.wg.Wait()
+	select {
+	case err := <-l.errc:
+		return nil, err
+	default:
+	}
+	sort.Slice(l.lat, func(i, j int) bool { return l.lat[i] < l.lat[j] })
+	return l.lat, nil
+}
+
+// window is what the throughput scenarios measure beside the rate, over the measurement
+// window only.
+type window struct {
+	cpu, sys time.Duration // process CPU (user+system) and its system part
+	wall     time.Duration
+	sched    string // goroutine scheduling latency (runnable → running), rendered
+	// writes0 and writes are the SQLite writer's counters at the window's start and end (zero
+	// when the pipeline runs on another store).
+	writes0, writes sqlite.WriteStats
+}
+
+// measureWindow measures from now until stop, recording a CPU profile or a trace of the largest
+// scenario when asked.
+func measureWindow(r *rig, sessions int, stop time.Time) window {
 	var ws0 sqlite.WriteStats
 	if !r.mem {
 		ws0 = r.store.WriteStats()
@@ -225,26 +266,24 @@ func throughput(sessions int, d, latency time.Duration) error {
 		}
 	}
 	time.Sleep(time.Until(stop))
-	w := window{cpu: cpuTime() - cpu0, sys: sysTime() - sys0, wall: time.Since(wall0), sched: schedLat().sub(sched0)}
-	var ws sqlite.WriteStats
+	w := window{cpu: cpuTime() - cpu0, sys: sysTime() - sys0, wall: time.Since(wall0), sched: schedLat().sub(sched0), writes0: ws0}
 	if !r.mem {
-		ws = r.store.WriteStats()
+		w.writes = r.store.WriteStats()
 	}
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	rate := float64(turns.Load()) / d.Seconds()
+	return w
+}
+
+// printThroughput prints one scenario's row and its stage, CPU, writer and store-call figures.
+func printThroughput(r *rig, sessions int, turns int64, d, latency time.Duration, lat []time.Duration, w window) {
+	rate := float64(turns) / d.Seconds()
 	ideal := float64(sessions) / latency.Seconds()
-	fmt.Printf("%10d %12d %12.0f %10.0f %11.1f%% %12s\n", sessions, turns.Load(), rate, ideal, 100*rate/ideal, pct(lat, 99))
+	fmt.Printf("%10d %12d %12.0f %10.0f %11.1f%% %12s\n", sessions, turns, rate, ideal, 100*rate/ideal, pct(lat, 99))
 	fmt.Printf("%10s stages:%s\n", "", r.rep.stageReport())
 	fmt.Printf("%10s CPU %.0f%% of one core (system %.0f%%), %s per turn; scheduling latency %s\n", "",
 		100*w.cpu.Seconds()/w.wall.Seconds(), 100*w.sys.Seconds()/w.wall.Seconds(),
-		(w.cpu / time.Duration(max(turns.Load(), 1))).Round(time.Microsecond), w.sched)
+		(w.cpu / time.Duration(max(turns, 1))).Round(time.Microsecond), w.sched)
 	if !r.mem {
+		ws, ws0 := w.writes, w.writes0
 		n, c, b := ws.Batches-ws0.Batches, ws.Calls-ws0.Calls, ws.Busy-ws0.Busy
 		fmt.Printf("%10s SQLite writer busy %.0f%%, %d group commits of %.1f calls (%s each)\n", "",
 			100*b.Seconds()/w.wall.Seconds(), n, float64(c)/float64(max(n, 1)), (b / time.Duration(max(n, 1))).Round(time.Microsecond))
@@ -252,7 +291,6 @@ func throughput(sessions int, d, latency time.Duration) error {
 	if r.ts != nil {
 		fmt.Print(r.ts.report())
 	}
-	return nil
 }
 
 // profileSessions is the scenario -cpuprofile and -trace record: the largest.
