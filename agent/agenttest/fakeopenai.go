@@ -6,13 +6,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -316,77 +312,7 @@ func (f *FakeOpenAI) pickChat(req ChatRequest) (Answer, bool) {
 	return Answer{}, false
 }
 
-var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
-// validateChat makes the checks the real API makes on the transcript. It returns the error
-// message and the offending parameter, or "" when the request is acceptable.
-func validateChat(req ChatRequest) (msg, param string) {
-	if req.Model == "" {
-		return "you must provide a model parameter", "model"
-	}
-	if len(req.Messages) == 0 {
-		return "[] is too short - 'messages'", "messages"
-	}
-	if req.StreamOptions != nil && !req.Stream {
-		return "The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options"
-	}
-	for i, t := range req.Tools {
-		if t.Type != "function" {
-			return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function'.", t.Type), fmt.Sprintf("tools[%d].type", i)
-		}
-		if !toolNameRE.MatchString(t.Function.Name) {
-			return fmt.Sprintf("Invalid 'tools[%d].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", i), fmt.Sprintf("tools[%d].function.name", i)
-		}
-		if len(t.Function.Parameters) > 0 {
-			var obj map[string]any
-			if err := json.Unmarshal(t.Function.Parameters, &obj); err != nil {
-				return fmt.Sprintf("Invalid schema for function '%s': parameters must be a JSON object.", t.Function.Name), fmt.Sprintf("tools[%d].function.parameters", i)
-			}
-			if typ, _ := obj["type"].(string); typ != "object" {
-				return fmt.Sprintf("Invalid schema for function '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%v\"'.", t.Function.Name, obj["type"]), fmt.Sprintf("tools[%d].function.parameters", i)
-			}
-		}
-	}
-	var pending []string // tool_call ids awaiting a tool message
-	for i, m := range req.Messages {
-		switch m.Role {
-		case "system", "developer", "user", "assistant", "tool":
-		default:
-			return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.", m.Role), fmt.Sprintf("messages[%d].role", i)
-		}
-		if m.Role == "tool" {
-			if m.ToolCallID == "" {
-				return fmt.Sprintf("Missing required parameter: 'messages[%d].tool_call_id'.", i), fmt.Sprintf("messages[%d].tool_call_id", i)
-			}
-			j := slices.Index(pending, m.ToolCallID)
-			if j < 0 {
-				return "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", fmt.Sprintf("messages.[%d].role", i)
-			}
-			pending = slices.Delete(pending, j, j+1)
-			continue
-		}
-		if len(pending) > 0 {
-			return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(pending, ", "), "messages"
-		}
-		if m.Role == "assistant" {
-			for k, tc := range m.ToolCalls {
-				if tc.ID == "" || tc.Function.Name == "" {
-					return fmt.Sprintf("Missing required parameter: 'messages[%d].tool_calls[%d].id' or '.function.name'.", i, k), fmt.Sprintf("messages[%d].tool_calls[%d]", i, k)
-				}
-				pending = append(pending, tc.ID)
-			}
-		}
-		if m.Role == "user" && m.Content == "" && len(m.Parts) == 0 {
-			return fmt.Sprintf("Invalid 'messages[%d].content': empty user message.", i), fmt.Sprintf("messages[%d].content", i)
-		}
-	}
-	if len(pending) > 0 {
-		return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(pending, ", "), "messages"
-	}
-	return "", ""
-}
-
-// script is an answer resolved against its request.
+// handleModels serves GET /v1/models and /v1/models/{id}, listing Options.Models (or a default set).
 func (f *FakeOpenAI) handleModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		writeError(w, http.StatusMethodNotAllowed, "Method not allowed; use GET", "invalid_request_error", "")
@@ -418,72 +344,6 @@ func (f *FakeOpenAI) handleModels(w http.ResponseWriter, r *http.Request) {
 		list[i] = model{ID: m, Object: "model", Created: f.created, OwnedBy: "echogate-fake"}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})
-}
-
-func writeAnswerError(w http.ResponseWriter, a Answer) {
-	if a.RetryAfter > 0 {
-		secs := int64(math.Ceil(a.RetryAfter.Seconds()))
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		w.Header().Set("Retry-After-Ms", strconv.FormatInt(a.RetryAfter.Milliseconds(), 10))
-	}
-	msg, typ, code := a.ErrorMessage, a.ErrorType, a.ErrorCode
-	dmsg, dtyp, dcode := defaultError(a.Status)
-	if msg == "" {
-		msg = dmsg
-	}
-	if typ == "" {
-		typ = dtyp
-	}
-	if code == "" {
-		code = dcode
-	}
-	writeError(w, a.Status, msg, typ, code)
-}
-
-func defaultError(status int) (msg, typ, code string) {
-	switch {
-	case status == http.StatusUnauthorized:
-		return "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
-	case status == http.StatusForbidden:
-		return "You are not allowed to access this resource.", "invalid_request_error", "unsupported_country_region_territory"
-	case status == http.StatusNotFound:
-		return "The model does not exist or you do not have access to it.", "invalid_request_error", "model_not_found"
-	case status == http.StatusTooManyRequests:
-		return "Rate limit reached for requests. Please try again later.", "requests", "rate_limit_exceeded"
-	case status >= 500:
-		return "The server had an error while processing your request. Sorry about that!", "server_error", ""
-	}
-	return "Invalid request.", "invalid_request_error", ""
-}
-
-func writeError(w http.ResponseWriter, status int, msg, typ, code string) {
-	var c any
-	if code != "" {
-		c = code
-	}
-	writeJSON(w, status, wireError{Error: wireErrorBody{Message: msg, Type: typ, Code: c}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-// hijackClose closes the connection under the response abruptly: the client sees a truncated
-// chunked body (io.ErrUnexpectedEOF), as when a proxy or the server dies mid-stream.
-func hijackClose(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		// Cannot hijack (HTTP/2): abort the handler, which resets the stream.
-		panic(http.ErrAbortHandler)
-	}
-	_ = conn.Close()
 }
 
 // waitCtx waits d (no wait when d <= 0); false when ctx ended first.

@@ -72,13 +72,9 @@ func run() error {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-	bin, size := *binFlag, int64(0)
-	if bin == "" {
-		if bin, size, err = buildGateway(tmp); err != nil {
-			return err
-		}
-	} else if fi, err := os.Stat(bin); err == nil {
-		size = fi.Size()
+	bin, size, err := gatewayBinary(tmp)
+	if err != nil {
+		return err
 	}
 	certFile := ""
 	if *modelTLS {
@@ -103,48 +99,20 @@ func run() error {
 		return runDBCost(ctx, bin, model, modelURL, tmp)
 	}
 
-	// Exec → ready on a fresh data dir, then again on the existing one (migrations done).
 	dataDir := filepath.Join(tmp, "data")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
 	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway.log"), extraEnv: env}
-	gw, _, fresh, err := startGateway(ctx, opts)
-	if err != nil {
-		return err
-	}
-	if err := gw.stop(); err != nil {
-		return fmt.Errorf("first gateway: %w", err)
-	}
-	if *profileDir != "" {
-		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
-			return err
-		}
-		opts.args = []string{"-cpuprofile", filepath.Join(*profileDir, "cpu.pprof"), "-memprofile", filepath.Join(*profileDir, "heap.pprof"),
-			"-snapshot-dir", *profileDir}
-	}
-	gw, base, existing, err := startGateway(ctx, opts)
+	gw, base, err := startTwice(ctx, &opts)
 	if err != nil {
 		return err
 	}
 	defer gw.stop()
-	fmt.Printf("exec → ready: fresh data dir %s, existing %s\n", ms(fresh), ms(existing))
 	time.Sleep(idleSettle)
-	idle, err := readMem(gw.pid())
+	idle, err := reportIdle(ctx, gw, base, opts)
 	if err != nil {
 		return err
-	}
-	fmt.Printf("idle VmRSS / RssAnon (web only): %s\n", idle)
-	if p, err := readMemParts(base, gw.pid()); err == nil {
-		fmt.Printf("  %s\n", p)
-	}
-	if m, err := binaryMappings(gw.pid()); err == nil && *idleOnly {
-		fmt.Printf("  %s\n", m)
-	}
-	if p, err := idleWithPlatforms(ctx, opts, idleSettle); err != nil {
-		return err
-	} else {
-		fmt.Printf("idle VmRSS / RssAnon (web + Slack + Discord connected to the fakes): %s\n  %s\n\n", p.mem, p)
 	}
 	if *idleOnly {
 		return nil
@@ -161,6 +129,66 @@ func run() error {
 		fmt.Printf("\nprofiles: go tool pprof -top %s/cpu.pprof (and heap.pprof; heap-N.pprof and goroutine-N.pprof are the snapshots)\n", *profileDir)
 	}
 	return nil
+}
+
+// gatewayBinary is the gateway under test and its size: -bin, or a stripped build into tmp.
+func gatewayBinary(tmp string) (string, int64, error) {
+	if *binFlag == "" {
+		return buildGateway(tmp)
+	}
+	var size int64
+	if fi, err := os.Stat(*binFlag); err == nil {
+		size = fi.Size()
+	}
+	return *binFlag, size, nil
+}
+
+// startTwice measures exec → ready on a fresh data dir, then again on the existing one
+// (migrations done), and leaves the second gateway running: with -profile it records profiles
+// and snapshots, and opts keeps those arguments for the scenarios' restarts.
+func startTwice(ctx context.Context, opts *gatewayOpts) (gw *process, base string, err error) {
+	gw, _, fresh, err := startGateway(ctx, *opts)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := gw.stop(); err != nil {
+		return nil, "", fmt.Errorf("first gateway: %w", err)
+	}
+	if *profileDir != "" {
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			return nil, "", err
+		}
+		opts.args = []string{"-cpuprofile", filepath.Join(*profileDir, "cpu.pprof"), "-memprofile", filepath.Join(*profileDir, "heap.pprof"),
+			"-snapshot-dir", *profileDir}
+	}
+	gw, base, existing, err := startGateway(ctx, *opts)
+	if err != nil {
+		return nil, "", err
+	}
+	fmt.Printf("exec → ready: fresh data dir %s, existing %s\n", ms(fresh), ms(existing))
+	return gw, base, nil
+}
+
+// reportIdle prints the idle gateway's memory (web only, and its parts), then that of one with
+// Slack and Discord connected to the fakes; it returns the first, the scenarios' baseline.
+func reportIdle(ctx context.Context, gw *process, base string, opts gatewayOpts) (memInfo, error) {
+	idle, err := readMem(gw.pid())
+	if err != nil {
+		return memInfo{}, err
+	}
+	fmt.Printf("idle VmRSS / RssAnon (web only): %s\n", idle)
+	if p, err := readMemParts(base, gw.pid()); err == nil {
+		fmt.Printf("  %s\n", p)
+	}
+	if m, err := binaryMappings(gw.pid()); err == nil && *idleOnly {
+		fmt.Printf("  %s\n", m)
+	}
+	p, err := idleWithPlatforms(ctx, opts, idleSettle)
+	if err != nil {
+		return memInfo{}, err
+	}
+	fmt.Printf("idle VmRSS / RssAnon (web + Slack + Discord connected to the fakes): %s\n  %s\n\n", p.mem, p)
+	return idle, nil
 }
 
 // scenarios runs the load scenarios the flags ask for on the serving gateway, idle being its

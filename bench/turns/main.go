@@ -16,11 +16,9 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -31,14 +29,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/echogate/echogate"
-	"github.com/echogate/echogate/agent"
-	"github.com/echogate/echogate/pipeline"
-	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/storage/postgres"
 	"github.com/echogate/echogate/storage/sqlite"
-	"github.com/echogate/echogate/tools"
-	"github.com/echogate/echogate/tools/builtin"
 )
 
 var (
@@ -84,196 +76,6 @@ func main() {
 				os.Exit(1)
 			}
 		}
-	}
-}
-
-// instantModel answers at once: the first call of a turn asks for current_time, the second
-// answers. With delay set it sleeps first and never calls tools.
-type instantModel struct {
-	delay time.Duration
-	tools bool
-}
-
-func (m instantModel) Generate(ctx context.Context, req agent.Request, onDelta func(agent.Delta) error) (agent.Response, error) {
-	if m.delay > 0 {
-		t := time.NewTimer(m.delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return agent.Response{}, ctx.Err()
-		case <-t.C:
-		}
-	}
-	u := echogate.Usage{Kind: echogate.UsageModel, Model: req.Model, InputTokens: 120, OutputTokens: 12}
-	last := req.Messages[len(req.Messages)-1]
-	if m.tools && last.Role == echogate.RoleUser {
-		return agent.Response{Message: echogate.Message{Role: echogate.RoleAssistant,
-			ToolCalls: []echogate.ToolCall{{ID: "call_1", Name: "current_time", Arguments: `{}`}}}, Usage: u, FinishReason: "tool_calls", Model: req.Model}, nil
-	}
-	for _, f := range []string{"It is ", "about ", "noon."} {
-		if err := onDelta(agent.Delta{Text: f}); err != nil {
-			return agent.Response{}, err
-		}
-	}
-	return agent.Response{Message: echogate.Message{Role: echogate.RoleAssistant, Content: "It is about noon."}, Usage: u, FinishReason: "stop", Model: req.Model}, nil
-}
-
-// replier signals finished turns per event id and records when each stage was reached. It
-// keeps its bookkeeping off any shared lock on the hot path (a sync.Map of waiters, atomic
-// marks), so the harness does not become the bottleneck it measures.
-type replier struct {
-	waiters sync.Map // event id -> *waiter
-	mu      sync.Mutex
-	stages  [3][]time.Duration // submit→start, start→first token, last token→done
-}
-
-// waiter is one submitted event: its completion channel and stage marks (Unix nanoseconds).
-type waiter struct {
-	done               chan struct{}
-	submit             time.Time
-	start, first, last atomic.Int64
-}
-
-func (r *replier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
-	return echogate.MessageRef{Platform: "web", Channel: out.Conversation.Channel, ID: "m"}, nil
-}
-
-func (r *replier) ObserveTurn(ev echogate.TurnEvent) {
-	v, ok := r.waiters.Load(ev.EventID)
-	if !ok {
-		return
-	}
-	w := v.(*waiter)
-	now := time.Now().UnixNano()
-	switch ev.Type {
-	case echogate.TurnStarted:
-		w.start.Store(now)
-	case echogate.TurnDelta:
-		w.first.CompareAndSwap(0, now)
-		w.last.Store(now)
-	case echogate.TurnDone:
-		r.waiters.Delete(ev.EventID)
-		if start, first := w.start.Load(), w.first.Load(); start != 0 && first != 0 {
-			r.mu.Lock()
-			r.stages[0] = append(r.stages[0], time.Duration(start-w.submit.UnixNano()))
-			r.stages[1] = append(r.stages[1], time.Duration(first-start))
-			r.stages[2] = append(r.stages[2], time.Duration(now-w.last.Load()))
-			r.mu.Unlock()
-		}
-		close(w.done)
-	}
-}
-
-// stageReport renders the p50/p99 of each stage.
-func (r *replier) stageReport() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := ""
-	for i, name := range []string{"submit→start", "start→first token", "last token→done"} {
-		st := append([]time.Duration(nil), r.stages[i]...)
-		sort.Slice(st, func(a, b int) bool { return st[a] < st[b] })
-		out += fmt.Sprintf(" %s p50 %s p99 %s;", name, pct(st, 50), pct(st, 99))
-	}
-	return out
-}
-
-func (r *replier) wait(id string) chan struct{} {
-	w := &waiter{done: make(chan struct{}), submit: time.Now()}
-	r.waiters.Store(id, w)
-	return w.done
-}
-
-type rig struct {
-	p      *pipeline.Pipeline
-	rep    *replier
-	store  *sqlite.Store
-	mem    bool   // the pipeline runs on another store than SQLite (store is idle)
-	pg     *pgRig // that store, when it is PostgreSQL
-	ts     *timedStore
-	cancel context.CancelFunc
-	done   chan struct{}
-	dir    string
-	seq    atomic.Int64
-}
-
-func newRig(m agent.Model, mailbox int, mem bool) (*rig, error) {
-	dir, err := os.MkdirTemp("", "echogate-bench-")
-	if err != nil {
-		return nil, err
-	}
-	st, err := sqlite.New(sqlite.Config{Path: filepath.Join(dir, "bench.db")}, nil)
-	if err != nil {
-		return nil, err
-	}
-	ctx := context.Background()
-	if err := st.Open(ctx); err != nil {
-		return nil, err
-	}
-	if err := st.Migrate(ctx); err != nil {
-		return nil, err
-	}
-	clock, err := builtin.NewCurrentTime(builtin.CurrentTimeConfig{})
-	if err != nil {
-		return nil, err
-	}
-	reg, err := tools.NewRegistry(clock)
-	if err != nil {
-		return nil, err
-	}
-	var store pipeline.Store = st
-	var pg *pgRig
-	switch {
-	case mem:
-		store = pipelinetest.NewMemStore()
-	case pgURL != "":
-		if pg, err = newPGRig(ctx, *pgLockConns); err != nil {
-			return nil, err
-		}
-		store = pg.st
-	}
-	var ts *timedStore
-	if *storeCalls {
-		ts = &timedStore{Store: st, lat: map[string][]time.Duration{}}
-		store = ts
-	}
-	rep := &replier{}
-	p, err := pipeline.New(pipeline.Config{Model: "bench-model", MailboxSize: mailbox, TurnTimeout: time.Minute},
-		pipeline.Deps{Store: store, Model: m, Tools: reg, Repliers: map[string]pipeline.Replier{"web": rep}})
-	if err != nil {
-		return nil, err
-	}
-	r := &rig{p: p, rep: rep, store: st, ts: ts, mem: mem || pg != nil, pg: pg, dir: dir, done: make(chan struct{})}
-	var rctx context.Context
-	rctx, r.cancel = context.WithCancel(ctx)
-	go func() { defer close(r.done); _ = p.Run(rctx) }()
-	<-p.Started()
-	return r, nil
-}
-
-func (r *rig) close() {
-	r.cancel()
-	<-r.done
-	r.store.Close()
-	if r.pg != nil {
-		r.pg.close()
-	}
-	os.RemoveAll(r.dir)
-}
-
-// turn submits one message and waits for its answer.
-func (r *rig) turn(session string) error {
-	id := fmt.Sprintf("e%d", r.seq.Add(1))
-	ch := r.rep.wait(id)
-	ev := echogate.InboundEvent{ID: id, Kind: echogate.KindDirect, Text: "what time is it?",
-		Conversation: echogate.ConversationRef{Platform: "web", Channel: session, DM: true}, Actor: echogate.Actor{ID: "u-" + session}}
-	if err := r.p.Submit(context.Background(), ev); err != nil {
-		return err
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-time.After(time.Minute):
-		return fmt.Errorf("turn %s not answered within a minute", id)
 	}
 }
 
@@ -357,52 +159,93 @@ func overhead(n int) error {
 	return nil
 }
 
-// window is what the throughput scenarios measure beside the rate, over the measurement
-// window only.
-type window struct {
-	cpu, sys time.Duration // process CPU (user+system) and its system part
-	wall     time.Duration
-	sched    string // goroutine scheduling latency (runnable → running), rendered
-}
-
 func throughput(sessions int, d, latency time.Duration) error {
 	r, err := newRig(instantModel{delay: latency}, 32, *memStore)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	var turns atomic.Int64
-	var mu sync.Mutex
-	var lat []time.Duration
 	// Sessions join over one model latency, as independent conversations do, and the rate is
 	// measured after a warm-up of one second, over d.
 	start := time.Now()
 	from, stop := start.Add(time.Second), start.Add(time.Second+d)
-	var wg sync.WaitGroup
-	errc := make(chan error, sessions)
+	l := startSessions(r, sessions, latency, from, stop)
+	time.Sleep(time.Until(from))
+	w := measureWindow(r, sessions, stop)
+	lat, err := l.wait()
+	if err != nil {
+		return err
+	}
+	printThroughput(r, sessions, l.turns.Load(), d, latency, lat, w)
+	return nil
+}
+
+// sessionLoad is the throughput scenario's sessions, each sending its next message when the
+// previous one is answered; it counts the turns answered inside the measurement window.
+type sessionLoad struct {
+	wg    sync.WaitGroup
+	errc  chan error
+	turns atomic.Int64
+	mu    sync.Mutex
+	lat   []time.Duration
+}
+
+// startSessions starts sessions goroutines on r, joining over one model latency, that run turns
+// until stop and count those answered between from and stop.
+func startSessions(r *rig, sessions int, latency time.Duration, from, stop time.Time) *sessionLoad {
+	l := &sessionLoad{errc: make(chan error, sessions)}
 	for s := 0; s < sessions; s++ {
-		wg.Add(1)
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer l.wg.Done()
 			time.Sleep(time.Duration(s) * latency / time.Duration(sessions))
 			var mine []time.Duration
 			for time.Now().Before(stop) {
 				t0 := time.Now()
 				if err := r.turn(fmt.Sprintf("t%d", s)); err != nil {
-					errc <- err
+					l.errc <- err
 					return
 				}
 				if now := time.Now(); now.After(from) && now.Before(stop) {
 					mine = append(mine, now.Sub(t0))
-					turns.Add(1)
+					l.turns.Add(1)
 				}
 			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
+			l.mu.Lock()
+			l.lat = append(l.lat, mine...)
+			l.mu.Unlock()
 		}()
 	}
-	time.Sleep(time.Until(from))
+	return l
+}
+
+// wait waits for every session to end and returns the window's latencies, sorted, or the first
+// session's error.
+func (l *sessionLoad) wait() ([]time.Duration, error) {
+	l.wg.Wait()
+	select {
+	case err := <-l.errc:
+		return nil, err
+	default:
+	}
+	sort.Slice(l.lat, func(i, j int) bool { return l.lat[i] < l.lat[j] })
+	return l.lat, nil
+}
+
+// window is what the throughput scenarios measure beside the rate, over the measurement
+// window only.
+type window struct {
+	cpu, sys time.Duration // process CPU (user+system) and its system part
+	wall     time.Duration
+	sched    string // goroutine scheduling latency (runnable → running), rendered
+	// writes0 and writes are the SQLite writer's counters at the window's start and end (zero
+	// when the pipeline runs on another store).
+	writes0, writes sqlite.WriteStats
+}
+
+// measureWindow measures from now until stop, recording a CPU profile or a trace of the largest
+// scenario when asked.
+func measureWindow(r *rig, sessions int, stop time.Time) window {
 	var ws0 sqlite.WriteStats
 	if !r.mem {
 		ws0 = r.store.WriteStats()
@@ -423,26 +266,24 @@ func throughput(sessions int, d, latency time.Duration) error {
 		}
 	}
 	time.Sleep(time.Until(stop))
-	w := window{cpu: cpuTime() - cpu0, sys: sysTime() - sys0, wall: time.Since(wall0), sched: schedLat().sub(sched0)}
-	var ws sqlite.WriteStats
+	w := window{cpu: cpuTime() - cpu0, sys: sysTime() - sys0, wall: time.Since(wall0), sched: schedLat().sub(sched0), writes0: ws0}
 	if !r.mem {
-		ws = r.store.WriteStats()
+		w.writes = r.store.WriteStats()
 	}
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	rate := float64(turns.Load()) / d.Seconds()
+	return w
+}
+
+// printThroughput prints one scenario's row and its stage, CPU, writer and store-call figures.
+func printThroughput(r *rig, sessions int, turns int64, d, latency time.Duration, lat []time.Duration, w window) {
+	rate := float64(turns) / d.Seconds()
 	ideal := float64(sessions) / latency.Seconds()
-	fmt.Printf("%10d %12d %12.0f %10.0f %11.1f%% %12s\n", sessions, turns.Load(), rate, ideal, 100*rate/ideal, pct(lat, 99))
+	fmt.Printf("%10d %12d %12.0f %10.0f %11.1f%% %12s\n", sessions, turns, rate, ideal, 100*rate/ideal, pct(lat, 99))
 	fmt.Printf("%10s stages:%s\n", "", r.rep.stageReport())
 	fmt.Printf("%10s CPU %.0f%% of one core (system %.0f%%), %s per turn; scheduling latency %s\n", "",
 		100*w.cpu.Seconds()/w.wall.Seconds(), 100*w.sys.Seconds()/w.wall.Seconds(),
-		(w.cpu / time.Duration(max(turns.Load(), 1))).Round(time.Microsecond), w.sched)
+		(w.cpu / time.Duration(max(turns, 1))).Round(time.Microsecond), w.sched)
 	if !r.mem {
+		ws, ws0 := w.writes, w.writes0
 		n, c, b := ws.Batches-ws0.Batches, ws.Calls-ws0.Calls, ws.Busy-ws0.Busy
 		fmt.Printf("%10s SQLite writer busy %.0f%%, %d group commits of %.1f calls (%s each)\n", "",
 			100*b.Seconds()/w.wall.Seconds(), n, float64(c)/float64(max(n, 1)), (b / time.Duration(max(n, 1))).Round(time.Microsecond))
@@ -450,7 +291,6 @@ func throughput(sessions int, d, latency time.Duration) error {
 	if r.ts != nil {
 		fmt.Print(r.ts.report())
 	}
-	return nil
 }
 
 // profileSessions is the scenario -cpuprofile and -trace record: the largest.

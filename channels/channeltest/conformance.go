@@ -64,122 +64,135 @@ func RunConformance(t *testing.T, h Harness) {
 		h.Timeout = 10 * time.Second
 	}
 
-	t.Run("direct message reaches the sink", func(t *testing.T) {
-		ch, rec := start(t, h)
-		text := "conformance: hello"
-		d := h.DirectMessage(t, ch, "conf-user-1", text)
-		ev := rec.next(t, h.Timeout)
-		checkEvent(t, ch, d, "conf-user-1", text, ev)
-		rec.none(t)
-	})
+	t.Run("direct message reaches the sink", func(t *testing.T) { conformDirectMessage(t, h) })
+	t.Run("redelivery keeps the event id", func(t *testing.T) { conformRedelivery(t, h) })
+	t.Run("send returns a usable reference", func(t *testing.T) { conformSend(t, h) })
+	t.Run("stream finish shows the whole text once", func(t *testing.T) { conformStreamFinish(t, h) })
+}
 
-	t.Run("redelivery keeps the event id", func(t *testing.T) {
-		if h.Redeliver == nil {
-			t.Skip("the harness cannot redeliver a message")
-		}
-		ch, rec := start(t, h)
-		d := h.DirectMessage(t, ch, "conf-user-2", "conformance: once")
-		first := rec.next(t, h.Timeout)
-		h.Redeliver(t, ch, d)
-		for _, ev := range rec.drain() {
-			if ev.ID != first.ID || ev.DedupeKey() != first.DedupeKey() {
-				t.Errorf("redelivered event ID = %q (dedupe key %q), want %q (%q)", ev.ID, ev.DedupeKey(), first.ID, first.DedupeKey())
-			}
-		}
-	})
+// conformDirectMessage checks that a direct message reaches the sink once, as the event the
+// harness describes.
+func conformDirectMessage(t *testing.T, h Harness) {
+	ch, rec := start(t, h)
+	text := "conformance: hello"
+	d := h.DirectMessage(t, ch, "conf-user-1", text)
+	ev := rec.next(t, h.Timeout)
+	checkEvent(t, ch, d, "conf-user-1", text, ev)
+	rec.none(t)
+}
 
-	t.Run("send returns a usable reference", func(t *testing.T) {
-		ch, rec := start(t, h)
-		d := h.DirectMessage(t, ch, "conf-user-3", "conformance: reply please")
-		ev := rec.next(t, h.Timeout)
-		conv := ev.Conversation
-		ctx, cancel := context.WithTimeout(context.Background(), h.Timeout)
-		defer cancel()
-		texts := []string{"conformance reply one", "conformance reply two"}
-		var refs []echogate.MessageRef
-		for _, text := range texts {
-			ref, err := ch.Send(ctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: conv, ReplyTo: ev.Message, Text: text, Session: ev.SessionKey()})
-			if err != nil {
-				t.Fatalf("Send(%q) error = %v, want nil", text, err)
-			}
-			if ref.IsZero() || ref.Platform != ch.Name() || ref.Channel != conv.Channel {
-				t.Errorf("Send(%q) = %+v, want a non-empty ID on platform %q in channel %q", text, ref, ch.Name(), conv.Channel)
-			}
-			if slices.Contains(refs, ref) {
-				t.Errorf("Send(%q) = %+v, the reference of an earlier message", text, ref)
-			}
-			refs = append(refs, ref)
+// conformRedelivery checks that a redelivered message keeps its event id and dedupe key.
+func conformRedelivery(t *testing.T, h Harness) {
+	if h.Redeliver == nil {
+		t.Skip("the harness cannot redeliver a message")
+	}
+	ch, rec := start(t, h)
+	d := h.DirectMessage(t, ch, "conf-user-2", "conformance: once")
+	first := rec.next(t, h.Timeout)
+	h.Redeliver(t, ch, d)
+	for _, ev := range rec.drain() {
+		if ev.ID != first.ID || ev.DedupeKey() != first.DedupeKey() {
+			t.Errorf("redelivered event ID = %q (dedupe key %q), want %q (%q)", ev.ID, ev.DedupeKey(), first.ID, first.DedupeKey())
+		}
+	}
+}
+
+// conformSend checks that Send posts once per call and returns a distinct reference on the
+// channel's platform and conversation, fails on a cancelled context, and that Edit (when the
+// channel has it) replaces the text.
+func conformSend(t *testing.T, h Harness) {
+	ch, rec := start(t, h)
+	d := h.DirectMessage(t, ch, "conf-user-3", "conformance: reply please")
+	ev := rec.next(t, h.Timeout)
+	conv := ev.Conversation
+	ctx, cancel := context.WithTimeout(context.Background(), h.Timeout)
+	defer cancel()
+	texts := []string{"conformance reply one", "conformance reply two"}
+	var refs []echogate.MessageRef
+	for _, text := range texts {
+		ref, err := ch.Send(ctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: conv, ReplyTo: ev.Message, Text: text, Session: ev.SessionKey()})
+		if err != nil {
+			t.Fatalf("Send(%q) error = %v, want nil", text, err)
+		}
+		if ref.IsZero() || ref.Platform != ch.Name() || ref.Channel != conv.Channel {
+			t.Errorf("Send(%q) = %+v, want a non-empty ID on platform %q in channel %q", text, ref, ch.Name(), conv.Channel)
+		}
+		if slices.Contains(refs, ref) {
+			t.Errorf("Send(%q) = %+v, the reference of an earlier message", text, ref)
+		}
+		refs = append(refs, ref)
+	}
+	posted := h.Posted(t, ch, d.conversation(ch))
+	for _, text := range texts {
+		if n := count(posted, text); n != 1 {
+			t.Errorf("platform shows %q %d times, want once (posted: %q)", text, n, posted)
+		}
+	}
+
+	cctx, ccancel := context.WithCancel(context.Background())
+	ccancel()
+	if _, err := ch.Send(cctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: conv, Text: "conformance: cancelled"}); err == nil {
+		t.Errorf("Send(cancelled ctx) error = nil, want an error")
+	}
+
+	if ed, ok := ch.(channels.Editor); ok {
+		if err := ed.Edit(ctx, refs[0], "conformance reply one, edited"); err != nil {
+			t.Fatalf("Edit(%+v) error = %v, want nil", refs[0], err)
 		}
 		posted := h.Posted(t, ch, d.conversation(ch))
-		for _, text := range texts {
-			if n := count(posted, text); n != 1 {
-				t.Errorf("platform shows %q %d times, want once (posted: %q)", text, n, posted)
-			}
+		if count(posted, "conformance reply one, edited") != 1 || count(posted, texts[0]) != 0 {
+			t.Errorf("after Edit the platform shows %q, want the edited text once and the old text gone", posted)
 		}
+	}
+}
 
-		cctx, ccancel := context.WithCancel(context.Background())
-		ccancel()
-		if _, err := ch.Send(cctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: conv, Text: "conformance: cancelled"}); err == nil {
-			t.Errorf("Send(cancelled ctx) error = nil, want an error")
+// conformStreamFinish checks that a finished stream shows its final text once with no partial
+// left, and that Append and Finish fail after Finish.
+func conformStreamFinish(t *testing.T, h Harness) {
+	ch, rec := start(t, h)
+	st, ok := ch.(channels.Streamer)
+	if !ok {
+		t.Skip("the channel is not a channels.Streamer")
+	}
+	d := h.DirectMessage(t, ch, "conf-user-4", "conformance: stream please")
+	ev := rec.next(t, h.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.Timeout)
+	defer cancel()
+	s, err := st.StartStream(ctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: ev.Conversation, ReplyTo: ev.Message, Session: ev.SessionKey()})
+	if err != nil {
+		t.Fatalf("StartStream error = %v, want nil", err)
+	}
+	for _, delta := range []string{"Streaming ", "conformance ", "text"} {
+		if err := s.Append(ctx, delta); err != nil {
+			t.Fatalf("Append(%q) error = %v, want nil", delta, err)
 		}
-
-		if ed, ok := ch.(channels.Editor); ok {
-			if err := ed.Edit(ctx, refs[0], "conformance reply one, edited"); err != nil {
-				t.Fatalf("Edit(%+v) error = %v, want nil", refs[0], err)
-			}
-			posted := h.Posted(t, ch, d.conversation(ch))
-			if count(posted, "conformance reply one, edited") != 1 || count(posted, texts[0]) != 0 {
-				t.Errorf("after Edit the platform shows %q, want the edited text once and the old text gone", posted)
-			}
+	}
+	final := "Streaming conformance text, complete."
+	refs, err := s.Finish(ctx, final)
+	if err != nil {
+		t.Fatalf("Finish error = %v, want nil", err)
+	}
+	if len(refs) == 0 {
+		t.Errorf("Finish refs = none, want the message(s) holding the text")
+	}
+	posted := h.Posted(t, ch, d.conversation(ch))
+	if n := count(posted, final); n != 1 {
+		t.Errorf("platform shows the final text %d times, want once (posted: %q)", n, posted)
+	}
+	for _, p := range posted {
+		if p != final && strings.HasPrefix(final, p) && p != "" {
+			t.Errorf("platform still shows the partial text %q after Finish", p)
 		}
-	})
-
-	t.Run("stream finish shows the whole text once", func(t *testing.T) {
-		ch, rec := start(t, h)
-		st, ok := ch.(channels.Streamer)
-		if !ok {
-			t.Skip("the channel is not a channels.Streamer")
-		}
-		d := h.DirectMessage(t, ch, "conf-user-4", "conformance: stream please")
-		ev := rec.next(t, h.Timeout)
-		ctx, cancel := context.WithTimeout(context.Background(), h.Timeout)
-		defer cancel()
-		s, err := st.StartStream(ctx, echogate.Outbound{Kind: echogate.OutReply, Conversation: ev.Conversation, ReplyTo: ev.Message, Session: ev.SessionKey()})
-		if err != nil {
-			t.Fatalf("StartStream error = %v, want nil", err)
-		}
-		for _, delta := range []string{"Streaming ", "conformance ", "text"} {
-			if err := s.Append(ctx, delta); err != nil {
-				t.Fatalf("Append(%q) error = %v, want nil", delta, err)
-			}
-		}
-		final := "Streaming conformance text, complete."
-		refs, err := s.Finish(ctx, final)
-		if err != nil {
-			t.Fatalf("Finish error = %v, want nil", err)
-		}
-		if len(refs) == 0 {
-			t.Errorf("Finish refs = none, want the message(s) holding the text")
-		}
-		posted := h.Posted(t, ch, d.conversation(ch))
-		if n := count(posted, final); n != 1 {
-			t.Errorf("platform shows the final text %d times, want once (posted: %q)", n, posted)
-		}
-		for _, p := range posted {
-			if p != final && strings.HasPrefix(final, p) && p != "" {
-				t.Errorf("platform still shows the partial text %q after Finish", p)
-			}
-		}
-		if _, err := s.Finish(ctx, final); err == nil {
-			t.Errorf("second Finish error = nil, want an error")
-		}
-		if err := s.Append(ctx, "late"); err == nil {
-			t.Errorf("Append after Finish error = nil, want an error")
-		}
-		if posted := h.Posted(t, ch, d.conversation(ch)); count(posted, final) != 1 {
-			t.Errorf("after a second Finish the platform shows %q, want the final text once", posted)
-		}
-	})
+	}
+	if _, err := s.Finish(ctx, final); err == nil {
+		t.Errorf("second Finish error = nil, want an error")
+	}
+	if err := s.Append(ctx, "late"); err == nil {
+		t.Errorf("Append after Finish error = nil, want an error")
+	}
+	if posted := h.Posted(t, ch, d.conversation(ch)); count(posted, final) != 1 {
+		t.Errorf("after a second Finish the platform shows %q, want the final text once", posted)
+	}
 }
 
 func (d Delivery) conversation(ch channels.Channel) echogate.ConversationRef {

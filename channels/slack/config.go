@@ -128,37 +128,13 @@ func Bool(b bool) *bool { return &b }
 // withDefaults validates c and fills defaults.
 func (c Config) withDefaults() (Config, error) {
 	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+		return Config{}, configError(format, args...)
 	}
-	c.BotToken = strings.TrimSpace(c.BotToken)
-	c.AppToken = strings.TrimSpace(c.AppToken)
-	c.SigningSecret = strings.TrimSpace(c.SigningSecret)
-	switch {
-	case c.BotToken == "":
-		return bad("bot token is empty: set slack.bot_token or SLACK_BOT_TOKEN to the Bot User OAuth Token (xoxb-…) from your app's OAuth & Permissions page")
-	case strings.HasPrefix(c.BotToken, "xapp-"):
-		return bad("bot token starts with xapp-, which is an app-level token: put it in slack.app_token / SLACK_APP_TOKEN and set the bot token to the xoxb-… Bot User OAuth Token")
-	case !strings.HasPrefix(c.BotToken, "xoxb-"):
-		return bad("bot token must start with xoxb- (Bot User OAuth Token from OAuth & Permissions); user tokens (xoxp-) and legacy tokens are not supported")
+	if err := c.checkTokens(); err != nil {
+		return Config{}, err
 	}
-	if c.AppToken != "" && !strings.HasPrefix(c.AppToken, "xapp-") {
-		if strings.HasPrefix(c.AppToken, "xoxb-") {
-			return bad("app token starts with xoxb-, which is a bot token: set slack.app_token / SLACK_APP_TOKEN to the app-level token (xapp-…) from Basic Information > App-Level Tokens, with the connections:write scope")
-		}
-		return bad("app token must start with xapp- (Basic Information > App-Level Tokens, scope connections:write)")
-	}
-	if c.AppToken == "" && c.SigningSecret == "" {
-		return bad("neither an app token (Socket Mode) nor a signing secret (Events API) is set: set SLACK_APP_TOKEN=xapp-… for Socket Mode, or SLACK_SIGNING_SECRET for POST /slack/events")
-	}
-	if c.APIURL == "" {
-		c.APIURL = DefaultAPIURL
-	}
-	u, err := url.Parse(c.APIURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("api url %q is not an absolute http(s) URL: set slack.api_url / SLACK_API_URL like https://slack.com/api/", c.APIURL)
-	}
-	if !strings.HasSuffix(c.APIURL, "/") {
-		c.APIURL += "/"
+	if err := c.checkAPIURL(); err != nil {
+		return Config{}, err
 	}
 	if c.StreamUpdateInterval < 0 || c.RequestTimeout < 0 || c.TypingRefresh < 0 || c.ChannelRate < 0 || c.ChannelBurst < 0 || c.QueueSize < 0 {
 		return bad("durations, rates and sizes must not be negative")
@@ -225,6 +201,52 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// configError wraps ErrConfig with a message naming the setting at fault and the fix.
+func configError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+}
+
+// checkTokens trims the tokens and the signing secret, checks each is of its kind (a pasted
+// token of the other kind is named), and that one transport is set: Socket Mode or the Events API.
+func (c *Config) checkTokens() error {
+	c.BotToken = strings.TrimSpace(c.BotToken)
+	c.AppToken = strings.TrimSpace(c.AppToken)
+	c.SigningSecret = strings.TrimSpace(c.SigningSecret)
+	switch {
+	case c.BotToken == "":
+		return configError("bot token is empty: set slack.bot_token or SLACK_BOT_TOKEN to the Bot User OAuth Token (xoxb-…) from your app's OAuth & Permissions page")
+	case strings.HasPrefix(c.BotToken, "xapp-"):
+		return configError("bot token starts with xapp-, which is an app-level token: put it in slack.app_token / SLACK_APP_TOKEN and set the bot token to the xoxb-… Bot User OAuth Token")
+	case !strings.HasPrefix(c.BotToken, "xoxb-"):
+		return configError("bot token must start with xoxb- (Bot User OAuth Token from OAuth & Permissions); user tokens (xoxp-) and legacy tokens are not supported")
+	}
+	if c.AppToken != "" && !strings.HasPrefix(c.AppToken, "xapp-") {
+		if strings.HasPrefix(c.AppToken, "xoxb-") {
+			return configError("app token starts with xoxb-, which is a bot token: set slack.app_token / SLACK_APP_TOKEN to the app-level token (xapp-…) from Basic Information > App-Level Tokens, with the connections:write scope")
+		}
+		return configError("app token must start with xapp- (Basic Information > App-Level Tokens, scope connections:write)")
+	}
+	if c.AppToken == "" && c.SigningSecret == "" {
+		return configError("neither an app token (Socket Mode) nor a signing secret (Events API) is set: set SLACK_APP_TOKEN=xapp-… for Socket Mode, or SLACK_SIGNING_SECRET for POST /slack/events")
+	}
+	return nil
+}
+
+// checkAPIURL defaults the API URL and checks it is an absolute http(s) URL; it ends in a slash.
+func (c *Config) checkAPIURL() error {
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	u, err := url.Parse(c.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return configError("api url %q is not an absolute http(s) URL: set slack.api_url / SLACK_API_URL like https://slack.com/api/", c.APIURL)
+	}
+	if !strings.HasSuffix(c.APIURL, "/") {
+		c.APIURL += "/"
+	}
+	return nil
 }
 
 func (c Config) requireMention(channel string) bool {

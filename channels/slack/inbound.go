@@ -235,76 +235,93 @@ func (c *Channel) normalize(ctx context.Context, j job) (echogate.InboundEvent, 
 		}
 		return echogate.InboundEvent{}, false
 	case *slackevents.AppMentionEvent:
-		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil || e.Channel == "" || e.TimeStamp == "" {
-			return echogate.InboundEvent{}, false
-		}
-		dm := isDMChannel(e.Channel)
-		kind := echogate.KindMention
-		if dm {
-			kind = echogate.KindDirect
-		}
-		ev := c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, dm, kind, self, now)
-		ev.Actor.Team = e.UserTeam
-		ev.Attachments = attachments(e.Files)
-		return ev, true
-
+		return c.normalizeMention(team, e, self, now)
 	case *slackevents.MessageEvent:
-		switch e.SubType {
-		case "", "file_share", "thread_broadcast":
-		default: // edits, deletes, joins, bot_message, channel topics…: not turns
-			return echogate.InboundEvent{}, false
-		}
-		if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Channel == "" || e.TimeStamp == "" {
-			return echogate.InboundEvent{}, false // no id can be built, nor an answer addressed
-		}
-		var ev echogate.InboundEvent
-		switch {
-		case e.ChannelType == slackevents.ChannelTypeIM || (e.ChannelType == "" && isDMChannel(e.Channel)):
-			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, true, echogate.KindDirect, self, now)
-		case mentions(e.Text, self.UserID):
-			// The app_mention event for this post carries the same id; whichever comes first wins.
-			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
-		case e.ThreadTimeStamp != "" && e.ThreadTimeStamp != e.TimeStamp && !c.cfg.requireMention(e.Channel):
-			// Only an admitted person's post is worth a read to learn whether the bot is in
-			// the thread; a refused one's counts as addressed only when that is known already.
-			read := c.admits(probe(echogate.KindMention, team, e.Channel, e.User, e.UserTeam))
-			if !c.botInThread(ctx, e.Channel, e.ThreadTimeStamp, read) {
-				return echogate.InboundEvent{}, false
-			}
-			ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
-		default:
-			return echogate.InboundEvent{}, false
-		}
-		ev.Actor.Team = e.UserTeam
-		if e.Message != nil {
-			ev.Attachments = attachments(e.Message.Files)
-		}
-		return ev, true
-
+		return c.normalizeMessage(ctx, team, e, self, now)
 	case *slackevents.ReactionAddedEvent:
-		if e.Item.Type != "message" || e.ItemUser == "" || e.ItemUser != self.UserID || e.User == self.UserID || e.User == "" {
-			return echogate.InboundEvent{}, false
-		}
-		emoji, ok := canonicalReaction(e.Reaction)
-		if !ok {
-			return echogate.InboundEvent{}, false
-		}
-		conv, ok := c.conversationOf(ctx, team, e.Item.Channel, e.Item.Timestamp,
-			c.admits(probe(echogate.KindReaction, team, e.Item.Channel, e.User, "")))
-		if !ok {
-			return echogate.InboundEvent{}, false
-		}
-		id := j.eventID
-		if id == "" {
-			id = "reaction:" + e.Item.Channel + ":" + e.Item.Timestamp + ":" + e.User + ":" + e.Reaction + ":" + e.EventTimestamp
-		}
-		target := echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: e.Item.Channel, ID: e.Item.Timestamp}
-		return echogate.InboundEvent{
-			ID: id, Kind: echogate.KindReaction, Conversation: conv,
-			Actor: echogate.Actor{ID: e.User}, Reaction: emoji, Target: target, Message: target, ReceivedAt: now,
-		}, true
+		return c.normalizeReaction(ctx, team, e, j.eventID, self, now)
 	}
 	return echogate.InboundEvent{}, false
+}
+
+// normalizeMention makes a turn of an app_mention (a direct one in a DM), unless it is the bot's
+// own, a bot's, an edit, or lacks the ids an answer needs.
+func (c *Channel) normalizeMention(team string, e *slackevents.AppMentionEvent, self identity, now time.Time) (echogate.InboundEvent, bool) {
+	if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Edited != nil || e.Channel == "" || e.TimeStamp == "" {
+		return echogate.InboundEvent{}, false
+	}
+	dm := isDMChannel(e.Channel)
+	kind := echogate.KindMention
+	if dm {
+		kind = echogate.KindDirect
+	}
+	ev := c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, dm, kind, self, now)
+	ev.Actor.Team = e.UserTeam
+	ev.Attachments = attachments(e.Files)
+	return ev, true
+}
+
+// normalizeMessage makes a turn of a message event: a DM, a post that mentions the bot, or a
+// reply in a thread the bot is in where mentions are not required. Edits, deletes, joins, bots'
+// posts and other subtypes are not turns.
+func (c *Channel) normalizeMessage(ctx context.Context, team string, e *slackevents.MessageEvent, self identity, now time.Time) (echogate.InboundEvent, bool) {
+	switch e.SubType {
+	case "", "file_share", "thread_broadcast":
+	default: // edits, deletes, joins, bot_message, channel topics…: not turns
+		return echogate.InboundEvent{}, false
+	}
+	if e.BotID != "" || e.User == "" || e.User == self.UserID || e.Channel == "" || e.TimeStamp == "" {
+		return echogate.InboundEvent{}, false // no id can be built, nor an answer addressed
+	}
+	var ev echogate.InboundEvent
+	switch {
+	case e.ChannelType == slackevents.ChannelTypeIM || (e.ChannelType == "" && isDMChannel(e.Channel)):
+		ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, true, echogate.KindDirect, self, now)
+	case mentions(e.Text, self.UserID):
+		// The app_mention event for this post carries the same id; whichever comes first wins.
+		ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
+	case e.ThreadTimeStamp != "" && e.ThreadTimeStamp != e.TimeStamp && !c.cfg.requireMention(e.Channel):
+		// Only an admitted person's post is worth a read to learn whether the bot is in
+		// the thread; a refused one's counts as addressed only when that is known already.
+		read := c.admits(probe(echogate.KindMention, team, e.Channel, e.User, e.UserTeam))
+		if !c.botInThread(ctx, e.Channel, e.ThreadTimeStamp, read) {
+			return echogate.InboundEvent{}, false
+		}
+		ev = c.postEvent(team, e.Channel, e.TimeStamp, e.ThreadTimeStamp, e.User, e.Text, false, echogate.KindMention, self, now)
+	default:
+		return echogate.InboundEvent{}, false
+	}
+	ev.Actor.Team = e.UserTeam
+	if e.Message != nil {
+		ev.Attachments = attachments(e.Message.Files)
+	}
+	return ev, true
+}
+
+// normalizeReaction makes an event of a known reaction added by a person to one of the bot's
+// messages in a conversation it can place; eventID is the envelope's (one is derived without it).
+func (c *Channel) normalizeReaction(ctx context.Context, team string, e *slackevents.ReactionAddedEvent, eventID string, self identity, now time.Time) (echogate.InboundEvent, bool) {
+	if e.Item.Type != "message" || e.ItemUser == "" || e.ItemUser != self.UserID || e.User == self.UserID || e.User == "" {
+		return echogate.InboundEvent{}, false
+	}
+	emoji, ok := canonicalReaction(e.Reaction)
+	if !ok {
+		return echogate.InboundEvent{}, false
+	}
+	conv, ok := c.conversationOf(ctx, team, e.Item.Channel, e.Item.Timestamp,
+		c.admits(probe(echogate.KindReaction, team, e.Item.Channel, e.User, "")))
+	if !ok {
+		return echogate.InboundEvent{}, false
+	}
+	id := eventID
+	if id == "" {
+		id = "reaction:" + e.Item.Channel + ":" + e.Item.Timestamp + ":" + e.User + ":" + e.Reaction + ":" + e.EventTimestamp
+	}
+	target := echogate.MessageRef{Platform: echogate.PlatformSlack, Channel: e.Item.Channel, ID: e.Item.Timestamp}
+	return echogate.InboundEvent{
+		ID: id, Kind: echogate.KindReaction, Conversation: conv,
+		Actor: echogate.Actor{ID: e.User}, Reaction: emoji, Target: target, Message: target, ReceivedAt: now,
+	}, true
 }
 
 func (c *Channel) postEvent(team, ch, ts, threadTS, user, text string, dm bool, kind echogate.EventKind, self identity, now time.Time) echogate.InboundEvent {

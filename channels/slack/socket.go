@@ -110,62 +110,77 @@ func (c *Channel) socketEvent(ctx context.Context, sock *socketmode.Client, evt 
 			warn("slack socket mode ack not written; Slack will redeliver", "error", we.Cause)
 		}
 	case socketmode.EventTypeErrorBadMessage:
-		// Usually an event type slack-go cannot parse (one the app did not ask for). Ack it so
-		// Slack does not redeliver it forever.
-		if bm, ok := evt.Data.(*socketmode.ErrorBadMessage); ok {
-			var env struct {
-				EnvelopeID string `json:"envelope_id"`
-			}
-			if json.Unmarshal(bm.Message, &env) == nil && env.EnvelopeID != "" {
-				c.ack(ctx, sock, env.EnvelopeID)
-			}
-			c.log.Debug("slack socket mode message ignored", "error", bm.Cause)
-		}
+		c.socketBadMessage(ctx, sock, evt)
 	case socketmode.EventTypeEventsAPI:
-		if evt.Request == nil {
-			return
-		}
-		ea, ok := evt.Data.(slackevents.EventsAPIEvent)
-		if !ok {
-			c.ack(ctx, sock, evt.Request.EnvelopeID)
-			return
-		}
-		j, ok := jobFrom(ea, "socket")
-		if !ok {
-			c.ack(ctx, sock, evt.Request.EnvelopeID)
-			return
-		}
-		j.retry = evt.Request.RetryAttempt
-		env := evt.Request.EnvelopeID
-		j.ack = func() { c.ack(ctx, sock, env) }
-		c.enqueue(j) // acknowledged by the worker once the pipeline has the event durably
+		c.socketEventsAPI(ctx, sock, evt)
 	case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
-		if evt.Request == nil {
-			return
+		c.socketInteraction(ctx, sock, evt)
+	}
+}
+
+// socketBadMessage acks a message slack-go could not parse: usually an event type the app did
+// not ask for, which Slack would otherwise redeliver forever.
+func (c *Channel) socketBadMessage(ctx context.Context, sock *socketmode.Client, evt socketmode.Event) {
+	if bm, ok := evt.Data.(*socketmode.ErrorBadMessage); ok {
+		var env struct {
+			EnvelopeID string `json:"envelope_id"`
 		}
-		// Acknowledged by the worker once the sink took the event (the pipeline records a
-		// decision before it returns), as Events API envelopes are: Slack does not redeliver
-		// interactions, so an acknowledged press or command the process then lost would be
-		// gone without a word. One not taken (queue full, or refused by the sink) stays
-		// unacknowledged, and Slack shows the user that it failed. Taking an event is quick (a queue and a durable write), well within the 3 s
-		// Slack allows; a later ack is logged.
-		env := evt.Request.EnvelopeID
-		var j job
-		var ok bool
-		switch d := evt.Data.(type) {
-		case slack.InteractionCallback:
-			j, ok = interactionJob(d, "socket")
-		case slack.SlashCommand:
-			j, ok = c.commandJob(d, "socket")
+		if json.Unmarshal(bm.Message, &env) == nil && env.EnvelopeID != "" {
+			c.ack(ctx, sock, env.EnvelopeID)
 		}
-		if !ok {
-			c.ack(ctx, sock, env) // not the gateway's: nothing to take
-			return
-		}
-		j.ack = c.interactionAck(ctx, sock, env, c.cfg.Clock.Now())
-		if !c.enqueue(j) {
-			c.log.Warn("slack interaction not taken: event queue full; left unacknowledged (Slack tells the user)", "envelope_id", env)
-		}
+		c.log.Debug("slack socket mode message ignored", "error", bm.Cause)
+	}
+}
+
+// socketEventsAPI queues an Events API envelope for the worker, which acks it once the pipeline
+// has the event durably; one that is not the gateway's is acked at once.
+func (c *Channel) socketEventsAPI(ctx context.Context, sock *socketmode.Client, evt socketmode.Event) {
+	if evt.Request == nil {
+		return
+	}
+	ea, ok := evt.Data.(slackevents.EventsAPIEvent)
+	if !ok {
+		c.ack(ctx, sock, evt.Request.EnvelopeID)
+		return
+	}
+	j, ok := jobFrom(ea, "socket")
+	if !ok {
+		c.ack(ctx, sock, evt.Request.EnvelopeID)
+		return
+	}
+	j.retry = evt.Request.RetryAttempt
+	env := evt.Request.EnvelopeID
+	j.ack = func() { c.ack(ctx, sock, env) }
+	c.enqueue(j) // acknowledged by the worker once the pipeline has the event durably
+}
+
+// socketInteraction queues a button press or slash command for the worker.
+func (c *Channel) socketInteraction(ctx context.Context, sock *socketmode.Client, evt socketmode.Event) {
+	if evt.Request == nil {
+		return
+	}
+	// Acknowledged by the worker once the sink took the event (the pipeline records a
+	// decision before it returns), as Events API envelopes are: Slack does not redeliver
+	// interactions, so an acknowledged press or command the process then lost would be
+	// gone without a word. One not taken (queue full, or refused by the sink) stays
+	// unacknowledged, and Slack shows the user that it failed. Taking an event is quick (a queue and a durable write), well within the 3 s
+	// Slack allows; a later ack is logged.
+	env := evt.Request.EnvelopeID
+	var j job
+	var ok bool
+	switch d := evt.Data.(type) {
+	case slack.InteractionCallback:
+		j, ok = interactionJob(d, "socket")
+	case slack.SlashCommand:
+		j, ok = c.commandJob(d, "socket")
+	}
+	if !ok {
+		c.ack(ctx, sock, env) // not the gateway's: nothing to take
+		return
+	}
+	j.ack = c.interactionAck(ctx, sock, env, c.cfg.Clock.Now())
+	if !c.enqueue(j) {
+		c.log.Warn("slack interaction not taken: event queue full; left unacknowledged (Slack tells the user)", "envelope_id", env)
 	}
 }
 

@@ -152,43 +152,7 @@ func (c *core) Close() {
 // newPipeline wires the pipeline with the given repliers.
 func (c *core) newPipeline(repliers map[string]pipeline.Replier) error {
 	cfg := c.cfg
-	policy := map[string]string{}
-	var approversOnly []string
-	for name, t := range cfg.Tools {
-		if t.Approval != "" {
-			policy[name] = t.Approval
-		}
-		if t.ApproversOnly {
-			approversOnly = append(approversOnly, name)
-		}
-	}
-	pcfg := pipeline.Config{
-		SystemPrompt:    cfg.Agent.SystemPrompt,
-		Model:           cfg.Models.Default,
-		MaxIterations:   cfg.Agent.MaxIterations,
-		MaxTokens:       cfg.Agent.MaxTokens,
-		TurnTimeout:     time.Duration(cfg.Agent.TurnTimeout),
-		OnBusy:          pipeline.OnBusy(cfg.Agent.OnBusy),
-		MailboxSize:     cfg.Agent.MailboxSize,
-		HistoryMessages: cfg.Agent.HistoryMessages,
-		ToolTimeout:     time.Duration(cfg.Agent.ToolTimeout),
-		DrainTimeout:    time.Duration(cfg.Agent.DrainTimeout),
-		FallbackText:    cfg.Agent.FallbackText,
-		Approvers:       cfg.Approval.Approvers,
-		ApprovalTimeout: time.Duration(cfg.Approval.Timeout),
-		OnTimeout:       pipeline.OnTimeout(cfg.Approval.OnTimeout),
-		JanitorInterval: time.Duration(cfg.Approval.CheckInterval),
-		ToolPolicy:      policy,
-		PerUser:         cfg.Agent.perUser(),
-		ApproversOnly:   approversOnly,
-	}
-	if c.backend == "postgres" {
-		// Several replicas may share the database: take over only events whose replica is gone.
-		pcfg.ReplayAfter = max(time.Duration(cfg.Agent.TurnTimeout), 5*time.Minute) + max(time.Duration(cfg.Agent.DrainTimeout), 30*time.Second) + time.Minute
-		if cfg.Agent.ReplayAfter > 0 {
-			pcfg.ReplayAfter = time.Duration(cfg.Agent.ReplayAfter)
-		}
-	}
+	pcfg := pipelineConfig(cfg, c.backend)
 	c.redactor = newRedactor(cfg, os.Environ()) // redact_wiring.go
 	deps := pipeline.Deps{
 		Store:     c.store,

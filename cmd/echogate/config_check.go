@@ -39,6 +39,7 @@ var (
 	byteSizeType    = reflect.TypeOf(ByteSize(0))
 )
 
+// checkNode checks node n against type t; path is its key path for errors ("" at the top).
 func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
@@ -56,45 +57,12 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...), Where: fmt.Sprintf("line %d", n.Line)}
 	}
-	switch {
-	case t != durationType && t != byteSizeType && reflect.PointerTo(t).Implements(unmarshalerType):
-		return nil // a type with its own YAML form checks itself when decoded
-	case t == durationType:
-		if n.Kind != yaml.ScalarNode {
-			return bad("expected a duration like 30s, 5m or 24h, got %s", describe(n))
-		}
-		if _, err := parseDuration(n.Value); err != nil {
-			return bad("%v", err)
-		}
-		return nil
-	case t == byteSizeType:
-		if n.Kind != yaml.ScalarNode {
-			return bad("expected a size like 20MiB or 512KiB, got %s", describe(n))
-		}
-		if _, err := parseByteSize(n.Value); err != nil {
-			return bad("%v", err)
-		}
-		return nil
+	if own, err := checkOwnForm(n, t, bad); own {
+		return err
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			return bad("expected a mapping of keys (%s), got %s (see echogate.example.yaml)", strings.Join(yamlKeys(t), ", "), describe(n))
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			f, ok := fieldByYAMLName(t, k.Value)
-			if !ok {
-				hint := "check its spelling against echogate.example.yaml"
-				if s := closest(k.Value, yamlKeys(t)); s != "" {
-					hint = fmt.Sprintf("did you mean %q?", s)
-				}
-				return &ConfigError{Key: join(path, k.Value), Msg: fmt.Sprintf("unknown key %q: %s", k.Value, hint), Where: fmt.Sprintf("line %d", k.Line)}
-			}
-			if err := checkNode(v, f.Type, join(path, k.Value)); err != nil {
-				return err
-			}
-		}
+		return checkStruct(n, t, path, bad)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			return bad("expected a mapping (name: value), got %s", describe(n))
@@ -113,6 +81,69 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 				return err
 			}
 		}
+	default:
+		return checkScalar(n, t, bad)
+	}
+	return nil
+}
+
+// badNode makes the error of a node that has the wrong shape or type, at its key and line.
+type badNode func(format string, args ...any) error
+
+// checkOwnForm checks the types that are not read by their kind: Duration and ByteSize, parsed
+// here so that their errors name the key, and types with their own YAML form, which check
+// themselves when decoded. own is false for every other type.
+func checkOwnForm(n *yaml.Node, t reflect.Type, bad badNode) (own bool, err error) {
+	switch {
+	case t != durationType && t != byteSizeType && reflect.PointerTo(t).Implements(unmarshalerType):
+		return true, nil // a type with its own YAML form checks itself when decoded
+	case t == durationType:
+		if n.Kind != yaml.ScalarNode {
+			return true, bad("expected a duration like 30s, 5m or 24h, got %s", describe(n))
+		}
+		if _, err := parseDuration(n.Value); err != nil {
+			return true, bad("%v", err)
+		}
+		return true, nil
+	case t == byteSizeType:
+		if n.Kind != yaml.ScalarNode {
+			return true, bad("expected a size like 20MiB or 512KiB, got %s", describe(n))
+		}
+		if _, err := parseByteSize(n.Value); err != nil {
+			return true, bad("%v", err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// checkStruct checks a mapping against struct t: every key must be one of t's YAML names (a
+// misspelt one gets the closest name as a hint), and every value must fit its field.
+func checkStruct(n *yaml.Node, t reflect.Type, path string, bad badNode) error {
+	if n.Kind != yaml.MappingNode {
+		return bad("expected a mapping of keys (%s), got %s (see echogate.example.yaml)", strings.Join(yamlKeys(t), ", "), describe(n))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f, ok := fieldByYAMLName(t, k.Value)
+		if !ok {
+			hint := "check its spelling against echogate.example.yaml"
+			if s := closest(k.Value, yamlKeys(t)); s != "" {
+				hint = fmt.Sprintf("did you mean %q?", s)
+			}
+			return &ConfigError{Key: join(path, k.Value), Msg: fmt.Sprintf("unknown key %q: %s", k.Value, hint), Where: fmt.Sprintf("line %d", k.Line)}
+		}
+		if err := checkNode(v, f.Type, join(path, k.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkScalar checks a scalar of kind t.Kind(): YAML's tag must say the same thing (no fraction
+// for a whole number, no quoted number for a bool). Other kinds are accepted.
+func checkScalar(n *yaml.Node, t reflect.Type, bad badNode) error {
+	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 			return bad("expected a whole number, got %s", describe(n))

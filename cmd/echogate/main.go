@@ -105,6 +105,12 @@ func run(ctx context.Context, e env) int {
 	for _, w := range cfg.warnings {
 		log.Warn("config: " + w)
 	}
+	return dispatch(ctx, e, cmd, cfg, log, rest)
+}
+
+// dispatch runs command cmd with its arguments rest; 2 for an unknown name, which checkArgs
+// has refused already.
+func dispatch(ctx context.Context, e env, cmd string, cfg *Config, log *slog.Logger, rest []string) int {
 	code := 2
 	switch cmd {
 	case "serve":

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/internal/memrec"
 	"github.com/echogate/echogate/knowledge"
 )
@@ -221,18 +219,7 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 	}
 	switch sub {
 	case "list":
-		ms, err := mem.List(ctx, memrec.MemoryFilter{Owners: owners, Current: !*all, Limit: *limit})
-		if err != nil {
-			fmt.Fprintln(e.stderr, "echogate memory list:", err)
-			return 1
-		}
-		if len(ms) == 0 {
-			fmt.Fprintln(e.stdout, "no memories")
-		}
-		for _, m := range ms {
-			printMemory(e.stdout, m, memEmbedLabel(mem, m))
-		}
-		return 0
+		return memoryList(ctx, e, mem, owners, *all, *limit)
 	case "reembed":
 		if fs.NArg() > 0 || *user != "" {
 			fmt.Fprintln(e.stderr, "echogate memory reembed: takes no arguments (it re-embeds every stale memory)")
@@ -240,39 +227,9 @@ func cmdMemory(ctx context.Context, e env, cfg *Config, log *slog.Logger, args [
 		}
 		return memoryReembed(ctx, e, mem)
 	case "search":
-		q := strings.Join(fs.Args(), " ")
-		if *user == "" || strings.TrimSpace(q) == "" {
-			fmt.Fprintln(e.stderr, "echogate memory search: give --user and a query, e.g. echogate memory search --user slack:U123 editor")
-			return 2
-		}
-		hits, err := mem.Recall(ctx, owners, q, *limit, "", *user, "")
-		if err != nil {
-			fmt.Fprintln(e.stderr, "echogate memory search:", err)
-			return 1
-		}
-		if len(hits) == 0 {
-			fmt.Fprintln(e.stdout, "no memories found")
-		}
-		for _, h := range hits {
-			printMemory(e.stdout, h.Memory, memEmbedLabel(mem, h.Memory))
-		}
-		return 0
+		return memorySearch(ctx, e, mem, owners, *user, fs.Args(), *limit)
 	default: // forget
-		if fs.NArg() != 1 {
-			fmt.Fprintln(e.stderr, "echogate memory forget: name one memory id (see `echogate memory list`)")
-			return 2
-		}
-		m, err := mem.Forget(ctx, owners, fs.Arg(0))
-		if err != nil {
-			if errors.Is(err, echogate.ErrNotFound) {
-				fmt.Fprintf(e.stderr, "echogate memory forget: no memory %s (see `echogate memory list`)\n", fs.Arg(0))
-				return 1
-			}
-			fmt.Fprintln(e.stderr, "echogate memory forget:", err)
-			return 1
-		}
-		fmt.Fprintf(e.stdout, "forgot %s: %s\n", m.ID, m.Text)
-		return 0
+		return memoryForget(ctx, e, mem, owners, fs.Args())
 	}
 }
 

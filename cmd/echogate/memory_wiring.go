@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/echogate/echogate"
@@ -154,63 +153,16 @@ func newMemKB(ctx context.Context, cfg *Config, d memkbDeps) (*memkb, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}
-	report := func(_ context.Context, rec echogate.UsageRecord) {
-		if d.pricer != nil && rec.Usage.CostUSD == 0 {
-			rec.Usage.CostUSD = d.pricer.Price(rec.Usage)
-		}
-		if d.record != nil {
-			d.record(rec)
-		}
-	}
+	report := d.usageReporter()
 	if optIn(cfg.Knowledge.Enabled) {
-		kc := cfg.Knowledge
-		k.kb, err = knowledge.New(knowledge.Config{ChunkSize: kc.ChunkSize, ChunkOverlap: kc.ChunkOverlap, TopK: kc.TopK, MinSimilarity: kc.MinSimilarity,
-			Now: d.now, ReportUsage: report, KeywordOnly: d.keyword, EmbedModel: embedIdentity(cfg, d.backend != nil)}, ms, k.emb, d.log.With("component", "knowledge"))
-		if err != nil {
-			return nil, fmt.Errorf("knowledge: %w", err)
+		if err := k.openKnowledge(ctx, ms, d, report); err != nil {
+			return nil, err
 		}
-		k.warnStale(ctx, d.log)
 	}
 	if optIn(cfg.Memory.Enabled) {
-		mc := cfg.Memory
-		var ext memory.Extractor
-		model := mc.Consolidation.Model
-		if model == "" {
-			model = cfg.Models.Default
+		if err := k.openMemory(ctx, ms, d, report); err != nil {
+			return nil, err
 		}
-		switch {
-		case !enabled(mc.Consolidation.Enabled) || d.model == nil:
-		case cfg.demoMode() && d.backend == nil:
-			d.log.Info("memory: consolidation is off in demo mode (the offline model cannot extract facts); remember/recall still work")
-		default:
-			ext = modelExtractor{m: d.model, model: model}
-		}
-		hooks := memory.Hooks{ReportUsage: report, KeywordOnly: d.keyword}
-		if d.budget != nil {
-			hooks.Budget = func(ctx context.Context, userID, channel string) error {
-				return d.budget(ctx, cost.Scope{UserID: userID, Channel: channel, Trigger: echogate.TriggerConsolidation},
-					agent.Request{Model: model, MaxTokens: 1000, Messages: []echogate.Message{{Role: echogate.RoleUser, Content: strings.Repeat("x", 8000)}}})
-			}
-		}
-		k.mem, err = memory.New(memory.Config{
-			ChannelMemories:     mc.ChannelMemories,
-			PinnedLimit:         mc.PinnedLimit,
-			RelevantLimit:       mc.RelevantLimit,
-			MinSimilarity:       mc.MinSimilarity,
-			DuplicateSimilarity: mc.DuplicateSimilarity,
-			Debounce:            time.Duration(mc.Consolidation.Debounce),
-			MaxDelay:            time.Duration(mc.Consolidation.MaxDelay),
-			PollInterval:        time.Duration(mc.Consolidation.PollInterval),
-			Lease:               time.Duration(mc.Consolidation.Lease),
-			MaxAttempts:         mc.Consolidation.MaxAttempts,
-			EmbedModel:          embedIdentity(cfg, d.backend != nil),
-			Now:                 d.now,
-			After:               d.after,
-		}, ms, k.emb, ext, hooks, d.log.With("component", "memory"))
-		if err != nil {
-			return nil, fmt.Errorf("memory: %w", err)
-		}
-		k.warnStaleMemories(ctx, d.log)
 	}
 	return k, nil
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/cost"
-	"github.com/echogate/echogate/agent/provider/openai"
 	"github.com/echogate/echogate/agent/router"
 	"github.com/echogate/echogate/internal/metrics"
 )
@@ -37,77 +35,19 @@ func newModelStack(cfg *Config, log *slog.Logger, m *metrics.Metrics, ledger cos
 			return nil, err
 		}
 	} else {
-		models := map[string]agent.Model{}
-		var first agent.Model
-		for i, p := range cfg.Models.Providers {
-			prov, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, MaxRetries: p.MaxRetries, Timeout: time.Duration(p.Timeout), PromptCacheKey: p.PromptCacheKey},
-				log.With("provider", p.Name))
-			if err != nil {
-				return nil, fmt.Errorf("models.providers[%d] (%s): %w", i, p.Name, err)
-			}
-			if first == nil {
-				first = prov
-			}
-			for _, name := range p.Models {
-				if _, dup := models[name]; !dup {
-					models[name] = prov
-				}
-			}
-		}
-		// Models named by the default or a route but listed by no provider are served by the
-		// first provider.
-		need := append([]string{cfg.Models.Default}, cfg.agentModels()...)
-		for _, r := range cfg.Models.Routes {
-			need = append(need, r.Model)
-			need = append(need, r.Fallback...)
-		}
-		for _, name := range need {
-			if _, ok := models[name]; !ok && name != "" {
-				models[name] = first
-			}
-		}
-		routes := make([]router.Route, 0, len(cfg.Models.Routes))
-		for _, r := range cfg.Models.Routes {
-			routes = append(routes, router.Route{Name: r.Name, When: router.Rule(r.When), Model: r.Model, Fallback: r.Fallback})
-		}
-		rt, err := router.New(router.Config{
-			Routes: routes,
-			OnState: func(model, from, to string) {
-				log.Warn("model circuit breaker changed state", "model", model, "from", from, "to", to)
-				m.Breaker(model, "model", to)
-			},
-			// Failed attempts outside a turn (none today) still reach the ledger.
-			OnUsage: func(u echogate.Usage) {
-				record(echogate.UsageRecord{Trigger: echogate.TriggerScheduled, Usage: u, At: time.Now()})
-			},
-		}, models, log)
+		models, err := providerModels(cfg, log)
 		if err != nil {
-			return nil, fmt.Errorf("models.routes: %w", err)
+			return nil, err
+		}
+		rt, err := newModelRouter(cfg, log, m, record, models)
+		if err != nil {
+			return nil, err
 		}
 		ms.router, ms.model = rt, rt
 	}
-	b := cfg.Budgets
-	tcfg := cost.Config{
-		Limits: cost.Limits{PerTurnUSD: b.PerTurnUSD, PerSessionUSD: b.PerSessionUSD, PerUserDayUSD: b.PerUserDayUSD,
-			PerChannelDayUSD: b.PerChannelDayUSD, PerDayUSD: b.PerDayUSD, PerMonthUSD: b.PerMonthUSD},
-		Prices:   ms.prices,
-		CacheTTL: 5 * time.Second,
+	if err := ms.newTracker(cfg, ledger, log); err != nil {
+		return nil, err
 	}
-	if ms.router != nil {
-		rt := ms.router
-		tcfg.ModelFor = func(req agent.Request) string {
-			if ch, err := rt.Choose(req); err == nil && len(ch.Models) > 0 {
-				return ch.Models[0]
-			}
-			return req.Model
-		}
-	}
-	ms.modelFor = tcfg.ModelFor
-	tr, err := cost.New(tcfg, ledger, log)
-	if err != nil {
-		return nil, fmt.Errorf("budgets: %w", err)
-	}
-	ms.tracker = tr
 	return ms, nil
 }
 

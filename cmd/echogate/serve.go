@@ -9,15 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/echogate/echogate/channels"
 	"github.com/echogate/echogate/channels/web"
 	"github.com/echogate/echogate/pipeline"
-	"golang.org/x/net/netutil"
 )
 
 // gateway is a running `echogate serve`.
@@ -111,43 +108,21 @@ func newGateway(ctx context.Context, cfg *Config, log *slog.Logger) (*gateway, e
 // serve runs everything until ctx ends, then shuts down in order: inbound channels stop, running
 // turns drain (bounded by agent.drain_timeout), the HTTP server closes.
 func (g *gateway) serve(ctx context.Context) error {
-	ln, err := net.Listen("tcp", g.cfg.HTTP.Addr)
+	ln, err := g.listen()
 	if err != nil {
-		return fmt.Errorf("listen on %s (http.addr / ECHOGATE_HTTP_ADDR): %w", g.cfg.HTTP.Addr, err)
+		return err
 	}
-	maxConns := g.cfg.HTTP.MaxConnections
-	if maxConns <= 0 {
-		maxConns = defaultMaxConnections
-	}
-	ln = netutil.LimitListener(ln, maxConns)
 	srv := newHTTPServer(g.routes(), time.Duration(g.cfg.HTTP.IdleTimeout), g.log)
-	names := make([]string, 0, len(g.channels))
-	for _, ch := range g.channels {
-		names = append(names, ch.Name())
-	}
-	g.log.Info("echogate serving: open "+consoleURL(ln.Addr().String()), "addr", ln.Addr().String(), "store", g.backend, "model", g.cfg.Models.Default,
-		"demo", g.cfg.demoMode(), "channels", strings.Join(names, ","), "version", version)
+	g.logServing(ln.Addr().String())
 
 	stopBackground := g.startBackground(ctx)
 	defer stopBackground()
-	rctx, stopReload := context.WithCancel(ctx)
-	var rwg sync.WaitGroup
-	rwg.Add(1)
-	go func() {
-		defer rwg.Done()
-		g.watchReload(rctx) // SIGHUP: reload access and agents (reload.go)
-	}()
-	defer func() { stopReload(); rwg.Wait() }()
+	stopReload := g.startReload(ctx)
+	defer stopReload()
 	// The replay of unfinished turns and the first new ones are offered the MCP tools.
 	g.waitMCP(ctx)
-	pctx, stopPipeline := context.WithCancel(context.WithoutCancel(ctx))
+	stopPipeline := g.startPipeline(ctx)
 	defer stopPipeline()
-	var pwg sync.WaitGroup
-	pwg.Add(1)
-	go func() {
-		defer pwg.Done()
-		_ = g.pipeline.Run(pctx)
-	}()
 
 	// Channels deliver only once the pipeline accepts events: a Submit before Run is refused,
 	// and a platform that does not redeliver (Discord, Socket Mode) would lose the event.
@@ -155,19 +130,9 @@ func (g *gateway) serve(ctx context.Context) error {
 	case <-g.pipeline.Started():
 	case <-ctx.Done():
 	}
-	chctx, stopChannels := context.WithCancel(ctx)
+	stopChannels := g.startChannels(ctx)
 	defer stopChannels()
-	var cwg sync.WaitGroup
 	errc := make(chan error, 1)
-	for _, ch := range g.channels {
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			if err := ch.Run(chctx, g.observeNames(g.pipeline.Submit)); err != nil && chctx.Err() == nil {
-				g.channelFailed(ch.Name(), err) // only this channel stops (channel_failure.go)
-			}
-		}()
-	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("http: %w", err)
@@ -188,9 +153,7 @@ func (g *gateway) serve(ctx context.Context) error {
 		g.log.Error("shutting down: the HTTP server failed", "err", runErr)
 	}
 	stopChannels()
-	cwg.Wait()
 	stopPipeline()
-	pwg.Wait()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -227,6 +227,17 @@ func (d *Downloader) Get(ctx context.Context, r Request) (data []byte, mediaType
 		req.Header[k] = vs
 	}
 	req.Header.Set("User-Agent", d.cfg.UserAgent)
+	resp, err := d.clientFor(r).Do(req)
+	if err != nil {
+		return nil, "", doError(ctx, err, name, u)
+	}
+	defer resp.Body.Close()
+	return readBody(ctx, resp, r, name)
+}
+
+// clientFor is d's client with a redirect policy for r: at most MaxRedirects hops, each one
+// checked as the first URL was, carrying r's headers (net/http drops them across domains).
+func (d *Downloader) clientFor(r Request) *http.Client {
 	client := *d.client
 	client.CheckRedirect = func(next *http.Request, via []*http.Request) error {
 		if len(via) > d.cfg.MaxRedirects {
@@ -242,22 +253,29 @@ func (d *Downloader) Get(ctx context.Context, r Request) (data []byte, mediaType
 		next.Header.Set("User-Agent", d.cfg.UserAgent)
 		return nil
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			return nil, "", fmt.Errorf("download %s: %w", name, ctx.Err())
-		}
-		var refused *RefusedError
-		if errors.As(err, &refused) {
-			return nil, "", fmt.Errorf("download %s: %w: %v", name, ErrRefused, refused)
-		}
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return nil, "", fmt.Errorf("download %s from %s: %w", name, redact(u), err)
+	return &client
+}
+
+// doError names what failed when the request got no answer: ctx ending, a refused address or
+// redirect (ErrRefused), or the transport's error, with the URL redacted.
+func doError(ctx context.Context, err error, name string, u *url.URL) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("download %s: %w", name, ctx.Err())
 	}
-	defer resp.Body.Close()
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		return fmt.Errorf("download %s: %w: %v", name, ErrRefused, refused)
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return fmt.Errorf("download %s from %s: %w", name, redact(u), err)
+}
+
+// readBody reads an answer within r.MaxBytes and returns it with its media type: the declared
+// one, or the sniffed one when none or a generic one is declared; both must be allowed.
+func readBody(ctx context.Context, resp *http.Response, r Request, name string) (data []byte, mediaType string, err error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return nil, "", fmt.Errorf("download %s: %w: %s answered HTTP %s", name, ErrStatus, redact(resp.Request.URL), resp.Status)

@@ -180,23 +180,12 @@ func (f *httpFetch) Call(ctx context.Context, raw json.RawMessage) (tools.Result
 	final := resp.Request.URL
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		hint := "check the URL or try another source"
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			hint = "the site is rate limiting or overloaded; do not retry at once"
-			if ra := strings.TrimSpace(resp.Header.Get("Retry-After")); ra != "" && len(ra) < 64 {
-				hint += " (it asks to wait: Retry-After " + ra + ")"
-			}
-		}
-		return tools.Errorf("http_fetch: %s answered HTTP %s; %s", final.Redacted(), resp.Status, hint), nil
+		return statusError(final, resp), nil
 	}
 	ct := resp.Header.Get("Content-Type")
 	mt := ""
 	if ct != "" {
-		if m, _, err := mime.ParseMediaType(ct); err == nil {
-			mt = strings.ToLower(m)
-		} else {
-			mt = strings.ToLower(strings.TrimSpace(strings.Split(ct, ";")[0]))
-		}
+		mt = declaredType(ct)
 		if !textLike(mt) {
 			return tools.Errorf("http_fetch: %s is %s, not text: only text/*, HTML, JSON and XML can be read", final.Redacted(), mt), nil
 		}
@@ -229,6 +218,28 @@ func (f *httpFetch) Call(ctx context.Context, raw json.RawMessage) (tools.Result
 		text = strings.TrimSpace(strings.ReplaceAll(string(body), "\r\n", "\n"))
 	}
 	return tools.Result{Content: f.render(u, final, resp.StatusCode, mt, title, text, truncated, limit)}, nil
+}
+
+// statusError tells the model a page answered with a non-2xx status, and whether to wait before
+// trying again (429 and 503, with the site's Retry-After when it is short enough to quote).
+func statusError(final *url.URL, resp *http.Response) tools.Result {
+	hint := "check the URL or try another source"
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		hint = "the site is rate limiting or overloaded; do not retry at once"
+		if ra := strings.TrimSpace(resp.Header.Get("Retry-After")); ra != "" && len(ra) < 64 {
+			hint += " (it asks to wait: Retry-After " + ra + ")"
+		}
+	}
+	return tools.Errorf("http_fetch: %s answered HTTP %s; %s", final.Redacted(), resp.Status, hint)
+}
+
+// declaredType is the lower-cased media type of a Content-Type header, also when its parameters
+// do not parse.
+func declaredType(ct string) string {
+	if m, _, err := mime.ParseMediaType(ct); err == nil {
+		return strings.ToLower(m)
+	}
+	return strings.ToLower(strings.TrimSpace(strings.Split(ct, ";")[0]))
 }
 
 // checkURL parses and vets a URL; msg explains a refusal.

@@ -168,20 +168,26 @@ func (r *readFile) Call(ctx context.Context, raw json.RawMessage) (tools.Result,
 	}
 	doc, err := r.src.Read(ctx, caller, att, r.cfg.MaxBytes, opt)
 	if err != nil {
-		if ctx.Err() != nil {
-			return tools.Result{}, ctx.Err()
-		}
-		switch {
-		case errors.Is(err, echogate.ErrTooLarge):
-			return tools.Errorf("read_file: %s is larger than the %s limit (files.max_bytes): ask the user for a smaller file or the relevant part",
-				name, netguard.FormatBytes(r.cfg.MaxBytes)), nil
-		case errors.Is(err, extract.ErrNoText), errors.Is(err, extract.ErrUnsupported), errors.Is(err, extract.ErrMalformed),
-			errors.Is(err, extract.ErrImage), errors.Is(err, extract.ErrPageRange):
-			return tools.Errorf("read_file: %v", err), nil
-		}
-		return tools.Errorf("read_file: cannot fetch %s: %v", name, err), nil
+		return r.readError(ctx, err, name)
 	}
 	return tools.Result{Content: r.render(name, att, doc, first, last, offset, maxChars)}, nil
+}
+
+// readError tells the model why file name could not be read (too large, no text, a format or
+// page range the extractor refuses, or the fetch failing); ctx ending is the call's error.
+func (r *readFile) readError(ctx context.Context, err error, name string) (tools.Result, error) {
+	if ctx.Err() != nil {
+		return tools.Result{}, ctx.Err()
+	}
+	switch {
+	case errors.Is(err, echogate.ErrTooLarge):
+		return tools.Errorf("read_file: %s is larger than the %s limit (files.max_bytes): ask the user for a smaller file or the relevant part",
+			name, netguard.FormatBytes(r.cfg.MaxBytes)), nil
+	case errors.Is(err, extract.ErrNoText), errors.Is(err, extract.ErrUnsupported), errors.Is(err, extract.ErrMalformed),
+		errors.Is(err, extract.ErrImage), errors.Is(err, extract.ErrPageRange):
+		return tools.Errorf("read_file: %v", err), nil
+	}
+	return tools.Errorf("read_file: cannot fetch %s: %v", name, err), nil
 }
 
 // parsePages parses "3", "1-3" or "4-"; last is 0 when open-ended.

@@ -220,47 +220,61 @@ func (p *Provider) classify(op, model string, err error, info *respInfo) classif
 	if e.Status == 0 && info.status >= 400 {
 		e.Status = info.status
 	}
+	if c, ok := p.classifyStatus(e, model); ok {
+		return c
+	}
+	return p.classifyFailedOK(e, err, apiErr != nil)
+}
+
+// classifyStatus classifies e by its HTTP status (4xx and 5xx, with the code where it decides),
+// with the hint that tells the operator what to fix; ok is false for a status below 400.
+func (p *Provider) classifyStatus(e *Error, model string) (c classified, ok bool) {
 	switch s := e.Status; {
 	case s == http.StatusUnauthorized:
 		e.kinds = []error{ErrAuth}
 		e.Hint = "the endpoint rejected the API key: check OPENAI_API_KEY"
-		return classified{e, false}
+		return classified{e, false}, true
 	case s == http.StatusForbidden:
 		e.kinds = []error{ErrAuth}
 		e.Hint = fmt.Sprintf("the API key may not use model %q: check the key's project permissions and OPENAI_API_KEY", model)
-		return classified{e, false}
+		return classified{e, false}, true
 	case s == http.StatusNotFound:
 		e.kinds = []error{ErrModelNotFound}
 		e.Hint = fmt.Sprintf("model %q not found at %s: check ECHOGATE_MODEL / models.default (or the embeddings model) and that OPENAI_BASE_URL ends in /v1", model, p.base)
-		return classified{e, false}
+		return classified{e, false}, true
 	case s == http.StatusTooManyRequests && e.Code == "insufficient_quota":
 		e.kinds = []error{agent.ErrUnavailable}
 		e.Hint = "the account's quota is exhausted: check the billing of the API key's account"
-		return classified{e, false}
+		return classified{e, false}, true
 	case s == http.StatusTooManyRequests:
 		e.kinds = []error{agent.ErrUnavailable}
 		e.Hint = "rate limited by the endpoint"
-		return classified{e, true}
+		return classified{e, true}, true
 	case s == http.StatusRequestTimeout, s == http.StatusConflict, s == http.StatusTooEarly, s >= 500:
 		e.kinds = []error{agent.ErrUnavailable}
 		e.Hint = "the endpoint is failing: try again later or configure a fallback model"
-		return classified{e, true}
+		return classified{e, true}, true
 	case s >= 400:
 		if e.Code == "context_length_exceeded" || strings.Contains(e.Message, "maximum context length") {
 			e.kinds = []error{ErrContextTooLong, ErrBadRequest}
 			e.Hint = "the conversation is longer than the model's context window: compress the history or use a model with a larger window"
-			return classified{e, false}
+			return classified{e, false}, true
 		}
 		e.kinds = []error{ErrBadRequest}
 		e.Hint = fmt.Sprintf("the endpoint rejected the request: check that model %q supports the tools, images and parameters sent", model)
-		return classified{e, false}
+		return classified{e, false}, true
 	}
-	// A 200 that went wrong: an error event inside the stream, a dropped or truncated connection,
-	// a transport error, garbage in a chunk. All are worth another attempt.
+	return classified{}, false
+}
+
+// classifyFailedOK classifies a 200 that went wrong: an error event inside the stream (inStream),
+// a dropped or truncated connection, a transport error, garbage in a chunk. All are worth another
+// attempt.
+func (p *Provider) classifyFailedOK(e *Error, err error, inStream bool) classified {
 	e.kinds = []error{agent.ErrUnavailable}
 	var netErr net.Error
 	switch {
-	case apiErr != nil:
+	case inStream:
 		e.Hint = "the endpoint reported an error inside the stream"
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errTruncated), errors.Is(err, io.EOF):
 		e.Hint = "the connection closed before the answer was complete"
