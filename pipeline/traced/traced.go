@@ -227,7 +227,6 @@ func (c *tracedReplier) start(ctx context.Context, op string, out echogate.Outbo
 			attribute.String("messaging.destination.name", out.Conversation.Channel)))
 }
 
-
 // Send implements pipeline.Replier.
 func (c *tracedReplier) Send(ctx context.Context, out echogate.Outbound) (echogate.MessageRef, error) {
 	ctx, span := c.start(ctx, "send", out)
