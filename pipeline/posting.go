@@ -32,11 +32,11 @@ func (r *responder) openStream(ctx context.Context, kind echogate.OutboundKind) 
 	if err != nil {
 		return nil, err
 	}
-	switch pn, ok := s.(echogate.PostNotifier); {
+	switch pn := postNotifierOf(s); {
 	case cont:
 		r.contUsed = true
 		r.recordPosting(r.t.cont)
-	case ok:
+	case pn != nil:
 		pn.OnPost(r.recordPosting)
 	}
 	return s, nil

@@ -189,7 +189,7 @@ func (t *Turn) reserveRunBudget(ctx context.Context, s cost.Scope, req agent.Req
 	if err != nil {
 		return fmt.Errorf("pipeline: the job's budget: %w", err)
 	}
-	if err := t.reserveBudget(ctx, b, s, req); err != nil {
+	if err := t.reserveBudget(ctx, budgetCapsOf(b), s, req); err != nil {
 		if errors.Is(err, agent.ErrBudget) {
 			return fmt.Errorf("the job's budget_usd %.2f for one run is spent (%w)", r.BudgetUSD, err)
 		}
