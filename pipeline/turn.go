@@ -143,7 +143,7 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 			t.life = NewLifecycle(StateClarifying)
 		}
 	}
-	t.out = newResponder(p, t)
+	t.out = newResponder(t, p.cfg.Now, p.cfg.PlanUpdateInterval, p.d.Metrics)
 	t.out.restorePlan(t.resume)
 	t.rec = echogate.TurnRecord{ID: t.id, Session: t.key, EventKey: ev.DedupeKey(), UserID: t.userID,
 		Agent: t.prof.Name, Status: echogate.TurnRunning, Model: t.prof.Model, StartedAt: t.start}
