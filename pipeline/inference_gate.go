@@ -43,7 +43,7 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 	case agent.Allow:
 		return agent.Decision{Verdict: agent.Allow}
 	case agent.Deny:
-		t.p.d.Metrics.ToolCall(call.Name, "denied", 0)
+		t.metrics.ToolCall(call.Name, "denied", 0)
 		return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not allowed: the gateway's policy denies tool %s (tools.%s.approval: deny)", call.Name, call.Name)}
 	}
 	if d, ok := t.unattendedDecision(call.Name); ok {
@@ -53,7 +53,7 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 		return agent.Decision{Verdict: agent.Allow}
 	}
 	if len(t.prof.approvers) == 0 && t.p.needsApprover(call.Name) {
-		t.p.d.Metrics.ToolCall(call.Name, "denied", 0)
+		t.metrics.ToolCall(call.Name, "denied", 0)
 		return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not run: %s needs an approver's decision and none is configured; "+
 			"the operator can list people under approval.approvers (or the agent's approvers)", call.Name)}
 	}
@@ -107,7 +107,7 @@ func (t *Turn) granted(ctx context.Context, tool string) bool {
 	defer g.mu.Unlock()
 	if !g.loaded {
 		g.loaded = true
-		gs, err := t.p.d.Store.Grants(ctx, t.key, t.userID) // the turn's user's own grants
+		gs, err := t.store.Grants(ctx, t.key, t.userID) // the turn's user's own grants
 		if err != nil {
 			t.log.Warn("pipeline: load session grants", "err", err)
 		}

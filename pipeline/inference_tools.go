@@ -74,7 +74,7 @@ func (t *Turn) runTool(ctx context.Context, tool tools.Tool, call echogate.ToolC
 		case res.IsError:
 			result = "error"
 		}
-		t.p.d.Metrics.ToolCall(call.Name, result, time.Since(start))
+		t.metrics.ToolCall(call.Name, result, time.Since(start))
 	}()
 	return t.callTool(ctx, tool, call)
 }

@@ -53,7 +53,7 @@ func (r *responder) recordPosting(ref echogate.MessageRef) {
 		t.log.Warn("pipeline: record the streamed message: the turn's record is not written", "err", err)
 		return
 	}
-	if err := t.p.d.Store.RecordPosting(ctx, t.id, ref); err != nil {
+	if err := t.store.RecordPosting(ctx, t.id, ref); err != nil {
 		t.log.Warn("pipeline: record the streamed message", "message", ref.ID, "err", err)
 		return
 	}

@@ -141,7 +141,7 @@ func (t *Turn) unattendedDecision(tool string) (agent.Decision, bool) {
 		return agent.Decision{}, false
 	}
 	t.sched.denied.Store(true)
-	t.p.d.Metrics.ToolCall(tool, "denied", 0)
+	t.metrics.ToolCall(tool, "denied", 0)
 	return agent.Decision{Verdict: agent.Deny, Reason: UnattendedDenialText(tool)}, true
 }
 

@@ -124,7 +124,7 @@ func (t *Turn) skillLoaded(sk *skills.Skill) {
 	if !t.skills.add(sk) {
 		return
 	}
-	t.p.d.Metrics.SkillLoad(sk.Name, t.prof.Name)
+	t.metrics.SkillLoad(sk.Name, t.prof.Name)
 	t.log.Info("skill loaded", "skill", sk.Name, "agent", t.prof.Name)
 }
 
