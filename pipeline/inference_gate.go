@@ -28,7 +28,7 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 	if spec.SafetyOf != nil {
 		spec.Safety = spec.SafetyOf(json.RawMessage(call.Arguments)) // this call's class
 	}
-	v, ok := t.p.policy[call.Name]
+	v, ok := t.tools.policy[call.Name]
 	if !ok {
 		switch {
 		case spec.Safety != tools.Safe:
@@ -52,7 +52,7 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 	if t.ev.AutoApprove || t.granted(ctx, call.Name) {
 		return agent.Decision{Verdict: agent.Allow}
 	}
-	if len(t.prof.approvers) == 0 && t.p.needsApprover(call.Name) {
+	if len(t.prof.approvers) == 0 && t.tools.needsApprover(call.Name) {
 		t.metrics.ToolCall(call.Name, "denied", 0)
 		return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not run: %s needs an approver's decision and none is configured; "+
 			"the operator can list people under approval.approvers (or the agent's approvers)", call.Name)}
@@ -89,7 +89,7 @@ func (t *Turn) tainted() bool {
 				return true
 			}
 		case echogate.RoleTool:
-			if tool, ok := t.p.d.Tools.Get(m.Name); ok && tool.Spec().Fetches {
+			if tool, ok := t.tools.reg.Get(m.Name); ok && tool.Spec().Fetches {
 				return true
 			}
 		}
@@ -114,5 +114,5 @@ func (t *Turn) granted(ctx context.Context, tool string) bool {
 		g.by = gs
 	}
 	by, ok := g.by[tool]
-	return ok && (t.prof.approvers[by] || !t.p.needsApprover(tool))
+	return ok && (t.prof.approvers[by] || !t.tools.needsApprover(tool))
 }
