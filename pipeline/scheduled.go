@@ -42,6 +42,8 @@ type schedState struct {
 	posted echogate.MessageRef
 	// run is the run a resumed turn continues (its event is the decision's, not the slot's).
 	run *echogate.ScheduledRun
+	// runBudget makes a run's own budget (Deps.RunBudget, given at construction); nil: none.
+	runBudget func(usd float64) (Budget, error)
 }
 
 // scheduled returns the run a turn carries: its event's, or for a turn resumed after a
@@ -90,7 +92,7 @@ func pausedRun(st *agent.State) *echogate.ScheduledRun {
 // scheduled run, so it may not wait forever: after the timeout the call is refused, the model
 // answers without it, and the run is recorded denied.
 func (t *Turn) pauseExpires() bool {
-	return t.p.cfg.OnTimeout == OnTimeoutDeny || t.scheduled() != nil
+	return t.onTimeout == OnTimeoutDeny || t.scheduled() != nil
 }
 
 // refusedByDecision is the reason a resumed scheduled run's call was refused (a person's ❌ or
@@ -182,10 +184,10 @@ func (t *Turn) usageTrigger() echogate.UsageTrigger {
 // top of the agent's and the global ones.
 func (t *Turn) reserveRunBudget(ctx context.Context, s cost.Scope, req agent.Request) error {
 	r := t.scheduled()
-	if r == nil || r.BudgetUSD <= 0 || t.p.d.RunBudget == nil {
+	if r == nil || r.BudgetUSD <= 0 || t.sched.runBudget == nil {
 		return nil
 	}
-	b, err := t.p.d.RunBudget(r.BudgetUSD)
+	b, err := t.sched.runBudget(r.BudgetUSD)
 	if err != nil {
 		return fmt.Errorf("pipeline: the job's budget: %w", err)
 	}

@@ -33,6 +33,8 @@ type Turn struct {
 	store   Store
 	tools   toolEnv  // the catalogue, the gate's policy and what runs a call (tool_env.go)
 	lib     skillLib // the installed skills (skills.go)
+	// onTimeout is what an approval nobody decided in time becomes (Config.OnTimeout).
+	onTimeout OnTimeout
 
 	id      string
 	ev      echogate.InboundEvent
@@ -125,7 +127,7 @@ func withResume(r echogate.TurnResume, st *agent.State, rs *agent.Resume) turnOp
 
 // newTurn is the turn of ev; ok is false when no replier serves its platform.
 func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) (*Turn, bool) {
-	t := &Turn{p: p, now: p.cfg.Now, metrics: p.d.Metrics, store: p.d.Store, tools: p.toolEnv(), lib: p.skillLib(), id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
+	t := &Turn{p: p, now: p.cfg.Now, metrics: p.d.Metrics, store: p.d.Store, tools: p.toolEnv(), lib: p.skillLib(), onTimeout: p.cfg.OnTimeout, id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
 		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel,
 		prof: p.profileFor(*ev)}
 	if pr := p.scheduledProfile(*ev); pr != nil {
@@ -146,6 +148,7 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 		t.caps.Streamer = nil // nobody watches; a quiet answer must not appear while it streams
 	}
 	t.usage.pricer, t.usage.observers = p.d.Pricer, p.d.UsageObservers
+	t.sched.runBudget = p.d.RunBudget
 	t.life = NewLifecycle(StateIdle)
 	if t.resume != nil {
 		t.life = NewLifecycle(StateWaitingApproval)
