@@ -4,7 +4,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -129,6 +131,42 @@ func TestCapabilityScanFindsAssertions(t *testing.T) {
 		}
 		if got := capabilityType(e.(*ast.TypeAssertExpr).Type, ifaces); got != c.want {
 			t.Errorf("capabilityType(%s) = %v, want %v", c.src, got, c.want)
+		}
+	}
+}
+
+// turnPipelineUses are the files whose Turn methods may still reach the Pipeline through t.p,
+// with the reason. A Turn is given what it uses at construction (newTurn: its clock, metrics,
+// store, toolEnv, skillLib, the usage ledger's pricer and observers, …).
+var turnPipelineUses = map[string]string{
+	"start.go": "BeginTurn's store and clock, left to the storage write-order work (issue 37, item 1)",
+}
+
+// TestTurnIsGivenWhatItUses reads the package's non-test sources: no Turn method reaches the
+// Pipeline (t.p.…) outside turnPipelineUses.
+func TestTurnIsGivenWhatItUses(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	use := regexp.MustCompile(`\bt\.p\.`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		if _, ok := turnPipelineUses[f]; ok {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			if use.MatchString(code) {
+				t.Errorf("%s:%d reaches the Pipeline from a Turn (t.p.): give the Turn what it uses at construction (newTurn), "+
+					"or add the file to turnPipelineUses with a reason", f, i+1)
+			}
 		}
 	}
 }
