@@ -81,3 +81,75 @@ func CapsOf(r Replier) Caps {
 	c.Downloader, _ = r.(Downloader)
 	return c
 }
+
+// The other dependencies' optional capabilities are read the same way: once, where the
+// dependency enters the pipeline (New, a stage's constructor, a profile, a stream's start),
+// into a small record whose fields the use sites read. No file but this one asserts a
+// capability (TestCapabilitiesAreReadOnlyInCapsFiles); replicas.go reads the store's.
+
+// compactorCaps are a Compactor's optional capabilities (agent/compress has them all); a nil
+// field means the Compactor lacks it, a zero record that there is no Compactor.
+type compactorCaps struct {
+	compactor Compactor
+	rebuild   historyRebuilder   // starts a DM's turn from the latest checkpoint (context.go)
+	continued continuedRebuilder // … skipping the store when the history cache served it
+	scoped    scopedRebuilder    // starts a shared conversation's turn from a scrubbed checkpoint
+	scrubbed  scopedCompactor    // compacts a shared conversation through summaryScrub (history_people.go)
+}
+
+// compactorCapsOf reads c's capabilities (c nil: none).
+func compactorCapsOf(c Compactor) compactorCaps {
+	if c == nil {
+		return compactorCaps{}
+	}
+	cc := compactorCaps{compactor: c}
+	cc.rebuild, _ = c.(historyRebuilder)
+	cc.continued, _ = c.(continuedRebuilder)
+	cc.scoped, _ = c.(scopedRebuilder)
+	cc.scrubbed, _ = c.(scopedCompactor)
+	return cc
+}
+
+// budgetCaps is a Budget with its optional capability: reserver is nil when the budget is only
+// checked (peruser.go), budget nil when there is no budget.
+type budgetCaps struct {
+	budget   Budget
+	reserver BudgetReserver
+}
+
+// budgetCapsOf reads b's capabilities (b nil: no budget).
+func budgetCapsOf(b Budget) budgetCaps {
+	bc := budgetCaps{budget: b}
+	bc.reserver, _ = b.(BudgetReserver)
+	return bc
+}
+
+// contextSource is a context provider with its optional capabilities: kind is its
+// ContextKind ("memory", "knowledge"; "" when it has none and always runs), versioned is set
+// for a VersionedContext (its section is frozen per session, prompt.go).
+type contextSource struct {
+	ContextProvider
+	kind      string
+	versioned VersionedContext
+}
+
+// contextSourcesOf reads the capabilities of the context providers, in their order.
+func contextSourcesOf(cps []ContextProvider) []contextSource {
+	out := make([]contextSource, 0, len(cps))
+	for _, cp := range cps {
+		s := contextSource{ContextProvider: cp}
+		if k, ok := cp.(ContextKind); ok {
+			s.kind = k.ContextKind()
+		}
+		s.versioned, _ = cp.(VersionedContext)
+		out = append(out, s)
+	}
+	return out
+}
+
+// postNotifierOf returns the stream's PostNotifier, nil when it does not report the message
+// it posts. A stream enters at StartStream: read it there, once.
+func postNotifierOf(s echogate.Stream) echogate.PostNotifier {
+	pn, _ := s.(echogate.PostNotifier)
+	return pn
+}

@@ -97,15 +97,15 @@ func contextMessages(head []echogate.Message, hist []echogate.StoredMessage, in 
 // capability the whole window is replayed.
 func (s *ContextStage) rebuild(ctx context.Context, t *turn, hist []echogate.StoredMessage, continued bool) ([]echogate.Message, []echogate.StoredMessage) {
 	if !t.ev.Conversation.DM {
-		if rb, ok := s.compactor.(scopedRebuilder); ok {
+		if rb := s.compactor.scoped; rb != nil {
 			return rb.RebuildScoped(ctx, t.key, hist, continued)
 		}
 		return nil, hist
 	}
-	if rb, ok := s.compactor.(continuedRebuilder); ok && continued {
+	if rb := s.compactor.continued; rb != nil && continued {
 		return rb.RebuildContinued(ctx, t.key, hist)
 	}
-	if rb, ok := s.compactor.(historyRebuilder); ok {
+	if rb := s.compactor.rebuild; rb != nil {
 		return rb.Rebuild(ctx, t.key, hist)
 	}
 	return nil, hist

@@ -16,8 +16,8 @@ type ContextStage struct {
 	hist      *historyCache  // recent transcripts (histcache.go)
 	marks     *sessionMarks  // sessions whose record was written recently (marks.go)
 	snaps     *snapshotCache // frozen standing context per session and person (prompt.go)
-	providers []ContextProvider
-	compactor Compactor
+	providers []contextSource
+	compactor compactorCaps
 	people    *people // whose tool results a person may see (history_people.go)
 	files     *Files
 	metrics   *metrics.Metrics
@@ -33,8 +33,8 @@ type ContextStage struct {
 
 // contextStage is the pipeline's ContextStage.
 func (p *Pipeline) contextStage(pp *people) *ContextStage {
-	return &ContextStage{store: p.d.Store, hist: p.hist, marks: p.marks, snaps: p.snaps, providers: p.d.Context,
-		compactor: p.d.Compactor, people: pp, files: p.d.Files, metrics: p.d.Metrics, window: p.cfg.HistoryMessages,
+	return &ContextStage{store: p.d.Store, hist: p.hist, marks: p.marks, snaps: p.snaps, providers: contextSourcesOf(p.d.Context),
+		compactor: compactorCapsOf(p.d.Compactor), people: pp, files: p.d.Files, metrics: p.d.Metrics, window: p.cfg.HistoryMessages,
 		now: p.cfg.Now, soleWriter: !p.shared.replicas(), catalogue: p.skillCatalogue, overrides: p.overrides}
 }
 

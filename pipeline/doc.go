@@ -13,7 +13,10 @@
 // recovery.go finishes, at start, what a crash interrupted, from the last durable state.
 //
 // The pipeline talks to platforms only through the Replier interface and the Caps read from
-// it once; it never imports channels.
+// it once; it never imports channels. The other dependencies' optional capabilities (the
+// Compactor's, a Budget's, a context provider's kind and versioning, a stream's PostNotifier)
+// are read the same way, once where the dependency enters, into the records of caps.go
+// (TestCapabilitiesAreReadOnlyInCapsFiles).
 //
 // # Concurrency
 //

@@ -35,9 +35,9 @@ type people struct {
 	turns interface {
 		ListTurns(context.Context, echogate.SessionKey, int) ([]echogate.TurnRecord, error)
 	}
-	owners    *turnOwners // the history cache's (histcache.go)
-	compactor Compactor
-	window    int // Config.HistoryMessages
+	owners    *turnOwners   // the history cache's (histcache.go)
+	compactor compactorCaps // the Compactor with its optional capabilities (caps.go)
+	window    int           // Config.HistoryMessages
 }
 
 // turnOwnersMax bounds the turns whose requester is remembered (about 1.5 MiB when full); a full
@@ -169,7 +169,7 @@ type scopedCompactor interface {
 // summaryScrub; one without it cannot be kept from summarizing per-person results, so in a
 // shared conversation it is not run (a warning says so once per turn).
 func (pp *people) compact(t *Turn) func(context.Context, []echogate.Message) ([]echogate.Message, bool, error) {
-	comp := pp.compactor
+	comp := pp.compactor.compactor
 	if comp == nil {
 		return nil
 	}
@@ -178,8 +178,8 @@ func (pp *people) compact(t *Turn) func(context.Context, []echogate.Message) ([]
 			return comp.Compact(ctx, t.key, msgs, t.reportUsage)
 		}
 	}
-	sc, ok := comp.(scopedCompactor)
-	if !ok {
+	sc := pp.compactor.scrubbed
+	if sc == nil {
 		t.log.Warn("pipeline: the Compactor cannot withhold per-person tool results from its summary; no compression in this shared conversation")
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 type InferenceStage struct {
 	model     agent.Model
 	limits    inferenceLimits
-	budget    Budget          // the gateway-wide budget (the agent's own is on the turn's profile)
+	budget    budgetCaps      // the gateway-wide budget (the agent's own is on the turn's profile)
 	people    *people         // the shared conversation's compaction (history_people.go)
 	overrides *modelOverrides // the sessions' /model choices (commands.go)
 }
@@ -28,7 +28,7 @@ type inferenceLimits struct {
 
 // inferenceStage is the pipeline's InferenceStage.
 func (p *Pipeline) inferenceStage(pp *people) *InferenceStage {
-	return &InferenceStage{model: p.d.Model, budget: p.d.Budget, people: pp, overrides: p.overrides,
+	return &InferenceStage{model: p.d.Model, budget: budgetCapsOf(p.d.Budget), people: pp, overrides: p.overrides,
 		limits: inferenceLimits{maxIterations: p.cfg.MaxIterations, maxTokens: p.cfg.MaxTokens, toolConcurrency: p.cfg.ToolConcurrency, noPlan: p.cfg.NoPlan}}
 }
 
@@ -68,7 +68,7 @@ func (s *InferenceStage) runtime(t *Turn) agent.Runtime {
 		ReportUsage: t.reportUsage,
 	}
 	t.prof.hints(&rt.Params.Hints)
-	budgets := s.budget != nil || t.prof.Budget != nil || t.scheduled() != nil
+	budgets := s.budget.budget != nil || t.prof.budget.budget != nil || t.scheduled() != nil
 	rt.BeforeModelCall = func(ctx context.Context, req agent.Request) error {
 		// A tool the model asked for that did not run (denied, unknown, the plan) left the
 		// question and the spend due (writeProgress): the turn goes on, they are written now.
@@ -93,7 +93,7 @@ func (s *InferenceStage) runtime(t *Turn) agent.Runtime {
 		if err := t.reserveRunBudget(ctx, scope, req); err != nil { // a scheduled run's own (scheduled.go)
 			return err
 		}
-		return t.reserveBudget(ctx, t.prof.Budget, scope, req) // the agent's own limits, on top
+		return t.reserveBudget(ctx, t.prof.budget, scope, req) // the agent's own limits, on top
 	}
 	rt.Compact = s.people.compact(t) // history_people.go: a shared conversation's summary is scrubbed
 	return rt

@@ -28,7 +28,7 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 	if spec.SafetyOf != nil {
 		spec.Safety = spec.SafetyOf(json.RawMessage(call.Arguments)) // this call's class
 	}
-	v, ok := t.p.policy[call.Name]
+	v, ok := t.tools.policy[call.Name]
 	if !ok {
 		switch {
 		case spec.Safety != tools.Safe:
@@ -43,7 +43,7 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 	case agent.Allow:
 		return agent.Decision{Verdict: agent.Allow}
 	case agent.Deny:
-		t.p.d.Metrics.ToolCall(call.Name, "denied", 0)
+		t.metrics.ToolCall(call.Name, "denied", 0)
 		return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not allowed: the gateway's policy denies tool %s (tools.%s.approval: deny)", call.Name, call.Name)}
 	}
 	if d, ok := t.unattendedDecision(call.Name); ok {
@@ -52,8 +52,8 @@ func (t *Turn) authorize(ctx context.Context, call echogate.ToolCall, spec tools
 	if t.ev.AutoApprove || t.granted(ctx, call.Name) {
 		return agent.Decision{Verdict: agent.Allow}
 	}
-	if len(t.prof.approvers) == 0 && t.p.needsApprover(call.Name) {
-		t.p.d.Metrics.ToolCall(call.Name, "denied", 0)
+	if len(t.prof.approvers) == 0 && t.tools.needsApprover(call.Name) {
+		t.metrics.ToolCall(call.Name, "denied", 0)
 		return agent.Decision{Verdict: agent.Deny, Reason: fmt.Sprintf("not run: %s needs an approver's decision and none is configured; "+
 			"the operator can list people under approval.approvers (or the agent's approvers)", call.Name)}
 	}
@@ -89,7 +89,7 @@ func (t *Turn) tainted() bool {
 				return true
 			}
 		case echogate.RoleTool:
-			if tool, ok := t.p.d.Tools.Get(m.Name); ok && tool.Spec().Fetches {
+			if tool, ok := t.tools.reg.Get(m.Name); ok && tool.Spec().Fetches {
 				return true
 			}
 		}
@@ -107,12 +107,12 @@ func (t *Turn) granted(ctx context.Context, tool string) bool {
 	defer g.mu.Unlock()
 	if !g.loaded {
 		g.loaded = true
-		gs, err := t.p.d.Store.Grants(ctx, t.key, t.userID) // the turn's user's own grants
+		gs, err := t.store.Grants(ctx, t.key, t.userID) // the turn's user's own grants
 		if err != nil {
 			t.log.Warn("pipeline: load session grants", "err", err)
 		}
 		g.by = gs
 	}
 	by, ok := g.by[tool]
-	return ok && (t.prof.approvers[by] || !t.p.needsApprover(tool))
+	return ok && (t.prof.approvers[by] || !t.tools.needsApprover(tool))
 }

@@ -13,7 +13,7 @@ import (
 
 // toolSpecs is the catalogue this conversation may use.
 func (t *Turn) toolSpecs() []tools.Spec {
-	all := t.p.d.Tools.Specs()
+	all := t.tools.reg.Specs()
 	out := all[:0]
 	for _, s := range all {
 		if t.allowed(s.Name) {
@@ -24,7 +24,7 @@ func (t *Turn) toolSpecs() []tools.Spec {
 }
 
 func (t *Turn) allowed(tool string) bool {
-	return t.prof.allowsTool(tool) && (t.p.d.ToolFilter == nil || t.p.d.ToolFilter(tool, t.channel, t.userID)) && t.skillToolAllowed(tool) && t.scheduledTool(tool)
+	return t.prof.allowsTool(tool) && (t.tools.filter == nil || t.tools.filter(tool, t.channel, t.userID)) && t.skillToolAllowed(tool) && t.scheduledTool(tool)
 }
 
 // executeTool runs one call with the per-tool timeout; panics become tool errors. The turn's
@@ -32,11 +32,11 @@ func (t *Turn) allowed(tool string) bool {
 // must find the turn). What looks like a secret in the result is masked before the model, the
 // transcript or a channel sees it (Deps.Redactor).
 func (t *Turn) executeTool(ctx context.Context, call echogate.ToolCall) (res tools.Result, err error) {
-	defer func() { res.Content = t.p.d.Redactor.Redact(res.Content) }()
+	defer func() { res.Content = t.tools.redactor.Redact(res.Content) }()
 	if err := t.w.Durable(ctx); err != nil {
 		return tools.Result{}, err // the turn fails with it (see beginTurn)
 	}
-	tool, ok := t.p.d.Tools.Get(call.Name)
+	tool, ok := t.tools.reg.Get(call.Name)
 	if !ok || !t.allowed(call.Name) {
 		return tools.Errorf("tool %s is not available in this conversation", call.Name), nil
 	}
@@ -53,8 +53,8 @@ func (t *Turn) executeTool(ctx context.Context, call echogate.ToolCall) (res too
 func (t *Turn) runTool(ctx context.Context, tool tools.Tool, call echogate.ToolCall) (res tools.Result, err error) {
 	start := time.Now()
 	var endSpan func(error, map[string]string)
-	if t.p.d.Tracer != nil { // the span's name and attributes are built only for a tracer
-		ctx, endSpan = t.p.span(ctx, "execute_tool "+call.Name, map[string]string{
+	if t.tools.tracer != nil { // the span's name and attributes are built only for a tracer
+		ctx, endSpan = t.tools.tracer.Start(ctx, "execute_tool "+call.Name, map[string]string{
 			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.Name, "gen_ai.tool.call.id": call.ID})
 	}
 	defer func() {
@@ -74,7 +74,7 @@ func (t *Turn) runTool(ctx context.Context, tool tools.Tool, call echogate.ToolC
 		case res.IsError:
 			result = "error"
 		}
-		t.p.d.Metrics.ToolCall(call.Name, result, time.Since(start))
+		t.metrics.ToolCall(call.Name, result, time.Since(start))
 	}()
 	return t.callTool(ctx, tool, call)
 }
@@ -82,7 +82,7 @@ func (t *Turn) runTool(ctx context.Context, tool tools.Tool, call echogate.ToolC
 // callTool is one call of the tool: the timeout, the caller, panics and failures turned into
 // results the model can work around. A Go error means the turn itself ended (or asks the user).
 func (t *Turn) callTool(ctx context.Context, tool tools.Tool, call echogate.ToolCall) (res tools.Result, err error) {
-	cctx, cancel := context.WithTimeout(ctx, t.p.cfg.ToolTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.tools.timeout)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
@@ -114,7 +114,7 @@ func (t *Turn) toolFailed(ctx, cctx context.Context, call echogate.ToolCall, res
 	case ctx.Err() != nil:
 		return res, err // the turn itself ended
 	case cctx.Err() != nil:
-		return tools.Errorf("tool %s timed out after %s", call.Name, t.p.cfg.ToolTimeout), nil
+		return tools.Errorf("tool %s timed out after %s", call.Name, t.tools.timeout), nil
 	}
 	// A tool's own failure is something the model can work around; log it for operators.
 	t.log.Warn("tool failed", "tool", call.Name, "err", err)

@@ -25,17 +25,16 @@ type BudgetReserver interface {
 	Reserve(ctx context.Context, s cost.Scope, req agent.Request) (release func(), err error)
 }
 
-// reserveBudget checks b (nil: none) for the call req and, when b reserves, keeps the hold
-// with the turn's spend until releaseBudget.
-func (t *Turn) reserveBudget(ctx context.Context, b Budget, s cost.Scope, req agent.Request) error {
-	if b == nil {
+// reserveBudget checks b (a zero budgetCaps: none) for the call req and, when b reserves,
+// keeps the hold with the turn's spend until releaseBudget.
+func (t *Turn) reserveBudget(ctx context.Context, b budgetCaps, s cost.Scope, req agent.Request) error {
+	if b.budget == nil {
 		return nil
 	}
-	r, ok := b.(BudgetReserver)
-	if !ok {
-		return b.Check(ctx, s, req)
+	if b.reserver == nil {
+		return b.budget.Check(ctx, s, req)
 	}
-	release, err := r.Reserve(ctx, s, req)
+	release, err := b.reserver.Reserve(ctx, s, req)
 	if err != nil {
 		return err
 	}

@@ -32,11 +32,11 @@ func (r *responder) openStream(ctx context.Context, kind echogate.OutboundKind) 
 	if err != nil {
 		return nil, err
 	}
-	switch pn, ok := s.(echogate.PostNotifier); {
+	switch pn := postNotifierOf(s); {
 	case cont:
 		r.contUsed = true
 		r.recordPosting(r.t.cont)
-	case ok:
+	case pn != nil:
 		pn.OnPost(r.recordPosting)
 	}
 	return s, nil
@@ -53,7 +53,7 @@ func (r *responder) recordPosting(ref echogate.MessageRef) {
 		t.log.Warn("pipeline: record the streamed message: the turn's record is not written", "err", err)
 		return
 	}
-	if err := t.p.d.Store.RecordPosting(ctx, t.id, ref); err != nil {
+	if err := t.store.RecordPosting(ctx, t.id, ref); err != nil {
 		t.log.Warn("pipeline: record the streamed message", "message", ref.ID, "err", err)
 		return
 	}

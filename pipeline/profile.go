@@ -106,7 +106,8 @@ type profile struct {
 	approvers map[string]bool // Config.Approvers and the agent's own
 	memoryOff bool
 	kbOff     bool
-	pinned    bool // Model was set by the agent, not inherited
+	pinned    bool       // Model was set by the agent, not inherited
+	budget    budgetCaps // Budget with its optional capability (caps.go)
 }
 
 // agentSet is the resolved Agents the pipeline serves with.
@@ -132,7 +133,8 @@ func (p *Pipeline) resolveAgents(a Agents) (*agentSet, error) {
 			pr.Model = p.cfg.Model // with a Route, the request's model when the route is gone
 		}
 		out := &profile{Profile: pr, approvers: map[string]bool{},
-			memoryOff: pr.Memory != nil && !*pr.Memory, kbOff: pr.Knowledge != nil && !*pr.Knowledge, pinned: pinned}
+			memoryOff: pr.Memory != nil && !*pr.Memory, kbOff: pr.Knowledge != nil && !*pr.Knowledge, pinned: pinned,
+			budget: budgetCapsOf(pr.Budget)}
 		for id := range p.approvers { // approval.approvers decide every agent's approvals
 			out.approvers[id] = true
 		}
@@ -244,20 +246,16 @@ type ContextKind interface {
 
 // contextQuery is the query a context provider gets for the agent: with MemoryScope "user",
 // the memory provider is not told the channel, so it adds no channel-shared memories.
-func (pr *profile) contextQuery(cp ContextProvider, q echogate.ContextQuery) echogate.ContextQuery {
-	if k, ok := cp.(ContextKind); ok && k.ContextKind() == "memory" && pr.MemoryScope == "user" {
+func (pr *profile) contextQuery(cp contextSource, q echogate.ContextQuery) echogate.ContextQuery {
+	if cp.kind == "memory" && pr.MemoryScope == "user" {
 		q.Channel = ""
 	}
 	return q
 }
 
 // wantsContext reports whether the agent uses the context provider's section.
-func (pr *profile) wantsContext(cp ContextProvider) bool {
-	k, ok := cp.(ContextKind)
-	if !ok {
-		return true
-	}
-	switch k.ContextKind() {
+func (pr *profile) wantsContext(cp contextSource) bool {
+	switch cp.kind {
 	case "memory":
 		return !pr.memoryOff
 	case "knowledge":

@@ -39,7 +39,7 @@ func (s *ContextStage) prompt(ctx context.Context, t *turn, query string) (syste
 	now := s.now().UTC()
 	fmt.Fprintf(&per, "Current time: %s (UTC).", now.Format("Monday, 2 January 2006, 15:04"))
 	for _, cp := range s.providers {
-		if _, standing := cp.(VersionedContext); standing || !t.prof.wantsContext(cp) {
+		if cp.versioned != nil || !t.prof.wantsContext(cp) {
 			continue
 		}
 		writeSection(ctx, t, &per, cp, t.prof.contextQuery(cp, q))
@@ -53,11 +53,11 @@ func (s *ContextStage) prompt(ctx context.Context, t *turn, query string) (syste
 // prefix of their own.
 func (s *ContextStage) standingContext(ctx context.Context, t *turn, q echogate.ContextQuery) string {
 	var version uint64
-	var standing []ContextProvider
+	var standing []contextSource
 	for _, cp := range s.providers {
-		if v, ok := cp.(VersionedContext); ok && t.prof.wantsContext(cp) {
+		if cp.versioned != nil && t.prof.wantsContext(cp) {
 			standing = append(standing, cp)
-			version = version*1_000_003 + v.ContextVersion(t.prof.contextQuery(cp, q)) + 1
+			version = version*1_000_003 + cp.versioned.ContextVersion(t.prof.contextQuery(cp, q)) + 1
 		}
 	}
 	if t.prof.MemoryScope == "user" {

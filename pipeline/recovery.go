@@ -336,7 +336,7 @@ func (t *Turn) runApproved(ctx context.Context, tool tools.Tool, call echogate.T
 		t.log.Warn("approved call began before a restart without a recorded result; not running it again", "tool", call.Name, "call", call.ID)
 		return tools.Errorf("tool %s was started before the gateway restarted and may or may not have completed; it was not run again", call.Name), nil
 	}
-	if err := t.p.d.Store.RecordToolRun(ctx, t.id, call.ID, nil, t.p.cfg.Now()); err != nil {
+	if err := t.store.RecordToolRun(ctx, t.id, call.ID, nil, t.now()); err != nil {
 		return tools.Result{}, fmt.Errorf("pipeline: record the start of approved call %s: %w", call.ID, err)
 	}
 	res, err := t.runTool(ctx, tool, call)
@@ -346,7 +346,7 @@ func (t *Turn) runApproved(ctx context.Context, tool tools.Tool, call echogate.T
 	if b, jerr := json.Marshal(res); jerr == nil {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 		defer cancel()
-		if werr := t.p.d.Store.RecordToolRun(wctx, t.id, call.ID, b, t.p.cfg.Now()); werr != nil {
+		if werr := t.store.RecordToolRun(wctx, t.id, call.ID, b, t.now()); werr != nil {
 			t.log.Warn("pipeline: record the approved call's result", "tool", call.Name, "err", werr)
 		}
 	}

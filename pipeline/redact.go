@@ -104,8 +104,8 @@ func (s redactingStreamer) StartStream(ctx context.Context, out echogate.Outboun
 		return nil, err
 	}
 	rs := &redactingStream{inner: st, r: s.r.red, red: s.r.red.Stream()}
-	if _, ok := st.(echogate.PostNotifier); ok {
-		return &notifyingRedactingStream{rs}, nil
+	if pn := postNotifierOf(st); pn != nil {
+		return &notifyingRedactingStream{rs, pn}, nil
 	}
 	return rs, nil
 }
@@ -136,10 +136,13 @@ func (s *redactingStream) Finish(ctx context.Context, final string) ([]echogate.
 }
 
 // notifyingRedactingStream is a redactingStream over a stream that reports its message.
-type notifyingRedactingStream struct{ *redactingStream }
+type notifyingRedactingStream struct {
+	*redactingStream
+	pn echogate.PostNotifier // the inner stream's
+}
 
 func (s *notifyingRedactingStream) OnPost(fn func(echogate.MessageRef)) {
-	s.inner.(echogate.PostNotifier).OnPost(fn)
+	s.pn.OnPost(fn)
 }
 
 // maxObservedTurns bounds the turns whose delta events hold back text at once.

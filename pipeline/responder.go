@@ -8,6 +8,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
+	"github.com/echogate/echogate/internal/metrics"
 )
 
 const (
@@ -18,10 +19,12 @@ const (
 // responder carries a turn's output to its channel: streamed deltas, turn events for observing
 // channels, and the final message, posted exactly once.
 type responder struct {
-	p   *Pipeline
-	t   *Turn
-	str Streamer
-	obs TurnObserver
+	t         *Turn
+	str       Streamer
+	obs       TurnObserver
+	now       func() time.Time
+	planEvery time.Duration    // Config.PlanUpdateInterval: the plan message's edits at most this often
+	metrics   *metrics.Metrics // time to first token
 
 	mu           sync.Mutex
 	stream       echogate.Stream
@@ -43,8 +46,8 @@ type responder struct {
 	planAt    time.Time
 }
 
-func newResponder(p *Pipeline, t *Turn) *responder {
-	return &responder{p: p, t: t, str: t.caps.Streamer, obs: t.caps.Observer}
+func newResponder(t *Turn, now func() time.Time, planEvery time.Duration, m *metrics.Metrics) *responder {
+	return &responder{t: t, str: t.caps.Streamer, obs: t.caps.Observer, now: now, planEvery: planEvery, metrics: m}
 }
 
 func (r *responder) outbound(kind echogate.OutboundKind, text string) echogate.Outbound {
@@ -60,7 +63,7 @@ func (r *responder) event(e echogate.TurnEvent) {
 	}
 	e.Session, e.Turn, e.EventID = r.t.key, r.t.id, r.t.ev.ID
 	if e.Time.IsZero() {
-		e.Time = r.p.cfg.Now()
+		e.Time = r.now()
 	}
 	r.obs.ObserveTurn(e)
 }
@@ -105,7 +108,7 @@ func (r *responder) plan(text string) {
 	r.planMu.Lock()
 	defer r.planMu.Unlock()
 	r.planText = text
-	now := r.p.cfg.Now()
+	now := r.now()
 	if r.planRef.IsZero() {
 		ref, err := r.t.rep.Send(r.streamCtx, r.outbound(echogate.OutPlan, text))
 		if err != nil {
@@ -116,7 +119,7 @@ func (r *responder) plan(text string) {
 		return
 	}
 	ed := r.t.caps.Editor
-	if ed == nil || now.Sub(r.planAt) < r.p.cfg.PlanUpdateInterval {
+	if ed == nil || now.Sub(r.planAt) < r.planEvery {
 		return
 	}
 	if err := ed.Edit(r.streamCtx, r.planRef, text); err != nil {
@@ -145,7 +148,7 @@ func (r *responder) flushPlan(ctx context.Context) {
 		}
 		r.planRef = ref
 	}
-	r.planShown, r.planAt = r.planText, r.p.cfg.Now()
+	r.planShown, r.planAt = r.planText, r.now()
 }
 
 // planNote encodes the plan message's reference for agent.State.Notes.
@@ -181,7 +184,7 @@ func (r *responder) delta(text string) {
 	defer r.mu.Unlock()
 	if !r.firstToken {
 		r.firstToken = true
-		r.p.d.Metrics.TimeToFirstToken(r.t.ev.Conversation.Platform, r.p.cfg.Now().Sub(r.t.start))
+		r.metrics.TimeToFirstToken(r.t.ev.Conversation.Platform, r.now().Sub(r.t.start))
 	}
 	if r.needSep {
 		text = "\n\n" + text

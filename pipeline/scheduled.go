@@ -42,6 +42,8 @@ type schedState struct {
 	posted echogate.MessageRef
 	// run is the run a resumed turn continues (its event is the decision's, not the slot's).
 	run *echogate.ScheduledRun
+	// runBudget makes a run's own budget (Deps.RunBudget, given at construction); nil: none.
+	runBudget func(usd float64) (Budget, error)
 }
 
 // scheduled returns the run a turn carries: its event's, or for a turn resumed after a
@@ -90,7 +92,7 @@ func pausedRun(st *agent.State) *echogate.ScheduledRun {
 // scheduled run, so it may not wait forever: after the timeout the call is refused, the model
 // answers without it, and the run is recorded denied.
 func (t *Turn) pauseExpires() bool {
-	return t.p.cfg.OnTimeout == OnTimeoutDeny || t.scheduled() != nil
+	return t.onTimeout == OnTimeoutDeny || t.scheduled() != nil
 }
 
 // refusedByDecision is the reason a resumed scheduled run's call was refused (a person's ❌ or
@@ -141,7 +143,7 @@ func (t *Turn) unattendedDecision(tool string) (agent.Decision, bool) {
 		return agent.Decision{}, false
 	}
 	t.sched.denied.Store(true)
-	t.p.d.Metrics.ToolCall(tool, "denied", 0)
+	t.metrics.ToolCall(tool, "denied", 0)
 	return agent.Decision{Verdict: agent.Deny, Reason: UnattendedDenialText(tool)}, true
 }
 
@@ -182,14 +184,14 @@ func (t *Turn) usageTrigger() echogate.UsageTrigger {
 // top of the agent's and the global ones.
 func (t *Turn) reserveRunBudget(ctx context.Context, s cost.Scope, req agent.Request) error {
 	r := t.scheduled()
-	if r == nil || r.BudgetUSD <= 0 || t.p.d.RunBudget == nil {
+	if r == nil || r.BudgetUSD <= 0 || t.sched.runBudget == nil {
 		return nil
 	}
-	b, err := t.p.d.RunBudget(r.BudgetUSD)
+	b, err := t.sched.runBudget(r.BudgetUSD)
 	if err != nil {
 		return fmt.Errorf("pipeline: the job's budget: %w", err)
 	}
-	if err := t.reserveBudget(ctx, b, s, req); err != nil {
+	if err := t.reserveBudget(ctx, budgetCapsOf(b), s, req); err != nil {
 		if errors.Is(err, agent.ErrBudget) {
 			return fmt.Errorf("the job's budget_usd %.2f for one run is spent (%w)", r.BudgetUSD, err)
 		}

@@ -60,39 +60,57 @@ func (s *turnSkills) names() []string {
 	return out
 }
 
-// skillSet returns the installed skills; nil without Deps.Skills.
-func (p *Pipeline) skillSet() *skills.Set {
-	if p.d.Skills == nil {
-		return nil
-	}
-	return p.d.Skills.Skills()
+// skillLib is the installed skills as the pipeline uses them, given to a turn at
+// construction (newTurn): the library (swapped on reload), the skill tool's catalogue entry
+// and the scripts' settings. It is fixed after New.
+type skillLib struct {
+	src         skills.Source // nil: no skills
+	reg         *tools.Registry
+	scripts     bool     // Config.SkillScripts
+	scriptPaths []string // Config.SkillScriptPaths
 }
 
-// AgentSkills returns the names of the skills the agent may use (its catalogue), sorted: none
-// when the agent does not offer the skill tool.
-func (p *Pipeline) agentSkills(pr *profile) []*skills.Skill {
-	if p.d.Skills == nil || !pr.allowsTool(skills.SkillToolName) {
-		return nil
-	}
-	if _, ok := p.d.Tools.Get(skills.SkillToolName); !ok {
-		return nil
-	}
-	return p.skillSet().Allowed(pr.Skills)
+// skillLib is the pipeline's skillLib.
+func (p *Pipeline) skillLib() skillLib {
+	return skillLib{src: p.d.Skills, reg: p.d.Tools, scripts: p.cfg.SkillScripts, scriptPaths: p.cfg.SkillScriptPaths}
 }
 
-// skillCatalogue is the agent's catalogue for the system prompt ("" without skills). It is a
-// pure function of the installed set and the agent's list, so the prefix stays byte-identical.
-func (p *Pipeline) skillCatalogue(pr *profile) string {
-	if len(p.agentSkills(pr)) == 0 {
+// set returns the installed skills; nil without Deps.Skills.
+func (l skillLib) set() *skills.Set {
+	if l.src == nil {
+		return nil
+	}
+	return l.src.Skills()
+}
+
+// agentSkills returns the skills the agent may use (its catalogue), sorted: none when the
+// agent does not offer the skill tool.
+func (l skillLib) agentSkills(pr *profile) []*skills.Skill {
+	if l.src == nil || !pr.allowsTool(skills.SkillToolName) {
+		return nil
+	}
+	if _, ok := l.reg.Get(skills.SkillToolName); !ok {
+		return nil
+	}
+	return l.set().Allowed(pr.Skills)
+}
+
+// catalogue is the agent's catalogue for the system prompt ("" without skills). It is a pure
+// function of the installed set and the agent's list, so the prefix stays byte-identical.
+func (l skillLib) catalogue(pr *profile) string {
+	if len(l.agentSkills(pr)) == 0 {
 		return ""
 	}
-	return skills.Catalogue(p.skillSet(), pr.Skills)
+	return skills.Catalogue(l.set(), pr.Skills)
 }
+
+// skillCatalogue is the ContextStage's catalogue (skillLib.catalogue).
+func (p *Pipeline) skillCatalogue(pr *profile) string { return p.skillLib().catalogue(pr) }
 
 // skillsHelp is the help command's line about the skills of the agent serving ev ("" none).
 func (p *Pipeline) skillsHelp(ev echogate.InboundEvent) string {
 	var names []string
-	for _, sk := range p.agentSkills(p.profileFor(ev)) {
+	for _, sk := range p.skillLib().agentSkills(p.profileFor(ev)) {
 		names = append(names, "`"+sk.Name+"`")
 	}
 	if len(names) == 0 {
@@ -105,14 +123,14 @@ func (p *Pipeline) skillsHelp(ev echogate.InboundEvent) string {
 // skills' allowed-tools.
 func (t *Turn) skillToolAllowed(tool string) bool {
 	if tool == skills.SkillToolName || tool == skills.FileToolName {
-		return len(t.p.agentSkills(t.prof)) > 0
+		return len(t.lib.agentSkills(t.prof)) > 0
 	}
 	return skills.AllowsTool(nil, t.skills.list(), tool)
 }
 
 // withSkillAccess attaches what the tool call may see of the skills.
 func (t *Turn) withSkillAccess(ctx context.Context) context.Context {
-	if t.p.d.Skills == nil {
+	if t.lib.src == nil {
 		return ctx
 	}
 	return skills.WithAccess(ctx, skills.Access{Allow: t.prof.Skills, Loaded: t.skillLoaded})
@@ -124,7 +142,7 @@ func (t *Turn) skillLoaded(sk *skills.Skill) {
 	if !t.skills.add(sk) {
 		return
 	}
-	t.p.d.Metrics.SkillLoad(sk.Name, t.prof.Name)
+	t.metrics.SkillLoad(sk.Name, t.prof.Name)
 	t.log.Info("skill loaded", "skill", sk.Name, "agent", t.prof.Name)
 }
 
@@ -159,13 +177,13 @@ func (t *Turn) scriptRefusal(raw string) string {
 	if json.Unmarshal([]byte(raw), &args) != nil || args.Command == "" {
 		return "" // run_command itself explains its arguments
 	}
-	set := t.p.skillSet()
+	set := t.lib.set()
 	for _, sk := range set.Skills() {
 		rel, ok := skillFileOf(sk, args.Command)
 		if !ok {
 			continue
 		}
-		_, err := set.Script(t.prof.Skills, sk.Name, rel, t.p.cfg.SkillScripts)
+		_, err := set.Script(t.prof.Skills, sk.Name, rel, t.lib.scripts)
 		if err == nil {
 			return ""
 		}
@@ -177,7 +195,7 @@ func (t *Turn) scriptRefusal(raw string) string {
 	}
 	// run_command still holds the scripts of the skills installed at start: one whose skill
 	// was removed or refused since (changed files with a lock) must not run.
-	for _, sp := range t.p.cfg.SkillScriptPaths {
+	for _, sp := range t.lib.scriptPaths {
 		if args.Command == sp || !filepath.IsAbs(args.Command) && filepath.Base(sp) == args.Command {
 			return fmt.Sprintf("not run: %s is a script of a skill that is no longer installed, or was refused since it changed (see `echogate skills check`)", args.Command)
 		}

@@ -42,7 +42,7 @@ const (
 // around the last), tracing inside them.
 func (p *Pipeline) buildStages() Stages {
 	m, now := p.d.Metrics, p.cfg.Now
-	pp := &people{tools: p.d.Tools, turns: p.d.Store, owners: &p.hist.owners, compactor: p.d.Compactor, window: p.cfg.HistoryMessages}
+	pp := &people{tools: p.d.Tools, turns: p.d.Store, owners: &p.hist.owners, compactor: compactorCapsOf(p.d.Compactor), window: p.cfg.HistoryMessages}
 	return Stages{
 		Context:   metered(m, now, stageContext, p.traced("echogate.context", p.contextStage(pp))),
 		Inference: metered(m, now, stageInference, p.inferenceStage(pp)), // its model calls and tools are traced one by one

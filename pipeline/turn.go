@@ -11,6 +11,7 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/internal/ids"
+	"github.com/echogate/echogate/internal/metrics"
 	"github.com/echogate/echogate/internal/turnstart"
 )
 
@@ -24,7 +25,17 @@ const stageTimeout = 30 * time.Second
 // goroutine running the turn; the lifecycle, the usage ledger and the grants are also used by
 // tool goroutines and guard themselves.
 type Turn struct {
-	p       *Pipeline
+	p *Pipeline
+	// What the turn reaches outside itself, given at construction (newTurn): the clock, the
+	// metrics and the store its own writes go to (usage, postings, tool runs, grants).
+	now     func() time.Time
+	metrics *metrics.Metrics
+	store   Store
+	tools   toolEnv  // the catalogue, the gate's policy and what runs a call (tool_env.go)
+	lib     skillLib // the installed skills (skills.go)
+	// onTimeout is what an approval nobody decided in time becomes (Config.OnTimeout).
+	onTimeout OnTimeout
+
 	id      string
 	ev      echogate.InboundEvent
 	key     echogate.SessionKey // ev's, built once (SessionKey builds a string)
@@ -116,7 +127,7 @@ func withResume(r echogate.TurnResume, st *agent.State, rs *agent.Resume) turnOp
 
 // newTurn is the turn of ev; ok is false when no replier serves its platform.
 func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) (*Turn, bool) {
-	t := &Turn{p: p, id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
+	t := &Turn{p: p, now: p.cfg.Now, metrics: p.d.Metrics, store: p.d.Store, tools: p.toolEnv(), lib: p.skillLib(), onTimeout: p.cfg.OnTimeout, id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
 		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel,
 		prof: p.profileFor(*ev)}
 	if pr := p.scheduledProfile(*ev); pr != nil {
@@ -136,6 +147,8 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 	if t.scheduled() != nil {
 		t.caps.Streamer = nil // nobody watches; a quiet answer must not appear while it streams
 	}
+	t.usage.pricer, t.usage.observers = p.d.Pricer, p.d.UsageObservers
+	t.sched.runBudget = p.d.RunBudget
 	t.life = NewLifecycle(StateIdle)
 	if t.resume != nil {
 		t.life = NewLifecycle(StateWaitingApproval)
@@ -143,7 +156,7 @@ func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundE
 			t.life = NewLifecycle(StateClarifying)
 		}
 	}
-	t.out = newResponder(p, t)
+	t.out = newResponder(t, p.cfg.Now, p.cfg.PlanUpdateInterval, p.d.Metrics)
 	t.out.restorePlan(t.resume)
 	t.rec = echogate.TurnRecord{ID: t.id, Session: t.key, EventKey: ev.DedupeKey(), UserID: t.userID,
 		Agent: t.prof.Name, Status: echogate.TurnRunning, Model: t.prof.Model, StartedAt: t.start}
@@ -173,7 +186,7 @@ func (t *Turn) enter(to State) bool {
 // they did not ask for (refusals, TestMain).
 func (t *Turn) refuse(from, to State, err error) {
 	refusals.Add(1)
-	t.p.d.Metrics.RefusedTransition(from.String(), to.String())
+	t.metrics.RefusedTransition(from.String(), to.String())
 	t.log.Error("pipeline: refused turn transition; the turn fails", "from", from.String(), "to", to.String(), "err", err)
 	if t.refusal.CompareAndSwap(nil, &err) && t.stop != nil {
 		t.stop(err)

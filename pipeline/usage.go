@@ -18,6 +18,11 @@ type usageLedger struct {
 	buf      []echogate.UsageRecord // entries not written yet
 	inFlight sync.WaitGroup         // entries being written
 	holds    []func()               // budget holds of calls not in the ledger yet (peruser.go)
+
+	// Given at construction (newTurn): what prices usage (nil: zero cost) and who sees each
+	// stored entry.
+	pricer    Pricer
+	observers []func(echogate.UsageRecord)
 }
 
 // totals are the turn's tokens and cost so far.
@@ -58,13 +63,13 @@ func (l *usageLedger) putBack(recs []echogate.UsageRecord) {
 // model asks for a tool (the turn goes on: written then, see flushUsageAsync), the next model
 // call's budget check (flushUsage) or the turn's end, which records it in its last round trip.
 func (t *Turn) reportUsage(u echogate.Usage) {
-	if t.p.d.Pricer != nil && u.CostUSD == 0 {
-		u.CostUSD = t.p.d.Pricer.Price(u)
+	if t.usage.pricer != nil && u.CostUSD == 0 {
+		u.CostUSD = t.usage.pricer.Price(u)
 	}
-	t.p.d.Metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
-	t.p.d.Metrics.AgentUsage(t.prof.Name, u.InputTokens, u.OutputTokens, u.CostUSD)
+	t.metrics.ModelCall(u.Model, u.Failed, u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, string(u.Kind))
+	t.metrics.AgentUsage(t.prof.Name, u.InputTokens, u.OutputTokens, u.CostUSD)
 	rec := echogate.UsageRecord{Turn: t.id, Session: t.key, UserID: t.userID,
-		Channel: t.channel, Agent: t.prof.Name, Trigger: t.usageTrigger(), Usage: u, At: t.p.cfg.Now()}
+		Channel: t.channel, Agent: t.prof.Name, Trigger: t.usageTrigger(), Usage: u, At: t.now()}
 	l := &t.usage
 	l.mu.Lock()
 	l.in += u.InputTokens
@@ -89,7 +94,7 @@ func (t *Turn) recordAsync(rec echogate.UsageRecord) {
 
 // record writes one ledger entry and tells the usage observers.
 func (t *Turn) record(ctx context.Context, rec echogate.UsageRecord) {
-	id, err := t.p.d.Store.RecordUsage(ctx, rec)
+	id, err := t.store.RecordUsage(ctx, rec)
 	if err != nil {
 		t.log.Error("pipeline: record usage in ledger", "model", rec.Usage.Model, "err", err)
 		return
@@ -117,7 +122,7 @@ func (t *Turn) flushUsageAsync() {
 
 // observeUsage tells the usage observers about a stored ledger entry.
 func (t *Turn) observeUsage(rec echogate.UsageRecord) {
-	for _, o := range t.p.d.UsageObservers {
+	for _, o := range t.usage.observers {
 		o(rec)
 	}
 }
