@@ -69,6 +69,9 @@ func (s *ContextStage) buildContext(ctx context.Context, t *turn, st *agent.Stat
 			return nil
 		})
 	}
+	// With replicas the checkpoint is read whatever the cache held: alongside the history, not
+	// after it (one round trip less on the turn's critical path).
+	cp := s.loadCheckpoint(ctx, t, &fns)
 	err := parallel(fns...)
 	if err != nil {
 		return agent.Input{}, err
@@ -76,7 +79,12 @@ func (s *ContextStage) buildContext(ctx context.Context, t *turn, st *agent.Stat
 	// The history as t's person may see it, before the Compactor ties it to transcript positions:
 	// its later Compact matches the messages it is given against these.
 	hist = s.people.scopeHistory(ctx, t, hist)
-	head, hist := s.rebuild(ctx, t, hist, src == histCached && s.soleWriter)
+	var head []echogate.Message
+	if cp != nil {
+		head, hist = cp.rb.RebuildFrom(ctx, t.key, hist, cp.cp, cp.err)
+	} else {
+		head, hist = s.rebuild(ctx, t, hist, src == histCached && s.soleWriter)
+	}
 	buf, all := contextMessages(head, hist, in, note)
 	return agent.Input{System: system, Messages: all, Buf: buf}, nil
 }
@@ -221,4 +229,35 @@ func parallel(fns ...func() error) error {
 	errs[0] = fns[0]()
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// checkpointLoader is a historyRebuilder whose checkpoint read the caller makes (agent/compress
+// has it): LoadCheckpoint reads the session's latest, RebuildFrom rebuilds from what it read.
+type checkpointLoader interface {
+	LoadCheckpoint(ctx context.Context, session echogate.SessionKey) (echogate.StoredMessage, error)
+	RebuildFrom(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage, cp echogate.StoredMessage, err error) ([]echogate.Message, []echogate.StoredMessage)
+}
+
+// loadedCheckpoint is a checkpoint read alongside the history (loadCheckpoint).
+type loadedCheckpoint struct {
+	rb  checkpointLoader
+	cp  echogate.StoredMessage
+	err error
+}
+
+// loadCheckpoint adds the read of t's session's checkpoint to fns, to run alongside the history
+// read, when rebuild would read it after the history whatever that showed: a conversation
+// of one person (DM) on a store shared by replicas (no cached checkpoint is trusted there, see
+// continuedRebuilder), with a Compactor that lets the caller read it. nil when it does not.
+func (s *ContextStage) loadCheckpoint(ctx context.Context, t *turn, fns *[]func() error) *loadedCheckpoint {
+	rb, ok := s.compactor.(checkpointLoader)
+	if !ok || s.soleWriter || !t.ev.Conversation.DM {
+		return nil
+	}
+	lc := &loadedCheckpoint{rb: rb}
+	*fns = append(*fns, func() error {
+		lc.cp, lc.err = rb.LoadCheckpoint(ctx, t.key)
+		return nil // RebuildFrom logs a failed read and goes on without it, as rebuild does
+	})
+	return lc
 }

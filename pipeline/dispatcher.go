@@ -95,6 +95,9 @@ type turnCtl struct {
 	// handle before a turn or command answers it (handle.go); nil when none.
 	done           *completion
 	sessionWritten func()
+	// locked is the session's paused turn as read with its lock (PendingLocker); nil when
+	// it was not read so. route takes it once (lockedPending.take).
+	locked *lockedPending
 }
 
 func (c *turnCtl) stop() {
@@ -278,7 +281,7 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 		mb.cur = ctl
 		sh.mu.Unlock()
 
-		if unlock, err := p.lockSession(ctx, mb.key); err != nil {
+		if unlock, err := p.lockSession(ctx, ctl, mb.key); err != nil {
 			// Left claimed and unfinished: the replay sweep takes it up later.
 			p.log.Error("pipeline: session is locked elsewhere; event left for replay", "session", mb.key, "event_id", it.ev.ID, "err", err)
 		} else {
@@ -294,14 +297,15 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 }
 
 // lockSession takes the session's cross-replica lock when the store offers one, waiting with
-// backoff while another replica runs the session (bounded by ctx, the turn timeout).
-func (p *Pipeline) lockSession(ctx context.Context, key echogate.SessionKey) (func(), error) {
+// backoff while another replica runs the session (bounded by ctx, the turn timeout). A store
+// that reads the paused turn with the lock (PendingLocker) leaves it on ctl for route.
+func (p *Pipeline) lockSession(ctx context.Context, ctl *turnCtl, key echogate.SessionKey) (func(), error) {
 	lk := p.shared.locker
 	if lk == nil {
 		return func() {}, nil
 	}
 	for tries := 1; ; tries++ {
-		unlock, got, err := lk.TryLockSession(ctx, key)
+		unlock, got, err := p.tryLockSession(ctx, ctl, key)
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,7 @@ func (p *Pipeline) handle(ctx context.Context, ctl *turnCtl, it *item) {
 	}
 	var opts []turnOption
 	if it.replay {
+		ctl.locked = nil // recovery may resume or cancel the pause read with the lock
 		var handled bool
 		if opts, handled = p.recoverReplay(ctx, ctl, log, done, it); handled {
 			return

@@ -77,3 +77,37 @@ func (p *Pipeline) deletePending(ctx context.Context, key echogate.SessionKey) e
 	}
 	return err
 }
+
+// lockedPending is a session's paused turn as read with the session's lock (PendingLocker):
+// what getPending answers, once, for the event handled under that lock.
+type lockedPending struct {
+	key  echogate.SessionKey
+	pend *echogate.PendingTurn // nil: none
+}
+
+// tryLockSession takes key's lock, reading its paused turn with it onto ctl when the store can.
+func (p *Pipeline) tryLockSession(ctx context.Context, ctl *turnCtl, key echogate.SessionKey) (func(), bool, error) {
+	if p.shared.pendLocker == nil {
+		return p.shared.locker.TryLockSession(ctx, key)
+	}
+	unlock, got, pend, err := p.shared.pendLocker.TryLockSessionPending(ctx, key)
+	if got && err == nil {
+		ctl.locked = &lockedPending{key: key, pend: pend}
+	}
+	return unlock, got, err
+}
+
+// routePending is getPending for the event route sends: the paused turn read with the
+// session's lock when that read was of key (a command's own mailbox locks another key) and
+// nothing ran since (handle forgets it before a replay's recovery), else the store's answer.
+func (p *Pipeline) routePending(ctx context.Context, ctl *turnCtl, key echogate.SessionKey) (echogate.PendingTurn, error) {
+	lp := ctl.locked
+	ctl.locked = nil
+	switch {
+	case lp == nil || lp.key != key:
+		return p.getPending(ctx, key)
+	case lp.pend == nil:
+		return echogate.PendingTurn{}, errNoPause
+	}
+	return *lp.pend, nil
+}

@@ -9,11 +9,17 @@ type sharedStore struct {
 	locker    SessionLocker  // one session's turns on one replica at a time
 	reclaimer EventReclaimer // a dead replica's events taken over
 	stops     StopFlags      // stops for a turn on another replica (only with a locker)
+	// pendLocker takes the lock and reads the paused turn in one round trip (a locker's
+	// optional capability); nil when the locker cannot.
+	pendLocker PendingLocker
 }
 
 func sharedStoreOf(st Store) sharedStore {
 	var s sharedStore
 	s.locker, _ = st.(SessionLocker)
+	if s.locker != nil {
+		s.pendLocker, _ = st.(PendingLocker)
+	}
 	s.reclaimer, _ = st.(EventReclaimer)
 	if sf, ok := st.(StopFlags); ok && s.locker != nil {
 		s.stops = sf

@@ -147,7 +147,7 @@ func isStopCommand(text string) bool {
 // route sends the event where it belongs: to the session's paused turn, to a command, or to a
 // new turn.
 func (p *Pipeline) route(ctx context.Context, ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, opts []turnOption) {
-	pend, err := p.getPending(ctx, ev.SessionKey())
+	pend, err := p.routePending(ctx, ctl, ev.SessionKey())
 	switch {
 	case err == nil:
 		p.handlePaused(ctx, ctl, log, ev, pend)

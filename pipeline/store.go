@@ -159,3 +159,11 @@ type StopFlags interface {
 	// oldest first; a stop is seen by several polls and told apart by its ID.
 	RecentStops(ctx context.Context, window time.Duration) ([]echogate.StopRequest, error)
 }
+
+// PendingLocker is implemented by a SessionLocker that reads the session's paused turn in the
+// round trip that takes the session's lock, after the lock is held (PostgreSQL: one batch). An
+// event then pays one round trip for both, where TryLockSession and GetPending cost two on its
+// critical path. pend is nil when the session has no paused turn, and always when ok is false.
+type PendingLocker interface {
+	TryLockSessionPending(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, pend *echogate.PendingTurn, err error)
+}

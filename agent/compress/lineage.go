@@ -51,19 +51,47 @@ func (c *Compressor) RebuildContinued(ctx context.Context, session echogate.Sess
 	return c.rebuild(ctx, session, hist, true, nil)
 }
 
+// LoadCheckpoint reads the session's newest checkpoint from the store (as LatestCheckpoint), for
+// RebuildFrom: a caller that reads it while it reads the history, not after.
+func (c *Compressor) LoadCheckpoint(ctx context.Context, session echogate.SessionKey) (echogate.StoredMessage, error) {
+	return c.store.LatestCheckpoint(ctx, session)
+}
+
+// RebuildFrom is Rebuild with the checkpoint read by LoadCheckpoint (cp, err as it returned
+// them), read after the session's lock was taken: the store is not asked again.
+func (c *Compressor) RebuildFrom(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage, cp echogate.StoredMessage, err error) ([]echogate.Message, []echogate.StoredMessage) {
+	return c.rebuildFrom(ctx, session, hist, nil, &loaded{cp: cp, err: err})
+}
+
+// loaded is a checkpoint read by the caller (RebuildFrom).
+type loaded struct {
+	cp  echogate.StoredMessage
+	err error
+}
+
 // rebuild is Rebuild and RebuildContinued; accept (nil: any) tells which checkpoints may start
 // the context: another one is ignored, like a stale one.
 func (c *Compressor) rebuild(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage, continued bool,
 	accept func(echogate.Message) bool) ([]echogate.Message, []echogate.StoredMessage) {
+	if known, have, ok := c.knownCheckpoint(session); continued && ok {
+		l := &loaded{cp: known}
+		if !have {
+			l.err = echogate.ErrNotFound
+		}
+		return c.rebuildFrom(ctx, session, hist, accept, l)
+	}
+	return c.rebuildFrom(ctx, session, hist, accept, nil)
+}
+
+// rebuildFrom is rebuild from the checkpoint l (nil: the store's latest).
+func (c *Compressor) rebuildFrom(ctx context.Context, session echogate.SessionKey, hist []echogate.StoredMessage,
+	accept func(echogate.Message) bool, l *loaded) ([]echogate.Message, []echogate.StoredMessage) {
 	var (
 		cp  echogate.StoredMessage
 		err error
 	)
-	if known, have, ok := c.knownCheckpoint(session); continued && ok {
-		cp = known
-		if !have {
-			err = echogate.ErrNotFound
-		}
+	if l != nil {
+		cp, err = l.cp, l.err
 	} else {
 		cp, err = c.store.LatestCheckpoint(ctx, session)
 	}

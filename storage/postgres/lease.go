@@ -59,9 +59,9 @@ func newLeaser(s *Store, pool *pgxpool.Pool) *leaser {
 	return l
 }
 
-// tryLock takes key's lease: one round trip. ok is false when another owner holds an unexpired
-// lease, or this store already holds it.
-func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, err error) {
+// tryLock takes key's lease: one round trip, which with rd also reads key's paused turn. ok is
+// false when another owner holds an unexpired lease, or this store already holds it.
+func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey, rd *pendingRead) (unlock func(), ok bool, err error) {
 	noop := func() {}
 	l.mu.Lock()
 	if _, busy := l.held[key]; busy {
@@ -70,9 +70,8 @@ func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey) (unlock f
 	}
 	l.held[key] = struct{}{}
 	l.mu.Unlock()
-	var got string
-	err = l.pool.QueryRow(ctx, qTakeLease, string(key), l.s.owner, l.s.leaseTTL.Seconds()).Scan(&got)
-	if err == pgx.ErrNoRows {
+	got, err := lockAndRead(ctx, l.pool, key, rd, scanLease, qTakeLease, string(key), l.s.owner, l.s.leaseTTL.Seconds())
+	if err == nil && !got {
 		l.forget(key)
 		return noop, false, nil
 	}

@@ -48,6 +48,12 @@ const lockTimeout = 5 * time.Second
 // (lease.go): one round trip to take it, one to give it back, renewed in the background while
 // held, and taken over by another replica LeaseTTL after its owner stopped renewing it.
 func (s *Store) TryLockSession(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, err error) {
+	return s.tryLockSession(ctx, key, nil)
+}
+
+// tryLockSession is TryLockSession, reading the session's paused turn into rd in the same round
+// trip when rd is not nil (TryLockSessionPending).
+func (s *Store) tryLockSession(ctx context.Context, key echogate.SessionKey, rd *pendingRead) (unlock func(), ok bool, err error) {
 	noop := func() {}
 	if key == "" {
 		return noop, false, fmt.Errorf("postgres: lock session: %w: empty key", ErrInvalid)
@@ -57,7 +63,7 @@ func (s *Store) TryLockSession(ctx context.Context, key echogate.SessionKey) (un
 		return noop, false, fmt.Errorf("postgres: lock session %q: %w", key, err)
 	}
 	if p.leases != nil {
-		unlock, ok, err := p.leases.tryLock(ctx, key)
+		unlock, ok, err := p.leases.tryLock(ctx, key, rd)
 		if err != nil {
 			return noop, false, fail(ctx, err, "lock session %q", key)
 		}
@@ -70,7 +76,7 @@ func (s *Store) TryLockSession(ctx context.Context, key echogate.SessionKey) (un
 		return noop, false, nil
 	}
 	l := m.lane(key)
-	gen, got, err := l.tryLock(ctx, m.pool, key)
+	gen, got, err := l.tryLock(ctx, m.pool, key, rd)
 	if err != nil || !got {
 		m.release(key)
 		if err != nil {
@@ -142,8 +148,8 @@ type lockLane struct {
 }
 
 // tryLock takes key's lock on the lane's connection (acquired first if needed) and returns the
-// connection's generation.
-func (l *lockLane) tryLock(ctx context.Context, pool *pgxpool.Pool, key echogate.SessionKey) (uint64, bool, error) {
+// connection's generation; with rd it reads key's paused turn in the same round trip.
+func (l *lockLane) tryLock(ctx context.Context, pool *pgxpool.Pool, key echogate.SessionKey, rd *pendingRead) (uint64, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -160,8 +166,8 @@ func (l *lockLane) tryLock(ctx context.Context, pool *pgxpool.Pool, key echogate
 	// other sessions' locks on it) in doubt.
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
 	defer cancel()
-	var got bool
-	if err := l.conn.QueryRow(qctx, sessionTryLockSQL, string(key)).Scan(&got); err != nil {
+	got, err := lockAndRead(qctx, l.conn, key, rd, scanGot, sessionTryLockSQL, string(key))
+	if err != nil {
 		l.drop()
 		return 0, false, err
 	}

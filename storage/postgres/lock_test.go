@@ -10,6 +10,7 @@ import (
 
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/storage/postgres"
+	"github.com/echogate/echogate/storage/storagetest"
 )
 
 func TestTryLockSession(t *testing.T) {
@@ -166,5 +167,50 @@ func TestTryLockSessionMultiplexed(t *testing.T) {
 		t.Errorf("TryLockSession after a cancelled attempt = %v, %v, want true, nil (nothing left reserved)", ok, err)
 	} else {
 		unlock()
+	}
+}
+
+// TestPendingLockerConformance: the lock that reads the paused turn, directly and through a
+// transaction pooler (leases).
+func TestPendingLockerConformance(t *testing.T) {
+	t.Parallel()
+	requireURL(t)
+	t.Run("Direct", func(t *testing.T) {
+		storagetest.RunPendingLocker(t, func(t *testing.T) (storagetest.PendingLocker, storagetest.PendingLocker) {
+			r := replicas(t, 2)
+			return r[0], r[1]
+		})
+	})
+	t.Run("Pooler", func(t *testing.T) {
+		storagetest.RunPendingLocker(t, func(t *testing.T) (storagetest.PendingLocker, storagetest.PendingLocker) {
+			db := newPoolerDatabase(t)
+			a := newPooledStore(t, db, postgres.Config{})
+			return a, newPooledStore(t, db, postgres.Config{})
+		})
+	})
+}
+
+// TestLockWithPendingIsOneRoundTrip: taking a session's lock and reading its paused turn is
+// one round trip.
+func TestLockWithPendingIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	tc := &tripCounter{}
+	st := openStore(t, postgres.Config{Schema: newSchema(t), MaxConns: 4, MaxLockConns: 1, Tracer: tc})
+	ctx := ctxT(t)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := echogate.SessionKey(randomName("web:lockpend:"))
+	for i := range 3 { // the first prepares the statements
+		tc.reset()
+		unlock, ok, _, err := st.TryLockSessionPending(ctx, key)
+		if err != nil || !ok {
+			t.Fatalf("TryLockSessionPending #%d = %v, %v", i, ok, err)
+		}
+		n, sql := tc.get()
+		unlock()
+		if i > 0 && n != 1 {
+			t.Errorf("TryLockSessionPending #%d: %d round trips %v, want 1", i, n, sql)
+		}
 	}
 }

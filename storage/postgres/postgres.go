@@ -119,7 +119,7 @@ type Config struct {
 	// lease whose owner stopped renewing it once it has expired (so a killed replica's sessions wait
 	// up to LeaseTTL for another). Default 10s.
 	LeaseTTL time.Duration
-	// Tracer, when set, traces the query pool's statements (pgx.QueryTracer, and
+	// Tracer, when set, traces the query and lock pools' statements (pgx.QueryTracer, and
 	// pgx.BatchTracer when it implements it): diagnostics, and tests that count round trips.
 	Tracer pgx.QueryTracer
 	// Now is the clock used for timestamps the caller left zero. Default time.Now.
@@ -249,10 +249,10 @@ func New(cfg Config, log *slog.Logger) (*Store, error) {
 	// Every server-side timestamp conversion is done in UTC.
 	cc.RuntimeParams["timezone"] = "UTC"
 
-	lockCfg := poolCfg.Copy()
 	if cfg.Tracer != nil {
-		cc.Tracer = cfg.Tracer
+		cc.Tracer = cfg.Tracer // the lock connections' too: a turn's round trips are counted whole
 	}
+	lockCfg := poolCfg.Copy()
 	lockCfg.MaxConns = orDefault(cfg.MaxLockConns, DefaultMaxLockConns)
 	lockCfg.MinConns = 0
 	lockCfg.MinIdleConns = 0

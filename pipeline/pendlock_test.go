@@ -1,0 +1,77 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/agent/agenttest"
+	"github.com/echogate/echogate/pipeline"
+	"github.com/echogate/echogate/pipeline/pipelinetest"
+	"github.com/echogate/echogate/tools"
+)
+
+// pendLockStore is a store shared by replicas whose lock reads the session's paused turn
+// (pipeline.PendingLocker); it counts the separate GetPending reads.
+type pendLockStore struct {
+	lockingStore
+	mem        *pipelinetest.MemStore
+	getPending atomic.Int64
+	withLock   atomic.Int64
+}
+
+func (s *pendLockStore) GetPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error) {
+	s.getPending.Add(1)
+	return s.mem.GetPending(ctx, key)
+}
+
+func (s *pendLockStore) TryLockSessionPending(ctx context.Context, key echogate.SessionKey) (func(), bool, *echogate.PendingTurn, error) {
+	s.withLock.Add(1)
+	p, err := s.mem.GetPending(ctx, key)
+	switch {
+	case errors.Is(err, echogate.ErrNotFound):
+		return func() {}, true, nil, nil
+	case err != nil:
+		return func() {}, false, nil, err
+	}
+	return func() {}, true, &p, nil
+}
+
+// TestPausedTurnReadWithTheSessionLock: on a store whose session lock reads the paused turn,
+// an event is routed from that read (no GetPending of its own): a plain turn runs, a pause is
+// found and an approval resumes it.
+func TestPausedTurnReadWithTheSessionLock(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	st := &pendLockStore{lockingStore: lockingStore{mem}, mem: mem}
+	del := newTool("delete_file", tools.Sensitive, "deleted")
+	h := start(t, opts{store: mem, tools: []tools.Tool{del}, deps: func(d *pipeline.Deps) { d.Store = st }},
+		agenttest.Reply("hi"), agenttest.CallTool("delete_file", `{"path":"x"}`), agenttest.Reply("gone"))
+	h.submit(msg("s1", "ann", "hello"))
+	if d := h.waitDone(); d.Status != "done" {
+		t.Fatalf("plain turn status = %s, want done", d.Status)
+	}
+	h.submit(msg("s1", "ann", "delete x"))
+	if d := h.waitDone(); d.Status != "paused" {
+		t.Fatalf("status = %s, want paused", d.Status)
+	}
+	p := promptOf(t, h)
+	h.submit(reaction("s1", "ann", echogate.ReactionApprove, p.Ref))
+	if d := h.waitDone(); d.Status != "done" || d.Text != "gone" {
+		t.Fatalf("after approval: %+v, want done with \"gone\"", d)
+	}
+	if n := del.calls.Load(); n != 1 {
+		t.Errorf("tool ran %d times, want 1", n)
+	}
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hello|assistant:hi|user:delete x|assistant→delete_file|tool:deleted|assistant:gone"; got != want {
+		t.Errorf("transcript = %s\nwant %s", got, want)
+	}
+	if n := st.getPending.Load(); n != 0 {
+		t.Errorf("GetPending calls = %d, want 0 (each event's paused turn comes with its lock)", n)
+	}
+	if n := st.withLock.Load(); n != 3 {
+		t.Errorf("TryLockSessionPending calls = %d, want 3 (one per event)", n)
+	}
+}

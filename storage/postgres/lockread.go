@@ -1,0 +1,81 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/echogate/echogate"
+)
+
+// TryLockSessionPending is TryLockSession that also reads the session's paused turn, in the
+// round trip that takes the lock: one batch whose second statement runs after the first, with a
+// snapshot of its own (READ COMMITTED), so it sees what the lock's previous holder committed
+// before it let go. pend is nil when the session has no paused turn, and always when ok is
+// false. The pipeline asks it once per event instead of TryLockSession and GetPending: one
+// round trip on an event's critical path instead of two.
+func (s *Store) TryLockSessionPending(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, pend *echogate.PendingTurn, err error) {
+	rd := &pendingRead{}
+	unlock, ok, err = s.tryLockSession(ctx, key, rd)
+	if ok && rd.found {
+		pend = &rd.pend
+	}
+	return unlock, ok, pend, err
+}
+
+// pendingRead is the session's paused turn read with its lock (lockAndRead).
+type pendingRead struct {
+	pend  echogate.PendingTurn
+	found bool
+}
+
+// batchSender is a connection or a pool: what a batch is sent on.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// lockAndRead runs lockSQL, whose one row (none: not taken) scan turns into the lock's
+// outcome, and with rd the read of key's paused turn after it, in one round trip. The read's
+// outcome is kept only when the lock was taken.
+func lockAndRead(ctx context.Context, c batchSender, key echogate.SessionKey, rd *pendingRead, scan func(pgx.Row) (bool, error), lockSQL string, args ...any) (bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(lockSQL, args...)
+	if rd != nil {
+		b.Queue(qGetPending, string(key))
+	}
+	br := c.SendBatch(ctx, b)
+	got, err := scan(br.QueryRow())
+	if err == nil && rd != nil {
+		p, perr := scanPending(br.QueryRow())
+		switch {
+		case perr == nil:
+			rd.pend, rd.found = p, got
+		case !errors.Is(perr, pgx.ErrNoRows):
+			err = fmt.Errorf("read the paused turn with the lock: %w", perr)
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return got, err
+}
+
+// scanGot scans an advisory lock's boolean outcome.
+func scanGot(r pgx.Row) (bool, error) {
+	var got bool
+	err := r.Scan(&got)
+	return got, err
+}
+
+// scanLease scans a lease statement's outcome: its row when taken, none when another owner
+// holds it.
+func scanLease(r pgx.Row) (bool, error) {
+	var session string
+	err := r.Scan(&session)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
