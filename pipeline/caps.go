@@ -95,6 +95,7 @@ type compactorCaps struct {
 	continued continuedRebuilder // … skipping the store when the history cache served it
 	scoped    scopedRebuilder    // starts a shared conversation's turn from a scrubbed checkpoint
 	scrubbed  scopedCompactor    // compacts a shared conversation through summaryScrub (history_people.go)
+	loader    checkpointLoader   // reads a DM's checkpoint alongside its history (context.go)
 }
 
 // compactorCapsOf reads c's capabilities (c nil: none).
@@ -107,6 +108,7 @@ func compactorCapsOf(c Compactor) compactorCaps {
 	cc.continued, _ = c.(continuedRebuilder)
 	cc.scoped, _ = c.(scopedRebuilder)
 	cc.scrubbed, _ = c.(scopedCompactor)
+	cc.loader, _ = c.(checkpointLoader)
 	return cc
 }
 

@@ -138,9 +138,7 @@ func TestCapabilityScanFindsAssertions(t *testing.T) {
 // turnPipelineUses are the files whose Turn methods may still reach the Pipeline through t.p,
 // with the reason. A Turn is given what it uses at construction (newTurn: its clock, metrics,
 // store, toolEnv, skillLib, the usage ledger's pricer and observers, …).
-var turnPipelineUses = map[string]string{
-	"start.go": "BeginTurn's store and clock, left to the storage write-order work (issue 37, item 1)",
-}
+var turnPipelineUses = map[string]string{}
 
 // TestTurnIsGivenWhatItUses reads the package's non-test sources: no Turn method reaches the
 // Pipeline (t.p.…) outside turnPipelineUses.

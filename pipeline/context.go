@@ -250,8 +250,8 @@ type loadedCheckpoint struct {
 // of one person (DM) on a store shared by replicas (no cached checkpoint is trusted there, see
 // continuedRebuilder), with a Compactor that lets the caller read it. nil when it does not.
 func (s *ContextStage) loadCheckpoint(ctx context.Context, t *turn, fns *[]func() error) *loadedCheckpoint {
-	rb, ok := s.compactor.(checkpointLoader)
-	if !ok || s.soleWriter || !t.ev.Conversation.DM {
+	rb := s.compactor.loader
+	if rb == nil || s.soleWriter || !t.ev.Conversation.DM {
 		return nil
 	}
 	lc := &loadedCheckpoint{rb: rb}

@@ -19,7 +19,7 @@ func (t *Turn) beginTurn(ctx context.Context, input []echogate.Message) {
 		return
 	}
 	t.input = input
-	t.w = t.p.d.Store.BeginTurn(ctx, turnstart.Begin{Record: t.rec, Input: input, Now: t.p.cfg.Now, Owner: startOwner{t}})
+	t.w = t.store.BeginTurn(ctx, turnstart.Begin{Record: t.rec, Input: input, Now: t.now, Owner: startOwner{t}})
 }
 
 // startOwner is the turn as its start writes' owner (turnstart.Owner); a one-pointer struct,

@@ -25,7 +25,6 @@ const stageTimeout = 30 * time.Second
 // goroutine running the turn; the lifecycle, the usage ledger and the grants are also used by
 // tool goroutines and guard themselves.
 type Turn struct {
-	p *Pipeline
 	// What the turn reaches outside itself, given at construction (newTurn): the clock, the
 	// metrics and the store its own writes go to (usage, postings, tool runs, grants).
 	now     func() time.Time
@@ -127,7 +126,7 @@ func withResume(r echogate.TurnResume, st *agent.State, rs *agent.Resume) turnOp
 
 // newTurn is the turn of ev; ok is false when no replier serves its platform.
 func (p *Pipeline) newTurn(ctl *turnCtl, log *slog.Logger, ev *echogate.InboundEvent, msgs []echogate.Message, opts ...turnOption) (*Turn, bool) {
-	t := &Turn{p: p, now: p.cfg.Now, metrics: p.d.Metrics, store: p.d.Store, tools: p.toolEnv(), lib: p.skillLib(), onTimeout: p.cfg.OnTimeout, id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
+	t := &Turn{now: p.cfg.Now, metrics: p.d.Metrics, store: p.d.Store, tools: p.toolEnv(), lib: p.skillLib(), onTimeout: p.cfg.OnTimeout, id: ids.New("t_"), ev: *ev, key: ev.SessionKey(), start: p.cfg.Now(), ctl: ctl, msgs: msgs,
 		userID: ev.Actor.QualifiedID(ev.Conversation.Platform), channel: ev.Conversation.Platform + ":" + ev.Conversation.Channel,
 		prof: p.profileFor(*ev)}
 	if pr := p.scheduledProfile(*ev); pr != nil {
