@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,125 +19,156 @@ import (
 // the Owner once and returned by every wait; Ready never reports the input written without its
 // record.
 func (r *runner) beginTurn(t *testing.T, s Store, u uniq) {
-	ctx := t.Context()
-	rec := func(name string) echogate.TurnRecord {
-		return echogate.TurnRecord{ID: u.key(name), Session: u.session(name), EventKey: u.key(name + "-ev"), UserID: "web:u",
-			Status: echogate.TurnRunning, Model: "m", StartedAt: r.at(0)}
+	b := beginCase{r: r, s: s, u: u, ctx: t.Context()}
+	t.Run("Durable", b.durable)
+	t.Run("Fold", b.fold)
+	t.Run("ProgressCarriesUsage", b.progressCarriesUsage)
+	t.Run("NoInput", b.noInput)
+	t.Run("FailedRecord", b.failedRecord)
+}
+
+// beginCase is beginTurn's fixture: the store, this run's unique names and the parent test's
+// context (a deferred write may outlive a sub-test).
+type beginCase struct {
+	r   *runner
+	s   Store
+	u   uniq
+	ctx context.Context
+}
+
+// rec is the record of a running turn named name, in a session of its own.
+func (b beginCase) rec(name string) echogate.TurnRecord {
+	return echogate.TurnRecord{ID: b.u.key(name), Session: b.u.session(name), EventKey: b.u.key(name + "-ev"), UserID: "web:u",
+		Status: echogate.TurnRunning, Model: "m", StartedAt: b.r.at(0)}
+}
+
+func (b beginCase) now() time.Time { return b.r.at(time.Second) }
+
+// history is the contents of key's transcript.
+func (b beginCase) history(t *testing.T, key echogate.SessionKey) []string {
+	t.Helper()
+	h, err := b.s.History(b.ctx, key, 0)
+	must(t, "History", err)
+	return contents(h)
+}
+
+// Durable: Durable makes the record and the input durable, the input written exactly once;
+// the start folds nothing once written.
+func (b beginCase) durable(t *testing.T) {
+	ctx, s := b.ctx, b.s
+	want := b.rec("durable")
+	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: b.now})
+	must(t, "Ready", st.Ready(ctx))
+	// Ready: a store that wrote the input before the model call wrote the record too.
+	if len(b.history(t, want.Session)) > 0 {
+		_, err := s.GetTurn(ctx, want.ID)
+		must(t, "GetTurn once Ready showed the input", err)
 	}
-	now := func() time.Time { return r.at(time.Second) }
-	history := func(key echogate.SessionKey) []string {
-		t.Helper()
-		h, err := s.History(ctx, key, 0)
-		must(t, "History", err)
-		return contents(h)
+	must(t, "Durable", st.Durable(ctx))
+	must(t, "Recorded", st.Recorded(ctx))
+	got, err := s.GetTurn(ctx, want.ID)
+	must(t, "GetTurn after Durable", err)
+	checkTurn(t, "GetTurn after Durable", got, want)
+	if h := b.history(t, want.Session); !slices.Equal(h, []string{"q"}) {
+		t.Errorf("History after Durable = %q, want [q]", h)
 	}
+	if f := st.Fold(); f != nil {
+		t.Errorf("Fold after Durable = %+v, want nil (written)", f)
+	}
+	must(t, "Durable again", st.Durable(ctx))
+	if h := b.history(t, want.Session); !slices.Equal(h, []string{"q"}) {
+		t.Errorf("History after a second Durable = %q, want [q] (written once)", h)
+	}
+}
 
-	t.Run("Durable", func(t *testing.T) {
-		want := rec("durable")
-		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now})
-		must(t, "Ready", st.Ready(ctx))
-		// Ready: a store that wrote the input before the model call wrote the record too.
-		if len(history(want.Session)) > 0 {
-			_, err := s.GetTurn(ctx, want.ID)
-			must(t, "GetTurn once Ready showed the input", err)
-		}
-		must(t, "Durable", st.Durable(ctx))
-		must(t, "Recorded", st.Recorded(ctx))
-		got, err := s.GetTurn(ctx, want.ID)
-		must(t, "GetTurn after Durable", err)
-		checkTurn(t, "GetTurn after Durable", got, want)
-		if h := history(want.Session); !slices.Equal(h, []string{"q"}) {
-			t.Errorf("History after Durable = %q, want [q]", h)
-		}
-		if f := st.Fold(); f != nil {
-			t.Errorf("Fold after Durable = %+v, want nil (written)", f)
-		}
-		must(t, "Durable again", st.Durable(ctx))
-		if h := history(want.Session); !slices.Equal(h, []string{"q"}) {
-			t.Errorf("History after a second Durable = %q, want [q] (written once)", h)
-		}
-	})
+// Fold: what Fold returns the start never writes; the record is written either way.
+func (b beginCase) fold(t *testing.T) {
+	ctx, s := b.ctx, b.s
+	want := b.rec("fold")
+	input := []echogate.Message{userMsg("q1"), userMsg("q2")}
+	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: input, Now: b.now})
+	must(t, "Ready", st.Ready(ctx))
+	folded := st.Fold()
+	must(t, "Durable after Fold", st.Durable(ctx))
+	h := b.history(t, want.Session)
+	switch {
+	case folded == nil && !slices.Equal(h, []string{"q1", "q2"}):
+		t.Errorf("Fold = nil (written) but History = %q, want [q1 q2]", h)
+	case folded != nil && (len(h) != 0 || len(folded) != 2 || folded[0].Content != "q1"):
+		t.Errorf("Fold = %+v with History %q; want the input, and nothing written by the start", folded, h)
+	}
+	if _, err := s.GetTurn(ctx, want.ID); err != nil {
+		t.Errorf("GetTurn after Fold and Durable = %v, want the record", err)
+	}
+}
 
-	t.Run("Fold", func(t *testing.T) {
-		want := rec("fold")
-		input := []echogate.Message{userMsg("q1"), userMsg("q2")}
-		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: input, Now: now})
-		must(t, "Ready", st.Ready(ctx))
-		folded := st.Fold()
-		must(t, "Durable after Fold", st.Durable(ctx))
-		h := history(want.Session)
-		switch {
-		case folded == nil && !slices.Equal(h, []string{"q1", "q2"}):
-			t.Errorf("Fold = nil (written) but History = %q, want [q1 q2]", h)
-		case folded != nil && (len(h) != 0 || len(folded) != 2 || folded[0].Content != "q1"):
-			t.Errorf("Fold = %+v with History %q; want the input, and nothing written by the start", folded, h)
+// ProgressCarriesUsage: usage due with the input is written with it (taken, written and told
+// once) or left to the caller, never both.
+func (b beginCase) progressCarriesUsage(t *testing.T) {
+	ctx, s := b.ctx, b.s
+	want := b.rec("progress")
+	o := &owner{due: []echogate.UsageRecord{{Turn: want.ID, Session: want.Session, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
+		Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 5, OutputTokens: 1}, At: b.r.at(time.Second)}}}
+	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: b.now, Owner: o})
+	must(t, "Ready", st.Ready(ctx))
+	held := st.Progress()
+	st.Flush()
+	must(t, "Durable", st.Durable(ctx))
+	led, err := s.ListUsage(ctx, echogate.UsageFilter{Turn: want.ID}, 0)
+	must(t, "ListUsage", err)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	taken, told, toldErr, written := o.taken, o.told, o.toldErr, o.written
+	if held {
+		if taken != 1 || told != 1 || toldErr != nil || len(written) != 1 || written[0].ID == 0 {
+			t.Errorf("Progress held the usage: taken %d, told %d (%v), written %+v; want taken and written once, with its ledger id", taken, told, toldErr, written)
 		}
-		if _, err := s.GetTurn(ctx, want.ID); err != nil {
-			t.Errorf("GetTurn after Fold and Durable = %v, want the record", err)
+		if len(led) != 1 || led[0].Usage.InputTokens != 5 {
+			t.Errorf("ledger of the turn = %+v, want the one entry written with the input", led)
 		}
-	})
+	} else if taken != 0 || told != 0 || len(led) != 0 {
+		t.Errorf("Progress = false (the caller records the usage) but the start took it %d times, told %d, ledger %+v; want none", taken, told, led)
+	}
+	if h := b.history(t, want.Session); !slices.Equal(h, []string{"q"}) {
+		t.Errorf("History = %q, want [q]", h)
+	}
+}
 
-	t.Run("ProgressCarriesUsage", func(t *testing.T) {
-		want := rec("progress")
-		o := &owner{due: []echogate.UsageRecord{{Turn: want.ID, Session: want.Session, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
-			Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 5, OutputTokens: 1}, At: r.at(time.Second)}}}
-		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now, Owner: o})
-		must(t, "Ready", st.Ready(ctx))
-		held := st.Progress()
-		st.Flush()
-		must(t, "Durable", st.Durable(ctx))
-		led, err := s.ListUsage(ctx, echogate.UsageFilter{Turn: want.ID}, 0)
-		must(t, "ListUsage", err)
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		taken, told, toldErr, written := o.taken, o.told, o.toldErr, o.written
-		if held {
-			if taken != 1 || told != 1 || toldErr != nil || len(written) != 1 || written[0].ID == 0 {
-				t.Errorf("Progress held the usage: taken %d, told %d (%v), written %+v; want taken and written once, with its ledger id", taken, told, toldErr, written)
-			}
-			if len(led) != 1 || led[0].Usage.InputTokens != 5 {
-				t.Errorf("ledger of the turn = %+v, want the one entry written with the input", led)
-			}
-		} else if taken != 0 || told != 0 || len(led) != 0 {
-			t.Errorf("Progress = false (the caller records the usage) but the start took it %d times, told %d, ledger %+v; want none", taken, told, led)
-		}
-		if h := history(want.Session); !slices.Equal(h, []string{"q"}) {
-			t.Errorf("History = %q, want [q]", h)
-		}
-	})
+// NoInput: a start without input writes the record and nothing else.
+func (b beginCase) noInput(t *testing.T) {
+	ctx, s := b.ctx, b.s
+	want := b.rec("noinput")
+	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Now: b.now})
+	must(t, "Ready", st.Ready(ctx))
+	must(t, "Durable", st.Durable(ctx))
+	if f := st.Fold(); f != nil {
+		t.Errorf("Fold of a start without input = %+v, want nil", f)
+	}
+	if h := b.history(t, want.Session); len(h) != 0 {
+		t.Errorf("History = %q, want nothing", h)
+	}
+	if _, err := s.GetTurn(ctx, want.ID); err != nil {
+		t.Errorf("GetTurn = %v, want the record", err)
+	}
+}
 
-	t.Run("NoInput", func(t *testing.T) {
-		want := rec("noinput")
-		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Now: now})
-		must(t, "Ready", st.Ready(ctx))
-		must(t, "Durable", st.Durable(ctx))
-		if f := st.Fold(); f != nil {
-			t.Errorf("Fold of a start without input = %+v, want nil", f)
-		}
-		if h := history(want.Session); len(h) != 0 {
-			t.Errorf("History = %q, want nothing", h)
-		}
-		if _, err := s.GetTurn(ctx, want.ID); err != nil {
-			t.Errorf("GetTurn = %v, want the record", err)
-		}
-	})
-
-	t.Run("FailedRecord", func(t *testing.T) {
-		want := rec("failed")
-		must(t, "CreateTurn", s.CreateTurn(ctx, want)) // the id exists: the start's record fails
-		o := &owner{}
-		st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: now, Owner: o})
-		_ = st.Ready(ctx)
-		if err := st.Recorded(ctx); err == nil {
-			t.Error("Recorded of a start whose record exists = nil, want an error")
-		}
-		if err := st.Durable(ctx); err == nil {
-			t.Error("Durable of a start whose record exists = nil, want an error")
-		}
-		if n := o.failed.Load(); n != 1 {
-			t.Errorf("Failed told %d times, want once", n)
-		}
-	})
+// FailedRecord: a failed record write is told to the Owner once and returned by every wait.
+func (b beginCase) failedRecord(t *testing.T) {
+	ctx, s := b.ctx, b.s
+	want := b.rec("failed")
+	must(t, "CreateTurn", s.CreateTurn(ctx, want)) // the id exists: the start's record fails
+	o := &owner{}
+	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: b.now, Owner: o})
+	_ = st.Ready(ctx)
+	if err := st.Recorded(ctx); err == nil {
+		t.Error("Recorded of a start whose record exists = nil, want an error")
+	}
+	if err := st.Durable(ctx); err == nil {
+		t.Error("Durable of a start whose record exists = nil, want an error")
+	}
+	if n := o.failed.Load(); n != 1 {
+		t.Errorf("Failed told %d times, want once", n)
+	}
 }
 
 // owner is a turnstart.Owner that records what the start told it.

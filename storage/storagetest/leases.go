@@ -19,11 +19,37 @@ import (
 func RunLeases(t *testing.T, open func(t *testing.T) (a, b lease.Store)) {
 	t.Helper()
 	a, b := open(t)
-	ctx := context.Background()
 	u := uniq{prefix: "st-" + randomHex(t, 6) + "-"}
-	name := u.key("discord:shard:0")
-	t0 := time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)
-	const ttl = 10 * time.Second
+	l := leaseCase{
+		a: a, b: b, ctx: context.Background(), u: u,
+		name: u.key("discord:shard:0"),
+		t0:   time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC),
+		ttl:  10 * time.Second,
+	}
+	// Each step starts from the state the one before left: B holds name from handOver on.
+	l.handOver(t)
+	at := l.t0.Add(16 * time.Second)
+	l.holders(t, at)
+	l.release(t, at)
+	l.race(t)
+	l.badArguments(t)
+}
+
+// leaseCase is RunLeases' fixture: two stores over one database and the lease they share.
+type leaseCase struct {
+	a, b lease.Store
+	ctx  context.Context
+	u    uniq
+	name string
+	t0   time.Time
+	ttl  time.Duration
+}
+
+// handOver: A takes the free lease and renews it, B is refused until the renewed expiry and
+// takes it at exactly that instant, and A is refused after losing it.
+func (l leaseCase) handOver(t *testing.T) {
+	t.Helper()
+	a, b, t0 := l.a, l.b, l.t0
 	steps := []struct {
 		what   string
 		store  lease.Store
@@ -39,57 +65,67 @@ func RunLeases(t *testing.T, open func(t *testing.T) (a, b lease.Store)) {
 		{"A after losing it", a, "A", t0.Add(16 * time.Second), false},
 	}
 	for _, s := range steps {
-		got, err := s.store.Acquire(ctx, name, s.owner, s.at, ttl)
+		got, err := s.store.Acquire(l.ctx, l.name, s.owner, s.at, l.ttl)
 		if err != nil || got != s.wantOK {
-			t.Fatalf("%s: Acquire(%s, %s, %s) = %v, %v; want %v", s.what, name, s.owner, s.at.Format(time.TimeOnly), got, err, s.wantOK)
+			t.Fatalf("%s: Acquire(%s, %s, %s) = %v, %v; want %v", s.what, l.name, s.owner, s.at.Format(time.TimeOnly), got, err, s.wantOK)
 		}
 	}
-	at := t0.Add(16 * time.Second)
+}
+
+// holders: Holders lists the unexpired leases under the prefix, at and once one expired.
+func (l leaseCase) holders(t *testing.T, at time.Time) {
+	t.Helper()
 	holders := func(when time.Time) map[string]string {
 		t.Helper()
-		h, err := a.Holders(ctx, u.prefix, when)
+		h, err := l.a.Holders(l.ctx, l.u.prefix, when)
 		if err != nil {
-			t.Fatalf("Holders(%s) = %v", u.prefix, err)
+			t.Fatalf("Holders(%s) = %v", l.u.prefix, err)
 		}
 		return h
 	}
-	other := u.key("discord:shard:1")
-	if ok, err := a.Acquire(ctx, other, "A", at, time.Second); !ok || err != nil {
+	other := l.u.key("discord:shard:1")
+	if ok, err := l.a.Acquire(l.ctx, other, "A", at, time.Second); !ok || err != nil {
 		t.Fatalf("Acquire(%s) = %v, %v; want true", other, ok, err)
 	}
-	if h := holders(at); len(h) != 2 || h[name] != "B" || h[other] != "A" {
-		t.Errorf("Holders at %s = %v, want %s: B and %s: A", at.Format(time.TimeOnly), h, name, other)
+	if h := holders(at); len(h) != 2 || h[l.name] != "B" || h[other] != "A" {
+		t.Errorf("Holders at %s = %v, want %s: B and %s: A", at.Format(time.TimeOnly), h, l.name, other)
 	}
-	if h := holders(at.Add(time.Second)); len(h) != 1 || h[name] != "B" {
-		t.Errorf("Holders once %s expired = %v, want only %s: B", other, h, name)
+	if h := holders(at.Add(time.Second)); len(h) != 1 || h[l.name] != "B" {
+		t.Errorf("Holders once %s expired = %v, want only %s: B", other, h, l.name)
 	}
+}
 
-	// Releasing someone else's lease changes nothing; the owner's release frees it at once.
-	if err := a.Release(ctx, name, "A"); err != nil {
+// release: releasing someone else's lease changes nothing; the owner's release frees it at once.
+func (l leaseCase) release(t *testing.T, at time.Time) {
+	t.Helper()
+	if err := l.a.Release(l.ctx, l.name, "A"); err != nil {
 		t.Fatalf("Release by a non-owner = %v, want nil", err)
 	}
-	if ok, _ := a.Acquire(ctx, name, "A", at, ttl); ok {
+	if ok, _ := l.a.Acquire(l.ctx, l.name, "A", at, l.ttl); ok {
 		t.Fatalf("Acquire after a non-owner's release = true, want false: B still holds it")
 	}
-	if err := b.Release(ctx, name, "B"); err != nil {
+	if err := l.b.Release(l.ctx, l.name, "B"); err != nil {
 		t.Fatalf("Release by its owner = %v", err)
 	}
-	if ok, err := a.Acquire(ctx, name, "A", at, ttl); !ok || err != nil {
+	if ok, err := l.a.Acquire(l.ctx, l.name, "A", at, l.ttl); !ok || err != nil {
 		t.Fatalf("Acquire after the owner's release = %v, %v; want true", ok, err)
 	}
+}
 
-	// Owners racing for a free lease: exactly one wins.
-	race := u.key("discord:identify")
+// race: of owners racing for a free lease over both stores, exactly one wins.
+func (l leaseCase) race(t *testing.T) {
+	t.Helper()
+	race := l.u.key("discord:identify")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	won := 0
 	for i := range 8 {
-		st := a
+		st := l.a
 		if i%2 == 1 {
-			st = b
+			st = l.b
 		}
 		wg.Go(func() {
-			ok, err := st.Acquire(ctx, race, fmt.Sprintf("R%d", i), t0, ttl)
+			ok, err := st.Acquire(l.ctx, race, fmt.Sprintf("R%d", i), l.t0, l.ttl)
 			if err != nil {
 				t.Errorf("racing Acquire = %v", err)
 			}
@@ -104,7 +140,12 @@ func RunLeases(t *testing.T, open func(t *testing.T) (a, b lease.Store)) {
 	if won != 1 {
 		t.Errorf("owners racing for a free lease: %d won, want 1", won)
 	}
+}
 
+// badArguments: an empty name or owner, a ttl not above zero and a cancelled context fail.
+func (l leaseCase) badArguments(t *testing.T) {
+	t.Helper()
+	a, ctx, name, t0, ttl := l.a, l.ctx, l.name, l.t0, l.ttl
 	for what, call := range map[string]func() error{
 		"empty name":   func() error { _, err := a.Acquire(ctx, "", "A", t0, ttl); return err },
 		"empty owner":  func() error { _, err := a.Acquire(ctx, name, "", t0, ttl); return err },
@@ -120,7 +161,7 @@ func RunLeases(t *testing.T, open func(t *testing.T) (a, b lease.Store)) {
 	if _, err := a.Acquire(cctx, name, "A", t0, ttl); err == nil {
 		t.Error("Acquire with a cancelled context = nil error, want one")
 	}
-	if _, err := a.Holders(cctx, u.prefix, t0); err == nil {
+	if _, err := a.Holders(cctx, l.u.prefix, t0); err == nil {
 		t.Error("Holders with a cancelled context = nil error, want one")
 	}
 }

@@ -20,10 +20,28 @@ import (
 func RunMCPTokens(t *testing.T, open func(t *testing.T) (a, b mcptoken.Store)) {
 	t.Helper()
 	a, b := open(t)
-	ctx := context.Background()
 	u := uniq{prefix: "st-" + randomHex(t, 6) + "-"}
-	srv, other := u.key("tracker"), u.key("code")
-	user := u.key("slack:U1")
+	m := tokenCase{a: a, b: b, ctx: context.Background(), u: u, srv: u.key("tracker"), other: u.key("code"), user: u.key("slack:U1")}
+	// Each step starts from the state the one before left.
+	m.roundTrip(t)
+	m.replaceAndList(t)
+	m.deleteUsers(t)
+	m.badArguments(t)
+}
+
+// tokenCase is RunMCPTokens' fixture: two stores over one database, two servers and a user.
+type tokenCase struct {
+	a, b             mcptoken.Store
+	ctx              context.Context
+	u                uniq
+	srv, other, user string
+}
+
+// roundTrip: a grant put by one replica is read by the other, blob, expiry (in UTC) and
+// UpdatedAt intact.
+func (m tokenCase) roundTrip(t *testing.T) {
+	t.Helper()
+	a, b, ctx, srv := m.a, m.b, m.ctx, m.srv
 	exp := time.Date(2026, 12, 7, 16, 0, 0, 123_000_000, time.UTC)
 
 	if _, err := b.GetMCPToken(ctx, srv, ""); !errors.Is(err, echogate.ErrNotFound) {
@@ -43,7 +61,13 @@ func RunMCPTokens(t *testing.T, open func(t *testing.T) (a, b mcptoken.Store)) {
 	if got.UpdatedAt.IsZero() || got.UpdatedAt.Location() != time.UTC {
 		t.Errorf("UpdatedAt = %v, want set, in UTC", got.UpdatedAt)
 	}
+}
 
+// replaceAndList: Put replaces; a user's grant and another server's are separate records;
+// List gives the user's grants sorted by server, without blobs.
+func (m tokenCase) replaceAndList(t *testing.T) {
+	t.Helper()
+	a, b, ctx, u, srv, other, user := m.a, m.b, m.ctx, m.u, m.srv, m.other, m.user
 	// Replace; a user's grant and another server's are separate records.
 	if err := b.PutMCPToken(ctx, mcptoken.Record{Server: srv, Sealed: []byte("second")}); err != nil {
 		t.Fatalf("PutMCPToken (replace) = %v", err)
@@ -72,7 +96,12 @@ func RunMCPTokens(t *testing.T, open func(t *testing.T) (a, b mcptoken.Store)) {
 	if len(mine) != 2 || mine[0].Server != other || mine[1].Server != srv || mine[0].User != user || len(mine[0].Sealed) != 0 {
 		t.Errorf("ListMCPTokens(user) = %+v, want %s then %s for %s, without blobs", mine, other, srv, user)
 	}
+}
 
+// deleteUsers: deleting one user's grant keeps the server's; a missing grant is ErrNotFound.
+func (m tokenCase) deleteUsers(t *testing.T) {
+	t.Helper()
+	a, b, ctx, srv, user := m.a, m.b, m.ctx, m.srv, m.user
 	// Delete one user's grant: the server's stays.
 	if err := b.DeleteMCPToken(ctx, srv, user); err != nil {
 		t.Fatalf("DeleteMCPToken = %v", err)
@@ -86,7 +115,12 @@ func RunMCPTokens(t *testing.T, open func(t *testing.T) (a, b mcptoken.Store)) {
 	if _, err := a.GetMCPToken(ctx, srv, ""); err != nil {
 		t.Errorf("the server's grant after deleting a user's = %v, want it kept", err)
 	}
+}
 
+// badArguments: an empty server and a cancelled context fail.
+func (m tokenCase) badArguments(t *testing.T) {
+	t.Helper()
+	a, ctx, srv := m.a, m.ctx, m.srv
 	if err := a.PutMCPToken(ctx, mcptoken.Record{Sealed: []byte("x")}); err == nil {
 		t.Error("PutMCPToken with an empty server = nil, want an error")
 	}

@@ -25,12 +25,29 @@ type Retainer interface {
 // transcript, active ones and paused ones keep theirs; the ledger is never touched; Vacuum
 // succeeds on a live store.
 func RunRetention(t *testing.T, open func(t *testing.T) Retainer) {
-	ctx := context.Background()
-	s := open(t)
-	base := time.Now().UTC().Truncate(time.Millisecond)
-	key := func(n string) string { return fmt.Sprintf("ret:%d:%s", base.UnixNano(), n) }
-	sess := func(n string) echogate.SessionKey { return echogate.SessionKey(key(n)) }
+	r := retention{ctx: context.Background(), s: open(t), base: time.Now().UTC().Truncate(time.Millisecond)}
+	r.events(t)
+	r.sessions(t)
+	if err := r.s.Vacuum(r.ctx); err != nil {
+		t.Errorf("Vacuum = %v", err)
+	}
+}
 
+// retention is RunRetention's fixture: the store, and keys unique to this run around base.
+type retention struct {
+	ctx  context.Context
+	s    Retainer
+	base time.Time
+}
+
+func (r retention) key(n string) string { return fmt.Sprintf("ret:%d:%s", r.base.UnixNano(), n) }
+
+func (r retention) sess(n string) echogate.SessionKey { return echogate.SessionKey(r.key(n)) }
+
+// events: completed events lose their payload, then (once old) their dedupe record; an
+// unfinished one keeps both.
+func (r retention) events(t *testing.T) {
+	ctx, s, base, key := r.ctx, r.s, r.base, r.key
 	// Events: one done long ago, one done just now, one unfinished.
 	for _, e := range []struct {
 		name string
@@ -80,7 +97,12 @@ func RunRetention(t *testing.T, open func(t *testing.T) Retainer) {
 	if claimed, err := s.ClaimEvent(ctx, key("old"), []byte(`{}`), base); err != nil || !claimed {
 		t.Errorf("ClaimEvent(old) after pruning = %v, %v; want true: its record was pruned", claimed, err)
 	}
+}
 
+// sessions: a session idle since before the cutoff loses its transcript and record; an active
+// one and an idle but paused one keep theirs; the ledger keeps every session's usage.
+func (r retention) sessions(t *testing.T) {
+	ctx, s, base, sess := r.ctx, r.s, r.base, r.sess
 	// Sessions: idle, active, and idle but paused.
 	old, recent := base.Add(-100*24*time.Hour), base.Add(-time.Hour)
 	for _, x := range []struct {
@@ -121,8 +143,5 @@ func RunRetention(t *testing.T, open func(t *testing.T) Retainer) {
 		if err != nil || u.InputTokens != 10 {
 			t.Errorf("%s session usage after pruning = %d tokens, %v; want 10: the ledger is kept", name, u.InputTokens, err)
 		}
-	}
-	if err := s.Vacuum(ctx); err != nil {
-		t.Errorf("Vacuum = %v", err)
 	}
 }

@@ -112,77 +112,97 @@ func RunSchedulerChaos(t *testing.T, st ChaosStore, childTest string, env []stri
 		}
 	}
 	end := chaosStart.Add(240 * time.Minute)
-	done := make(chan int64, 64)
-	var mu sync.Mutex
-	procs := make([]*chaosProc, replicas)
-	start := func(i int) {
-		cmd := exec.Command(os.Args[0], "-test.run=^"+childTest+"$", "-test.count=1")
-		cmd.Env = append(append(os.Environ(), env...), fmt.Sprintf("%s=r%d-%d", chaosEnv, i, rand.IntN(1e6)))
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start child: %v", err)
-		}
-		p := &chaosProc{cmd: cmd, in: in, alive: true}
-		procs[i] = p
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				var u int64
-				if _, err := fmt.Sscanf(sc.Text(), "done %d", &u); err == nil {
-					done <- u
-				}
-			}
-			_ = cmd.Wait()
-			mu.Lock()
-			p.alive = false
-			mu.Unlock()
-		}()
+	f := &chaosFleet{childTest: childTest, env: env, done: make(chan int64, 64), procs: make([]*chaosProc, replicas)}
+	for i := range f.procs {
+		f.start(t, i)
 	}
-	for i := range procs {
-		start(i)
-	}
-	defer func() {
-		for _, p := range procs {
-			_ = p.in.Close()
-			_ = p.cmd.Process.Kill()
-		}
-	}()
+	defer f.stop()
 	kills := 0
-	send := func(now time.Time) {
-		for _, p := range procs {
-			_, _ = fmt.Fprintf(p.in, "%d\n", now.Unix())
-		}
-	}
 	// The run goes past end by StaleAfter and more, so claims orphaned near the end are
 	// reclaimed; only slots up to end are checked.
 	for now := chaosStart.Add(20 * time.Second); !now.After(end.Add(5 * time.Minute)); now = now.Add(20 * time.Second) {
-		send(now)
+		f.send(now)
 		if rand.IntN(3) == 0 { // a kill at a random instant of this step's passes
 			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
 			i := rand.IntN(replicas)
-			_ = procs[i].cmd.Process.Kill()
+			_ = f.procs[i].cmd.Process.Kill()
 			kills++
-			start(i)
-			send(now)
+			f.start(t, i)
+			f.send(now)
 		}
-		deadline := time.After(30 * time.Second)
-	wait:
-		for {
-			select {
-			case u := <-done:
-				if u == now.Unix() {
-					break wait
-				}
-			case <-deadline:
-				t.Fatalf("no child finished a pass at %v within 30s", now)
-			}
-		}
+		f.waitPass(t, now)
 	}
 	total, missed, resubmitted := checkChaosSlots(t, st, jobs, end)
 	t.Logf("chaos: %d slots of %d jobs, %d replicas, %d SIGKILLs; %d slots reclaimed after a kill; 0 twice (event dedupe), %d missed",
 		total, len(jobs), replicas, kills, resubmitted, missed)
+}
+
+// chaosFleet is the chaos run's child processes: procs[i] is replica i's current process, done
+// carries the virtual time (unix seconds) of every pass a child reported finished.
+type chaosFleet struct {
+	childTest string
+	env       []string
+	done      chan int64
+	mu        sync.Mutex // guards the procs' alive
+	procs     []*chaosProc
+}
+
+// start starts replica i's child process, and a goroutine relaying its "done" lines until it
+// exits.
+func (f *chaosFleet) start(t *testing.T, i int) {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+f.childTest+"$", "-test.count=1")
+	cmd.Env = append(append(os.Environ(), f.env...), fmt.Sprintf("%s=r%d-%d", chaosEnv, i, rand.IntN(1e6)))
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child: %v", err)
+	}
+	p := &chaosProc{cmd: cmd, in: in, alive: true}
+	f.procs[i] = p
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var u int64
+			if _, err := fmt.Sscanf(sc.Text(), "done %d", &u); err == nil {
+				f.done <- u
+			}
+		}
+		_ = cmd.Wait()
+		f.mu.Lock()
+		p.alive = false
+		f.mu.Unlock()
+	}()
+}
+
+// send tells every child to run a pass at now.
+func (f *chaosFleet) send(now time.Time) {
+	for _, p := range f.procs {
+		_, _ = fmt.Fprintf(p.in, "%d\n", now.Unix())
+	}
+}
+
+// waitPass waits until a child finished a pass at now; it fails the test after 30 s.
+func (f *chaosFleet) waitPass(t *testing.T, now time.Time) {
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case u := <-f.done:
+			if u == now.Unix() {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no child finished a pass at %v within 30s", now)
+		}
+	}
+}
+
+// stop closes every child's stdin and kills it.
+func (f *chaosFleet) stop() {
+	for _, p := range f.procs {
+		_ = p.in.Close()
+		_ = p.cmd.Process.Kill()
+	}
 }
 
 // checkChaosSlots checks that every slot of every job up to end was accepted once (the event

@@ -85,11 +85,39 @@ func schedTwoWorkers(t *testing.T, a, b schedule.Store) {
 	ctx := context.Background()
 	// Berlin falls back at 01:00 UTC on 2026-10-25 and New York on 2026-11-01; the run covers
 	// the first: 02:00-03:00 Berlin time happens twice.
-	start := time.Date(2026, 10, 24, 22, 0, 0, 0, time.UTC)
-	upTo := start.Add(5 * time.Hour)                 // first stretch of ticks
-	downTo := upTo.Add(2*time.Hour + 10*time.Minute) // downtime: no worker runs
-	end := downTo.Add(2 * time.Hour)
-	clock := scheduletest.NewClock(start)
+	var sp twoWorkerSpan
+	sp.start = time.Date(2026, 10, 24, 22, 0, 0, 0, time.UTC)
+	sp.upTo = sp.start.Add(5 * time.Hour)                 // first stretch of ticks
+	sp.downTo = sp.upTo.Add(2*time.Hour + 10*time.Minute) // downtime: no worker runs
+	sp.end = sp.downTo.Add(2 * time.Hour)
+	clock := scheduletest.NewClock(sp.start)
+	cases := twoWorkerJobs(t, ctx, a, sp)
+	d := newDispatcher()
+	cfg := schedule.Config{Grace: time.Minute, MaxConcurrent: 3, Batch: 4}
+	wa, err := schedule.NewWorker(withReplica(cfg, "a"), a, d.submit, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, _ := schedule.NewWorker(withReplica(cfg, "b"), b, d.submit, clock, nil)
+	for clock.Now().Before(sp.end) {
+		clock.Advance(20 * time.Second)
+		if now := clock.Now(); now.After(sp.upTo) && now.Before(sp.downTo) {
+			continue // down: nobody ticks
+		}
+		tickUntilIdle(t, ctx, wa, wb)
+	}
+	checkRanOnce(t, d, cases)
+}
+
+// twoWorkerSpan is schedTwoWorkers' timeline: workers tick from start to upTo, none runs until
+// downTo, then they tick again until end.
+type twoWorkerSpan struct{ start, upTo, downTo, end time.Time }
+
+// twoWorkerJobs creates schedTwoWorkers' jobs in s (intervals, cron in two time zones across
+// Berlin's fall back, one-shots due while up, in the downtime within and past their lateness)
+// and the slots each must run over sp.
+func twoWorkerJobs(t *testing.T, ctx context.Context, s schedule.Store, sp twoWorkerSpan) []schedCase {
+	t.Helper()
 	once := schedule.CatchUp{Policy: schedule.CatchUpOnce, MaxLateness: time.Hour}
 	skip := schedule.CatchUp{Policy: schedule.CatchUpSkip}
 	specs := []struct {
@@ -102,73 +130,68 @@ func schedTwoWorkers(t *testing.T, a, b schedule.Store) {
 		{"berlin-2m", schedule.Spec{Cron: "*/2 * * * *", Timezone: "Europe/Berlin"}, once},
 		{"berlin-0230", schedule.Spec{Cron: "30 2 * * *", Timezone: "Europe/Berlin"}, once},
 		{"ny-hourly", schedule.Spec{Cron: "0 * * * *", Timezone: "America/New_York"}, once},
-		{"at-up", schedule.Spec{At: start.Add(90 * time.Minute)}, once},
-		{"at-down", schedule.Spec{At: upTo.Add(100 * time.Minute)}, once}, // 30 min late at restart: runs
-		{"at-lost", schedule.Spec{At: upTo.Add(20 * time.Minute)}, once},  // 1h50 late: too late
+		{"at-up", schedule.Spec{At: sp.start.Add(90 * time.Minute)}, once},
+		{"at-down", schedule.Spec{At: sp.upTo.Add(100 * time.Minute)}, once}, // 30 min late at restart: runs
+		{"at-lost", schedule.Spec{At: sp.upTo.Add(20 * time.Minute)}, once},  // 1h50 late: too late
 	}
 	var cases []schedCase
-	for _, sp := range specs {
-		j := testJob(sp.id, 0)
-		j.Spec, j.CatchUp, j.Next = sp.spec, sp.cu, time.Time{}
-		j, err := schedule.CheckJob(j, schedule.Limits{}, start)
+	for _, spec := range specs {
+		j := testJob(spec.id, 0)
+		j.Spec, j.CatchUp, j.Next = spec.spec, spec.cu, time.Time{}
+		j, err := schedule.CheckJob(j, schedule.Limits{}, sp.start)
 		if err != nil {
-			t.Fatalf("CheckJob(%s): %v", sp.id, err)
+			t.Fatalf("CheckJob(%s): %v", spec.id, err)
 		}
-		if err := a.CreateJob(ctx, j, 0); err != nil {
+		if err := s.CreateJob(ctx, j, 0); err != nil {
 			t.Fatal(err)
 		}
 		// Expected: every slot while up; after the downtime the latest missed slot if the
 		// policy and its lateness allow; then every slot again.
-		want := slotsIn(t, j.Spec, start, upTo)
-		missed := slotsIn(t, j.Spec, upTo, downTo)
+		want := slotsIn(t, j.Spec, sp.start, sp.upTo)
+		missed := slotsIn(t, j.Spec, sp.upTo, sp.downTo)
 		if n := len(missed); n > 0 {
 			last := missed[n-1]
 			window := time.Minute // the worker's Grace
-			if sp.cu.Policy == schedule.CatchUpOnce {
+			if spec.cu.Policy == schedule.CatchUpOnce {
 				window = time.Hour
 			}
-			if !last.Before(downTo.Add(-window)) {
+			if !last.Before(sp.downTo.Add(-window)) {
 				want = append(want, last)
 			}
 		}
-		want = append(want, slotsIn(t, j.Spec, downTo, end)...)
+		want = append(want, slotsIn(t, j.Spec, sp.downTo, sp.end)...)
 		cases = append(cases, schedCase{j, want})
 	}
-	d := newDispatcher()
-	cfg := schedule.Config{Grace: time.Minute, MaxConcurrent: 3, Batch: 4}
-	wa, err := schedule.NewWorker(withReplica(cfg, "a"), a, d.submit, clock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb, _ := schedule.NewWorker(withReplica(cfg, "b"), b, d.submit, clock, nil)
-	tick := func() {
-		var wg sync.WaitGroup
-		for _, w := range []*schedule.Worker{wa, wb} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// A pass takes at most Batch jobs: pass until nothing is due.
-				for range 10 {
-					st, err := w.Tick(ctx)
-					if err != nil {
-						t.Errorf("Tick: %v", err)
-						return
-					}
-					if st.Claimed+st.Skipped == 0 {
-						return
-					}
+	return cases
+}
+
+// tickUntilIdle runs the workers' passes concurrently, each until nothing is due.
+func tickUntilIdle(t *testing.T, ctx context.Context, workers ...*schedule.Worker) {
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A pass takes at most Batch jobs: pass until nothing is due.
+			for range 10 {
+				st, err := w.Tick(ctx)
+				if err != nil {
+					t.Errorf("Tick: %v", err)
+					return
 				}
-			}()
-		}
-		wg.Wait()
+				if st.Claimed+st.Skipped == 0 {
+					return
+				}
+			}
+		}()
 	}
-	for clock.Now().Before(end) {
-		clock.Advance(20 * time.Second)
-		if now := clock.Now(); now.After(upTo) && now.Before(downTo) {
-			continue // down: nobody ticks
-		}
-		tick()
-	}
+	wg.Wait()
+}
+
+// checkRanOnce checks that every case ran exactly its wanted slots and every slot was
+// submitted once.
+func checkRanOnce(t *testing.T, d *dispatcher, cases []schedCase) {
+	t.Helper()
 	ran := d.ran()
 	total := 0
 	for _, c := range cases {
@@ -226,23 +249,7 @@ func schedKilled(t *testing.T, a, b schedule.Store) {
 	if _, err := wa.Tick(dying); err == nil {
 		t.Log("the killed pass reported no error")
 	}
-	// The store tells what happened: both slots claimed by a, neither submitted.
-	var claimed int
-	for _, j := range []schedule.Job{before, after} {
-		runs, err := b.ListRuns(ctx, j.ID, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range runs {
-			claimed++
-			if r.ClaimedBy != "a" || !r.SubmittedAt.IsZero() || r.Outcome != "" {
-				t.Errorf("after the kill, run %+v; want claimed by a, not submitted, no outcome", r)
-			}
-		}
-	}
-	if claimed == 0 {
-		t.Fatal("the killed worker claimed nothing; the test did not kill between claim and submit")
-	}
+	claimed := claimedByKilled(t, ctx, b, before, after)
 	// Not stale yet: the survivor leaves the claims alone.
 	clock.Advance(time.Minute)
 	if _, err := wb.Tick(ctx); err != nil {
@@ -264,12 +271,43 @@ func schedKilled(t *testing.T, a, b schedule.Store) {
 	if _, err := wb.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
+	checkRecovered(t, ctx, b, d, before, after)
+}
+
+// claimedByKilled checks what the store tells after worker a died between claim and submit:
+// the jobs' slots claimed by a, none submitted, no outcome. It returns how many were claimed.
+func claimedByKilled(t *testing.T, ctx context.Context, s schedule.Store, jobs ...schedule.Job) int {
+	t.Helper()
+	var claimed int
+	for _, j := range jobs {
+		runs, err := s.ListRuns(ctx, j.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			claimed++
+			if r.ClaimedBy != "a" || !r.SubmittedAt.IsZero() || r.Outcome != "" {
+				t.Errorf("after the kill, run %+v; want claimed by a, not submitted, no outcome", r)
+			}
+		}
+	}
+	if claimed == 0 {
+		t.Fatal("the killed worker claimed nothing; the test did not kill between claim and submit")
+	}
+	return claimed
+}
+
+// checkRecovered checks that survivor b took over the killed worker's claims: each job ran its
+// slot once, claimed and submitted by b, and the slot the dispatcher had accepted before the
+// kill (after's) was submitted a second time, as a duplicate the dispatcher drops.
+func checkRecovered(t *testing.T, ctx context.Context, s schedule.Store, d *dispatcher, before, after schedule.Job) {
+	t.Helper()
 	ran := d.ran()
 	for _, j := range []schedule.Job{before, after} {
 		if got := ran[j.ID]; len(got) != 1 || !got[0].Equal(j.Next) {
 			t.Errorf("job %s ran %v, want exactly its slot %v once", j.ID, got, j.Next)
 		}
-		runs, _ := b.ListRuns(ctx, j.ID, 0)
+		runs, _ := s.ListRuns(ctx, j.ID, 0)
 		if len(runs) != 1 || runs[0].SubmittedAt.IsZero() || runs[0].ClaimedBy != "b" {
 			t.Errorf("job %s runs after recovery = %+v; want one, submitted, claimed by b", j.ID, runs)
 		}
