@@ -57,21 +57,10 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	if p.answerQuestion(ctx, &ev) {
 		return nil // the answer to a running tool call's question (elicit_answer.go)
 	}
-	sh.mu.Lock()
-	mb := sh.boxes[key]
-	if mb == nil {
-		mb = &mailbox{key: key}
-		sh.boxes[key] = mb
-		p.d.Metrics.Mailbox(0, 1)
+	mb, err := p.reserve(sh, key, platform)
+	if err != nil {
+		return err
 	}
-	if len(mb.queue)+mb.reserved >= p.cfg.MailboxSize {
-		sh.mu.Unlock()
-		p.d.Metrics.Reject(platform, "mailbox_full")
-		// A RetryAfterError: channels answer it as back-pressure (HTTP 429, "busy, retry").
-		return &echogate.RetryAfterError{After: time.Second, Err: fmt.Errorf("session %s: %w", key, ErrMailboxFull)}
-	}
-	mb.reserved++
-	sh.mu.Unlock()
 
 	payload, err := json.Marshal(ev)
 	var first bool
@@ -112,6 +101,27 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 		p.interrupt(ctx, key, ev, cur)
 	}
 	return nil
+}
+
+// reserve holds a place in key's mailbox (made on first use) while the event's claim is
+// written, so a full mailbox refuses before anything is recorded; the caller gives it back
+// (mb.reserved--) under sh.mu.
+func (p *Pipeline) reserve(sh *shard, key echogate.SessionKey, platform string) (*mailbox, error) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	mb := sh.boxes[key]
+	if mb == nil {
+		mb = &mailbox{key: key}
+		sh.boxes[key] = mb
+		p.d.Metrics.Mailbox(0, 1)
+	}
+	if len(mb.queue)+mb.reserved >= p.cfg.MailboxSize {
+		p.d.Metrics.Reject(platform, "mailbox_full")
+		// A RetryAfterError: channels answer it as back-pressure (HTTP 429, "busy, retry").
+		return nil, &echogate.RetryAfterError{After: time.Second, Err: fmt.Errorf("session %s: %w", key, ErrMailboxFull)}
+	}
+	mb.reserved++
+	return mb, nil
 }
 
 // isStop reports whether ev asks to stop the running turn.

@@ -96,6 +96,15 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.retry, _ = strconv.Atoi(r.Header.Get("X-Slack-Retry-Num"))
+	c.takeEvent(w, r, j)
+}
+
+// takeEvent queues j and answers Slack 200 only once the sink took it (the pipeline records it
+// durably first), as a Socket Mode envelope is acknowledged: Slack never redelivers what was
+// answered 200, so a 200 before that lost the event when the process died in between. Not
+// taken within Slack's window (or refused): 503, and Slack's retry is dropped as a duplicate if
+// this copy is taken after all.
+func (c *Channel) takeEvent(w http.ResponseWriter, r *http.Request, j job) {
 	taken := make(chan struct{})
 	var once sync.Once
 	j.ack = func() { once.Do(func() { close(taken) }) }
@@ -104,11 +113,6 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "slack events: busy", http.StatusServiceUnavailable)
 		return
 	}
-	// Answered 200 only once the sink took the event (the pipeline records it durably first),
-	// as a Socket Mode envelope is acknowledged: Slack never redelivers what was answered 200,
-	// so a 200 before that lost the event when the process died in between. Not taken within
-	// Slack's window (or refused): 503, and Slack's retry is dropped as a duplicate if this
-	// copy is taken after all.
 	select {
 	case <-taken:
 		w.WriteHeader(http.StatusOK)
