@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/echogate/echogate/internal/backoff"
 	"io"
 	"net/http"
 	"strconv"
@@ -25,9 +26,10 @@ const webhookPlatform = "webhook"
 
 // Webhook delivery's bounds: attempts per message and the first back-off (doubled each time).
 const (
-	webhookAttempts = 4
-	webhookBackoff  = time.Second
-	webhookTimeout  = 15 * time.Second
+	webhookAttempts   = 4
+	webhookBackoff    = time.Second
+	webhookBackoffMax = 8 * time.Second
+	webhookTimeout    = 15 * time.Second
 )
 
 // webhookReplier posts a scheduled run's messages to its job's HTTPS webhook: a JSON body
@@ -85,7 +87,7 @@ func (w *webhookReplier) Send(ctx context.Context, out echogate.Outbound) (echog
 	if err != nil {
 		return echogate.MessageRef{}, err
 	}
-	backoff := webhookBackoff
+	retries := backoff.Policy{Initial: webhookBackoff, Max: webhookBackoffMax}
 	for attempt := 1; ; attempt++ {
 		retry, err := w.post(ctx, url, secret, id, body)
 		if err == nil {
@@ -94,10 +96,9 @@ func (w *webhookReplier) Send(ctx context.Context, out echogate.Outbound) (echog
 		if !retry || attempt == webhookAttempts {
 			return echogate.MessageRef{}, fmt.Errorf("webhook: job %s: %w", job, err)
 		}
-		if werr := w.wait(ctx, backoff); werr != nil {
+		if werr := w.wait(ctx, retries.Step(attempt)); werr != nil { // 1s, 2s, 4s
 			return echogate.MessageRef{}, fmt.Errorf("webhook: job %s: %w (last: %v)", job, werr, err)
 		}
-		backoff *= 2
 	}
 }
 

@@ -9,7 +9,9 @@
 // pin schedules with a deterministic Jitter.
 //
 // Users: the OpenAI provider's retries, the Slack Socket Mode and Discord gateway reconnects, MCP
-// server reconnects, the pipeline's session-lock wait and its deferred-event replay.
+// server reconnects, the pipeline's session-lock wait and its deferred-event replay, a scheduled
+// job's pause after failures (Step, no jitter: every replica computes the same) and its webhook
+// delivery's retries.
 package backoff
 
 import (

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"github.com/echogate/echogate/internal/backoff"
 	"time"
 )
 
@@ -104,16 +105,10 @@ func Decide(s Schedule, cursor, now time.Time, cu CatchUp, grace time.Duration) 
 
 // Backoff is the pause after n consecutive failures before the job's next run:
 // min(BackoffBase·2^(n-1), BackoffMax); zero for n <= 0. It is a pure function of the failure
-// count the store keeps, so every replica and restart agrees on it.
+// count the store keeps (internal/backoff's step, no jitter), so every replica and restart
+// agrees on it.
 func Backoff(n int) time.Duration {
-	if n <= 0 {
-		return 0
-	}
-	d := BackoffBase
-	for i := 1; i < n && d < BackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, BackoffMax)
+	return backoff.Policy{Initial: BackoffBase, Max: BackoffMax}.Step(n)
 }
 
 // Back-off bounds.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/echogate/echogate/internal/clock"
 	"log/slog"
 	"sync"
 	"time"
@@ -30,17 +31,11 @@ type Trigger struct {
 // claimed), so MarkSubmitted follows. An error, unless ctx ended, finishes the run as failed.
 type Submit func(ctx context.Context, t Trigger) error
 
-// Clock is the worker's time source; tests inject a fake.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the worker's time source (the project's one, internal/clock); tests inject a fake.
+type Clock = clock.Clock
 
 // SystemClock is the real clock.
-type SystemClock struct{}
-
-func (SystemClock) Now() time.Time                         { return time.Now() }
-func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+type SystemClock = clock.System
 
 // Config configures a Worker. The zero value means the defaults.
 type Config struct {
