@@ -128,8 +128,8 @@ func needChromium(t *testing.T) {
 
 // TestConsoleInBrowser drives the console in headless Chromium: chat with a streamed answer, a tool
 // call that waits for approval, approving it from the Approvals tab, the turn list and detail, the
-// spend chart, the breakers and the not-yet-configured memory panel. Screenshots of each step are
-// saved as artifacts.
+// spend chart, the breakers, the schedules, the not-yet-configured memory panel, the MCP servers,
+// and a session reopened after a restart. Screenshots of each step are saved as artifacts.
 func TestConsoleInBrowser(t *testing.T) {
 	needChromium(t)
 	fake := consoleModel(t)
@@ -154,9 +154,46 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("GET / without credentials = %d (WWW-Authenticate %q), want 401 asking for Basic auth", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 
-	shots := consoleArtifactsDir(t)
+	b, closeBrowser := openConsoleBrowser(t, token, logs)
+	defer closeBrowser()
+	b.chatStreams(base)
+	b.approveInTheConsole()
+	b.turnsAndSpend()
+	b.otherTabs()
+
+	// The server agrees: nothing is pending any more, and the paused turn was resumed.
+	var pending []map[string]any
+	apiGet(t, base+"/api/approvals", token, &pending)
+	if len(pending) != 0 {
+		t.Errorf("GET /api/approvals after approving = %v, want none", pending)
+	}
+
+	// 7. A restart: reopening the session (by the id the Turns tab shows, web:…) shows its
+	// earlier turns, the tool call, and the approval still waiting, naming who asked.
+	session := b.askAgain()
+	stop()
+	base2, logs2, stop2 := serveReady(t, vars, "--config", cfgPath)
+	defer stop2()
+	defer func() {
+		if t.Failed() {
+			t.Logf("gateway log after the restart:\n%s", logs2.String())
+		}
+	}()
+	b.reopenAfterRestart(base2, session)
+}
+
+// consoleBrowser is a headless Chromium on the console, with the test's step helpers.
+type consoleBrowser struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+}
+
+// openConsoleBrowser starts Chromium sending token as Basic credentials; closeBrowser stops it
+// and fails the test on an uncaught page exception (logging the gateway's log when it failed).
+func openConsoleBrowser(t *testing.T, token string, logs fmt.Stringer) (b *consoleBrowser, closeBrowser func()) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -169,9 +206,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 860),
 	)
-	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
+	stopAll := func() { cancelBrowser(); cancelAlloc(); cancel() }
 
 	// Collect what the page writes to the console; an uncaught exception fails the test.
 	var (
@@ -179,6 +215,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		messages  []chromedp.ConsoleMessage
 	)
 	if err := chromedp.Do(bctx, browserBasicAuth("console", token)); err != nil {
+		stopAll()
 		t.Fatalf("start chromium: %v", err)
 	}
 	consoleDone := make(chan struct{})
@@ -193,9 +230,10 @@ func TestConsoleInBrowser(t *testing.T) {
 			consoleMu.Unlock()
 		}
 	}()
-	defer func() {
+	return &consoleBrowser{t: t, ctx: bctx, shots: consoleArtifactsDir(t)}, func() {
 		cancelBrowser()
 		<-consoleDone
+		stopAll()
 		consoleMu.Lock()
 		defer consoleMu.Unlock()
 		for _, m := range messages {
@@ -208,40 +246,48 @@ func TestConsoleInBrowser(t *testing.T) {
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
 		}
-	}()
+	}
+}
 
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		p := filepath.Join(shots, name+".png")
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatalf("save screenshot: %v", err)
-		}
-		t.Logf("screenshot: %s", p)
+// shot saves a screenshot of the page as an artifact.
+func (b *consoleBrowser) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
-	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, actions...); err != nil {
-			shot("failed")
-			t.Fatalf("%s: %v", what, err)
-		}
+	p := filepath.Join(b.shots, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		b.t.Fatalf("save screenshot: %v", err)
 	}
-	wait := func(js string) chromedp.Action[chromedp.Void] {
-		return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))
-	}
+	b.t.Logf("screenshot: %s", p)
+}
 
+// step runs actions, failing the test (with a screenshot) on the first that fails.
+func (b *consoleBrowser) step(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.shot("failed")
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// wait polls js in the page until it is true (30 s at most).
+func wait(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))
+}
+
+// chatStreams opens the console on base and sends a message: the answer streams into the page.
+func (b *consoleBrowser) chatStreams(base string) {
 	// 1. Chat: the answer streams into the page.
-	step("open the console",
+	b.step("open the console",
 		chromedp.Navigate(base+"/#chat"),
 		chromedp.WaitVisible(chromedp.CSS("#text")),
 		wait(`document.querySelector("#info .chip") !== null`),
 		// An empty conversation says what to do first.
 		wait(`(document.querySelector("#log .hint") || {}).textContent.includes("Type a message below to start")`),
 	)
-	step("watch the answer bubble", chromedp.Evaluate[chromedp.Void](`(() => {
+	b.step("watch the answer bubble", chromedp.Evaluate[chromedp.Void](`(() => {
 		window.__partials = [];
 		new MutationObserver(() => {
 			for (const b of document.querySelectorAll("#log .msg.assistant")) {
@@ -250,15 +296,15 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		}).observe(document.getElementById("log"), { subtree: true, childList: true, characterData: true });
 	})()`))
-	step("send a message",
+	b.step("send a message",
 		chromedp.SetValue(chromedp.CSS("#text"), "hello there"),
 		chromedp.Click(chromedp.CSS("#send")),
 		wait(fmt.Sprintf(`[...document.querySelectorAll("#log .msg.assistant")].some((e) => e.textContent === %q)`, consoleGreeting)),
 	)
-	step("wait for the turn to end", wait(`document.querySelector("#stop").disabled && document.querySelector("#status").textContent === ""`))
-	partials, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`window.__partials`))
+	b.step("wait for the turn to end", wait(`document.querySelector("#stop").disabled && document.querySelector("#status").textContent === ""`))
+	partials, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`window.__partials`))
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	streamed := 0
 	for _, p := range partials {
@@ -267,12 +313,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	if streamed < 2 {
-		t.Errorf("the answer bubble showed %d partial texts before the whole answer (%q), want it to grow as the answer streams", streamed, partials)
+		b.t.Errorf("the answer bubble showed %d partial texts before the whole answer (%q), want it to grow as the answer streams", streamed, partials)
 	}
-	shot("01-chat-streamed")
+	b.shot("01-chat-streamed")
+}
 
+// approveInTheConsole asks for something that needs approval, then approves it from the
+// Approvals tab and sees the answer in the chat.
+func (b *consoleBrowser) approveInTheConsole() {
 	// 2. A tool call that needs approval pauses the turn; the chat shows the request.
-	step("ask for the time",
+	b.step("ask for the time",
 		chromedp.SetValue(chromedp.CSS("#text"), "what time is it?"),
 		chromedp.Click(chromedp.CSS("#send")),
 		wait(`document.querySelector("#log .approval") !== null && document.querySelector("#status").textContent === "Waiting for approval."`),
@@ -280,30 +330,33 @@ func TestConsoleInBrowser(t *testing.T) {
 		wait(`[...document.querySelectorAll("#log .approval button")].map((b) => b.textContent).join("|") === "Approve|Approve for this conversation|Deny"`),
 		wait(`document.querySelector("#log .hint") === null`),
 	)
-	shot("02-chat-approval-requested")
+	b.shot("02-chat-approval-requested")
 
 	// 3. The Approvals tab lists it; approving it there resumes the turn and the chat shows the
 	// answer.
-	step("open the approvals",
+	b.step("open the approvals",
 		chromedp.Click(chromedp.CSS("#tab-approvals")),
 		wait(`document.querySelector('#approvals-list .card button[data-decision="approve"]') !== null`),
 		wait(`document.querySelector("#approvals-badge").textContent === "1"`),
 	)
-	shot("03-approvals")
-	step("approve in the console",
+	b.shot("03-approvals")
+	b.step("approve in the console",
 		chromedp.Click(chromedp.CSS(`#approvals-list .card button[data-decision="approve"]`)),
 		wait(`(document.querySelector("#approvals-list .card .result.ok") || {}).textContent === "Approved — the turn resumes."`),
 	)
-	shot("04-approved")
-	step("see the answer in the chat",
+	b.shot("04-approved")
+	b.step("see the answer in the chat",
 		chromedp.Click(chromedp.CSS("#tab-chat")),
 		wait(fmt.Sprintf(`[...document.querySelectorAll("#log .msg.assistant")].some((e) => e.textContent === %q)`, consoleTimeAnswer)),
 		wait(`[...document.querySelectorAll("#log details.tool summary")].some((e) => e.textContent.includes("current_time") && e.textContent.includes("✓"))`),
 	)
-	shot("05-chat-answered")
+	b.shot("05-chat-answered")
+}
 
+// turnsAndSpend checks the Turns tab (list, detail, a session's totals) and the spend chart.
+func (b *consoleBrowser) turnsAndSpend() {
 	// 4. Turns: the list shows the three turns; a click shows one with its model calls and events.
-	step("open the turns",
+	b.step("open the turns",
 		chromedp.Click(chromedp.CSS("#tab-turns")),
 		wait(`document.querySelectorAll("#turns-table tbody tr").length >= 3`),
 		// The paused turn was decided: it shows the final state of the turn that resumed it.
@@ -315,19 +368,19 @@ func TestConsoleInBrowser(t *testing.T) {
 		// The session's share comes from the ledger, after the turn's own figures.
 		wait(`document.querySelector("#turn-detail").textContent.includes("Session total")`),
 	)
-	detail, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("#turn-detail")))
+	detail, err := chromedp.Run(b.ctx, chromedp.TextContent(chromedp.CSS("#turn-detail")))
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	for _, want := range []string{"gpt-4o-mini", "tool result · current_time", consoleTimeAnswer,
 		"1,200 in · 300 out · 960 cached (80%)", "80% cached"} {
 		if !strings.Contains(detail, want) {
-			t.Errorf("turn detail = %q, want it to show %q", detail, want)
+			b.t.Errorf("turn detail = %q, want it to show %q", detail, want)
 		}
 	}
-	shot("06-turns")
+	b.shot("06-turns")
 	// Filtered by one session, the list names the session's totals and cache-read share.
-	step("filter the turns by session",
+	b.step("filter the turns by session",
 		chromedp.Evaluate[chromedp.Void](`(() => {
 			document.querySelector("#turns-session").value = document.querySelector("#turns-table tbody tr").children[1].title;
 			document.querySelector('#turns-filter button[type="submit"]').click();
@@ -336,7 +389,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 
 	// 5. Spend: the chart draws the day's spend and the daily budget line.
-	step("open the spend chart",
+	b.step("open the spend chart",
 		chromedp.Click(chromedp.CSS("#tab-spend")),
 		wait(`document.querySelectorAll("#spend-chart svg rect.bar").length === 30`),
 		wait(`document.querySelector("#spend-chart svg line.budget") !== null`),
@@ -344,82 +397,78 @@ func TestConsoleInBrowser(t *testing.T) {
 		wait(`[...document.querySelectorAll("#spend-cards .stat")].some((e) => e.textContent.includes("Cache reads") && e.textContent.includes("80%"))`),
 		wait(`[...document.querySelectorAll("#spend-chart svg rect.bar:not(.zero) title")].some((e) => e.textContent.includes("80% cached"))`),
 	)
-	bars, err := chromedp.Run(bctx, chromedp.Evaluate[[]map[string]any](`[...document.querySelectorAll("#spend-chart svg rect.bar:not(.zero)")].map((r) => ({day: r.dataset.day, cost: Number(r.dataset.cost), height: r.getBBox().height}))`))
+	bars, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]map[string]any](`[...document.querySelectorAll("#spend-chart svg rect.bar:not(.zero)")].map((r) => ({day: r.dataset.day, cost: Number(r.dataset.cost), height: r.getBBox().height}))`))
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	today := time.Now().UTC().Format(time.DateOnly)
 	if len(bars) != 1 || bars[0]["day"] != today || bars[0]["cost"].(float64) <= 0 || bars[0]["height"].(float64) < 2 {
-		t.Errorf("spend bars with data = %v, want one visible bar for today (%s) with a positive cost", bars, today)
+		b.t.Errorf("spend bars with data = %v, want one visible bar for today (%s) with a positive cost", bars, today)
 	}
-	shot("07-spend")
+	b.shot("07-spend")
+}
 
+// otherTabs checks the breakers, the schedules (pause and resume), the memory panel that is not
+// configured, and the MCP servers.
+func (b *consoleBrowser) otherTabs() {
 	// 6. Breakers and the memory panel that is not configured yet.
-	step("open the breakers",
+	b.step("open the breakers",
 		chromedp.Click(chromedp.CSS("#tab-breakers")),
 		wait(`[...document.querySelectorAll("#tool-breakers tbody tr")].some((r) => r.textContent.includes("current_time") && r.textContent.includes("closed"))`),
 	)
-	shot("08-breakers")
+	b.shot("08-breakers")
 	// The Schedules tab lists the config's job; Pause and Resume act on it through the API.
 	row := `[...document.querySelectorAll("#schedules-table tbody tr")].find((r) => r.textContent.includes("new-year-digest"))`
-	step("open the schedules",
+	b.step("open the schedules",
 		chromedp.Click(chromedp.CSS("#tab-schedules")),
 		wait(`((r) => r && r.textContent.includes("config") && r.textContent.includes("enabled") && r.textContent.includes("Pause"))(`+row+`)`),
 	)
-	shot("08b-schedules")
-	step("pause the job",
+	b.shot("08b-schedules")
+	b.step("pause the job",
 		chromedp.Click(chromedp.CSS(`#schedules-table tr[data-job="config:new-year-digest"] button:last-child`)),
 		wait(`((r) => r && r.textContent.includes("paused") && r.textContent.includes("Resume"))(`+row+`)`),
 	)
-	step("resume the job",
+	b.step("resume the job",
 		chromedp.Click(chromedp.CSS(`#schedules-table tr[data-job="config:new-year-digest"] button`)),
 		wait(`((r) => r && r.textContent.includes("enabled") && r.textContent.includes("Pause"))(`+row+`)`),
 	)
-	step("open the memory panel",
+	b.step("open the memory panel",
 		chromedp.Click(chromedp.CSS("#tab-memory")),
 		wait(`(document.querySelector("#memory-body strong") || {}).textContent === "Memory is not configured."`),
 	)
-	shot("09-memory")
+	b.shot("09-memory")
 	// The MCP tab: one server connected with its tool, one that needs login with the command.
 	mcpRow := func(name string) string {
 		return `[...document.querySelectorAll("#mcp-table tbody tr")].find((r) => r.dataset.server === "` + name + `")`
 	}
-	step("open the MCP servers",
+	b.step("open the MCP servers",
 		chromedp.Click(chromedp.CSS("#tab-mcp")),
 		wait(`((r) => r && r.querySelector(".pill").textContent === "connected" && r.textContent.includes("1"))(`+mcpRow("wx")+`)`),
 		wait(`((r) => r && r.querySelector(".pill").textContent === "needs login" && r.textContent.includes("echogate mcp login tracker"))(`+mcpRow("tracker")+`)`),
 	)
-	shot("10-mcp")
+	b.shot("10-mcp")
+}
 
-	// The server agrees: nothing is pending any more, and the paused turn was resumed.
-	var pending []map[string]any
-	apiGet(t, base+"/api/approvals", token, &pending)
-	if len(pending) != 0 {
-		t.Errorf("GET /api/approvals after approving = %v, want none", pending)
-	}
-
-	// 7. A restart: reopening the session (by the id the Turns tab shows, web:…) shows its
-	// earlier turns, the tool call, and the approval still waiting, naming who asked.
-	step("ask for the time again",
+// askAgain asks for the time as ann, leaving the approval waiting, and returns the session id.
+func (b *consoleBrowser) askAgain() string {
+	b.step("ask for the time again",
 		chromedp.Click(chromedp.CSS("#tab-chat")),
 		chromedp.SetValue(chromedp.CSS("#user"), "ann"),
 		chromedp.SetValue(chromedp.CSS("#text"), "what time is it now?"),
 		chromedp.Click(chromedp.CSS("#send")),
 		wait(`document.querySelectorAll("#log .approval").length === 2 && document.querySelector("#status").textContent === "Waiting for approval."`),
 	)
-	session, err := chromedp.Run(bctx, chromedp.Evaluate[string](`window.echogateChat.session()`))
+	session, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`window.echogateChat.session()`))
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
-	stop()
-	base2, logs2, stop2 := serveReady(t, vars, "--config", cfgPath)
-	defer stop2()
-	defer func() {
-		if t.Failed() {
-			t.Logf("gateway log after the restart:\n%s", logs2.String())
-		}
-	}()
-	step("reopen the session after a restart",
+	return session
+}
+
+// reopenAfterRestart reopens session on the restarted gateway at base2: its earlier turns, the
+// tool row and the waiting approval, naming who asked.
+func (b *consoleBrowser) reopenAfterRestart(base2, session string) {
+	b.step("reopen the session after a restart",
 		chromedp.Navigate(base2+"/#chat"),
 		chromedp.WaitVisible(chromedp.CSS("#text")),
 		chromedp.SetValue(chromedp.CSS("#session"), "web:"+session),
@@ -431,14 +480,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		wait(`[...document.querySelectorAll("#log details.tool summary")].some((e) => e.textContent.includes("current_time") && e.textContent.includes("✓"))`),
 		wait(`document.querySelectorAll("#log .approval").length === 1`),
 	)
-	card, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("#log .approval")))
+	card, err := chromedp.Run(b.ctx, chromedp.TextContent(chromedp.CSS("#log .approval")))
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	if !strings.Contains(card, "Asked by ann;") || strings.Contains(card, "web:") {
-		t.Errorf("the restored approval card = %q, want it to name who asked (Asked by ann), not an id", card)
+		b.t.Errorf("the restored approval card = %q, want it to name who asked (Asked by ann), not an id", card)
 	}
-	shot("10-reopened-after-restart")
+	b.shot("10-reopened-after-restart")
 }
 
 // browserBasicAuth makes the browser send the console token as HTTP Basic credentials on every request,
