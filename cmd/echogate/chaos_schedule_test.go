@@ -208,8 +208,23 @@ func (c *schedChaos) check(start, end time.Time) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	sst := st.(schedule.Store)
-	// Wait until every claimed slot up to end has an outcome (recovery included).
+	runsOf := c.finishedRuns(ctx, st.(schedule.Store), end)
+	n := c.checkSlots(runsOf, end)
+	caughtUp := c.checkCatchUps(runsOf)
+	t.Logf("schedule chaos: %d outages of every replica (longer than a period): %d of %d job catch-ups ran", len(c.outages), caughtUp, len(c.outages)*len(schedChaosJobs))
+	t.Logf("schedule chaos: %d replicas, %d jobs every 2s over %s, %d SIGKILLs: %d slots run (claimed; %d of them interrupted by a kill and replayed), %d claimed twice, %d run by two turns, "+
+		"%d answers posted twice, %d not delivered once, %d posted once but recorded unconfirmed; %d slots passed over by catch-up (%d while a replica was down, %d while up: a late pass), %d passed over before due",
+		len(c.gs), len(schedChaosJobs), end.Sub(start).Round(time.Second), c.kills, n.slots, n.replays, n.claimedTwice, n.runTwice, n.postedTwice, n.notDelivered, n.unconfirmed,
+		n.skipped, n.skippedDown, n.skipped-n.skippedDown, n.wrongSkip)
+	if n.slots < *schedChaosSlots {
+		t.Errorf("%d slots run, want at least %d", n.slots, *schedChaosSlots)
+	}
+}
+
+// finishedRuns waits until every claimed slot up to end has an outcome (recovery included) and
+// returns each job's runs.
+func (c *schedChaos) finishedRuns(ctx context.Context, sst schedule.Store, end time.Time) map[string][]schedule.Run {
+	t := c.t
 	runsOf := map[string][]schedule.Run{}
 	for wait := time.Now().Add(waitTimeout + 10*time.Second); ; time.Sleep(200 * time.Millisecond) {
 		open := 0
@@ -226,29 +241,47 @@ func (c *schedChaos) check(start, end time.Time) {
 			}
 		}
 		if open == 0 {
-			break
+			return runsOf
 		}
 		if time.Now().After(wait) {
 			t.Fatalf("%d claimed slots never finished", open)
 		}
 	}
+}
+
+// slotTurns maps each slot's event key to the turns that ran it and those a kill interrupted
+// (closed by recovery, their event answered by a new turn: pipeline.Replayed, a replay rather
+// than a second run).
+func (c *schedChaos) slotTurns() (ran, replayed map[string][]string) {
 	var turns []echogate.TurnRecord
-	getJSON(t, c.gs[0].base+"/api/turns?limit=10000", &turns)
-	// A turn a kill interrupted is closed by recovery and its event answered by a new turn
-	// (pipeline.Replayed): it counts as a replay, not as a second run.
-	turnsOfSlot, replayedOf := map[string][]string{}, map[string][]string{}
+	getJSON(c.t, c.gs[0].base+"/api/turns?limit=10000", &turns)
+	ran, replayed = map[string][]string{}, map[string][]string{}
 	for _, tr := range turns {
 		if i := strings.Index(tr.EventKey, "schedule:"); i >= 0 {
 			if pipeline.Replayed(tr) {
-				replayedOf[tr.EventKey[i:]] = append(replayedOf[tr.EventKey[i:]], tr.ID)
+				replayed[tr.EventKey[i:]] = append(replayed[tr.EventKey[i:]], tr.ID)
 				continue
 			}
-			turnsOfSlot[tr.EventKey[i:]] = append(turnsOfSlot[tr.EventKey[i:]], tr.ID)
+			ran[tr.EventKey[i:]] = append(ran[tr.EventKey[i:]], tr.ID)
 		}
 	}
+	return ran, replayed
+}
+
+// slotCounts are what checkSlots counted.
+type slotCounts struct {
+	slots, replays, claimedTwice, runTwice, postedTwice, notDelivered, unconfirmed int
+	skipped, skippedDown, wrongSkip                                                int
+}
+
+// checkSlots checks every slot up to end: claimed once, run by one turn, its answer posted once
+// and recorded delivered; the slots passed over between two runs were due when the later run
+// was claimed.
+func (c *schedChaos) checkSlots(runsOf map[string][]schedule.Run, end time.Time) slotCounts {
+	t := c.t
+	turnsOfSlot, replayedOf := c.slotTurns()
 	answers := c.answers()
-	unconfirmed := 0
-	replays, slots, runTwice, postedTwice, notDelivered, claimedTwice, skipped, skippedDown, wrongSkip := 0, 0, 0, 0, 0, 0, 0, 0, 0
+	var n slotCounts
 	for _, j := range schedChaosJobs {
 		rs := runsOf[j.name]
 		sort.Slice(rs, func(a, b int) bool { return rs[a].Slot.Before(rs[b].Slot) })
@@ -257,19 +290,19 @@ func (c *schedChaos) check(start, end time.Time) {
 			if r.Slot.After(end) {
 				continue
 			}
-			slots++
+			n.slots++
 			if seen[r.Slot.Unix()] {
-				claimedTwice++
+				n.claimedTwice++
 				t.Errorf("%s: slot %s claimed twice", j.name, r.Slot)
 			}
 			seen[r.Slot.Unix()] = true
 			tids := turnsOfSlot[r.EventKey]
 			if len(tids) > 1 {
-				runTwice++
+				n.runTwice++
 				t.Errorf("%s: slot %s run by %d turns %v", j.name, r.Slot, len(tids), tids)
 			}
 			if len(replayedOf[r.EventKey]) > 0 {
-				replays++
+				n.replays++
 			}
 			posted := 0
 			for _, id := range append(tids, replayedOf[r.EventKey]...) {
@@ -277,36 +310,44 @@ func (c *schedChaos) check(start, end time.Time) {
 			}
 			switch {
 			case posted > 1:
-				postedTwice++
+				n.postedTwice++
 				t.Errorf("%s: slot %s answered %d times", j.name, r.Slot, posted)
 			case posted == 1 && r.Outcome == schedule.OutcomeUnconfirmed:
 				// Posted once and recorded unconfirmed: the outcome is not the truth (the turn's
 				// posting, or the platform, shows the message).
-				unconfirmed++
+				n.unconfirmed++
 				t.Errorf("%s: slot %s posted once but recorded unconfirmed (%q), turns %v, replayed %v; want delivered", j.name, r.Slot, r.Error, tids, replayedOf[r.EventKey])
 			case posted == 0 || r.Outcome != schedule.OutcomeDelivered:
-				notDelivered++
+				n.notDelivered++
 				t.Errorf("%s: slot %s: outcome %q (%s), %d answers; want delivered once", j.name, r.Slot, r.Outcome, r.Error, posted)
 			}
-			if k == 0 {
-				continue
-			}
-			// The slots between two runs were passed over: each must have been due (missed) when
-			// the later run was claimed, which catch-up then runs as the latest of them.
-			for s := rs[k-1].Slot.Add(2 * time.Second); s.Before(r.Slot); s = s.Add(2 * time.Second) {
-				skipped++
-				if c.inDown(s) {
-					skippedDown++
-				}
-				if s.After(r.ClaimedAt) {
-					wrongSkip++
-					t.Errorf("%s: slot %s skipped before it was due (the next run was claimed at %s)", j.name, s, r.ClaimedAt)
-				}
+			if k > 0 {
+				c.checkPassedOver(j.name, rs[k-1], r, &n)
 			}
 		}
 	}
-	// After each outage every job ran a slot missed during it (catch-up's once and skip both
-	// run the latest missed slot when it is younger than max_lateness, resp. the grace).
+	return n
+}
+
+// checkPassedOver checks the slots between two runs prev and r: each must have been due
+// (missed) when r was claimed, which catch-up then runs as the latest of them.
+func (c *schedChaos) checkPassedOver(job string, prev, r schedule.Run, n *slotCounts) {
+	for s := prev.Slot.Add(2 * time.Second); s.Before(r.Slot); s = s.Add(2 * time.Second) {
+		n.skipped++
+		if c.inDown(s) {
+			n.skippedDown++
+		}
+		if s.After(r.ClaimedAt) {
+			n.wrongSkip++
+			c.t.Errorf("%s: slot %s skipped before it was due (the next run was claimed at %s)", job, s, r.ClaimedAt)
+		}
+	}
+}
+
+// checkCatchUps checks that after each outage every job ran a slot missed during it (catch-up's
+// once and skip both run the latest missed slot when it is younger than max_lateness, resp. the
+// grace), and returns how many did.
+func (c *schedChaos) checkCatchUps(runsOf map[string][]schedule.Run) int {
 	caughtUp := 0
 	for _, o := range c.outages {
 		for _, j := range schedChaosJobs {
@@ -320,18 +361,11 @@ func (c *schedChaos) check(start, end time.Time) {
 			if ok {
 				caughtUp++
 			} else {
-				t.Errorf("%s: no slot missed during the outage %s–%s was run (catch-up %s runs the latest)", j.name, o[0].Format("15:04:05.000"), o[1].Format("15:04:05.000"), j.catchUp)
+				c.t.Errorf("%s: no slot missed during the outage %s–%s was run (catch-up %s runs the latest)", j.name, o[0].Format("15:04:05.000"), o[1].Format("15:04:05.000"), j.catchUp)
 			}
 		}
 	}
-	t.Logf("schedule chaos: %d outages of every replica (longer than a period): %d of %d job catch-ups ran", len(c.outages), caughtUp, len(c.outages)*len(schedChaosJobs))
-	t.Logf("schedule chaos: %d replicas, %d jobs every 2s over %s, %d SIGKILLs: %d slots run (claimed; %d of them interrupted by a kill and replayed), %d claimed twice, %d run by two turns, "+
-		"%d answers posted twice, %d not delivered once, %d posted once but recorded unconfirmed; %d slots passed over by catch-up (%d while a replica was down, %d while up: a late pass), %d passed over before due",
-		len(c.gs), len(schedChaosJobs), end.Sub(start).Round(time.Second), c.kills, slots, replays, claimedTwice, runTwice, postedTwice, notDelivered, unconfirmed,
-		skipped, skippedDown, skipped-skippedDown, wrongSkip)
-	if slots < *schedChaosSlots {
-		t.Errorf("%d slots run, want at least %d", slots, *schedChaosSlots)
-	}
+	return caughtUp
 }
 
 // inDown reports whether s fell while a replica was down (from its kill to 2s after it was
