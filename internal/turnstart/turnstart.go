@@ -303,3 +303,36 @@ func (s *Start) issue(onlyProgress bool) {
 		s.fail(err)
 	}
 }
+
+// BatchWriter is a store that writes a turn's record and its input in one round trip
+// (one transaction: both or neither).
+type BatchWriter interface {
+	Writer
+	// BeginWithInput writes rec and appends input under rec.ID at at, in one transaction.
+	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time) error
+}
+
+// Together begins a turn like AtOnce, its record and input written together in one
+// transaction (w.BeginWithInput) rather than in two writes at once: one round trip and one
+// connection less. A failed write fails the record (Recorded), and the input with it.
+func Together(ctx context.Context, b Begin, w BatchWriter) *Start {
+	if len(b.Input) == 0 {
+		return AtOnce(ctx, b, w)
+	}
+	if b.Now == nil {
+		b.Now = time.Now
+	}
+	s := &Start{b: b, w: w, ctx: context.WithoutCancel(ctx), atOnce: true, inputAt: inputIssued,
+		recDone: make(chan struct{}), inputDone: make(chan struct{})}
+	go func() {
+		wctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
+		defer cancel()
+		if err := w.BeginWithInput(wctx, b.Record, b.Input, b.Now()); err != nil {
+			s.recErr = fmt.Errorf("begin turn: %w", err)
+			s.fail(s.recErr)
+		}
+		close(s.recDone)
+		close(s.inputDone)
+	}()
+	return s
+}

@@ -133,3 +133,68 @@ type testOwner struct {
 func (o *testOwner) StartFailed(error)                              { o.failed++ }
 func (o *testOwner) DueUsage() []echogate.UsageRecord               { return o.due }
 func (o *testOwner) UsageWritten(u []echogate.UsageRecord, _ error) { o.told = u }
+
+// batchWrites is a BatchWriter whose BeginWithInput waits for release and records its calls;
+// the separate writes fail the test.
+type batchWrites struct {
+	t       *testing.T
+	release chan struct{}
+	calls   chan []echogate.Message
+	err     error
+}
+
+func (b *batchWrites) StartTurn(context.Context, echogate.TurnRecord, func(error)) {
+	b.t.Error("StartTurn called, want the record written by BeginWithInput")
+}
+
+func (b *batchWrites) AppendMessages(context.Context, echogate.SessionKey, string, []echogate.Message, time.Time) error {
+	b.t.Error("AppendMessages called, want the input written by BeginWithInput")
+	return nil
+}
+
+func (b *batchWrites) RecordProgress(context.Context, echogate.SessionKey, string, []echogate.Message, []echogate.UsageRecord, time.Time) error {
+	b.t.Error("RecordProgress called, want the input written by BeginWithInput")
+	return nil
+}
+
+func (b *batchWrites) BeginWithInput(ctx context.Context, _ echogate.TurnRecord, input []echogate.Message, _ time.Time) error {
+	<-b.release
+	b.calls <- input
+	return b.err
+}
+
+// Together writes the record and the input in one BeginWithInput call; Ready waits for it; the
+// input is issued (Progress false, Fold nil); a failure fails the record and is told once.
+func TestTogetherWritesRecordAndInputInOneCall(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+	}{{"Written", nil}, {"Failed", errors.New("unique violation")}} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &batchWrites{t: t, release: make(chan struct{}), calls: make(chan []echogate.Message, 2), err: tt.err}
+			o := &testOwner{}
+			b := qBegin
+			b.Owner = o
+			s := Together(t.Context(), b, w)
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			if err := s.Ready(ctx); !errors.Is(err, context.Canceled) {
+				t.Errorf("Ready before the write landed = %v, want it to wait (context.Canceled)", err)
+			}
+			if s.Progress() || s.Fold() != nil {
+				t.Error("Progress or Fold took the input over, want it issued with the record")
+			}
+			close(w.release)
+			err := s.Ready(t.Context())
+			if got := <-w.calls; len(got) != 1 || got[0].Content != "q" {
+				t.Errorf("BeginWithInput input = %+v, want the turn's input", got)
+			}
+			if (err != nil) != (tt.err != nil) || (s.Recorded(t.Context()) != nil) != (tt.err != nil) {
+				t.Errorf("Ready = %v, Recorded = %v, want the write's error %v", err, s.Recorded(t.Context()), tt.err)
+			}
+			if want := map[bool]int{true: 1, false: 0}[tt.err != nil]; o.failed != want {
+				t.Errorf("StartFailed told %d times, want %d", o.failed, want)
+			}
+		})
+	}
+}

@@ -196,3 +196,42 @@ func (o *owner) UsageWritten(us []echogate.UsageRecord, err error) {
 	defer o.mu.Unlock()
 	o.told, o.toldErr, o.written = o.told+1, err, us
 }
+
+// inputBeginner is a store that writes a turn's record and input in one transaction
+// (turnstart.BatchWriter's BeginWithInput: PostgreSQL).
+type inputBeginner interface {
+	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time) error
+}
+
+// beginWithInput checks BeginWithInput on the stores that have it: the record and the input are
+// both written, the input under the turn; when the record cannot be written (its id exists),
+// neither is.
+func (r *runner) beginWithInput(t *testing.T, s Store, u uniq) {
+	bw, ok := s.(inputBeginner)
+	if !ok {
+		t.Skip("the store writes a turn's record and input separately (no BeginWithInput)")
+	}
+	b := beginCase{r: r, s: s, u: u, ctx: t.Context()}
+	ctx := t.Context()
+	want := b.rec("together")
+	must(t, "BeginWithInput", bw.BeginWithInput(ctx, want, []echogate.Message{userMsg("q1"), userMsg("q2")}, b.now()))
+	got, err := s.GetTurn(ctx, want.ID)
+	must(t, "GetTurn", err)
+	if got.Status != echogate.TurnRunning || got.Session != want.Session {
+		t.Errorf("GetTurn after BeginWithInput = %s in %q, want %s in %q", got.Status, got.Session, echogate.TurnRunning, want.Session)
+	}
+	h, err := s.History(ctx, want.Session, 0)
+	must(t, "History", err)
+	if c := contents(h); !slices.Equal(c, []string{"q1", "q2"}) || h[0].Turn != want.ID {
+		t.Errorf("History after BeginWithInput = %q (turn %q), want [q1 q2] under %q", c, h[0].Turn, want.ID)
+	}
+
+	dup := b.rec("together-dup")
+	must(t, "CreateTurn", s.CreateTurn(ctx, dup))
+	if err := bw.BeginWithInput(ctx, dup, []echogate.Message{userMsg("lost")}, b.now()); err == nil {
+		t.Error("BeginWithInput of an existing turn id = nil, want an error")
+	}
+	if h := b.history(t, dup.Session); len(h) != 0 {
+		t.Errorf("History after a failed BeginWithInput = %q, want empty (both or neither)", h)
+	}
+}
