@@ -14,12 +14,14 @@ import (
 // and the answer is posted only after it is durable (see ResponseStage). A failed start write
 // stops the turn with the error as its cause, and the ResponseStage fails it. A resumed turn's
 // record was written with its decision (ResumeTurn): it begins nothing, and t.w stays nil.
-func (t *Turn) beginTurn(ctx context.Context, input []echogate.Message) {
+// readCP asks the start writes to read the session's checkpoint in their round trip when the
+// store writes them together (the ContextStage takes it from t.w, see loadCheckpoint).
+func (t *Turn) beginTurn(ctx context.Context, input []echogate.Message, readCP bool) {
 	if t.approved != nil {
 		return
 	}
 	t.input = input
-	t.w = t.store.BeginTurn(ctx, turnstart.Begin{Record: t.rec, Input: input, Now: t.now, Owner: startOwner{t}})
+	t.w = t.store.BeginTurn(ctx, turnstart.Begin{Record: t.rec, Input: input, Now: t.now, Owner: startOwner{t}, ReadCheckpoint: readCP})
 }
 
 // startOwner is the turn as its start writes' owner (turnstart.Owner); a one-pointer struct,

@@ -43,6 +43,17 @@ type Begin struct {
 	Now func() time.Time
 	// Owner is the turn the start reports to; nil: nobody is told, and no usage travels.
 	Owner Owner
+	// ReadCheckpoint asks for the session's newest checkpoint to be read with the start writes
+	// when the store writes them together (BatchWriter): Start.Checkpoint returns it. A store
+	// that cannot leaves the read to the caller.
+	ReadCheckpoint bool
+}
+
+// Checkpoint is a session's newest checkpoint as read with a turn's start writes: Err wraps
+// the store's ErrNotFound when the session has none, or is the batch's error.
+type Checkpoint struct {
+	Msg echogate.StoredMessage
+	Err error
 }
 
 // Owner is the turn a Start reports to. Its methods may be called on a store's goroutine and
@@ -96,6 +107,8 @@ type Start struct {
 
 	recDone chan struct{}
 	recErr  error
+	batched bool        // Together: one BatchWriter call writes the record and the input
+	cp      *Checkpoint // read with them (Begin.ReadCheckpoint); set before recDone closes
 
 	// The input is issued at most once (inputAt leaves pending under mu) or folded into the
 	// turn's end; progress (the model asked for a tool) makes the write that issues it carry
@@ -305,16 +318,19 @@ func (s *Start) issue(onlyProgress bool) {
 }
 
 // BatchWriter is a store that writes a turn's record and its input in one round trip
-// (one transaction: both or neither).
+// (one transaction: both or neither), and reads the session's newest checkpoint in it when
+// asked.
 type BatchWriter interface {
 	Writer
-	// BeginWithInput writes rec and appends input under rec.ID at at, in one transaction.
-	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time) error
+	// BeginWithInput writes rec and appends input under rec.ID at at, in one transaction; with
+	// readCheckpoint it reads the session's newest checkpoint in the same round trip.
+	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool) (Checkpoint, error)
 }
 
 // Together begins a turn like AtOnce, its record and input written together in one
 // transaction (w.BeginWithInput) rather than in two writes at once: one round trip and one
-// connection less. A failed write fails the record (Recorded), and the input with it.
+// connection less, and the checkpoint read in it when b asks (Checkpoint). A failed write fails
+// the record (Recorded), and the input with it.
 func Together(ctx context.Context, b Begin, w BatchWriter) *Start {
 	if len(b.Input) == 0 {
 		return AtOnce(ctx, b, w)
@@ -322,17 +338,38 @@ func Together(ctx context.Context, b Begin, w BatchWriter) *Start {
 	if b.Now == nil {
 		b.Now = time.Now
 	}
-	s := &Start{b: b, w: w, ctx: context.WithoutCancel(ctx), atOnce: true, inputAt: inputIssued,
+	s := &Start{b: b, w: w, ctx: context.WithoutCancel(ctx), atOnce: true, batched: true, inputAt: inputIssued,
 		recDone: make(chan struct{}), inputDone: make(chan struct{})}
 	go func() {
 		wctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
 		defer cancel()
-		if err := w.BeginWithInput(wctx, b.Record, b.Input, b.Now()); err != nil {
+		cp, err := w.BeginWithInput(wctx, b.Record, b.Input, b.Now(), b.ReadCheckpoint)
+		if err != nil {
 			s.recErr = fmt.Errorf("begin turn: %w", err)
+			cp.Err = s.recErr
 			s.fail(s.recErr)
+		}
+		if b.ReadCheckpoint {
+			s.cp = &cp
 		}
 		close(s.recDone)
 		close(s.inputDone)
 	}()
 	return s
+}
+
+// Checkpoint returns the session's newest checkpoint as read with the start writes
+// (Begin.ReadCheckpoint), once they landed (ctx's error if it ends first). ok is false when the
+// start does not read it (a nil Start, a store that writes separately, not asked): the caller
+// reads it itself.
+func (s *Start) Checkpoint(ctx context.Context) (cp Checkpoint, ok bool) {
+	if s == nil || !s.batched || !s.b.ReadCheckpoint {
+		return Checkpoint{}, false
+	}
+	select {
+	case <-s.recDone:
+		return *s.cp, true
+	case <-ctx.Done():
+		return Checkpoint{Err: ctx.Err()}, true
+	}
 }

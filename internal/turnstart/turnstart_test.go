@@ -117,6 +117,9 @@ func TestProgressAndFailure(t *testing.T) {
 // A nil Start (a resumed turn, nothing to write) waits for nothing.
 func TestNilStart(t *testing.T) {
 	var s *Start
+	if _, ok := s.Checkpoint(t.Context()); ok {
+		t.Error("Checkpoint of a nil Start: ok, want the caller to read it")
+	}
 	if s.Ready(t.Context()) != nil || s.Durable(t.Context()) != nil || s.Recorded(t.Context()) != nil || s.Progress() || s.Fold() != nil {
 		t.Error("a nil Start reported something, want nothing to wait for")
 	}
@@ -157,14 +160,19 @@ func (b *batchWrites) RecordProgress(context.Context, echogate.SessionKey, strin
 	return nil
 }
 
-func (b *batchWrites) BeginWithInput(ctx context.Context, _ echogate.TurnRecord, input []echogate.Message, _ time.Time) error {
+func (b *batchWrites) BeginWithInput(ctx context.Context, _ echogate.TurnRecord, input []echogate.Message, _ time.Time, readCP bool) (Checkpoint, error) {
 	<-b.release
 	b.calls <- input
-	return b.err
+	if !readCP {
+		b.t.Error("BeginWithInput asked for no checkpoint, want it read with the writes (Begin.ReadCheckpoint)")
+	}
+	return Checkpoint{Msg: echogate.StoredMessage{Seq: 7}}, b.err
 }
 
-// Together writes the record and the input in one BeginWithInput call; Ready waits for it; the
-// input is issued (Progress false, Fold nil); a failure fails the record and is told once.
+// Together writes the record and the input in one BeginWithInput call, with the checkpoint
+// read asked for; Ready waits for it; the input is issued (Progress false, Fold nil); a failure
+// fails the record, the checkpoint read, and is told once. A start of another kind reads no
+// checkpoint (the caller does).
 func TestTogetherWritesRecordAndInputInOneCall(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -175,6 +183,7 @@ func TestTogetherWritesRecordAndInputInOneCall(t *testing.T) {
 			o := &testOwner{}
 			b := qBegin
 			b.Owner = o
+			b.ReadCheckpoint = true
 			s := Together(t.Context(), b, w)
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
@@ -191,6 +200,10 @@ func TestTogetherWritesRecordAndInputInOneCall(t *testing.T) {
 			}
 			if (err != nil) != (tt.err != nil) || (s.Recorded(t.Context()) != nil) != (tt.err != nil) {
 				t.Errorf("Ready = %v, Recorded = %v, want the write's error %v", err, s.Recorded(t.Context()), tt.err)
+			}
+			cp, ok := s.Checkpoint(t.Context())
+			if !ok || (tt.err == nil) != (cp.Err == nil) || tt.err == nil && cp.Msg.Seq != 7 {
+				t.Errorf("Checkpoint = %+v, %v, want the one read with the writes (seq 7), or the write's error", cp, ok)
 			}
 			if want := map[bool]int{true: 1, false: 0}[tt.err != nil]; o.failed != want {
 				t.Errorf("StartFailed told %d times, want %d", o.failed, want)

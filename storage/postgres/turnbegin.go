@@ -25,15 +25,22 @@ type batchBegin struct {
 	s *Store
 }
 
-func (b batchBegin) BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time) error {
-	return b.s.BeginWithInput(ctx, rec, input, at)
+func (b batchBegin) BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool) (turnstart.Checkpoint, error) {
+	return b.s.BeginWithInput(ctx, rec, input, at, readCheckpoint)
 }
 
 // BeginWithInput inserts the turn t and appends input to its session under t.ID in one batch:
 // CreateTurn and AppendMessages in one round trip and one implicit transaction (both or
 // neither; turnstart.BatchWriter). An id that exists already wraps ErrExists, and no input is
-// appended.
-func (s *Store) BeginWithInput(ctx context.Context, t echogate.TurnRecord, input []echogate.Message, at time.Time) error {
+// appended. With readCheckpoint the session's newest checkpoint is read first in the same
+// batch (as LatestCheckpoint: its Err wraps ErrNotFound when there is none).
+func (s *Store) BeginWithInput(ctx context.Context, t echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool) (turnstart.Checkpoint, error) {
+	var cp turnstart.Checkpoint
+	err := s.beginWithInput(ctx, t, input, at, readCheckpoint, &cp)
+	return cp, err
+}
+
+func (s *Store) beginWithInput(ctx context.Context, t echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool, cp *turnstart.Checkpoint) error {
 	if t.ID == "" {
 		return fmt.Errorf("postgres: begin turn: %w: empty id", ErrInvalid)
 	}
@@ -54,11 +61,19 @@ func (s *Store) BeginWithInput(ctx context.Context, t echogate.TurnRecord, input
 		return err
 	}
 	batch := &pgx.Batch{}
+	if readCheckpoint {
+		batch.Queue(qLatestCheckpoint, string(t.Session))
+	}
 	batch.Queue(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
 		t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, utc(s.stamp(t.StartedAt)), optTime(t.EndedAt), echogate.JoinSkills(t.Skills))
 	batch.Queue(qAppend, string(t.Session), int64(len(input)), t.ID, utc(s.stamp(at)), roles, bodies)
 	br := p.SendBatch(ctx, batch)
 	defer br.Close()
+	if readCheckpoint {
+		if *cp, err = s.scanCheckpoint(ctx, t.Session, br.QueryRow()); err != nil {
+			return err
+		}
+	}
 	if _, err := br.Exec(); err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("postgres: begin turn %q: %w", t.ID, ErrExists)

@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -197,15 +198,17 @@ func (o *owner) UsageWritten(us []echogate.UsageRecord, err error) {
 	o.told, o.toldErr, o.written = o.told+1, err, us
 }
 
-// inputBeginner is a store that writes a turn's record and input in one transaction
-// (turnstart.BatchWriter's BeginWithInput: PostgreSQL).
+// inputBeginner is a store that writes a turn's record and input in one transaction, reading
+// the session's newest checkpoint in the same round trip when asked (turnstart.BatchWriter's
+// BeginWithInput: PostgreSQL).
 type inputBeginner interface {
-	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time) error
+	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool) (turnstart.Checkpoint, error)
+	SaveCheckpoint(ctx context.Context, cp echogate.StoredMessage) error
 }
 
 // beginWithInput checks BeginWithInput on the stores that have it: the record and the input are
-// both written, the input under the turn; when the record cannot be written (its id exists),
-// neither is.
+// both written, the input under the turn; the checkpoint read with them is LatestCheckpoint's
+// (ErrNotFound without one); when the record cannot be written (its id exists), neither is.
 func (r *runner) beginWithInput(t *testing.T, s Store, u uniq) {
 	bw, ok := s.(inputBeginner)
 	if !ok {
@@ -214,7 +217,11 @@ func (r *runner) beginWithInput(t *testing.T, s Store, u uniq) {
 	b := beginCase{r: r, s: s, u: u, ctx: t.Context()}
 	ctx := t.Context()
 	want := b.rec("together")
-	must(t, "BeginWithInput", bw.BeginWithInput(ctx, want, []echogate.Message{userMsg("q1"), userMsg("q2")}, b.now()))
+	cp, err := bw.BeginWithInput(ctx, want, []echogate.Message{userMsg("q1"), userMsg("q2")}, b.now(), true)
+	must(t, "BeginWithInput", err)
+	if !errors.Is(cp.Err, echogate.ErrNotFound) {
+		t.Errorf("BeginWithInput's checkpoint of a session without one = %+v, want an error wrapping ErrNotFound", cp)
+	}
 	got, err := s.GetTurn(ctx, want.ID)
 	must(t, "GetTurn", err)
 	if got.Status != echogate.TurnRunning || got.Session != want.Session {
@@ -226,9 +233,18 @@ func (r *runner) beginWithInput(t *testing.T, s Store, u uniq) {
 		t.Errorf("History after BeginWithInput = %q (turn %q), want [q1 q2] under %q", c, h[0].Turn, want.ID)
 	}
 
+	next := want
+	next.ID = b.u.key("together-2")
+	must(t, "SaveCheckpoint", bw.SaveCheckpoint(ctx, echogate.StoredMessage{Session: want.Session, Seq: h[1].Seq, Turn: want.ID, Message: checkpointMsg("summary")}))
+	cp, err = bw.BeginWithInput(ctx, next, []echogate.Message{userMsg("q3")}, b.now(), true)
+	must(t, "BeginWithInput after SaveCheckpoint", err)
+	if saved := checkpointMsg("summary"); cp.Err != nil || cp.Msg.Seq != h[1].Seq || cp.Msg.Turn != want.ID || cp.Msg.Message.Content != saved.Content {
+		t.Errorf("BeginWithInput's checkpoint = %+v, want the saved one (seq %d, turn %q, %q)", cp, h[1].Seq, want.ID, saved.Content)
+	}
+
 	dup := b.rec("together-dup")
 	must(t, "CreateTurn", s.CreateTurn(ctx, dup))
-	if err := bw.BeginWithInput(ctx, dup, []echogate.Message{userMsg("lost")}, b.now()); err == nil {
+	if _, err := bw.BeginWithInput(ctx, dup, []echogate.Message{userMsg("lost")}, b.now(), false); err == nil {
 		t.Error("BeginWithInput of an existing turn id = nil, want an error")
 	}
 	if h := b.history(t, dup.Session); len(h) != 0 {
