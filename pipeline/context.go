@@ -49,7 +49,7 @@ func (s *ContextStage) buildContext(ctx context.Context, t *turn, st *agent.Stat
 	in := msgs
 	fns := []func() error{func() (err error) {
 		limit := max(s.window-len(msgs), 1)
-		if hist, src, err = s.history(ctx, key, limit); err != nil {
+		if hist, src, err = s.history(ctx, t.w, key, limit); err != nil {
 			return fmt.Errorf("pipeline: load history: %w", err)
 		}
 		if src != histCached {

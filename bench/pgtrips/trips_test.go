@@ -206,7 +206,7 @@ func openStore(t *testing.T, tr *tracer, pooled bool) *postgres.Store {
 
 // TestPlainTurnRoundTripsOnPostgres: a plain turn on PostgreSQL, from the event's arrival
 // (Submit) to its end write (FinishTurn), waits for at most 4 round trips one after another,
-// and makes at most 6 round trips in all, its lock's release included (each costs CPU on both
+// and makes at most 5 round trips in all, its lock's release included (each costs CPU on both
 // sides, critical or not), directly (the session lock an advisory lock) and through PgBouncer
 // (a lease row). The session's third turn is counted: the first prepares the statements and
 // writes the session record, as any conversation's first message does.
@@ -220,7 +220,7 @@ func TestPlainTurnRoundTripsOnPostgres(t *testing.T) {
 }
 
 func plainTurnRoundTrips(t *testing.T, pooled bool) {
-	const maxCritical, maxTotal = 4, 6
+	const maxCritical, maxTotal = 4, 5
 	tr := &tracer{}
 	st := openStore(t, tr, pooled)
 	model := agenttest.NewScriptedModel()

@@ -47,6 +47,31 @@ type Begin struct {
 	// when the store writes them together (BatchWriter): Start.Checkpoint returns it. A store
 	// that cannot leaves the read to the caller.
 	ReadCheckpoint bool
+	// ReadSince asks, likewise, for the session's transcript entries after this one (as
+	// HistorySince reads them, at most SinceLimit): Start.HistorySince returns them.
+	ReadSince  *echogate.StoredMessage
+	SinceLimit int
+}
+
+// Reads are what a BatchWriter reads in the round trip of a turn's start writes, before them.
+type Reads struct {
+	Checkpoint bool                    // the session's newest checkpoint
+	Since      *echogate.StoredMessage // the transcript entries after this one (nil: none read)
+	SinceLimit int
+}
+
+// Read is what a BatchWriter read with a turn's start writes.
+type Read struct {
+	Checkpoint Checkpoint
+	Since      HistoryRead
+}
+
+// HistoryRead is a HistorySince read with a turn's start writes: OK false when the anchor entry
+// is gone or changed or more than the limit follow it; Err is the read's (or the batch's) error.
+type HistoryRead struct {
+	Entries []echogate.StoredMessage
+	OK      bool
+	Err     error
 }
 
 // Checkpoint is a session's newest checkpoint as read with a turn's start writes: Err wraps
@@ -107,8 +132,8 @@ type Start struct {
 
 	recDone chan struct{}
 	recErr  error
-	batched bool        // Together: one BatchWriter call writes the record and the input
-	cp      *Checkpoint // read with them (Begin.ReadCheckpoint); set before recDone closes
+	batched bool  // Together: one BatchWriter call writes the record and the input
+	read    *Read // what it read with them (Begin.ReadCheckpoint, ReadSince); set before recDone closes
 
 	// The input is issued at most once (inputAt leaves pending under mu) or folded into the
 	// turn's end; progress (the model asked for a tool) makes the write that issues it carry
@@ -322,9 +347,9 @@ func (s *Start) issue(onlyProgress bool) {
 // asked.
 type BatchWriter interface {
 	Writer
-	// BeginWithInput writes rec and appends input under rec.ID at at, in one transaction; with
-	// readCheckpoint it reads the session's newest checkpoint in the same round trip.
-	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool) (Checkpoint, error)
+	// BeginWithInput writes rec and appends input under rec.ID at at, in one transaction, and
+	// reads what reads asks for in the same round trip, before the writes.
+	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, reads Reads) (Read, error)
 }
 
 // Together begins a turn like AtOnce, its record and input written together in one
@@ -343,15 +368,13 @@ func Together(ctx context.Context, b Begin, w BatchWriter) *Start {
 	go func() {
 		wctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
 		defer cancel()
-		cp, err := w.BeginWithInput(wctx, b.Record, b.Input, b.Now(), b.ReadCheckpoint)
+		rd, err := w.BeginWithInput(wctx, b.Record, b.Input, b.Now(), Reads{Checkpoint: b.ReadCheckpoint, Since: b.ReadSince, SinceLimit: b.SinceLimit})
 		if err != nil {
 			s.recErr = fmt.Errorf("begin turn: %w", err)
-			cp.Err = s.recErr
+			rd.Checkpoint.Err, rd.Since = s.recErr, HistoryRead{Err: s.recErr}
 			s.fail(s.recErr)
 		}
-		if b.ReadCheckpoint {
-			s.cp = &cp
-		}
+		s.read = &rd
 		close(s.recDone)
 		close(s.inputDone)
 	}()
@@ -368,8 +391,26 @@ func (s *Start) Checkpoint(ctx context.Context) (cp Checkpoint, ok bool) {
 	}
 	select {
 	case <-s.recDone:
-		return *s.cp, true
+		return s.read.Checkpoint, true
 	case <-ctx.Done():
 		return Checkpoint{Err: ctx.Err()}, true
+	}
+}
+
+// HistorySince returns the session's transcript entries after `after` as read with the start
+// writes (Begin.ReadSince), once they landed (ctx's error if it ends first). ok is false when
+// the start did not read them, or read them after another entry: the caller reads them itself.
+func (s *Start) HistorySince(ctx context.Context, after echogate.StoredMessage) (h HistoryRead, ok bool) {
+	if s == nil || !s.batched || s.b.ReadSince == nil {
+		return HistoryRead{}, false
+	}
+	if a := s.b.ReadSince; a.Seq != after.Seq || a.Turn != after.Turn || !a.At.Equal(after.At) {
+		return HistoryRead{}, false
+	}
+	select {
+	case <-s.recDone:
+		return s.read.Since, true
+	case <-ctx.Done():
+		return HistoryRead{Err: ctx.Err()}, true
 	}
 }

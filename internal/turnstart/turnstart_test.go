@@ -160,13 +160,13 @@ func (b *batchWrites) RecordProgress(context.Context, echogate.SessionKey, strin
 	return nil
 }
 
-func (b *batchWrites) BeginWithInput(ctx context.Context, _ echogate.TurnRecord, input []echogate.Message, _ time.Time, readCP bool) (Checkpoint, error) {
+func (b *batchWrites) BeginWithInput(ctx context.Context, _ echogate.TurnRecord, input []echogate.Message, _ time.Time, reads Reads) (Read, error) {
 	<-b.release
 	b.calls <- input
-	if !readCP {
-		b.t.Error("BeginWithInput asked for no checkpoint, want it read with the writes (Begin.ReadCheckpoint)")
+	if !reads.Checkpoint || reads.Since == nil || reads.Since.Seq != 3 || reads.SinceLimit != 9 {
+		b.t.Errorf("BeginWithInput reads = %+v, want the checkpoint and the entries after seq 3 (limit 9)", reads)
 	}
-	return Checkpoint{Msg: echogate.StoredMessage{Seq: 7}}, b.err
+	return Read{Checkpoint: Checkpoint{Msg: echogate.StoredMessage{Seq: 7}}, Since: HistoryRead{Entries: []echogate.StoredMessage{{Seq: 4}}, OK: true}}, b.err
 }
 
 // Together writes the record and the input in one BeginWithInput call, with the checkpoint
@@ -183,7 +183,7 @@ func TestTogetherWritesRecordAndInputInOneCall(t *testing.T) {
 			o := &testOwner{}
 			b := qBegin
 			b.Owner = o
-			b.ReadCheckpoint = true
+			b.ReadCheckpoint, b.ReadSince, b.SinceLimit = true, &echogate.StoredMessage{Seq: 3}, 9
 			s := Together(t.Context(), b, w)
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
@@ -204,6 +204,13 @@ func TestTogetherWritesRecordAndInputInOneCall(t *testing.T) {
 			cp, ok := s.Checkpoint(t.Context())
 			if !ok || (tt.err == nil) != (cp.Err == nil) || tt.err == nil && cp.Msg.Seq != 7 {
 				t.Errorf("Checkpoint = %+v, %v, want the one read with the writes (seq 7), or the write's error", cp, ok)
+			}
+			h, ok := s.HistorySince(t.Context(), echogate.StoredMessage{Seq: 3})
+			if !ok || (tt.err == nil) != (h.Err == nil) || tt.err == nil && (!h.OK || len(h.Entries) != 1) {
+				t.Errorf("HistorySince(seq 3) = %+v, %v, want the entries read with the writes, or the write's error", h, ok)
+			}
+			if _, ok := s.HistorySince(t.Context(), echogate.StoredMessage{Seq: 2}); ok {
+				t.Error("HistorySince of another anchor: ok, want the caller to read it")
 			}
 			if want := map[bool]int{true: 1, false: 0}[tt.err != nil]; o.failed != want {
 				t.Errorf("StartFailed told %d times, want %d", o.failed, want)

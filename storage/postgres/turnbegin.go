@@ -25,22 +25,23 @@ type batchBegin struct {
 	s *Store
 }
 
-func (b batchBegin) BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool) (turnstart.Checkpoint, error) {
-	return b.s.BeginWithInput(ctx, rec, input, at, readCheckpoint)
+func (b batchBegin) BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, reads turnstart.Reads) (turnstart.Read, error) {
+	return b.s.BeginWithInput(ctx, rec, input, at, reads)
 }
 
 // BeginWithInput inserts the turn t and appends input to its session under t.ID in one batch:
 // CreateTurn and AppendMessages in one round trip and one implicit transaction (both or
 // neither; turnstart.BatchWriter). An id that exists already wraps ErrExists, and no input is
-// appended. With readCheckpoint the session's newest checkpoint is read first in the same
-// batch (as LatestCheckpoint: its Err wraps ErrNotFound when there is none).
-func (s *Store) BeginWithInput(ctx context.Context, t echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool) (turnstart.Checkpoint, error) {
-	var cp turnstart.Checkpoint
-	err := s.beginWithInput(ctx, t, input, at, readCheckpoint, &cp)
-	return cp, err
+// appended. What reads asks for is read first in the same batch, before the writes: the
+// session's newest checkpoint (as LatestCheckpoint: its Err wraps ErrNotFound when there is
+// none) and the transcript entries after reads.Since (as HistorySince).
+func (s *Store) BeginWithInput(ctx context.Context, t echogate.TurnRecord, input []echogate.Message, at time.Time, reads turnstart.Reads) (turnstart.Read, error) {
+	var rd turnstart.Read
+	err := s.beginWithInput(ctx, t, input, at, reads, &rd)
+	return rd, err
 }
 
-func (s *Store) beginWithInput(ctx context.Context, t echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool, cp *turnstart.Checkpoint) error {
+func (s *Store) beginWithInput(ctx context.Context, t echogate.TurnRecord, input []echogate.Message, at time.Time, reads turnstart.Reads, rd *turnstart.Read) error {
 	if t.ID == "" {
 		return fmt.Errorf("postgres: begin turn: %w: empty id", ErrInvalid)
 	}
@@ -61,17 +62,30 @@ func (s *Store) beginWithInput(ctx context.Context, t echogate.TurnRecord, input
 		return err
 	}
 	batch := &pgx.Batch{}
-	if readCheckpoint {
+	if reads.Checkpoint {
 		batch.Queue(qLatestCheckpoint, string(t.Session))
+	}
+	if reads.Since != nil {
+		batch.Queue(qHistorySince, string(t.Session), reads.Since.Seq, historySinceLimit(reads.SinceLimit))
 	}
 	batch.Queue(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
 		t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, utc(s.stamp(t.StartedAt)), optTime(t.EndedAt), echogate.JoinSkills(t.Skills))
 	batch.Queue(qAppend, string(t.Session), int64(len(input)), t.ID, utc(s.stamp(at)), roles, bodies)
 	br := p.SendBatch(ctx, batch)
 	defer br.Close()
-	if readCheckpoint {
-		if *cp, err = s.scanCheckpoint(ctx, t.Session, br.QueryRow()); err != nil {
+	if reads.Checkpoint {
+		if rd.Checkpoint, err = s.scanCheckpoint(ctx, t.Session, br.QueryRow()); err != nil {
 			return err
+		}
+	}
+	if reads.Since != nil {
+		rows, err := br.Query()
+		if err != nil {
+			return fail(ctx, err, "begin turn %q: history since %d", t.ID, reads.Since.Seq)
+		}
+		h := &rd.Since
+		if h.Entries, h.OK, h.Err = scanHistorySince(ctx, t.Session, *reads.Since, reads.SinceLimit, rows); h.Err != nil {
+			return h.Err
 		}
 	}
 	if _, err := br.Exec(); err != nil {

@@ -202,7 +202,7 @@ func (o *owner) UsageWritten(us []echogate.UsageRecord, err error) {
 // the session's newest checkpoint in the same round trip when asked (turnstart.BatchWriter's
 // BeginWithInput: PostgreSQL).
 type inputBeginner interface {
-	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, readCheckpoint bool) (turnstart.Checkpoint, error)
+	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, reads turnstart.Reads) (turnstart.Read, error)
 	SaveCheckpoint(ctx context.Context, cp echogate.StoredMessage) error
 }
 
@@ -217,9 +217,9 @@ func (r *runner) beginWithInput(t *testing.T, s Store, u uniq) {
 	b := beginCase{r: r, s: s, u: u, ctx: t.Context()}
 	ctx := t.Context()
 	want := b.rec("together")
-	cp, err := bw.BeginWithInput(ctx, want, []echogate.Message{userMsg("q1"), userMsg("q2")}, b.now(), true)
+	rd, err := bw.BeginWithInput(ctx, want, []echogate.Message{userMsg("q1"), userMsg("q2")}, b.now(), turnstart.Reads{Checkpoint: true})
 	must(t, "BeginWithInput", err)
-	if !errors.Is(cp.Err, echogate.ErrNotFound) {
+	if cp := rd.Checkpoint; !errors.Is(cp.Err, echogate.ErrNotFound) {
 		t.Errorf("BeginWithInput's checkpoint of a session without one = %+v, want an error wrapping ErrNotFound", cp)
 	}
 	got, err := s.GetTurn(ctx, want.ID)
@@ -236,15 +236,30 @@ func (r *runner) beginWithInput(t *testing.T, s Store, u uniq) {
 	next := want
 	next.ID = b.u.key("together-2")
 	must(t, "SaveCheckpoint", bw.SaveCheckpoint(ctx, echogate.StoredMessage{Session: want.Session, Seq: h[1].Seq, Turn: want.ID, Message: checkpointMsg("summary")}))
-	cp, err = bw.BeginWithInput(ctx, next, []echogate.Message{userMsg("q3")}, b.now(), true)
+	// The entries after q1 read with the writes are q2, not q3 (the reads come first).
+	rd, err = bw.BeginWithInput(ctx, next, []echogate.Message{userMsg("q3")}, b.now(), turnstart.Reads{Checkpoint: true, Since: &h[0], SinceLimit: 10})
 	must(t, "BeginWithInput after SaveCheckpoint", err)
-	if saved := checkpointMsg("summary"); cp.Err != nil || cp.Msg.Seq != h[1].Seq || cp.Msg.Turn != want.ID || cp.Msg.Message.Content != saved.Content {
+	if got := rd.Since; got.Err != nil || !got.OK || !slices.Equal(contents(got.Entries), []string{"q2"}) {
+		t.Errorf("BeginWithInput's entries after q1 = %q, ok %v, err %v, want [q2], ok", contents(got.Entries), got.OK, got.Err)
+	}
+	saved := checkpointMsg("summary")
+	if cp := rd.Checkpoint; cp.Err != nil || cp.Msg.Seq != h[1].Seq || cp.Msg.Turn != want.ID || cp.Msg.Message.Content != saved.Content {
 		t.Errorf("BeginWithInput's checkpoint = %+v, want the saved one (seq %d, turn %q, %q)", cp, h[1].Seq, want.ID, saved.Content)
+	}
+	if got := b.history(t, want.Session); !slices.Equal(got, []string{"q1", "q2", "q3"}) {
+		t.Errorf("History after the second BeginWithInput = %q, want [q1 q2 q3]", got)
+	}
+	gone, third := h[0], want
+	gone.Turn, third.ID = "another", b.u.key("together-3")
+	rd, err = bw.BeginWithInput(ctx, third, []echogate.Message{userMsg("q")}, b.now(), turnstart.Reads{Since: &gone, SinceLimit: 10})
+	must(t, "BeginWithInput after a changed entry", err)
+	if rd.Since.OK || rd.Since.Err != nil {
+		t.Errorf("BeginWithInput's entries after a changed entry: ok %v, err %v, want not ok (the caller reads the whole history)", rd.Since.OK, rd.Since.Err)
 	}
 
 	dup := b.rec("together-dup")
 	must(t, "CreateTurn", s.CreateTurn(ctx, dup))
-	if _, err := bw.BeginWithInput(ctx, dup, []echogate.Message{userMsg("lost")}, b.now(), false); err == nil {
+	if _, err := bw.BeginWithInput(ctx, dup, []echogate.Message{userMsg("lost")}, b.now(), turnstart.Reads{}); err == nil {
 		t.Error("BeginWithInput of an existing turn id = nil, want an error")
 	}
 	if h := b.history(t, dup.Session); len(h) != 0 {
