@@ -49,7 +49,7 @@ func (s *ContextStage) buildContext(ctx context.Context, t *turn, st *agent.Stat
 	in := msgs
 	fns := []func() error{func() (err error) {
 		limit := max(s.window-len(msgs), 1)
-		if hist, src, err = s.history(ctx, key, limit); err != nil {
+		if hist, src, err = s.history(ctx, t.w, key, limit); err != nil {
 			return fmt.Errorf("pipeline: load history: %w", err)
 		}
 		if src != histCached {
@@ -248,7 +248,10 @@ type loadedCheckpoint struct {
 // loadCheckpoint adds the read of t's session's checkpoint to fns, to run alongside the history
 // read, when rebuild would read it after the history whatever that showed: a conversation
 // of one person (DM) on a store shared by replicas (no cached checkpoint is trusted there, see
-// continuedRebuilder), with a Compactor that lets the caller read it. nil when it does not.
+// continuedRebuilder), with a Compactor that lets the caller read it. nil when it does not. A
+// store that wrote the turn's start with the checkpoint read in the same round trip
+// (turnstart.Start.Checkpoint, asked by beginTurn) is not asked again; the compactor's store is
+// the pipeline's (cmd/echogate gives both the one store).
 func (s *ContextStage) loadCheckpoint(ctx context.Context, t *turn, fns *[]func() error) *loadedCheckpoint {
 	rb := s.compactor.loader
 	if rb == nil || s.soleWriter || !t.ev.Conversation.DM {
@@ -256,6 +259,10 @@ func (s *ContextStage) loadCheckpoint(ctx context.Context, t *turn, fns *[]func(
 	}
 	lc := &loadedCheckpoint{rb: rb}
 	*fns = append(*fns, func() error {
+		if c, ok := t.w.Checkpoint(ctx); ok {
+			lc.cp, lc.err = c.Msg, c.Err
+			return nil
+		}
 		lc.cp, lc.err = rb.LoadCheckpoint(ctx, t.key)
 		return nil // RebuildFrom logs a failed read and goes on without it, as rebuild does
 	})

@@ -30,6 +30,10 @@ type Pipeline struct {
 	pending   pendingIndex
 	caps      map[string]Caps // each platform's replier's capabilities, read once
 	shared    sharedStore     // the store's capabilities for replicas, read once (replicas.go)
+	// cpAtBegin: a DM turn asks its start writes to read the session's checkpoint in their round
+	// trip (turnstart.Begin.ReadCheckpoint), where the ContextStage would read it alongside the
+	// history (loadCheckpoint: replicas, and a Compactor whose checkpoint read the caller makes).
+	cpAtBegin bool
 	stages    Stages
 	deferred  deferredReplays // retries of replays deferred on an unreadable turn log
 
@@ -130,6 +134,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 		approvers: map[string]bool{}, policy: map[string]agent.Verdict{}, hist: newHistoryCache(cfg.HistoryMessages), marks: newSessionMarks(),
 		snaps: newSnapshotCache(snapshotCacheBytes), overrides: &modelOverrides{}}
 	p.shared = sharedStoreOf(d.Store)
+	p.cpAtBegin = p.shared.replicas() && compactorCapsOf(d.Compactor).loader != nil
 	p.caps = make(map[string]Caps, len(d.Repliers))
 	for platform, r := range d.Repliers {
 		p.caps[platform] = CapsOf(r)

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/turnstart"
 )
 
 // historyCache keeps the recent transcript of active sessions between turns: the last
@@ -249,7 +250,9 @@ func storedSize(msgs []echogate.StoredMessage) int {
 // not deleted since), histChanged (it did not: deleted, perhaps started again, elsewhere) or
 // histRead (nothing was cached). The returned slice may share the cache's array: the caller
 // reads it (or reslices or appends to it), never modifies its elements.
-func (s *ContextStage) history(ctx context.Context, key echogate.SessionKey, limit int) (hist []echogate.StoredMessage, src histSource, err error) {
+// The store's read after the cached entries may have come with the turn's start writes (w,
+// turnstart.Start.HistorySince, asked by beginTurn): the store is not asked again.
+func (s *ContextStage) history(ctx context.Context, w *turnstart.Start, key echogate.SessionKey, limit int) (hist []echogate.StoredMessage, src histSource, err error) {
 	window := s.hist.window
 	if limit <= 0 || limit > window {
 		hist, err = s.store.History(ctx, key, limit)
@@ -265,7 +268,7 @@ func (s *ContextStage) history(ctx context.Context, key echogate.SessionKey, lim
 		return tail(cached, limit), histCached, nil
 	}
 	if len(cached) > 0 {
-		newer, ok, err := s.store.HistorySince(ctx, key, cached[len(cached)-1], window)
+		newer, ok, err := s.historySince(ctx, w, key, cached[len(cached)-1], window)
 		if err != nil {
 			return nil, histRead, err
 		}
@@ -286,6 +289,14 @@ func (s *ContextStage) history(ctx context.Context, key echogate.SessionKey, lim
 	}
 	s.hist.put(key, all)
 	return tail(all, limit), src, nil
+}
+
+// historySince is the store's HistorySince, or what w read with the turn's start writes.
+func (s *ContextStage) historySince(ctx context.Context, w *turnstart.Start, key echogate.SessionKey, after echogate.StoredMessage, limit int) ([]echogate.StoredMessage, bool, error) {
+	if h, ok := w.HistorySince(ctx, after); ok {
+		return h.Entries, h.OK, h.Err
+	}
+	return s.store.HistorySince(ctx, key, after, limit)
 }
 
 // histSource says where history found a transcript.

@@ -152,7 +152,7 @@ func BenchmarkHistoryCachedTurn(b *testing.B) {
 	p.hist.put("s", stored("s", 1, 50, 200))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, src, err := p.history(context.Background(), "s", 49); err != nil || src != histCached {
+		if _, src, err := p.history(context.Background(), nil, "s", 49); err != nil || src != histCached {
 			b.Fatalf("history = %v, %v; want it cached", src, err)
 		}
 	}

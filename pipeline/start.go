@@ -14,12 +14,32 @@ import (
 // and the answer is posted only after it is durable (see ResponseStage). A failed start write
 // stops the turn with the error as its cause, and the ResponseStage fails it. A resumed turn's
 // record was written with its decision (ResumeTurn): it begins nothing, and t.w stays nil.
-func (t *Turn) beginTurn(ctx context.Context, input []echogate.Message) {
+// reads are what the start writes read in their round trip when the store writes them together
+// (startReads; the ContextStage takes them from t.w).
+func (t *Turn) beginTurn(ctx context.Context, input []echogate.Message, reads turnstart.Reads) {
 	if t.approved != nil {
 		return
 	}
 	t.input = input
-	t.w = t.store.BeginTurn(ctx, turnstart.Begin{Record: t.rec, Input: input, Now: t.now, Owner: startOwner{t}})
+	t.w = t.store.BeginTurn(ctx, turnstart.Begin{Record: t.rec, Input: input, Now: t.now, Owner: startOwner{t},
+		ReadCheckpoint: reads.Checkpoint, ReadSince: reads.Since, SinceLimit: reads.SinceLimit})
+}
+
+// startReads are the ContextStage's store reads that t's start writes can carry on a store
+// shared by replicas (the only one whose BeginTurn writes them together): a DM's checkpoint
+// where loadCheckpoint would read it, and the transcript after the history cache's last entry
+// of the session, which ContextStage.history reads with HistorySince whenever one is cached.
+// None for a turn without input to write (the ContextStage reads for itself).
+func (p *Pipeline) startReads(t *Turn, input []echogate.Message) turnstart.Reads {
+	if len(input) == 0 || !p.shared.replicas() {
+		return turnstart.Reads{}
+	}
+	r := turnstart.Reads{Checkpoint: p.cpAtBegin && t.ev.Conversation.DM}
+	if cached, _ := p.hist.lookup(t.key); len(cached) > 0 {
+		last := cached[len(cached)-1] // a copy: the cache's array is its own
+		r.Since, r.SinceLimit = &last, p.hist.window
+	}
+	return r
 }
 
 // startOwner is the turn as its start writes' owner (turnstart.Owner); a one-pointer struct,

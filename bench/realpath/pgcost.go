@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,8 +22,9 @@ import (
 //	eval "$(scripts/pg-test-cluster.sh start)"   # preloads pg_stat_statements
 //	go run ./bench/realpath -pg "$DATABASE_URL" -turns 300 -sessions 16,200,1000
 //
-// For PostgreSQL: a database of the run's own; the gateway reaches it through a TCP proxy that
-// counts round trips (rtproxy.go); pg_stat_statements counts the statements of each overhead
+// For PostgreSQL: a database of the run's own; in the overhead scenarios the gateway reaches it
+// through a TCP proxy that counts round trips (rtproxy.go), in the throughput scenarios directly
+// (the proxy's CPU per round trip would be charged to PostgreSQL only); pg_stat_statements counts the statements of each overhead
 // scenario (reset after its warm-up); database CPU is the cluster's processes' CPU from /proc
 // (the postmaster, its live children and the children it reaped), so the cluster must be on this
 // machine and used by nothing else meanwhile. -pg-pooler runs PostgreSQL a third time through
@@ -44,7 +44,8 @@ func backendWanted(name string) bool {
 // dbTarget is one backend of the database-cost run.
 type dbTarget struct {
 	name   string
-	env    []string // DATABASE_URL, ECHOGATE_DATABASE_POOLER; empty for SQLite
+	env    []string // DATABASE_URL (through the round-trip proxy), ECHOGATE_DATABASE_POOLER; empty for SQLite
+	direct []string // the same without the proxy: the throughput windows' environment
 	pg     *pgCluster
 	proxy  *rtProxy
 	dbName string
@@ -137,13 +138,16 @@ func (c *pgCluster) target(ctx context.Context, via string) (*dbTarget, error) {
 	if t.proxy, err = startRTProxy(u.Host); err != nil {
 		return nil, err
 	}
-	u.Host, u.Path = t.proxy.addr(), "/"+name
+	u.Path = "/" + name
 	if *pgParamsFlag != "" {
 		u.RawQuery += "&" + *pgParamsFlag
 	}
+	t.direct = []string{"DATABASE_URL=" + u.String()}
+	u.Host = t.proxy.addr()
 	t.env = []string{"DATABASE_URL=" + u.String()}
 	if via == "pgbouncer" {
 		t.env = append(t.env, "ECHOGATE_DATABASE_POOLER=transaction")
+		t.direct = append(t.direct, "ECHOGATE_DATABASE_POOLER=transaction")
 	}
 	// pg_stat_statements is read from the run's database.
 	dbURL, _ := url.Parse(*pgFlag)
@@ -167,65 +171,6 @@ func (t *dbTarget) drop(ctx context.Context) {
 		t.stats.Close(ctx)
 	}
 	_, _ = t.pg.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+t.dbName+" WITH (FORCE)")
-}
-
-// runTarget starts a gateway on t, runs the overhead scenarios with their database figures and
-// the throughput scenarios, and returns turns/s per session count.
-func runTarget(ctx context.Context, t *dbTarget, bin string, model *process, modelURL, tmp string) (map[int]float64, error) {
-	dataDir := filepath.Join(tmp, "data-"+t.name)
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, err
-	}
-	opts := gatewayOpts{bin: bin, dataDir: dataDir, modelURL: modelURL, logFile: filepath.Join(tmp, "gateway-"+t.name+".log"),
-		extraEnv: append(extraGatewayEnv(), t.env...)}
-	if *profileDir != "" {
-		dir := filepath.Join(*profileDir, t.name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		opts.args = []string{"-cpuprofile", filepath.Join(dir, "cpu.pprof")}
-	}
-	gw, base, ready, err := startGateway(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer gw.stop()
-	b := &bench{ctx: ctx, base: base, modelURL: modelURL, gw: gw, model: model, dataDir: dataDir, noSnapshots: true}
-	fmt.Printf("\n== %s (exec → ready %s)\n", t.name, ms(ready))
-	if err := b.dbOverheads(t); err != nil {
-		return nil, err
-	}
-	fmt.Printf("%10s %10s %10s %10s %12s %12s %12s %12s %14s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency", "gw CPU/turn", "db CPU/turn", "trips/turn")
-	rates := map[int]float64{}
-	for _, s := range splitInts(*sessionsFlag) {
-		if err := t.resetStatements(ctx); err != nil {
-			return nil, err
-		}
-		db0, trips0 := t.dbCPU(), t.trips()
-		r, err := b.run(s, *freshSessions)
-		if err != nil {
-			return nil, err
-		}
-		db1, trips1 := t.dbCPU(), t.trips()
-		_, top, err := t.statements(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rate := float64(r.turns) / r.elapsed.Seconds()
-		ideal := float64(s) / modelLatency.Seconds()
-		rates[s] = rate
-		n := max(r.turns, 1)
-		// The window's database CPU and round trips include the turns begun or ended around it:
-		// close enough at these counts, and the same for every backend.
-		fmt.Printf("%10d %10d %10.0f %10.0f %11.1f%% %12s %12s %12s %14s\n", s, r.turns, rate, ideal, 100*rate/ideal,
-			ms(pct(r.lat, 99)), ms(r.cpu/time.Duration(n)), t.perTurn(db1-db0, n), t.tripsPerTurn(trips1-trips0, n))
-		// The statements are counted from the reset before the sessions joined to their stop:
-		// per turn of that whole span they are an estimate; the order is what matters.
-		for _, st := range top {
-			fmt.Printf("    %8d calls %9.1f ms  %s\n", st.calls, st.ms, st.query)
-		}
-	}
-	return rates, nil
 }
 
 // dbOverheads runs the plain and one-tool turns one after the other in one session and reports

@@ -43,6 +43,14 @@ type Begin struct {
 	Now func() time.Time
 	// Owner is the turn the start reports to; nil: nobody is told, and no usage travels.
 	Owner Owner
+	// ReadCheckpoint asks for the session's newest checkpoint to be read with the start writes
+	// when the store writes them together (BatchWriter): Start.Checkpoint returns it. A store
+	// that cannot leaves the read to the caller.
+	ReadCheckpoint bool
+	// ReadSince asks, likewise, for the session's transcript entries after this one (as
+	// HistorySince reads them, at most SinceLimit): Start.HistorySince returns them.
+	ReadSince  *echogate.StoredMessage
+	SinceLimit int
 }
 
 // Owner is the turn a Start reports to. Its methods may be called on a store's goroutine and
@@ -96,6 +104,8 @@ type Start struct {
 
 	recDone chan struct{}
 	recErr  error
+	batched bool  // Together: one BatchWriter call writes the record and the input
+	read    *Read // what it read with them (Begin.ReadCheckpoint, ReadSince); set before recDone closes
 
 	// The input is issued at most once (inputAt leaves pending under mu) or folded into the
 	// turn's end; progress (the model asked for a tool) makes the write that issues it carry

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/echogate/echogate"
+	"github.com/echogate/echogate/internal/turnstart"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -63,18 +64,27 @@ func (s *Store) LatestCheckpoint(ctx context.Context, key echogate.SessionKey) (
 	if err != nil {
 		return echogate.StoredMessage{}, err
 	}
+	c, _ := s.scanCheckpoint(ctx, key, p.QueryRow(ctx, qLatestCheckpoint, string(key)))
+	return c.Msg, c.Err
+}
+
+// scanCheckpoint reads the row of qLatestCheckpoint for key: the checkpoint, or in Err one
+// wrapping ErrNotFound when there is none, or the read's error, which is also returned when
+// the row could not be read (a database error; not a checkpoint that does not decode).
+func (s *Store) scanCheckpoint(ctx context.Context, key echogate.SessionKey, row pgx.Row) (turnstart.Checkpoint, error) {
 	cp := echogate.StoredMessage{Session: key}
 	var body []byte
-	err = p.QueryRow(ctx, qLatestCheckpoint, string(key)).Scan(&cp.Seq, &cp.Turn, &body, &cp.At)
+	err := row.Scan(&cp.Seq, &cp.Turn, &body, &cp.At)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return echogate.StoredMessage{}, fmt.Errorf("postgres: latest checkpoint of %q: %w", key, ErrNotFound)
+		return turnstart.Checkpoint{Err: fmt.Errorf("postgres: latest checkpoint of %q: %w", key, ErrNotFound)}, nil
 	}
 	if err != nil {
-		return echogate.StoredMessage{}, fail(ctx, err, "latest checkpoint of %q", key)
+		err = fail(ctx, err, "latest checkpoint of %q", key)
+		return turnstart.Checkpoint{Err: err}, err
 	}
 	if err := json.Unmarshal(body, &cp.Message); err != nil {
-		return echogate.StoredMessage{}, fmt.Errorf("postgres: latest checkpoint of %q: decode message: %w", key, err)
+		return turnstart.Checkpoint{Err: fmt.Errorf("postgres: latest checkpoint of %q: decode message: %w", key, err)}, nil
 	}
 	cp.At = cp.At.UTC()
-	return cp, nil
+	return turnstart.Checkpoint{Msg: cp}, nil
 }

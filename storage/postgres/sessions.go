@@ -238,14 +238,23 @@ func (s *Store) HistorySince(ctx context.Context, key echogate.SessionKey, after
 	if err != nil {
 		return nil, false, err
 	}
-	var rowLimit any // NULL: no limit
-	if limit > 0 {
-		rowLimit = int64(limit) + 2 // the anchor, the entries, and one to tell "more than limit"
-	}
-	rows, err := p.Query(ctx, qHistorySince, string(key), after.Seq, rowLimit)
+	rows, err := p.Query(ctx, qHistorySince, string(key), after.Seq, historySinceLimit(limit))
 	if err != nil {
 		return nil, false, fail(ctx, err, "history of %q since %d", key, after.Seq)
 	}
+	return scanHistorySince(ctx, key, after, limit, rows)
+}
+
+// historySinceLimit is qHistorySince's row limit for limit (NULL when limit <= 0: none).
+func historySinceLimit(limit int) any {
+	if limit > 0 {
+		return int64(limit) + 2 // the anchor, the entries, and one to tell "more than limit"
+	}
+	return nil
+}
+
+// scanHistorySince reads qHistorySince's rows as HistorySince returns them, and closes them.
+func scanHistorySince(ctx context.Context, key echogate.SessionKey, after echogate.StoredMessage, limit int, rows pgx.Rows) ([]echogate.StoredMessage, bool, error) {
 	defer rows.Close()
 	var (
 		out    []echogate.StoredMessage

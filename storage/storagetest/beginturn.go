@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -195,4 +196,73 @@ func (o *owner) UsageWritten(us []echogate.UsageRecord, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.told, o.toldErr, o.written = o.told+1, err, us
+}
+
+// inputBeginner is a store that writes a turn's record and input in one transaction, reading
+// the session's newest checkpoint in the same round trip when asked (turnstart.BatchWriter's
+// BeginWithInput: PostgreSQL).
+type inputBeginner interface {
+	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, reads turnstart.Reads) (turnstart.Read, error)
+	SaveCheckpoint(ctx context.Context, cp echogate.StoredMessage) error
+}
+
+// beginWithInput checks BeginWithInput on the stores that have it: the record and the input are
+// both written, the input under the turn; the checkpoint read with them is LatestCheckpoint's
+// (ErrNotFound without one); when the record cannot be written (its id exists), neither is.
+func (r *runner) beginWithInput(t *testing.T, s Store, u uniq) {
+	bw, ok := s.(inputBeginner)
+	if !ok {
+		t.Skip("the store writes a turn's record and input separately (no BeginWithInput)")
+	}
+	b := beginCase{r: r, s: s, u: u, ctx: t.Context()}
+	ctx := t.Context()
+	want := b.rec("together")
+	rd, err := bw.BeginWithInput(ctx, want, []echogate.Message{userMsg("q1"), userMsg("q2")}, b.now(), turnstart.Reads{Checkpoint: true})
+	must(t, "BeginWithInput", err)
+	if cp := rd.Checkpoint; !errors.Is(cp.Err, echogate.ErrNotFound) {
+		t.Errorf("BeginWithInput's checkpoint of a session without one = %+v, want an error wrapping ErrNotFound", cp)
+	}
+	got, err := s.GetTurn(ctx, want.ID)
+	must(t, "GetTurn", err)
+	if got.Status != echogate.TurnRunning || got.Session != want.Session {
+		t.Errorf("GetTurn after BeginWithInput = %s in %q, want %s in %q", got.Status, got.Session, echogate.TurnRunning, want.Session)
+	}
+	h, err := s.History(ctx, want.Session, 0)
+	must(t, "History", err)
+	if c := contents(h); !slices.Equal(c, []string{"q1", "q2"}) || h[0].Turn != want.ID {
+		t.Errorf("History after BeginWithInput = %q (turn %q), want [q1 q2] under %q", c, h[0].Turn, want.ID)
+	}
+
+	next := want
+	next.ID = b.u.key("together-2")
+	must(t, "SaveCheckpoint", bw.SaveCheckpoint(ctx, echogate.StoredMessage{Session: want.Session, Seq: h[1].Seq, Turn: want.ID, Message: checkpointMsg("summary")}))
+	// The entries after q1 read with the writes are q2, not q3 (the reads come first).
+	rd, err = bw.BeginWithInput(ctx, next, []echogate.Message{userMsg("q3")}, b.now(), turnstart.Reads{Checkpoint: true, Since: &h[0], SinceLimit: 10})
+	must(t, "BeginWithInput after SaveCheckpoint", err)
+	if got := rd.Since; got.Err != nil || !got.OK || !slices.Equal(contents(got.Entries), []string{"q2"}) {
+		t.Errorf("BeginWithInput's entries after q1 = %q, ok %v, err %v, want [q2], ok", contents(got.Entries), got.OK, got.Err)
+	}
+	saved := checkpointMsg("summary")
+	if cp := rd.Checkpoint; cp.Err != nil || cp.Msg.Seq != h[1].Seq || cp.Msg.Turn != want.ID || cp.Msg.Message.Content != saved.Content {
+		t.Errorf("BeginWithInput's checkpoint = %+v, want the saved one (seq %d, turn %q, %q)", cp, h[1].Seq, want.ID, saved.Content)
+	}
+	if got := b.history(t, want.Session); !slices.Equal(got, []string{"q1", "q2", "q3"}) {
+		t.Errorf("History after the second BeginWithInput = %q, want [q1 q2 q3]", got)
+	}
+	gone, third := h[0], want
+	gone.Turn, third.ID = "another", b.u.key("together-3")
+	rd, err = bw.BeginWithInput(ctx, third, []echogate.Message{userMsg("q")}, b.now(), turnstart.Reads{Since: &gone, SinceLimit: 10})
+	must(t, "BeginWithInput after a changed entry", err)
+	if rd.Since.OK || rd.Since.Err != nil {
+		t.Errorf("BeginWithInput's entries after a changed entry: ok %v, err %v, want not ok (the caller reads the whole history)", rd.Since.OK, rd.Since.Err)
+	}
+
+	dup := b.rec("together-dup")
+	must(t, "CreateTurn", s.CreateTurn(ctx, dup))
+	if _, err := bw.BeginWithInput(ctx, dup, []echogate.Message{userMsg("lost")}, b.now(), turnstart.Reads{}); err == nil {
+		t.Error("BeginWithInput of an existing turn id = nil, want an error")
+	}
+	if h := b.history(t, dup.Session); len(h) != 0 {
+		t.Errorf("History after a failed BeginWithInput = %q, want empty (both or neither)", h)
+	}
 }

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Turns", r.turns},
 		{"StartTurn", r.startTurn},
 		{"BeginTurn", r.beginTurn},
+		{"BeginWithInput", r.beginWithInput},
 		{"ListTurns", r.listTurns},
 		{"UsageRecordList", r.usageRecordList},
 		{"UsageSumFilters", r.usageSumFilters},

@@ -1,0 +1,110 @@
+package turnstart
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/echogate/echogate"
+)
+
+// Reads are what a BatchWriter reads in the round trip of a turn's start writes, before them.
+type Reads struct {
+	Checkpoint bool                    // the session's newest checkpoint
+	Since      *echogate.StoredMessage // the transcript entries after this one (nil: none read)
+	SinceLimit int
+}
+
+// Read is what a BatchWriter read with a turn's start writes.
+type Read struct {
+	Checkpoint Checkpoint
+	Since      HistoryRead
+}
+
+// HistoryRead is a HistorySince read with a turn's start writes: OK false when the anchor entry
+// is gone or changed or more than the limit follow it; Err is the read's (or the batch's) error.
+type HistoryRead struct {
+	Entries []echogate.StoredMessage
+	OK      bool
+	Err     error
+}
+
+// Checkpoint is a session's newest checkpoint as read with a turn's start writes: Err wraps
+// the store's ErrNotFound when the session has none, or is the batch's error.
+type Checkpoint struct {
+	Msg echogate.StoredMessage
+	Err error
+}
+
+// BatchWriter is a store that writes a turn's record and its input in one round trip
+// (one transaction: both or neither), and reads the session's newest checkpoint in it when
+// asked.
+type BatchWriter interface {
+	Writer
+	// BeginWithInput writes rec and appends input under rec.ID at at, in one transaction, and
+	// reads what reads asks for in the same round trip, before the writes.
+	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, reads Reads) (Read, error)
+}
+
+// Together begins a turn like AtOnce, its record and input written together in one
+// transaction (w.BeginWithInput) rather than in two writes at once: one round trip and one
+// connection less, and the checkpoint read in it when b asks (Checkpoint). A failed write fails
+// the record (Recorded), and the input with it.
+func Together(ctx context.Context, b Begin, w BatchWriter) *Start {
+	if len(b.Input) == 0 {
+		return AtOnce(ctx, b, w)
+	}
+	if b.Now == nil {
+		b.Now = time.Now
+	}
+	s := &Start{b: b, w: w, ctx: context.WithoutCancel(ctx), atOnce: true, batched: true, inputAt: inputIssued,
+		recDone: make(chan struct{}), inputDone: make(chan struct{})}
+	go func() {
+		wctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
+		defer cancel()
+		rd, err := w.BeginWithInput(wctx, b.Record, b.Input, b.Now(), Reads{Checkpoint: b.ReadCheckpoint, Since: b.ReadSince, SinceLimit: b.SinceLimit})
+		if err != nil {
+			s.recErr = fmt.Errorf("begin turn: %w", err)
+			rd.Checkpoint.Err, rd.Since = s.recErr, HistoryRead{Err: s.recErr}
+			s.fail(s.recErr)
+		}
+		s.read = &rd
+		close(s.recDone)
+		close(s.inputDone)
+	}()
+	return s
+}
+
+// Checkpoint returns the session's newest checkpoint as read with the start writes
+// (Begin.ReadCheckpoint), once they landed (ctx's error if it ends first). ok is false when the
+// start does not read it (a nil Start, a store that writes separately, not asked): the caller
+// reads it itself.
+func (s *Start) Checkpoint(ctx context.Context) (cp Checkpoint, ok bool) {
+	if s == nil || !s.batched || !s.b.ReadCheckpoint {
+		return Checkpoint{}, false
+	}
+	select {
+	case <-s.recDone:
+		return s.read.Checkpoint, true
+	case <-ctx.Done():
+		return Checkpoint{Err: ctx.Err()}, true
+	}
+}
+
+// HistorySince returns the session's transcript entries after `after` as read with the start
+// writes (Begin.ReadSince), once they landed (ctx's error if it ends first). ok is false when
+// the start did not read them, or read them after another entry: the caller reads them itself.
+func (s *Start) HistorySince(ctx context.Context, after echogate.StoredMessage) (h HistoryRead, ok bool) {
+	if s == nil || !s.batched || s.b.ReadSince == nil {
+		return HistoryRead{}, false
+	}
+	if a := s.b.ReadSince; a.Seq != after.Seq || a.Turn != after.Turn || !a.At.Equal(after.At) {
+		return HistoryRead{}, false
+	}
+	select {
+	case <-s.recDone:
+		return s.read.Since, true
+	case <-ctx.Done():
+		return HistoryRead{Err: ctx.Err()}, true
+	}
+}
