@@ -5,7 +5,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -27,18 +26,7 @@ WHERE m.session = $1 AND m.seq > $2 AND t.user_id = $3 ORDER BY m.seq LIMIT $4`,
 	if err != nil {
 		return nil, fail(ctx, err, "messages of %q", key)
 	}
-	var body []byte
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (echogate.StoredMessage, error) {
-		m := echogate.StoredMessage{Session: key}
-		if err := r.Scan(&m.Seq, &m.Turn, &body, &m.At); err != nil {
-			return m, err
-		}
-		m.At = m.At.UTC()
-		if err := json.Unmarshal(body, &m.Message); err != nil {
-			return m, fmt.Errorf("decode message seq %d: %w", m.Seq, err)
-		}
-		return m, nil
-	})
+	out, err := collectMessages(key, rows)
 	if err != nil {
 		return nil, fail(ctx, err, "messages of %q", key)
 	}

@@ -211,18 +211,7 @@ func (s *Store) History(ctx context.Context, key echogate.SessionKey, limit int)
 	if err != nil {
 		return nil, fail(ctx, err, "history of %q", key)
 	}
-	var body []byte
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (echogate.StoredMessage, error) {
-		m := echogate.StoredMessage{Session: key}
-		if err := r.Scan(&m.Seq, &m.Turn, &body, &m.At); err != nil {
-			return m, err
-		}
-		m.At = m.At.UTC()
-		if err := json.Unmarshal(body, &m.Message); err != nil {
-			return m, fmt.Errorf("decode message seq %d: %w", m.Seq, err)
-		}
-		return m, nil
-	})
+	out, err := collectMessages(key, rows)
 	if err != nil {
 		return nil, fail(ctx, err, "history of %q", key)
 	}
@@ -330,4 +319,21 @@ func (s *Store) Grants(ctx context.Context, key echogate.SessionKey, user string
 		return nil, fail(ctx, err, "grants of %q", key)
 	}
 	return out, nil
+}
+
+// collectMessages reads rows of (seq, turn, body, at) as key's transcript entries, and closes
+// them.
+func collectMessages(key echogate.SessionKey, rows pgx.Rows) ([]echogate.StoredMessage, error) {
+	var body []byte
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (echogate.StoredMessage, error) {
+		m := echogate.StoredMessage{Session: key}
+		if err := r.Scan(&m.Seq, &m.Turn, &body, &m.At); err != nil {
+			return m, err
+		}
+		m.At = m.At.UTC()
+		if err := json.Unmarshal(body, &m.Message); err != nil {
+			return m, fmt.Errorf("decode message seq %d: %w", m.Seq, err)
+		}
+		return m, nil
+	})
 }
