@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -18,6 +19,9 @@ type replicaSet struct {
 	mu    sync.Mutex
 	slots []*e2eGateway
 	ready []bool // the load balancer's view: the last readiness probe answered 200
+	// logf, when set, is told when a running replica's probe turns from ready to not ready,
+	// with its /api/ready detail (why).
+	logf func(format string, args ...any)
 }
 
 // set puts g (nil: down) in slot i; a new process counts as not ready until probed.
@@ -80,11 +84,29 @@ func (rs *replicaSet) probe(client *http.Client) {
 			}
 		}
 		rs.mu.Lock()
+		dipped := false
 		if rs.slots[i] != nil && rs.slots[i].base == b {
+			dipped = rs.ready[i] && !ok
 			rs.ready[i] = ok
 		}
 		rs.mu.Unlock()
+		if dipped && rs.logf != nil {
+			detail := "(no detail)"
+			if resp, err := client.Get(b + "/api/ready"); err == nil {
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+				resp.Body.Close()
+				detail = string(body)
+			}
+			rs.logf("load balancer: replica %d turned not ready: %s", i, detail)
+		}
 	}
+}
+
+// isReady reports whether the load balancer's last probe found replica i ready.
+func (rs *replicaSet) isReady(i int) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.slots[i] != nil && rs.ready[i]
 }
 
 // pick returns the next ready replica after *next (round robin), or -1.

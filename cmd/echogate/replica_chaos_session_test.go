@@ -51,6 +51,9 @@ func (s *rsession) webSession() string { return fmt.Sprintf("r%d", s.i) }
 // run sends the session's messages one after the other, each once the previous one was answered.
 func (s *rsession) run() error {
 	for k := 0; k < *rchaosMessages; k++ {
+		if k == *rchaosMessages-1 && s.r.hold != nil {
+			<-s.r.hold
+		}
 		tag := fmt.Sprintf("[r%d-m%d]", s.i, k)
 		tool := k%3 == 1
 		text := "chaos " + tag

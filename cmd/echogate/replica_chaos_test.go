@@ -41,7 +41,10 @@ var rchaosTag = regexp.MustCompile(`\[r\d+-m\d+\]`)
 // its own Socket Mode connection, and the Events API through the load balancer), Discord
 // (every replica on the same shard) and the web chat (through the load balancer).
 type rchaos struct {
-	t         *testing.T
+	t *testing.T
+	// hold, when set, keeps every session's last message back until it is closed, so the load
+	// lasts as long as what the test does to the replicas (TestRollingDeploy's deploys).
+	hold      chan struct{}
 	rs        *replicaSet
 	slack     *slacktest.Server
 	discord   *discordtest.Server
@@ -90,7 +93,7 @@ func newRChaos(t *testing.T, db map[string]string) *rchaos {
 	r.slack.SetNativeStreaming(true)
 	r.discord = discordtest.NewServer(discordtest.Options{HeartbeatInterval: time.Second, SharedShard: true})
 	t.Cleanup(r.discord.Close)
-	r.rs = &replicaSet{slots: make([]*e2eGateway, rchaosReplicas), ready: make([]bool, rchaosReplicas)}
+	r.rs = &replicaSet{slots: make([]*e2eGateway, rchaosReplicas), ready: make([]bool, rchaosReplicas), logf: t.Logf}
 	r.lb = lbProxy(t, r.rs)
 
 	dir := t.TempDir()
@@ -126,7 +129,21 @@ func newRChaos(t *testing.T, db map[string]string) *rchaos {
 	for i := range rchaosReplicas {
 		r.start(i)
 	}
+	for i := range rchaosReplicas {
+		r.waitBalancerReady(i) // traffic starts once the balancer has a replica to send it to
+	}
 	return r
+}
+
+// waitBalancerReady waits until the load balancer's probe counts replica i ready (every
+// channel connected).
+func (r *rchaos) waitBalancerReady(i int) {
+	r.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !r.rs.isReady(i); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("replica %d: the load balancer never counted it ready (every channel connected) within 30s", i)
+		}
+	}
 }
 
 // start runs replica i and waits until it is ready (every platform connected).

@@ -14,6 +14,9 @@ func TestRollingDeploy(t *testing.T) {
 		t.Skip("runs three gateway binaries and replaces them")
 	}
 	r := newRChaos(t, testDatabase(t, "direct"))
+	if *rchaosDeploys > 0 && *rchaosMessages > 1 {
+		r.hold = make(chan struct{}) // the sessions' last messages wait for the deploys to end
+	}
 	done, errs := r.drive()
 	total := *rchaosSessions * *rchaosMessages
 	var from, to time.Time
@@ -36,6 +39,9 @@ func TestRollingDeploy(t *testing.T) {
 			deployed++
 			to = time.Now()
 			t.Logf("rolling deploy %d done in %s", deployed, to.Sub(from).Round(time.Millisecond))
+			if deployed == *rchaosDeploys && r.hold != nil {
+				close(r.hold)
+			}
 		case <-done:
 			running = false
 		}
@@ -51,7 +57,9 @@ func TestRollingDeploy(t *testing.T) {
 }
 
 // replace stops replica i with SIGTERM (the load balancer sees its readiness fail and stops
-// sending), waits for it to exit, and starts a new process in its place.
+// sending), waits for it to exit, starts a new process in its place and waits until the load
+// balancer counts it ready, as a rolling deploy does before it replaces the next (Kubernetes:
+// the new pod Ready before the next old one is terminated).
 func (r *rchaos) replace(i int) {
 	r.t.Helper()
 	r.rs.mu.Lock()
@@ -62,6 +70,7 @@ func (r *rchaos) replace(i int) {
 	r.rs.set(i, nil)
 	r.t.Logf("replica %d: SIGTERM to exit in %s", i, time.Since(began).Round(time.Millisecond))
 	r.start(i)
+	r.waitBalancerReady(i)
 }
 
 // reportDeployLatency logs the answer latency of the messages sent during the deploy next to
