@@ -80,31 +80,20 @@ func (s *Store) queryMCPTokens(ctx context.Context, op, q string, args ...any) (
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	st, err := d.read(ctx, q)
-	if err != nil {
-		return nil, fail(ctx, err, "%s", op)
+	return queryAll(ctx, d, op, q, args, scanMCPToken)
+}
+
+// scanMCPToken reads (server, user_id, sealed, expires_at, updated_at).
+func scanMCPToken(row rowScanner) (mcptoken.Record, error) {
+	var r mcptoken.Record
+	var exp sql.NullInt64
+	var updated int64
+	if err := row.Scan(&r.Server, &r.User, &r.Sealed, &exp, &updated); err != nil {
+		return r, err
 	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, fail(ctx, err, "%s", op)
+	if len(r.Sealed) == 0 {
+		r.Sealed = nil
 	}
-	defer rows.Close()
-	var out []mcptoken.Record
-	for rows.Next() {
-		var r mcptoken.Record
-		var exp sql.NullInt64
-		var updated int64
-		if err := rows.Scan(&r.Server, &r.User, &r.Sealed, &exp, &updated); err != nil {
-			return nil, fail(ctx, err, "%s", op)
-		}
-		if len(r.Sealed) == 0 {
-			r.Sealed = nil
-		}
-		r.ExpiresAt, r.UpdatedAt = fromOptMicros(exp), fromMicros(updated)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, err, "%s", op)
-	}
-	return out, nil
+	r.ExpiresAt, r.UpdatedAt = fromOptMicros(exp), fromMicros(updated)
+	return r, nil
 }
