@@ -135,13 +135,9 @@ func TestCapabilityScanFindsAssertions(t *testing.T) {
 	}
 }
 
-// turnPipelineUses are the files whose Turn methods may still reach the Pipeline through t.p,
-// with the reason. A Turn is given what it uses at construction (newTurn: its clock, metrics,
-// store, toolEnv, skillLib, the usage ledger's pricer and observers, …).
-var turnPipelineUses = map[string]string{}
-
 // TestTurnIsGivenWhatItUses reads the package's non-test sources: no Turn method reaches the
-// Pipeline (t.p.…) outside turnPipelineUses.
+// Pipeline (t.p.…); a Turn is given what it uses at construction (newTurn: its clock, metrics,
+// store, toolEnv, skillLib, the usage ledger's pricer and observers, …).
 func TestTurnIsGivenWhatItUses(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -152,9 +148,6 @@ func TestTurnIsGivenWhatItUses(t *testing.T) {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
-		if _, ok := turnPipelineUses[f]; ok {
-			continue
-		}
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -162,8 +155,7 @@ func TestTurnIsGivenWhatItUses(t *testing.T) {
 		for i, line := range strings.Split(string(src), "\n") {
 			code, _, _ := strings.Cut(line, "//")
 			if use.MatchString(code) {
-				t.Errorf("%s:%d reaches the Pipeline from a Turn (t.p.): give the Turn what it uses at construction (newTurn), "+
-					"or add the file to turnPipelineUses with a reason", f, i+1)
+				t.Errorf("%s:%d reaches the Pipeline from a Turn (t.p.): give the Turn what it uses at construction (newTurn)", f, i+1)
 			}
 		}
 	}
