@@ -34,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/echogate/echogate/tools/mcp"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -103,8 +104,9 @@ type Config struct {
 	Auth      bool   // http.auth_token is set
 	Approvers int    // len(approval.approvers)
 	Budgets   cost.Limits
-	DataDir   string // uploads go to <DataDir>/knowledge
-	Scripts   bool   // skills.allow_scripts
+	DataDir   string            // uploads go to <DataDir>/knowledge
+	Scripts   bool              // skills.allow_scripts
+	MCPAuth   map[string]string // mcp.servers[].auth by server name
 }
 
 // Deps are the parts the API reads and acts on. Store and Pipeline are required; a nil optional
@@ -133,8 +135,15 @@ type Deps struct {
 	// Names returns the display names seen of the given qualified user ids (unknown ones left
 	// out).
 	Names func(ids []string) map[string]string
-	Log   *slog.Logger
-	Now   func() time.Time // nil: time.Now
+	// MCP reports the MCP servers' state (GET /api/mcp/servers); nil without mcp.servers.
+	MCP MCPStatus
+	Log *slog.Logger
+	Now func() time.Time // nil: time.Now
+}
+
+// MCPStatus is the MCP manager's state report (tools/mcp.Manager).
+type MCPStatus interface {
+	Status() []mcp.ServerStatus
 }
 
 // API serves the admin endpoints. Make it with New and mount it with Register.
@@ -202,7 +211,8 @@ func (a *API) Register(mux Mux) {
 	})
 	mux.HandleFunc("GET /api/turns", a.handleTurns) // agents.go
 	mux.HandleFunc("GET /api/agents", a.handleAgents)
-	mux.HandleFunc("GET /api/skills", a.handleSkills) // skills.go
+	mux.HandleFunc("GET /api/skills", a.handleSkills)          // skills.go
+	mux.HandleFunc("GET /api/mcp/servers", a.handleMCPServers) // mcp.go: the console's MCP tab
 	mux.HandleFunc("GET /api/refusals", a.handleRefusals)
 	mux.HandleFunc("GET /api/turns/detail", a.handleTurnDetail)
 	mux.HandleFunc("GET /api/approvals", a.handleApprovals)

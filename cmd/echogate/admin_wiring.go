@@ -12,11 +12,10 @@ import (
 // adminAPI mounts the console's JSON API (package admin) on mux, with the /api/ endpoints that
 // belong to other parts of the gateway: readiness, MCP logins and schedules.
 func (g *gateway) adminAPI(mux *routeMux) {
-	mux.HandleFunc("GET /api/ready", g.handleReady)            // routes.go
-	mux.HandleFunc("POST /api/mcp/login", g.handleMCPLogin)    // mcp_oauth.go
-	mux.HandleFunc("GET /api/mcp/servers", g.handleMCPServers) // mcp_console.go: the console's MCP tab
-	mux.HandleFunc("POST /api/mcp/logout", g.handleMCPLogout)  // mcp_logout.go
-	g.scheduleAPI(mux)                                         // schedule_api.go
+	mux.HandleFunc("GET /api/ready", g.handleReady)           // routes.go
+	mux.HandleFunc("POST /api/mcp/login", g.handleMCPLogin)   // mcp_oauth.go
+	mux.HandleFunc("POST /api/mcp/logout", g.handleMCPLogout) // mcp_logout.go
+	g.scheduleAPI(mux)                                        // schedule_api.go
 	api, err := admin.New(g.adminConfig(), g.adminDeps())
 	if err != nil { // a wiring mistake: every /api/ path says so rather than half an API
 		g.log.Error("admin API not mounted", "err", err)
@@ -41,6 +40,7 @@ func (g *gateway) adminConfig() admin.Config {
 			PerChannelDayUSD: b.PerChannelDayUSD, PerDayUSD: b.PerDayUSD, PerMonthUSD: b.PerMonthUSD},
 		DataDir: g.cfg.DataDir,
 		Scripts: g.cfg.Skills.AllowScripts,
+		MCPAuth: g.mcpAuthOf(),
 	}
 }
 
@@ -62,6 +62,9 @@ func (g *gateway) adminDeps() admin.Deps {
 	}
 	if g.names != nil {
 		d.Names = g.names.Lookup
+	}
+	if g.mcp != nil {
+		d.MCP = g.mcp
 	}
 	if g.operator != nil {
 		d.Operator = g.operator.Allows
@@ -90,4 +93,13 @@ func (g *gateway) modelShown() string {
 		return demo.ModelName + " (offline)"
 	}
 	return g.cfg.Models.Default
+}
+
+// mcpAuthOf maps each configured MCP server to its auth setting (the console's MCP tab).
+func (g *gateway) mcpAuthOf() map[string]string {
+	auth := make(map[string]string, len(g.cfg.MCP.Servers))
+	for _, s := range g.cfg.MCP.Servers {
+		auth[s.Name] = s.Auth
+	}
+	return auth
 }

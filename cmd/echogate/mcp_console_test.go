@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/echogate/echogate/admin"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,9 +49,9 @@ func TestMCPServersAPI(t *testing.T) {
 	if code := apiGet(t, base+"/api/mcp/servers", "", nil); code != http.StatusUnauthorized {
 		t.Errorf("GET /api/mcp/servers without the token = %d, want 401", code)
 	}
-	got := map[string]mcpServerView{}
+	got := map[string]admin.MCPServerView{}
 	for deadline := time.Now().Add(waitTimeout); got["wx"].State != "connected" || got["tracker"].State == "connecting"; time.Sleep(20 * time.Millisecond) {
-		var servers []mcpServerView
+		var servers []admin.MCPServerView
 		if code := apiGet(t, base+"/api/mcp/servers", token, &servers); code != http.StatusOK {
 			t.Fatalf("GET /api/mcp/servers = %d, want 200", code)
 		}
