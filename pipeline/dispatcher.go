@@ -92,6 +92,7 @@ type item struct {
 // turnCtl lets Submit stop the running turn of a session.
 type turnCtl struct {
 	event    string // the handled event's id (a tool call's question is shown under it, elicit.go)
+	eventKey string // its dedupe key (checked with the session lock: pending.go)
 	stopping atomic.Bool
 	cancel   context.CancelFunc
 	owner    atomic.Pointer[turnOwner] // whose turn runs, for authority (authority_running.go)
@@ -282,7 +283,7 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 		mb.queue = mb.queue[1:]
 		p.d.Metrics.Mailbox(-1, 0)
 		ctx, cancel := context.WithTimeout(p.baseCtx, p.cfg.TurnTimeout)
-		ctl := &turnCtl{cancel: cancel, event: it.ev.ID}
+		ctl := &turnCtl{cancel: cancel, event: it.ev.ID, eventKey: it.ev.DedupeKey()}
 		mb.cur = ctl
 		sh.mu.Unlock()
 
@@ -290,7 +291,13 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 			// Left claimed and unfinished: the replay sweep takes it up later.
 			p.log.Error("pipeline: session is locked elsewhere; event left for replay", "session", mb.key, "event_id", it.ev.ID, "err", err)
 		} else {
-			p.handle(ctx, ctl, &it)
+			if ctl.locked != nil && ctl.locked.eventDone {
+				// Taken over by another replica (agent.replay_after) while it waited here for the
+				// session, and answered there: running it again would answer it twice.
+				p.log.Info("event already answered by another replica; dropped", "session", mb.key, "event_id", it.ev.ID)
+			} else {
+				p.handle(ctx, ctl, &it)
+			}
 			unlock()
 		}
 		cancel()

@@ -81,8 +81,9 @@ func (p *Pipeline) deletePending(ctx context.Context, key echogate.SessionKey) e
 // lockedPending is a session's paused turn as read with the session's lock (PendingLocker):
 // what getPending answers, once, for the event handled under that lock.
 type lockedPending struct {
-	key  echogate.SessionKey
-	pend *echogate.PendingTurn // nil: none
+	key       echogate.SessionKey
+	pend      *echogate.PendingTurn // nil: none
+	eventDone bool                  // the handled event was completed meanwhile (another replica)
 }
 
 // tryLockSession takes key's lock, reading its paused turn with it onto ctl when the store can.
@@ -90,9 +91,9 @@ func (p *Pipeline) tryLockSession(ctx context.Context, ctl *turnCtl, key echogat
 	if p.shared.pendLocker == nil {
 		return p.shared.locker.TryLockSession(ctx, key)
 	}
-	unlock, got, pend, err := p.shared.pendLocker.TryLockSessionPending(ctx, key)
+	unlock, got, pend, done, err := p.shared.pendLocker.TryLockSessionPending(ctx, key, ctl.eventKey)
 	if got && err == nil {
-		ctl.locked = &lockedPending{key: key, pend: pend}
+		ctl.locked = &lockedPending{key: key, pend: pend, eventDone: done}
 	}
 	return unlock, got, err
 }

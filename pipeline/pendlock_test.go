@@ -21,6 +21,9 @@ type pendLockStore struct {
 	mem        *pipelinetest.MemStore
 	getPending atomic.Int64
 	withLock   atomic.Int64
+	// answered are the event keys another replica completed while they waited here (set
+	// before the pipeline starts).
+	answered map[string]bool
 }
 
 func (s *pendLockStore) GetPending(ctx context.Context, key echogate.SessionKey) (echogate.PendingTurn, error) {
@@ -28,16 +31,16 @@ func (s *pendLockStore) GetPending(ctx context.Context, key echogate.SessionKey)
 	return s.mem.GetPending(ctx, key)
 }
 
-func (s *pendLockStore) TryLockSessionPending(ctx context.Context, key echogate.SessionKey) (func(), bool, *echogate.PendingTurn, error) {
+func (s *pendLockStore) TryLockSessionPending(ctx context.Context, key echogate.SessionKey, event string) (func(), bool, *echogate.PendingTurn, bool, error) {
 	s.withLock.Add(1)
 	p, err := s.mem.GetPending(ctx, key)
 	switch {
 	case errors.Is(err, echogate.ErrNotFound):
-		return func() {}, true, nil, nil
+		return func() {}, true, nil, s.answered[event], nil
 	case err != nil:
-		return func() {}, false, nil, err
+		return func() {}, false, nil, false, err
 	}
-	return func() {}, true, &p, nil
+	return func() {}, true, &p, s.answered[event], nil
 }
 
 // TestPausedTurnReadWithTheSessionLock: on a store whose session lock reads the paused turn,
@@ -73,5 +76,23 @@ func TestPausedTurnReadWithTheSessionLock(t *testing.T) {
 	}
 	if n := st.withLock.Load(); n != 3 {
 		t.Errorf("TryLockSessionPending calls = %d, want 3 (one per event)", n)
+	}
+}
+
+// TestEventAnsweredElsewhereIsNotAnsweredAgain: an event another replica took over (after
+// agent.replay_after) and answered while it waited here for the session's lock is dropped when
+// the lock comes: no model call, nothing in the transcript; the next event runs.
+func TestEventAnsweredElsewhereIsNotAnsweredAgain(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	first := msg("s1", "ann", "answered elsewhere")
+	st := &pendLockStore{lockingStore: lockingStore{mem}, mem: mem, answered: map[string]bool{first.DedupeKey(): true}}
+	h := start(t, opts{store: mem, deps: func(d *pipeline.Deps) { d.Store = st }}, agenttest.Reply("hi"))
+	h.submit(first)
+	h.submit(msg("s1", "ann", "hello"))
+	if d := h.waitDone(); d.Status != "done" || d.Text != "hi" {
+		t.Fatalf("next event: %+v, want done with the model's first reply \"hi\"", d)
+	}
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hello|assistant:hi"; got != want {
+		t.Errorf("transcript = %s, want %s (the event answered elsewhere left out)", got, want)
 	}
 }

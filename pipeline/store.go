@@ -165,5 +165,7 @@ type StopFlags interface {
 // event then pays one round trip for both, where TryLockSession and GetPending cost two on its
 // critical path. pend is nil when the session has no paused turn, and always when ok is false.
 type PendingLocker interface {
-	TryLockSessionPending(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, pend *echogate.PendingTurn, err error)
+	// With event set, done reports (in the same round trip) whether that event was completed
+	// already: another replica took it over and answered it while it waited here for the lock.
+	TryLockSessionPending(ctx context.Context, key echogate.SessionKey, event string) (unlock func(), ok bool, pend *echogate.PendingTurn, done bool, err error)
 }

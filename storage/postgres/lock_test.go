@@ -203,7 +203,7 @@ func TestLockWithPendingIsOneRoundTrip(t *testing.T) {
 	key := echogate.SessionKey(randomName("web:lockpend:"))
 	for i := range 3 { // the first prepares the statements
 		tc.reset()
-		unlock, ok, _, err := st.TryLockSessionPending(ctx, key)
+		unlock, ok, _, _, err := st.TryLockSessionPending(ctx, key, "ev:"+string(key))
 		if err != nil || !ok {
 			t.Fatalf("TryLockSessionPending #%d = %v, %v", i, ok, err)
 		}

@@ -16,20 +16,28 @@ import (
 // before it let go. pend is nil when the session has no paused turn, and always when ok is
 // false. The pipeline asks it once per event instead of TryLockSession and GetPending: one
 // round trip on an event's critical path instead of two.
-func (s *Store) TryLockSessionPending(ctx context.Context, key echogate.SessionKey) (unlock func(), ok bool, pend *echogate.PendingTurn, err error) {
-	rd := &pendingRead{}
+//
+// With event set, done reports whether that event was completed already, read in the same
+// batch: a replica that waited for the lock longer than agent.replay_after may find its event
+// taken over and answered by another, and must not answer it again.
+func (s *Store) TryLockSessionPending(ctx context.Context, key echogate.SessionKey, event string) (unlock func(), ok bool, pend *echogate.PendingTurn, done bool, err error) {
+	rd := &pendingRead{event: event}
 	unlock, ok, err = s.tryLockSession(ctx, key, rd)
 	if ok && rd.found {
 		pend = &rd.pend
 	}
-	return unlock, ok, pend, err
+	return unlock, ok, pend, ok && rd.eventDone, err
 }
 
 // pendingRead is the session's paused turn read with its lock (lockAndRead).
 type pendingRead struct {
-	pend  echogate.PendingTurn
-	found bool
+	pend      echogate.PendingTurn
+	found     bool
+	event     string // "" : not asked
+	eventDone bool
 }
+
+const qEventDone = `SELECT completed_at IS NOT NULL FROM events WHERE key = $1`
 
 // batchSender is a connection or a pool: what a batch is sent on.
 type batchSender interface {
@@ -44,6 +52,9 @@ func lockAndRead(ctx context.Context, c batchSender, key echogate.SessionKey, rd
 	b.Queue(lockSQL, args...)
 	if rd != nil {
 		b.Queue(qGetPending, string(key))
+		if rd.event != "" {
+			b.Queue(qEventDone, rd.event)
+		}
 	}
 	br := c.SendBatch(ctx, b)
 	got, err := scan(br.QueryRow())
@@ -54,6 +65,15 @@ func lockAndRead(ctx context.Context, c batchSender, key echogate.SessionKey, rd
 			rd.pend, rd.found = p, got
 		case !errors.Is(perr, pgx.ErrNoRows):
 			err = fmt.Errorf("read the paused turn with the lock: %w", perr)
+		}
+		if err == nil && rd.event != "" {
+			var done bool
+			switch derr := br.QueryRow().Scan(&done); {
+			case derr == nil:
+				rd.eventDone = done
+			case !errors.Is(derr, pgx.ErrNoRows):
+				err = fmt.Errorf("read the event's state with the lock: %w", derr)
+			}
 		}
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
