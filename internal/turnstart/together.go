@@ -54,25 +54,58 @@ func Together(ctx context.Context, b Begin, w BatchWriter) *Start {
 	if len(b.Input) == 0 {
 		return AtOnce(ctx, b, w)
 	}
+	s := batchStart(ctx, b, w)
+	s.atOnce, s.inputAt = true, inputIssued
+	go s.writeBatch(w, b.Input)
+	return s
+}
+
+// DeferredBatch begins a turn like Deferred, its record written with the reads b asks for in
+// one round trip (w.BeginWithInput without input): the reads a turn's context needs anyway
+// carry the record, and the input waits for the first of Durable, Flush after Progress, the
+// delay, or Fold, so that in most turns it is appended with the answer in the end's write. Ready
+// does not wait; Checkpoint and HistorySince wait for the batch. A failed batch fails the record
+// (Recorded) and the reads.
+func DeferredBatch(ctx context.Context, b Begin, w BatchWriter, delay time.Duration) *Start {
+	s := batchStart(ctx, b, w)
+	if len(b.Input) == 0 {
+		s.inputAt = inputFolded // nothing to write
+		close(s.inputDone)
+	}
+	go s.writeBatch(w, nil)
+	s.mu.Lock()
+	if s.inputAt == inputPending {
+		s.timer = time.AfterFunc(delay, func() { s.issue(false) })
+	}
+	s.mu.Unlock()
+	return s
+}
+
+func batchStart(ctx context.Context, b Begin, w BatchWriter) *Start {
 	if b.Now == nil {
 		b.Now = time.Now
 	}
-	s := &Start{b: b, w: w, ctx: context.WithoutCancel(ctx), atOnce: true, batched: true, inputAt: inputIssued,
+	return &Start{b: b, w: w, ctx: context.WithoutCancel(ctx), batched: true,
 		recDone: make(chan struct{}), inputDone: make(chan struct{})}
-	go func() {
-		wctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
-		defer cancel()
-		rd, err := w.BeginWithInput(wctx, b.Record, b.Input, b.Now(), Reads{Checkpoint: b.ReadCheckpoint, Since: b.ReadSince, SinceLimit: b.SinceLimit})
-		if err != nil {
-			s.recErr = fmt.Errorf("begin turn: %w", err)
-			rd.Checkpoint.Err, rd.Since = s.recErr, HistoryRead{Err: s.recErr}
-			s.fail(s.recErr)
-		}
-		s.read = &rd
-		close(s.recDone)
+}
+
+// writeBatch writes the record with input (none: the record alone) and the reads in one
+// BeginWithInput call; with input, the input counts as written with it.
+func (s *Start) writeBatch(w BatchWriter, input []echogate.Message) {
+	b := s.b
+	wctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
+	defer cancel()
+	rd, err := w.BeginWithInput(wctx, b.Record, input, b.Now(), Reads{Checkpoint: b.ReadCheckpoint, Since: b.ReadSince, SinceLimit: b.SinceLimit})
+	if err != nil {
+		s.recErr = fmt.Errorf("begin turn: %w", err)
+		rd.Checkpoint.Err, rd.Since = s.recErr, HistoryRead{Err: s.recErr}
+		s.fail(s.recErr)
+	}
+	s.read = &rd
+	close(s.recDone)
+	if len(input) > 0 {
 		close(s.inputDone)
-	}()
-	return s
+	}
 }
 
 // Checkpoint returns the session's newest checkpoint as read with the start writes

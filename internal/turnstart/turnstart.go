@@ -1,14 +1,17 @@
 // Package turnstart orders the writes that start a turn: its record (status running) and its
 // input messages. The order is the store's choice, made in its TurnLog.BeginTurn:
 //
-//   - Deferred (one process owns the store: SQLite, the in-memory test store): the record is
+//   - Deferred (the single-process stores: SQLite, the in-memory test store): the record is
 //     written while the turn's context is built and the model runs; the input waits, so that in
 //     most turns it is appended with the answer, in the round trip that writes the turn's end
 //     anyway (Fold). It is written earlier when something needs it durable (Durable: a tool is
 //     about to run, the answer is about to be posted), or once the turn has run for the delay.
-//   - AtOnce (a store shared by replicas: PostgreSQL): both are issued at once and the model is
-//     called only once they landed (Ready), so a replica that takes the event over after this
-//     process died finds the running turn and knows whether the question was saved.
+//   - DeferredBatch (PostgreSQL, shared by replicas): the same, with the record written in the
+//     round trip of the reads the turn's context needs (BatchWriter), so it costs no round trip
+//     of its own. A replica that takes the event over after this process died finds the running
+//     turn and whether the question was saved, as a restarted process does.
+//   - AtOnce, and Together with a BatchWriter: record and input are written at once (together:
+//     in one transaction) and the model is called only once they landed (Ready).
 //
 // The pipeline uses one path whatever the order: Ready before the model call, Durable before an
 // effect that needs the start written, Progress when the model asks for a tool, Flush before the
@@ -104,7 +107,7 @@ type Start struct {
 
 	recDone chan struct{}
 	recErr  error
-	batched bool  // Together: one BatchWriter call writes the record and the input
+	batched bool  // Together, DeferredBatch: one BatchWriter call writes the record (and the input) with the reads
 	read    *Read // what it read with them (Begin.ReadCheckpoint, ReadSince); set before recDone closes
 
 	// The input is issued at most once (inputAt leaves pending under mu) or folded into the

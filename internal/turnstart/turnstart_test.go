@@ -218,3 +218,102 @@ func TestTogetherWritesRecordAndInputInOneCall(t *testing.T) {
 		})
 	}
 }
+
+// recordBatch is a BatchWriter for DeferredBatch: BeginWithInput writes the record alone (no
+// input) with the reads; the input goes through AppendMessages or RecordProgress later.
+type recordBatch struct {
+	*fakeWrites
+	t      *testing.T
+	calls  chan []echogate.Message
+	reads  chan Reads
+	err    error
+	starts int
+}
+
+func (b *recordBatch) StartTurn(context.Context, echogate.TurnRecord, func(error)) {
+	b.t.Error("StartTurn called, want the record written by BeginWithInput")
+}
+
+func (b *recordBatch) BeginWithInput(_ context.Context, _ echogate.TurnRecord, input []echogate.Message, _ time.Time, reads Reads) (Read, error) {
+	b.calls <- input
+	b.reads <- reads
+	return Read{Checkpoint: Checkpoint{Msg: echogate.StoredMessage{Seq: 7}}, Since: HistoryRead{Entries: []echogate.StoredMessage{{Seq: 4}}, OK: true}}, b.err
+}
+
+func newRecordBatch(t *testing.T, err error) *recordBatch {
+	return &recordBatch{fakeWrites: newFake(), t: t, calls: make(chan []echogate.Message, 2), reads: make(chan Reads, 2), err: err}
+}
+
+// DeferredBatch writes the record with the reads in one BeginWithInput call and no input; the
+// input waits as Deferred's does: the turn's end takes it over (Fold), or Durable, Flush after
+// Progress or the delay writes it. Ready does not wait; the reads do.
+func TestDeferredBatchWritesTheRecordWithTheReadsAndDefersTheInput(t *testing.T) {
+	b := qBegin
+	b.ReadCheckpoint, b.ReadSince, b.SinceLimit = true, &echogate.StoredMessage{Seq: 3}, 9
+	t.Run("Folded", func(t *testing.T) {
+		w := newRecordBatch(t, nil)
+		s := DeferredBatch(t.Context(), b, w, time.Hour)
+		if err := s.Ready(t.Context()); err != nil {
+			t.Fatalf("Ready = %v, want nil at once", err)
+		}
+		if got := <-w.calls; len(got) != 0 {
+			t.Errorf("BeginWithInput input = %+v, want none (the input waits)", got)
+		}
+		if r := <-w.reads; !r.Checkpoint || r.Since == nil || r.Since.Seq != 3 || r.SinceLimit != 9 {
+			t.Errorf("BeginWithInput reads = %+v, want the checkpoint and the entries after seq 3 (limit 9)", r)
+		}
+		if cp, ok := s.Checkpoint(t.Context()); !ok || cp.Err != nil || cp.Msg.Seq != 7 {
+			t.Errorf("Checkpoint = %+v, %v, want the one read with the record (seq 7)", cp, ok)
+		}
+		if h, ok := s.HistorySince(t.Context(), echogate.StoredMessage{Seq: 3}); !ok || h.Err != nil || !h.OK || len(h.Entries) != 1 {
+			t.Errorf("HistorySince(seq 3) = %+v, %v, want the entries read with the record", h, ok)
+		}
+		if got := s.Fold(); len(got) != 1 || got[0].Content != "q" {
+			t.Errorf("Fold = %+v, want the input, taken over by the turn's end", got)
+		}
+		if err := s.Durable(t.Context()); err != nil {
+			t.Errorf("Durable after Fold = %v, want nil (the record is written)", err)
+		}
+		select {
+		case got := <-w.appended:
+			t.Errorf("input appended %+v, want it folded into the end", got)
+		default:
+		}
+	})
+	t.Run("Durable", func(t *testing.T) {
+		w := newRecordBatch(t, nil)
+		s := DeferredBatch(t.Context(), b, w, time.Hour)
+		if err := s.Durable(t.Context()); err != nil {
+			t.Fatalf("Durable = %v, want nil", err)
+		}
+		if got := <-w.appended; len(got) != 1 || got[0].Content != "q" {
+			t.Errorf("Durable wrote %+v, want the question", got)
+		}
+		if s.Fold() != nil {
+			t.Error("Fold after Durable returned the input, want nil (written)")
+		}
+	})
+	t.Run("Delay", func(t *testing.T) {
+		w := newRecordBatch(t, nil)
+		_ = DeferredBatch(t.Context(), b, w, time.Millisecond)
+		if got := <-w.appended; len(got) != 1 || got[0].Content != "q" {
+			t.Errorf("written after the delay: %+v, want the question", got)
+		}
+	})
+	t.Run("Failed", func(t *testing.T) {
+		w := newRecordBatch(t, errors.New("unique violation"))
+		o := &testOwner{}
+		fb := b
+		fb.Owner = o
+		s := DeferredBatch(t.Context(), fb, w, time.Hour)
+		if err := s.Recorded(t.Context()); err == nil {
+			t.Error("Recorded = nil, want the batch's error")
+		}
+		if cp, ok := s.Checkpoint(t.Context()); !ok || cp.Err == nil {
+			t.Errorf("Checkpoint = %+v, %v, want the batch's error", cp, ok)
+		}
+		if o.failed != 1 {
+			t.Errorf("StartFailed told %d times, want 1", o.failed)
+		}
+	})
+}

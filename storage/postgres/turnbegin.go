@@ -11,12 +11,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// BeginTurn begins a turn (pipeline.TurnLog): the record and the input are written together,
-// in one batch (one round trip, one transaction), and the turn's Ready waits for them before
-// the model is called. The database is shared by replicas: one that takes the event over after
-// this process died finds the running turn, closes it and knows whether the question was saved.
+// BeginTurn begins a turn (pipeline.TurnLog): the record is written in the round trip that
+// reads what the turn's context needs (the checkpoint, the transcript after the history cache),
+// and the input waits (turnstart.DeferredBatch): in most turns it is appended with the answer
+// in the end's one write, so a plain turn makes one write transaction and one transcript append
+// less. It is written before a tool runs or the answer is posted, or after
+// turnstart.DefaultDelay. A replica that takes the event over after this process died finds the
+// running turn (its record is durable before anything is posted) and whether the question was
+// saved (its messages under the turn's id), as a restarted single process does.
 func (s *Store) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
-	return turnstart.Together(ctx, b, batchBegin{Writer: turnstart.Blocking(s), s: s})
+	return turnstart.DeferredBatch(ctx, b, batchBegin{Writer: turnstart.Blocking(s), s: s}, turnstart.DefaultDelay)
 }
 
 // batchBegin is the store as a turnstart.BatchWriter.
@@ -29,7 +33,8 @@ func (b batchBegin) BeginWithInput(ctx context.Context, rec echogate.TurnRecord,
 	return b.s.BeginWithInput(ctx, rec, input, at, reads)
 }
 
-// BeginWithInput inserts the turn t and appends input to its session under t.ID in one batch:
+// BeginWithInput inserts the turn t and appends input (none: the record alone) to its session
+// under t.ID in one batch:
 // CreateTurn and AppendMessages in one round trip and one implicit transaction (both or
 // neither; turnstart.BatchWriter). An id that exists already wraps ErrExists, and no input is
 // appended. What reads asks for is read first in the same batch, before the writes: the
@@ -70,7 +75,9 @@ func (s *Store) beginWithInput(ctx context.Context, t echogate.TurnRecord, input
 	}
 	batch.Queue(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
 		t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, utc(s.stamp(t.StartedAt)), optTime(t.EndedAt), echogate.JoinSkills(t.Skills))
-	batch.Queue(qAppend, string(t.Session), int64(len(input)), t.ID, utc(s.stamp(at)), roles, bodies)
+	if len(input) > 0 {
+		batch.Queue(qAppend, string(t.Session), int64(len(input)), t.ID, utc(s.stamp(at)), roles, bodies)
+	}
 	br := p.SendBatch(ctx, batch)
 	defer br.Close()
 	if reads.Checkpoint {
@@ -94,12 +101,14 @@ func (s *Store) beginWithInput(ctx context.Context, t echogate.TurnRecord, input
 		}
 		return fail(ctx, err, "begin turn %q", t.ID)
 	}
-	tag, err := br.Exec()
-	if err != nil {
-		return fail(ctx, err, "begin turn %q: append %d messages", t.ID, len(input))
-	}
-	if tag.RowsAffected() != int64(len(input)) {
-		return fmt.Errorf("postgres: begin turn %q: append %d messages: inserted %d rows", t.ID, len(input), tag.RowsAffected())
+	if len(input) > 0 {
+		tag, err := br.Exec()
+		if err != nil {
+			return fail(ctx, err, "begin turn %q: append %d messages", t.ID, len(input))
+		}
+		if tag.RowsAffected() != int64(len(input)) {
+			return fmt.Errorf("postgres: begin turn %q: append %d messages: inserted %d rows", t.ID, len(input), tag.RowsAffected())
+		}
 	}
 	if err := br.Close(); err != nil {
 		return fail(ctx, err, "begin turn %q", t.ID)

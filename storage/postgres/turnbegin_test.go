@@ -8,26 +8,47 @@ import (
 	"github.com/echogate/echogate/internal/turnstart"
 )
 
-// PostgreSQL is shared by replicas: once BeginTurn's Ready returns (before the model is
-// called), the turn's record and question are durable, so a replica that takes the event over
-// after this one died finds the running turn and knows the question was saved.
-func TestBeginTurnWritesBeforeReady(t *testing.T) {
+// PostgreSQL writes the turn's record in the round trip of the context's reads and defers the
+// question like a single process does: a plain turn appends it with the answer. Once Recorded
+// returns the running record is durable (a replica that takes the event over finds it); the
+// question is not written until something needs it (Durable: a tool, the post) or the turn's
+// end takes it over (Fold).
+func TestBeginTurnWritesTheRecordAndDefersTheQuestion(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
-	id := ids.New("t_")
-	key := echogate.SessionKey("web:" + id)
-	rec := echogate.TurnRecord{ID: id, Session: key, Status: echogate.TurnRunning}
-	st := s.BeginTurn(ctx, turnstart.Begin{Record: rec, Input: []echogate.Message{{Role: echogate.RoleUser, Content: "q"}}})
-	if err := st.Ready(ctx); err != nil {
-		t.Fatalf("Ready = %v, want nil", err)
+	begin := func() (*turnstart.Start, string, echogate.SessionKey) {
+		id := ids.New("t_")
+		key := echogate.SessionKey("web:" + id)
+		rec := echogate.TurnRecord{ID: id, Session: key, Status: echogate.TurnRunning}
+		st := s.BeginTurn(ctx, turnstart.Begin{Record: rec, Input: []echogate.Message{{Role: echogate.RoleUser, Content: "q"}}})
+		if err := st.Ready(ctx); err != nil {
+			t.Fatalf("Ready = %v, want nil", err)
+		}
+		if err := st.Recorded(ctx); err != nil {
+			t.Fatalf("Recorded = %v, want nil", err)
+		}
+		if _, err := s.GetTurn(ctx, id); err != nil {
+			t.Errorf("GetTurn once Recorded = %v, want the running record", err)
+		}
+		if h, err := s.History(ctx, key, 0); err != nil || len(h) != 0 {
+			t.Errorf("History once Recorded = %+v, %v; want nothing yet (the question waits)", h, err)
+		}
+		return st, id, key
 	}
-	if _, err := s.GetTurn(ctx, id); err != nil {
-		t.Errorf("GetTurn once Ready = %v, want the running record", err)
+
+	st, _, _ := begin()
+	if f := st.Fold(); len(f) != 1 || f[0].Content != "q" {
+		t.Errorf("Fold = %+v, want the question, for the turn's end to append", f)
 	}
-	if h, err := s.History(ctx, key, 0); err != nil || len(h) != 1 || h[0].Message.Content != "q" {
-		t.Errorf("History once Ready = %+v, %v; want the question", h, err)
+
+	st, id, key := begin()
+	if err := st.Durable(ctx); err != nil {
+		t.Fatalf("Durable = %v, want nil", err)
+	}
+	if h, err := s.History(ctx, key, 0); err != nil || len(h) != 1 || h[0].Message.Content != "q" || h[0].Turn != id {
+		t.Errorf("History once Durable = %+v, %v; want the question under the turn", h, err)
 	}
 	if f := st.Fold(); f != nil {
-		t.Errorf("Fold = %+v, want nil (written at once)", f)
+		t.Errorf("Fold after Durable = %+v, want nil (written)", f)
 	}
 }

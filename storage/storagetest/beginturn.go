@@ -257,6 +257,25 @@ func (r *runner) beginWithInput(t *testing.T, s Store, u uniq) {
 		t.Errorf("BeginWithInput's entries after a changed entry: ok %v, err %v, want not ok (the caller reads the whole history)", rd.Since.OK, rd.Since.Err)
 	}
 
+	// The record alone (DeferredBatch: the input waits): the reads come back, no entry is
+	// appended.
+	alone := want
+	alone.ID = b.u.key("together-alone")
+	rd, err = bw.BeginWithInput(ctx, alone, nil, b.now(), turnstart.Reads{Checkpoint: true, Since: &h[1], SinceLimit: 10})
+	must(t, "BeginWithInput without input", err)
+	if got := rd.Since; got.Err != nil || !got.OK || !slices.Equal(contents(got.Entries), []string{"q3", "q"}) {
+		t.Errorf("BeginWithInput without input: entries after q2 = %q, ok %v, err %v, want [q3 q], ok", contents(got.Entries), got.OK, got.Err)
+	}
+	if cp := rd.Checkpoint; cp.Err != nil || cp.Msg.Seq != h[1].Seq {
+		t.Errorf("BeginWithInput without input: checkpoint = %+v, want the saved one (seq %d)", cp, h[1].Seq)
+	}
+	if got, err := s.GetTurn(ctx, alone.ID); err != nil || got.Status != echogate.TurnRunning {
+		t.Errorf("GetTurn after BeginWithInput without input = %+v, %v, want the running record", got, err)
+	}
+	if got := b.history(t, want.Session); !slices.Equal(got, []string{"q1", "q2", "q3", "q"}) {
+		t.Errorf("History after BeginWithInput without input = %q, want [q1 q2 q3 q] (nothing appended)", got)
+	}
+
 	dup := b.rec("together-dup")
 	must(t, "CreateTurn", s.CreateTurn(ctx, dup))
 	if _, err := bw.BeginWithInput(ctx, dup, []echogate.Message{userMsg("lost")}, b.now(), turnstart.Reads{}); err == nil {
