@@ -91,6 +91,11 @@ type TurnEnd struct {
 	// Usage are ledger entries to append (the turn's last model calls); FinishTurn sets their
 	// IDs as RecordUsage returns them.
 	Usage []UsageRecord
+	// ReleaseSession says the end is the last write under the session's cross-replica lock: a
+	// store that holds that lock (pipeline.SessionLocker) may give it back in the end's round
+	// trip, once the end committed, and the lock's unlock then only forgets it. A store that
+	// holds no such lock ignores it.
+	ReleaseSession bool
 }
 
 // TurnResume is the durable decision on a paused turn: written together with the record of

@@ -103,6 +103,9 @@ type turnCtl struct {
 	// locked is the session's paused turn as read with its lock (PendingLocker); nil when
 	// it was not read so. route takes it once (lockedPending.take).
 	locked *lockedPending
+	// lockKey is the session whose cross-replica lock drain holds for this event ("" : none);
+	// a turn of that session may give it back with its end (releaseWithEnd).
+	lockKey echogate.SessionKey
 }
 
 func (c *turnCtl) stop() {
@@ -291,6 +294,9 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 			// Left claimed and unfinished: the replay sweep takes it up later.
 			p.log.Error("pipeline: session is locked elsewhere; event left for replay", "session", mb.key, "event_id", it.ev.ID, "err", err)
 		} else {
+			if p.shared.locker != nil {
+				ctl.lockKey = mb.key
+			}
 			if ctl.locked != nil && ctl.locked.eventDone {
 				// Taken over by another replica (agent.replay_after) while it waited here for the
 				// session, and answered there: running it again would answer it twice.

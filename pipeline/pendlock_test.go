@@ -3,7 +3,9 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -94,5 +96,42 @@ func TestEventAnsweredElsewhereIsNotAnsweredAgain(t *testing.T) {
 	}
 	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hello|assistant:hi"; got != want {
 		t.Errorf("transcript = %s, want %s (the event answered elsewhere left out)", got, want)
+	}
+}
+
+// releaseStore records, per turn's end, whether it may give the session's lock back with it.
+type releaseStore struct {
+	*pendLockStore
+	mu   sync.Mutex
+	ends []string
+}
+
+func (s *releaseStore) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
+	s.mu.Lock()
+	s.ends = append(s.ends, fmt.Sprintf("%s:%v", end.Turn.Status, end.ReleaseSession))
+	s.mu.Unlock()
+	return s.mem.FinishTurn(ctx, end)
+}
+
+// TestTurnEndReleasesTheSessionLock: on a store shared by replicas, a turn's end says the
+// session's lock may go with it (TurnEnd.ReleaseSession) when nothing after the end needs it:
+// a plain turn, not a pause (it outlives the turn) nor a resumed turn (its session may be
+// deleted after the end).
+func TestTurnEndReleasesTheSessionLock(t *testing.T) {
+	mem := pipelinetest.NewMemStore()
+	st := &releaseStore{pendLockStore: &pendLockStore{lockingStore: lockingStore{mem}, mem: mem}}
+	del := newTool("delete_file", tools.Sensitive, "deleted")
+	h := start(t, opts{store: mem, tools: []tools.Tool{del}, deps: func(d *pipeline.Deps) { d.Store = st }},
+		agenttest.Reply("hi"), agenttest.CallTool("delete_file", `{"path":"x"}`), agenttest.Reply("gone"))
+	h.submit(msg("s1", "ann", "hello"))
+	h.waitDone()
+	h.submit(msg("s1", "ann", "delete x"))
+	h.waitDone()
+	h.submit(reaction("s1", "ann", echogate.ReactionApprove, promptOf(t, h).Ref))
+	h.waitDone()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if got, want := strings.Join(st.ends, " "), "done:true paused:false done:false"; got != want {
+		t.Errorf("turn ends (status:release) = %s, want %s", got, want)
 	}
 }

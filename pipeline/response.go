@@ -209,7 +209,7 @@ func (s *ResponseStage) endTurn(ctx context.Context, t *Turn, res agent.Result, 
 	if len(input) > 0 {
 		msgs = append(append(make([]echogate.Message, 0, len(input)+len(msgs)), input...), msgs...)
 	}
-	end := echogate.TurnEnd{Session: t.rec.Session, Messages: msgs, Turn: rec, At: s.now(), Usage: t.usage.take()}
+	end := echogate.TurnEnd{Session: t.rec.Session, Messages: msgs, Turn: rec, At: s.now(), Usage: t.usage.take(), ReleaseSession: t.releaseWithEnd()}
 	if key, ok := t.ctl.takeCompletion(); ok {
 		end.EventKey = key
 	}
@@ -226,6 +226,24 @@ func (s *ResponseStage) endTurn(ctx context.Context, t *Turn, res agent.Result, 
 		}
 	}
 	t.usage.inFlight.Wait() // usage writes issued during the turn land before "done"
+}
+
+// releaseWithEnd reports whether the turn's end is the last write its session's cross-replica
+// lock guards, so the store may give the lock back in the end's round trip
+// (TurnEnd.ReleaseSession): the lock drain took is this session's, and nothing after the end
+// needs it. A pause keeps it until drain's unlock (the pause outlives the turn); an ephemeral
+// or resumed session may be deleted after the end, and a scheduled run's outcome is recorded
+// after it.
+func (t *Turn) releaseWithEnd() bool {
+	switch {
+	case t.ctl == nil || t.ctl.lockKey == "" || t.ctl.lockKey != t.key:
+		return false
+	case t.finalStatus() == echogate.TurnPaused, t.ev.Ephemeral, t.resume != nil:
+		return false
+	case t.scheduled() != nil || strings.HasPrefix(string(t.key), scheduledPrefix):
+		return false
+	}
+	return true
 }
 
 // afterFinish removes an ephemeral session and announces the end of the turn.

@@ -13,8 +13,11 @@ import (
 )
 
 // FinishTurn writes the end of a turn (see pipeline.TurnLog) in one transaction and one
-// round trip (an implicit transaction: sendAtomic): the transcript append, the turn record's update, the ledger entries (their IDs
-// set), the removal of the turn's resume record and the event's completion. When that
+// round trip (an implicit transaction: sendAtomic): the transcript append, the turn record's
+// update, the ledger entries (their IDs set), the removal of the turn's resume record and the
+// event's completion. With end.ReleaseSession, when this store holds the session's lock on a
+// direct connection, the write goes on the lock's connection and gives the lock back after it
+// committed, in the same round trip (finishReleasing). When that
 // transaction fails, the parts are written one by one, the event's completion last, so each
 // succeeds or fails on its own; the error joins the parts' errors (an unknown turn to update
 // or event to complete wraps ErrNotFound).
@@ -30,6 +33,11 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	if err != nil {
 		return err
 	}
+	if end.ReleaseSession {
+		if turnErr, eventErr, ok := s.finishReleasing(ctx, end); ok {
+			return errors.Join(turnErr, eventErr)
+		}
+	}
 	turnErr, eventErr, err := s.finishBatch(ctx, p, end)
 	if err == nil {
 		return errors.Join(turnErr, eventErr)
@@ -44,12 +52,30 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 // was written; turnErr and eventErr report a turn or event that does not exist (the rest still
 // commits).
 func (s *Store) finishBatch(ctx context.Context, p *pgxpool.Pool, end echogate.TurnEnd) (turnErr, eventErr, err error) {
-	t := end.Turn
 	b := &pgx.Batch{}
+	if err := s.queueFinish(b, end); err != nil {
+		return nil, nil, err
+	}
+	ids := make([]int64, len(end.Usage))
+	err = sendAtomic(ctx, p, b, func(br pgx.BatchResults) error {
+		var err error
+		turnErr, eventErr, err = readFinish(br, end, ids)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	setUsageIDs(end, ids)
+	return turnErr, eventErr, nil
+}
+
+// queueFinish queues the statements of end's write on b, in the order readFinish reads them.
+func (s *Store) queueFinish(b *pgx.Batch, end echogate.TurnEnd) error {
+	t := end.Turn
 	if len(end.Messages) > 0 {
 		roles, bodies, err := encodeRows(end.Messages)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		b.Queue(qAppend, string(end.Session), int64(len(end.Messages)), t.ID, utc(s.stamp(end.At)), roles, bodies)
 	}
@@ -64,46 +90,49 @@ func (s *Store) finishBatch(ctx context.Context, p *pgxpool.Pool, end echogate.T
 	if end.EventKey != "" {
 		b.Queue(qCompleteEvent, utc(s.stamp(end.At)), end.EventKey)
 	}
-	ids := make([]int64, len(end.Usage))
-	err = sendAtomic(ctx, p, b, func(br pgx.BatchResults) error {
-		if len(end.Messages) > 0 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
-		tag, err := br.Exec()
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			turnErr = fmt.Errorf("postgres: finish turn %q: record turn: %w", t.ID, ErrNotFound)
-		}
+	return nil
+}
+
+// readFinish reads the results of queueFinish's statements, the usage entries' IDs into ids.
+func readFinish(br pgx.BatchResults, end echogate.TurnEnd, ids []int64) (turnErr, eventErr, err error) {
+	t := end.Turn
+	if len(end.Messages) > 0 {
 		if _, err := br.Exec(); err != nil {
-			return err
+			return nil, nil, err
 		}
-		for i := range end.Usage {
-			if err := br.QueryRow().Scan(&ids[i]); err != nil {
-				return err
-			}
-		}
-		if end.EventKey != "" {
-			tag, err := br.Exec()
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				eventErr = fmt.Errorf("postgres: finish turn %q: complete event %q: %w", t.ID, end.EventKey, ErrNotFound)
-			}
-		}
-		return nil
-	})
+	}
+	tag, err := br.Exec()
 	if err != nil {
 		return nil, nil, err
 	}
+	if tag.RowsAffected() == 0 {
+		turnErr = fmt.Errorf("postgres: finish turn %q: record turn: %w", t.ID, ErrNotFound)
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, err
+	}
+	for i := range end.Usage {
+		if err := br.QueryRow().Scan(&ids[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	if end.EventKey != "" {
+		tag, err := br.Exec()
+		if err != nil {
+			return nil, nil, err
+		}
+		if tag.RowsAffected() == 0 {
+			eventErr = fmt.Errorf("postgres: finish turn %q: complete event %q: %w", t.ID, end.EventKey, ErrNotFound)
+		}
+	}
+	return turnErr, eventErr, nil
+}
+
+// setUsageIDs gives end's usage entries the IDs their inserts returned.
+func setUsageIDs(end echogate.TurnEnd, ids []int64) {
 	for i := range end.Usage {
 		end.Usage[i].ID = ids[i]
 	}
-	return turnErr, eventErr, nil
 }
 
 // finishApart writes the parts of end one by one, the event's completion last.

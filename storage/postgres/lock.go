@@ -84,10 +84,12 @@ func (s *Store) tryLockSession(ctx context.Context, key echogate.SessionKey, rd 
 		}
 		return noop, false, nil
 	}
+	h := &heldLock{lane: l, gen: gen}
+	m.hold(key, h)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			if err := l.unlock(gen, key); err != nil {
+			if err := l.unlock(h, key); err != nil {
 				s.log.Warn("postgres: session unlock failed",
 					"session", string(key), "err", err)
 			}
@@ -96,17 +98,26 @@ func (s *Store) tryLockSession(ctx context.Context, key echogate.SessionKey, rd 
 	}, true, nil
 }
 
+// heldLock is a session lock this store holds: its lane, the lane connection's generation it
+// was taken in, and whether a turn's end gave it back already (finishReleasing; under the
+// lane's mu).
+type heldLock struct {
+	lane     *lockLane
+	gen      uint64
+	released bool
+}
+
 // lockMux holds the lock connections and the sessions this store has locked.
 type lockMux struct {
 	pool  *pgxpool.Pool
 	seed  maphash.Seed
 	lanes []lockLane
 	mu    sync.Mutex
-	held  map[echogate.SessionKey]struct{}
+	held  map[echogate.SessionKey]*heldLock // nil while being taken
 }
 
 func newLockMux(pool *pgxpool.Pool, lanes int) *lockMux {
-	return &lockMux{pool: pool, seed: maphash.MakeSeed(), lanes: make([]lockLane, max(lanes, 1)), held: map[echogate.SessionKey]struct{}{}}
+	return &lockMux{pool: pool, seed: maphash.MakeSeed(), lanes: make([]lockLane, max(lanes, 1)), held: map[echogate.SessionKey]*heldLock{}}
 }
 
 func (m *lockMux) lane(key echogate.SessionKey) *lockLane {
@@ -120,8 +131,22 @@ func (m *lockMux) reserve(key echogate.SessionKey) bool {
 	if _, ok := m.held[key]; ok {
 		return false
 	}
-	m.held[key] = struct{}{}
+	m.held[key] = nil
 	return true
+}
+
+// hold records the lock taken for key, reserved before.
+func (m *lockMux) hold(key echogate.SessionKey, h *heldLock) {
+	m.mu.Lock()
+	m.held[key] = h
+	m.mu.Unlock()
+}
+
+// holding is key's lock as this store holds it; nil when it does not (or is still taking it).
+func (m *lockMux) holding(key echogate.SessionKey) *heldLock {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held[key]
 }
 
 func (m *lockMux) release(key echogate.SessionKey) {
@@ -182,12 +207,13 @@ func (l *lockLane) tryLock(ctx context.Context, pool *pgxpool.Pool, key echogate
 	return l.gen, got, nil
 }
 
-// unlock releases key's lock taken in generation gen; nothing when that connection is gone.
-func (l *lockLane) unlock(gen uint64, key echogate.SessionKey) error {
+// unlock releases key's lock h; nothing when a turn's end released it already or when the
+// connection it was taken on is gone.
+func (l *lockLane) unlock(h *heldLock, key echogate.SessionKey) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.gen != gen || l.conn == nil {
-		return nil // the connection broke or was closed: the server released the lock then
+	if h.released || l.gen != h.gen || l.conn == nil {
+		return nil // released with a turn's end, or the connection broke or was closed: the server released the lock then
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 	defer cancel()
