@@ -79,7 +79,10 @@ type mailbox struct {
 	queue    []item
 	reserved int  // slots held by Submits that are recording the event
 	active   bool // a worker goroutine is draining the queue
-	cur      *turnCtl
+	// locking: a Submit is claiming an event of this idle mailbox with the session's lock
+	// (ClaimLocker); no worker starts until it queued its event first.
+	locking bool
+	cur     *turnCtl
 }
 
 type item struct {
@@ -87,6 +90,14 @@ type item struct {
 	replay bool
 	// deferrals counts the replays of ev deferred so far (deferred.go).
 	deferrals int
+	// lock is the session's lock taken with the event's claim (ClaimLocker); nil: drain takes it.
+	lock *claimedLock
+}
+
+// claimedLock is a session's lock taken with an event's claim, and the paused turn read with it.
+type claimedLock struct {
+	unlock func()
+	pend   *echogate.PendingTurn
 }
 
 // turnCtl lets Submit stop the running turn of a session.
@@ -257,7 +268,13 @@ func (p *Pipeline) stopped(ctx context.Context, ev echogate.InboundEvent) {
 func (p *Pipeline) enqueueLocked(sh *shard, mb *mailbox, it item) {
 	mb.queue = append(mb.queue, it)
 	p.d.Metrics.Mailbox(1, 0)
-	if !mb.active {
+	p.wakeLocked(sh, mb)
+}
+
+// wakeLocked starts mb's worker when events wait and none runs, unless a Submit is claiming
+// an event with the session's lock (that event goes first). sh.mu must be held.
+func (p *Pipeline) wakeLocked(sh *shard, mb *mailbox) {
+	if !mb.active && !mb.locking && len(mb.queue) > 0 {
 		mb.active = true
 		p.startWorkerLocked(sh, mb)
 	}
@@ -265,7 +282,7 @@ func (p *Pipeline) enqueueLocked(sh *shard, mb *mailbox, it item) {
 
 // reapLocked removes an idle mailbox. sh.mu must be held.
 func (p *Pipeline) reapLocked(sh *shard, mb *mailbox) {
-	if !mb.active && len(mb.queue) == 0 && mb.reserved == 0 && sh.boxes[mb.key] == mb {
+	if !mb.active && !mb.locking && len(mb.queue) == 0 && mb.reserved == 0 && sh.boxes[mb.key] == mb {
 		delete(sh.boxes, mb.key)
 		p.d.Metrics.Mailbox(0, -1)
 	}
@@ -290,7 +307,7 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 		mb.cur = ctl
 		sh.mu.Unlock()
 
-		if unlock, err := p.lockSession(ctx, ctl, mb.key); err != nil {
+		if unlock, err := p.itemLock(ctx, ctl, mb.key, it); err != nil {
 			// Left claimed and unfinished: the replay sweep takes it up later.
 			p.log.Error("pipeline: session is locked elsewhere; event left for replay", "session", mb.key, "event_id", it.ev.ID, "err", err)
 		} else {
@@ -312,6 +329,16 @@ func (p *Pipeline) drain(sh *shard, mb *mailbox) {
 		mb.cur = nil
 		sh.mu.Unlock()
 	}
+}
+
+// itemLock is the session's lock for it: the one taken with its claim (ClaimLocker), else
+// lockSession's.
+func (p *Pipeline) itemLock(ctx context.Context, ctl *turnCtl, key echogate.SessionKey, it item) (func(), error) {
+	if it.lock == nil {
+		return p.lockSession(ctx, ctl, key)
+	}
+	ctl.locked = &lockedPending{key: key, pend: it.lock.pend}
+	return it.lock.unlock, nil
 }
 
 // lockSession takes the session's cross-replica lock when the store offers one, waiting with

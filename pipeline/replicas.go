@@ -12,6 +12,9 @@ type sharedStore struct {
 	// pendLocker takes the lock and reads the paused turn in one round trip (a locker's
 	// optional capability); nil when the locker cannot.
 	pendLocker PendingLocker
+	// claimLocker claims an idle session's event and takes its lock in one round trip (a
+	// pending locker's optional capability); nil when the store cannot.
+	claimLocker ClaimLocker
 }
 
 func sharedStoreOf(st Store) sharedStore {
@@ -19,6 +22,9 @@ func sharedStoreOf(st Store) sharedStore {
 	s.locker, _ = st.(SessionLocker)
 	if s.locker != nil {
 		s.pendLocker, _ = st.(PendingLocker)
+	}
+	if s.pendLocker != nil {
+		s.claimLocker, _ = st.(ClaimLocker)
 	}
 	s.reclaimer, _ = st.(EventReclaimer)
 	if sf, ok := st.(StopFlags); ok && s.locker != nil {

@@ -57,15 +57,16 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	if p.answerQuestion(ctx, &ev) {
 		return nil // the answer to a running tool call's question (elicit_answer.go)
 	}
-	mb, err := p.reserve(sh, key, platform)
+	mb, fast, err := p.reserve(sh, key, platform, p.shared.claimLocker != nil && key == ev.SessionKey())
 	if err != nil {
 		return err
 	}
 
 	payload, err := json.Marshal(ev)
 	var first bool
+	var lk *claimedLock // the session's lock taken with the claim (fast)
 	if err == nil {
-		first, err = p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
+		first, lk, err = p.claim(ctx, &ev, payload, key, fast)
 	}
 	if err == nil && first && isStop(&ev) {
 		// The turn may run on another replica, which polls the stored stops; the event still
@@ -75,7 +76,11 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 
 	sh.mu.Lock()
 	mb.reserved--
+	if fast {
+		mb.locking = false
+	}
 	if err != nil || !first {
+		p.wakeLocked(sh, mb) // events queued while this one was being claimed
 		p.reapLocked(sh, mb)
 		sh.mu.Unlock()
 		if err != nil {
@@ -87,15 +92,26 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	}
 	if p.state.Load() == stateClosing {
 		// Recorded but not queued: it is replayed at the next start.
+		p.wakeLocked(sh, mb)
 		p.reapLocked(sh, mb)
 		sh.mu.Unlock()
+		if lk != nil {
+			lk.unlock()
+		}
 		return ErrShuttingDown
 	}
 	var cur *turnCtl // the turn a new message may interrupt
 	if p.cfg.OnBusy == OnBusyInterrupt && ev.Kind != echogate.KindReaction {
 		cur = mb.cur
 	}
-	p.enqueueLocked(sh, mb, item{ev: ev})
+	if fast {
+		// It arrived before anything queued while it was claimed: it goes first.
+		mb.queue = append([]item{{ev: ev, lock: lk}}, mb.queue...)
+		p.d.Metrics.Mailbox(1, 0)
+		p.wakeLocked(sh, mb)
+	} else {
+		p.enqueueLocked(sh, mb, item{ev: ev})
+	}
 	sh.mu.Unlock()
 	if cur != nil {
 		p.interrupt(ctx, key, ev, cur)
@@ -103,13 +119,30 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	return nil
 }
 
+// claim records the event (dedupe) and reports whether this is its first claim. fast (an idle
+// session, a ClaimLocker store) takes the session's lock in the claim's round trip too: lk is
+// that lock, nil when it was not taken (another replica holds the session; drain waits for it).
+func (p *Pipeline) claim(ctx context.Context, ev *echogate.InboundEvent, payload []byte, key echogate.SessionKey, fast bool) (first bool, lk *claimedLock, err error) {
+	if !fast {
+		first, err = p.d.Store.ClaimEvent(ctx, ev.DedupeKey(), payload, ev.ReceivedAt)
+		return first, nil, err
+	}
+	first, unlock, locked, pend, err := p.shared.claimLocker.ClaimEventLocking(ctx, ev.DedupeKey(), payload, ev.ReceivedAt, key)
+	if err == nil && locked {
+		lk = &claimedLock{unlock: unlock, pend: pend}
+	}
+	return first, lk, err
+}
+
 // reserve holds a place in key's mailbox (made on first use) while the event's claim is
 // written, so a full mailbox refuses before anything is recorded; the caller gives it back
-// (mb.reserved--) under sh.mu.
-func (p *Pipeline) reserve(sh *shard, key echogate.SessionKey, platform string) (*mailbox, error) {
+// (mb.reserved--) under sh.mu. With mayLock, an idle mailbox (no worker, nothing queued or
+// being claimed) is marked locking and fast is true: the caller claims the event with the
+// session's lock and clears the mark under sh.mu.
+func (p *Pipeline) reserve(sh *shard, key echogate.SessionKey, platform string, mayLock bool) (mb *mailbox, fast bool, err error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	mb := sh.boxes[key]
+	mb = sh.boxes[key]
 	if mb == nil {
 		mb = &mailbox{key: key}
 		sh.boxes[key] = mb
@@ -118,10 +151,14 @@ func (p *Pipeline) reserve(sh *shard, key echogate.SessionKey, platform string) 
 	if len(mb.queue)+mb.reserved >= p.cfg.MailboxSize {
 		p.d.Metrics.Reject(platform, "mailbox_full")
 		// A RetryAfterError: channels answer it as back-pressure (HTTP 429, "busy, retry").
-		return nil, &echogate.RetryAfterError{After: time.Second, Err: fmt.Errorf("session %s: %w", key, ErrMailboxFull)}
+		return nil, false, &echogate.RetryAfterError{After: time.Second, Err: fmt.Errorf("session %s: %w", key, ErrMailboxFull)}
 	}
+	fast = mayLock && !mb.active && !mb.locking && len(mb.queue) == 0 && mb.reserved == 0
 	mb.reserved++
-	return mb, nil
+	if fast {
+		mb.locking = true
+	}
+	return mb, fast, nil
 }
 
 // isStop reports whether ev asks to stop the running turn.

@@ -169,3 +169,16 @@ type PendingLocker interface {
 	// already: another replica took it over and answered it while it waited here for the lock.
 	TryLockSessionPending(ctx context.Context, key echogate.SessionKey, event string) (unlock func(), ok bool, pend *echogate.PendingTurn, done bool, err error)
 }
+
+// ClaimLocker is implemented by a PendingLocker that claims an event and takes its session's
+// lock, with the paused-turn read, in one round trip (PostgreSQL on a direct connection: one
+// batch). Submit uses it for an event whose session is idle in this process: the event's claim
+// and its turn's lock then cost one round trip on its critical path, not two.
+type ClaimLocker interface {
+	// ClaimEventLocking claims key as ClaimEvent does. When the claim is the first it also
+	// tries session's lock in the same round trip, as TryLockSessionPending does: locked
+	// reports whether it was taken, unlock (never nil) releases it, and pend is the paused
+	// turn read with it. A claim that is not the first takes no lock. An error means nothing
+	// was claimed and no lock is held.
+	ClaimEventLocking(ctx context.Context, key string, payload []byte, at time.Time, session echogate.SessionKey) (first bool, unlock func(), locked bool, pend *echogate.PendingTurn, err error)
+}

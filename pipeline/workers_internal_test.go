@@ -43,3 +43,29 @@ func TestWorkerWaitsForTheNextMailbox(t *testing.T) {
 		t.Errorf("idle workers after close = %d, want 0", n)
 	}
 }
+
+// While a Submit claims an idle mailbox's event with the session's lock (reserve's fast), an
+// event queued meanwhile starts no worker: the claimed event, holding the lock, goes first, and
+// a worker draining the other would wait for that lock behind it (TestEventsQueuedWhile-
+// ClaimingWithTheLock runs both once the mark is cleared).
+func TestMailboxBeingClaimedWithTheLockStartsNoWorker(t *testing.T) {
+	p := &Pipeline{handoff: make(chan mailboxJob), closing: make(chan struct{}), cfg: Config{MailboxSize: 8}}
+	sh := &shard{boxes: map[echogate.SessionKey]*mailbox{}}
+	mb, fast, err := p.reserve(sh, "web:s", "web", true)
+	if err != nil || !fast || !mb.locking {
+		t.Fatalf("reserve of an idle mailbox = fast %v, locking %v, %v; want fast", fast, mb.locking, err)
+	}
+	mb2, fast2, err := p.reserve(sh, "web:s", "web", true)
+	if err != nil || fast2 || mb2 != mb {
+		t.Fatalf("second reserve = fast %v, %v; want the same mailbox, not fast", fast2, err)
+	}
+	sh.mu.Lock()
+	mb.reserved--
+	p.enqueueLocked(sh, mb, item{ev: echogate.InboundEvent{ID: "second"}})
+	started := mb.active
+	sh.mu.Unlock()
+	if started {
+		t.Fatal("a worker started while the mailbox's first event was being claimed with the lock")
+	}
+	close(p.closing)
+}

@@ -84,6 +84,12 @@ func (s *Store) tryLockSession(ctx context.Context, key echogate.SessionKey, rd 
 		}
 		return noop, false, nil
 	}
+	return s.held(m, l, gen, key), true, nil
+}
+
+// held records key's lock, taken on l in generation gen, as this store's, and returns its
+// unlock: safe to call more than once and from any goroutine.
+func (s *Store) held(m *lockMux, l *lockLane, gen uint64, key echogate.SessionKey) (unlock func()) {
 	h := &heldLock{lane: l, gen: gen}
 	m.hold(key, h)
 	var once sync.Once
@@ -95,7 +101,7 @@ func (s *Store) tryLockSession(ctx context.Context, key echogate.SessionKey, rd 
 			}
 			m.release(key)
 		})
-	}, true, nil
+	}
 }
 
 // heldLock is a session lock this store holds: its lane, the lane connection's generation it
