@@ -69,6 +69,19 @@ func (s *Store) finishBatch(ctx context.Context, p *pgxpool.Pool, end echogate.T
 	return turnErr, eventErr, nil
 }
 
+// qFinishRecord is the turn record's final state, the removal of its resume record and the
+// event's completion (the first completion wins) in one statement: whether the turn and the
+// event were found. An empty event key matches no event.
+const qFinishRecord = `WITH u AS (
+  UPDATE turns SET status = $1, model = $2, route_reason = $3, error = $4, input_tokens = $5, output_tokens = $6,
+    cached_input_tokens = $7, cost_usd = $8, ended_at = $9, skills = $10 WHERE id = $11 RETURNING 1
+), r AS (
+  DELETE FROM resumes WHERE turn = $11
+), e AS (
+  UPDATE events SET completed_at = coalesce(completed_at, $12) WHERE key = $13 RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM e)`
+
 // queueFinish queues the statements of end's write on b, in the order readFinish reads them.
 func (s *Store) queueFinish(b *pgx.Batch, end echogate.TurnEnd) error {
 	t := end.Turn
@@ -79,16 +92,12 @@ func (s *Store) queueFinish(b *pgx.Batch, end echogate.TurnEnd) error {
 		}
 		b.Queue(qAppend, string(end.Session), int64(len(end.Messages)), t.ID, utc(s.stamp(end.At)), roles, bodies)
 	}
-	b.Queue(qUpdateTurn, string(t.Status), t.Model, t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD,
-		optTime(t.EndedAt), echogate.JoinSkills(t.Skills), t.ID)
-	b.Queue(qDeleteResume, t.ID)
+	b.Queue(qFinishRecord, string(t.Status), t.Model, t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD,
+		optTime(t.EndedAt), echogate.JoinSkills(t.Skills), t.ID, utc(s.stamp(end.At)), end.EventKey)
 	for _, r := range end.Usage {
 		u := r.Usage
 		b.Queue(qRecordUsage, r.Turn, string(r.Session), r.UserID, r.Channel, r.Agent, string(r.Trigger), string(u.Kind), u.Model,
 			u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.CostUSD, u.Failed, utc(s.stamp(r.At)))
-	}
-	if end.EventKey != "" {
-		b.Queue(qCompleteEvent, utc(s.stamp(end.At)), end.EventKey)
 	}
 	return nil
 }
@@ -101,28 +110,19 @@ func readFinish(br pgx.BatchResults, end echogate.TurnEnd, ids []int64) (turnErr
 			return nil, nil, err
 		}
 	}
-	tag, err := br.Exec()
-	if err != nil {
+	var turnFound, eventFound bool
+	if err := br.QueryRow().Scan(&turnFound, &eventFound); err != nil {
 		return nil, nil, err
 	}
-	if tag.RowsAffected() == 0 {
+	if !turnFound {
 		turnErr = fmt.Errorf("postgres: finish turn %q: record turn: %w", t.ID, ErrNotFound)
 	}
-	if _, err := br.Exec(); err != nil {
-		return nil, nil, err
+	if end.EventKey != "" && !eventFound {
+		eventErr = fmt.Errorf("postgres: finish turn %q: complete event %q: %w", t.ID, end.EventKey, ErrNotFound)
 	}
 	for i := range end.Usage {
 		if err := br.QueryRow().Scan(&ids[i]); err != nil {
 			return nil, nil, err
-		}
-	}
-	if end.EventKey != "" {
-		tag, err := br.Exec()
-		if err != nil {
-			return nil, nil, err
-		}
-		if tag.RowsAffected() == 0 {
-			eventErr = fmt.Errorf("postgres: finish turn %q: complete event %q: %w", t.ID, end.EventKey, ErrNotFound)
 		}
 	}
 	return turnErr, eventErr, nil
