@@ -63,16 +63,19 @@ func TestIdleSessionClaimsWithItsLock(t *testing.T) {
 	if d := h.waitDone(); d.Text != "hi" {
 		t.Fatalf("first turn: %+v, want \"hi\"", d)
 	}
-	h.submit(first) // a retry
-	h.submit(msg("s1", "ann", "more"))
+	h.submit(msg("s2", "bob", "more")) // another idle session
 	if d := h.waitDone(); d.Text != "again" {
 		t.Fatalf("second turn: %+v, want \"again\"", d)
 	}
-	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hello|assistant:hi|user:more|assistant:again"; got != want {
-		t.Errorf("transcript = %s, want %s", got, want)
+	h.submit(first) // a platform's retry: not the first claim, so no lock (whichever path claims it)
+	if got, want := strings.Join(h.transcript("s1"), "|"), "user:hello|assistant:hi"; got != want {
+		t.Errorf("transcript of s1 = %s, want %s", got, want)
 	}
-	if c, l, n := st.claims.Load(), st.locks.Load(), st.withLock.Load(); c != 3 || l != 2 || n != 0 {
-		t.Errorf("claims with the lock = %d, locks taken with them = %d, separate lock calls = %d; want 3, 2, 0", c, l, n)
+	if got, want := strings.Join(h.transcript("s2"), "|"), "user:more|assistant:again"; got != want {
+		t.Errorf("transcript of s2 = %s, want %s", got, want)
+	}
+	if c, l, n := st.claims.Load(), st.locks.Load(), st.withLock.Load(); c < 2 || l != 2 || n != 0 {
+		t.Errorf("claims with the lock = %d, locks taken with them = %d, separate lock calls = %d; want ≥ 2, 2, 0", c, l, n)
 	}
 	waitFor(t, func() bool { return st.unlocks.Load() == 2 }, "both locks released")
 }

@@ -46,5 +46,5 @@ func (s *ContextStage) Process(ctx context.Context, t *Turn) error {
 		return err
 	}
 	t.in = in
-	return t.w.Ready(ctx) // what the store writes before the model is called (beginTurn)
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/echogate/echogate"
 	"github.com/echogate/echogate/agent"
 	"github.com/echogate/echogate/agent/agenttest"
-	"github.com/echogate/echogate/internal/turnstart"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
 	"github.com/echogate/echogate/tools"
@@ -47,11 +46,6 @@ func contentsOf(req agent.Request) string {
 // lockingStore declares a store shared by replicas (a SessionLocker that always grants the
 // lock): the pipeline then checks its cached transcripts against the store at every turn.
 type lockingStore struct{ pipeline.Store }
-
-// BeginTurn writes the record and the input at once, as PostgreSQL does.
-func (s lockingStore) BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start {
-	return turnstart.AtOnce(ctx, b, turnstart.Blocking(s))
-}
 
 func (lockingStore) TryLockSession(ctx context.Context, key echogate.SessionKey) (func(), bool, error) {
 	return func() {}, true, nil

@@ -80,10 +80,10 @@ type SessionStore interface {
 type TurnLog interface {
 	// BeginTurn begins a turn: it writes b.Record (status running) and b.Input in the order the
 	// store chooses and returns at once, with the handle the turn waits on (internal/turnstart:
-	// Ready before the model call, Durable before an effect that needs the start written,
-	// Fold at the end). A single-process store defers the input to fold it into FinishTurn; a
-	// store shared by replicas writes both before Ready returns. A failed write is told to
-	// b.Failed. The pipeline calls nothing else to start a turn.
+	// Durable before an effect that needs the start written, Fold at the end). Both stores
+	// write the record at once and defer the input to fold it into FinishTurn (PostgreSQL
+	// writes the record in the round trip of the context's reads). A failed write is told to
+	// b.Owner. The pipeline calls nothing else to start a turn.
 	BeginTurn(ctx context.Context, b turnstart.Begin) *turnstart.Start
 	CreateTurn(ctx context.Context, t echogate.TurnRecord) error
 	// UpdateTurn overwrites the mutable fields (status, model, reason, error, tokens, cost, end).

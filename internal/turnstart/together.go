@@ -36,9 +36,8 @@ type Checkpoint struct {
 	Err error
 }
 
-// BatchWriter is a store that writes a turn's record and its input in one round trip
-// (one transaction: both or neither), and reads the session's newest checkpoint in it when
-// asked.
+// BatchWriter is a store that writes a turn's record (and its input, if any) in one round trip
+// (one transaction: both or neither), and reads what the turn's context needs in it when asked.
 type BatchWriter interface {
 	Writer
 	// BeginWithInput writes rec and appends input under rec.ID at at, in one transaction, and
@@ -46,33 +45,23 @@ type BatchWriter interface {
 	BeginWithInput(ctx context.Context, rec echogate.TurnRecord, input []echogate.Message, at time.Time, reads Reads) (Read, error)
 }
 
-// Together begins a turn like AtOnce, its record and input written together in one
-// transaction (w.BeginWithInput) rather than in two writes at once: one round trip and one
-// connection less, and the checkpoint read in it when b asks (Checkpoint). A failed write fails
-// the record (Recorded), and the input with it.
-func Together(ctx context.Context, b Begin, w BatchWriter) *Start {
-	if len(b.Input) == 0 {
-		return AtOnce(ctx, b, w)
-	}
-	s := batchStart(ctx, b, w)
-	s.atOnce, s.inputAt = true, inputIssued
-	go s.writeBatch(w, b.Input)
-	return s
-}
-
 // DeferredBatch begins a turn like Deferred, its record written with the reads b asks for in
 // one round trip (w.BeginWithInput without input): the reads a turn's context needs anyway
 // carry the record, and the input waits for the first of Durable, Flush after Progress, the
-// delay, or Fold, so that in most turns it is appended with the answer in the end's write. Ready
-// does not wait; Checkpoint and HistorySince wait for the batch. A failed batch fails the record
+// delay, or Fold, so that in most turns it is appended with the answer in the end's write.
+// Checkpoint and HistorySince wait for the batch. A failed batch fails the record
 // (Recorded) and the reads.
 func DeferredBatch(ctx context.Context, b Begin, w BatchWriter, delay time.Duration) *Start {
-	s := batchStart(ctx, b, w)
+	if b.Now == nil {
+		b.Now = time.Now
+	}
+	s := &Start{b: b, w: w, ctx: context.WithoutCancel(ctx), batched: true,
+		recDone: make(chan struct{}), inputDone: make(chan struct{})}
 	if len(b.Input) == 0 {
 		s.inputAt = inputFolded // nothing to write
 		close(s.inputDone)
 	}
-	go s.writeBatch(w, nil)
+	go s.writeBatch(w)
 	s.mu.Lock()
 	if s.inputAt == inputPending {
 		s.timer = time.AfterFunc(delay, func() { s.issue(false) })
@@ -81,21 +70,12 @@ func DeferredBatch(ctx context.Context, b Begin, w BatchWriter, delay time.Durat
 	return s
 }
 
-func batchStart(ctx context.Context, b Begin, w BatchWriter) *Start {
-	if b.Now == nil {
-		b.Now = time.Now
-	}
-	return &Start{b: b, w: w, ctx: context.WithoutCancel(ctx), batched: true,
-		recDone: make(chan struct{}), inputDone: make(chan struct{})}
-}
-
-// writeBatch writes the record with input (none: the record alone) and the reads in one
-// BeginWithInput call; with input, the input counts as written with it.
-func (s *Start) writeBatch(w BatchWriter, input []echogate.Message) {
+// writeBatch writes the record and the reads in one BeginWithInput call, without the input.
+func (s *Start) writeBatch(w BatchWriter) {
 	b := s.b
 	wctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
 	defer cancel()
-	rd, err := w.BeginWithInput(wctx, b.Record, input, b.Now(), Reads{Checkpoint: b.ReadCheckpoint, Since: b.ReadSince, SinceLimit: b.SinceLimit})
+	rd, err := w.BeginWithInput(wctx, b.Record, nil, b.Now(), Reads{Checkpoint: b.ReadCheckpoint, Since: b.ReadSince, SinceLimit: b.SinceLimit})
 	if err != nil {
 		s.recErr = fmt.Errorf("begin turn: %w", err)
 		rd.Checkpoint.Err, rd.Since = s.recErr, HistoryRead{Err: s.recErr}
@@ -103,9 +83,6 @@ func (s *Start) writeBatch(w BatchWriter, input []echogate.Message) {
 	}
 	s.read = &rd
 	close(s.recDone)
-	if len(input) > 0 {
-		close(s.inputDone)
-	}
 }
 
 // Checkpoint returns the session's newest checkpoint as read with the start writes

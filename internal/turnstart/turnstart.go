@@ -10,12 +10,10 @@
 //     round trip of the reads the turn's context needs (BatchWriter), so it costs no round trip
 //     of its own. A replica that takes the event over after this process died finds the running
 //     turn and whether the question was saved, as a restarted process does.
-//   - AtOnce, and Together with a BatchWriter: record and input are written at once (together:
-//     in one transaction) and the model is called only once they landed (Ready).
 //
-// The pipeline uses one path whatever the order: Ready before the model call, Durable before an
-// effect that needs the start written, Progress when the model asks for a tool, Flush before the
-// next model call, Fold at the turn's end.
+// The pipeline uses one path whatever the order: Durable before an effect that needs the start
+// written, Progress when the model asks for a tool, Flush before the next model call, Fold at the
+// turn's end.
 package turnstart
 
 import (
@@ -100,10 +98,9 @@ func (b blocking) StartTurn(ctx context.Context, rec echogate.TurnRecord, done f
 // Start is one turn's start writes. Its methods are safe for concurrent use and on a nil
 // *Start (a turn with nothing to write: a resumed turn, whose record its decision wrote).
 type Start struct {
-	b      Begin
-	w      Writer
-	ctx    context.Context
-	atOnce bool
+	b   Begin
+	w   Writer
+	ctx context.Context
 
 	recDone chan struct{}
 	recErr  error
@@ -143,16 +140,6 @@ func Deferred(ctx context.Context, b Begin, w Writer, delay time.Duration) *Star
 	return s
 }
 
-// AtOnce begins a turn whose record and input are both issued now; Ready waits for them.
-func AtOnce(ctx context.Context, b Begin, w Writer) *Start {
-	s := begin(ctx, b, w)
-	s.atOnce = true
-	if s.inputAt == inputPending {
-		go s.issue(false)
-	}
-	return s
-}
-
 func begin(ctx context.Context, b Begin, w Writer) *Start {
 	if b.Now == nil {
 		b.Now = time.Now
@@ -179,15 +166,6 @@ func (s *Start) fail(err error) {
 	if s.b.Owner != nil {
 		s.failOnce.Do(func() { s.b.Owner.StartFailed(err) })
 	}
-}
-
-// Ready returns once the turn may call its model, as the store orders its writes: at once for
-// Deferred, once the record and input are durable for AtOnce (their error, or ctx's).
-func (s *Start) Ready(ctx context.Context) error {
-	if s == nil || !s.atOnce {
-		return nil
-	}
-	return s.wait(ctx)
 }
 
 // Recorded waits until the turn's record is durable and returns its write's error, or ctx's.

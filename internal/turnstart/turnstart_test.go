@@ -49,9 +49,6 @@ var qBegin = Begin{Record: echogate.TurnRecord{ID: "t1", Session: "web:s"}, Inpu
 func TestDeferredWritesTheInputAfterTheDelay(t *testing.T) {
 	f := newFake()
 	s := Deferred(t.Context(), qBegin, f, time.Millisecond)
-	if err := s.Ready(t.Context()); err != nil {
-		t.Fatalf("Ready = %v, want nil at once", err)
-	}
 	if got := <-f.appended; len(got) != 1 || got[0].Content != "q" {
 		t.Errorf("written after the delay: %+v, want the question", got)
 	}
@@ -60,25 +57,6 @@ func TestDeferredWritesTheInputAfterTheDelay(t *testing.T) {
 	}
 	if f := s.Fold(); f != nil {
 		t.Errorf("Fold after the delay's write = %+v, want nil", f)
-	}
-}
-
-// AtOnce's Ready waits for the input's write: the model is not called before it landed.
-func TestAtOnceReadyWaitsForTheInput(t *testing.T) {
-	f := newFake()
-	f.release = make(chan struct{})
-	s := AtOnce(t.Context(), qBegin, f)
-	ended, cancel := context.WithCancel(t.Context())
-	cancel()
-	if err := s.Ready(ended); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Ready while the input is being written = %v, want it to wait (context.Canceled)", err)
-	}
-	close(f.release)
-	if err := s.Ready(t.Context()); err != nil {
-		t.Errorf("Ready once written = %v, want nil", err)
-	}
-	if got := <-f.appended; len(got) != 1 {
-		t.Errorf("written %+v, want the question", got)
 	}
 }
 
@@ -120,7 +98,7 @@ func TestNilStart(t *testing.T) {
 	if _, ok := s.Checkpoint(t.Context()); ok {
 		t.Error("Checkpoint of a nil Start: ok, want the caller to read it")
 	}
-	if s.Ready(t.Context()) != nil || s.Durable(t.Context()) != nil || s.Recorded(t.Context()) != nil || s.Progress() || s.Fold() != nil {
+	if s.Durable(t.Context()) != nil || s.Recorded(t.Context()) != nil || s.Progress() || s.Fold() != nil {
 		t.Error("a nil Start reported something, want nothing to wait for")
 	}
 	s.Flush()
@@ -136,88 +114,6 @@ type testOwner struct {
 func (o *testOwner) StartFailed(error)                              { o.failed++ }
 func (o *testOwner) DueUsage() []echogate.UsageRecord               { return o.due }
 func (o *testOwner) UsageWritten(u []echogate.UsageRecord, _ error) { o.told = u }
-
-// batchWrites is a BatchWriter whose BeginWithInput waits for release and records its calls;
-// the separate writes fail the test.
-type batchWrites struct {
-	t       *testing.T
-	release chan struct{}
-	calls   chan []echogate.Message
-	err     error
-}
-
-func (b *batchWrites) StartTurn(context.Context, echogate.TurnRecord, func(error)) {
-	b.t.Error("StartTurn called, want the record written by BeginWithInput")
-}
-
-func (b *batchWrites) AppendMessages(context.Context, echogate.SessionKey, string, []echogate.Message, time.Time) error {
-	b.t.Error("AppendMessages called, want the input written by BeginWithInput")
-	return nil
-}
-
-func (b *batchWrites) RecordProgress(context.Context, echogate.SessionKey, string, []echogate.Message, []echogate.UsageRecord, time.Time) error {
-	b.t.Error("RecordProgress called, want the input written by BeginWithInput")
-	return nil
-}
-
-func (b *batchWrites) BeginWithInput(ctx context.Context, _ echogate.TurnRecord, input []echogate.Message, _ time.Time, reads Reads) (Read, error) {
-	<-b.release
-	b.calls <- input
-	if !reads.Checkpoint || reads.Since == nil || reads.Since.Seq != 3 || reads.SinceLimit != 9 {
-		b.t.Errorf("BeginWithInput reads = %+v, want the checkpoint and the entries after seq 3 (limit 9)", reads)
-	}
-	return Read{Checkpoint: Checkpoint{Msg: echogate.StoredMessage{Seq: 7}}, Since: HistoryRead{Entries: []echogate.StoredMessage{{Seq: 4}}, OK: true}}, b.err
-}
-
-// Together writes the record and the input in one BeginWithInput call, with the checkpoint
-// read asked for; Ready waits for it; the input is issued (Progress false, Fold nil); a failure
-// fails the record, the checkpoint read, and is told once. A start of another kind reads no
-// checkpoint (the caller does).
-func TestTogetherWritesRecordAndInputInOneCall(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		err  error
-	}{{"Written", nil}, {"Failed", errors.New("unique violation")}} {
-		t.Run(tt.name, func(t *testing.T) {
-			w := &batchWrites{t: t, release: make(chan struct{}), calls: make(chan []echogate.Message, 2), err: tt.err}
-			o := &testOwner{}
-			b := qBegin
-			b.Owner = o
-			b.ReadCheckpoint, b.ReadSince, b.SinceLimit = true, &echogate.StoredMessage{Seq: 3}, 9
-			s := Together(t.Context(), b, w)
-			ctx, cancel := context.WithCancel(t.Context())
-			cancel()
-			if err := s.Ready(ctx); !errors.Is(err, context.Canceled) {
-				t.Errorf("Ready before the write landed = %v, want it to wait (context.Canceled)", err)
-			}
-			if s.Progress() || s.Fold() != nil {
-				t.Error("Progress or Fold took the input over, want it issued with the record")
-			}
-			close(w.release)
-			err := s.Ready(t.Context())
-			if got := <-w.calls; len(got) != 1 || got[0].Content != "q" {
-				t.Errorf("BeginWithInput input = %+v, want the turn's input", got)
-			}
-			if (err != nil) != (tt.err != nil) || (s.Recorded(t.Context()) != nil) != (tt.err != nil) {
-				t.Errorf("Ready = %v, Recorded = %v, want the write's error %v", err, s.Recorded(t.Context()), tt.err)
-			}
-			cp, ok := s.Checkpoint(t.Context())
-			if !ok || (tt.err == nil) != (cp.Err == nil) || tt.err == nil && cp.Msg.Seq != 7 {
-				t.Errorf("Checkpoint = %+v, %v, want the one read with the writes (seq 7), or the write's error", cp, ok)
-			}
-			h, ok := s.HistorySince(t.Context(), echogate.StoredMessage{Seq: 3})
-			if !ok || (tt.err == nil) != (h.Err == nil) || tt.err == nil && (!h.OK || len(h.Entries) != 1) {
-				t.Errorf("HistorySince(seq 3) = %+v, %v, want the entries read with the writes, or the write's error", h, ok)
-			}
-			if _, ok := s.HistorySince(t.Context(), echogate.StoredMessage{Seq: 2}); ok {
-				t.Error("HistorySince of another anchor: ok, want the caller to read it")
-			}
-			if want := map[bool]int{true: 1, false: 0}[tt.err != nil]; o.failed != want {
-				t.Errorf("StartFailed told %d times, want %d", o.failed, want)
-			}
-		})
-	}
-}
 
 // recordBatch is a BatchWriter for DeferredBatch: BeginWithInput writes the record alone (no
 // input) with the reads; the input goes through AppendMessages or RecordProgress later.
@@ -246,16 +142,13 @@ func newRecordBatch(t *testing.T, err error) *recordBatch {
 
 // DeferredBatch writes the record with the reads in one BeginWithInput call and no input; the
 // input waits as Deferred's does: the turn's end takes it over (Fold), or Durable, Flush after
-// Progress or the delay writes it. Ready does not wait; the reads do.
+// Progress or the delay writes it; the reads wait for the batch.
 func TestDeferredBatchWritesTheRecordWithTheReadsAndDefersTheInput(t *testing.T) {
 	b := qBegin
 	b.ReadCheckpoint, b.ReadSince, b.SinceLimit = true, &echogate.StoredMessage{Seq: 3}, 9
 	t.Run("Folded", func(t *testing.T) {
 		w := newRecordBatch(t, nil)
 		s := DeferredBatch(t.Context(), b, w, time.Hour)
-		if err := s.Ready(t.Context()); err != nil {
-			t.Fatalf("Ready = %v, want nil at once", err)
-		}
 		if got := <-w.calls; len(got) != 0 {
 			t.Errorf("BeginWithInput input = %+v, want none (the input waits)", got)
 		}

@@ -21,9 +21,6 @@ func TestBeginTurnWritesTheRecordAndDefersTheQuestion(t *testing.T) {
 		key := echogate.SessionKey("web:" + id)
 		rec := echogate.TurnRecord{ID: id, Session: key, Status: echogate.TurnRunning}
 		st := s.BeginTurn(ctx, turnstart.Begin{Record: rec, Input: []echogate.Message{{Role: echogate.RoleUser, Content: "q"}}})
-		if err := st.Ready(ctx); err != nil {
-			t.Fatalf("Ready = %v, want nil", err)
-		}
 		if err := st.Recorded(ctx); err != nil {
 			t.Fatalf("Recorded = %v, want nil", err)
 		}

@@ -14,14 +14,11 @@ func TestBeginTurnDefersTheInput(t *testing.T) {
 	ctx := t.Context()
 	rec := echogate.TurnRecord{ID: "t1", Session: "web:s", Status: echogate.TurnRunning}
 	st := s.BeginTurn(ctx, turnstart.Begin{Record: rec, Input: []echogate.Message{{Role: echogate.RoleUser, Content: "q"}}})
-	if err := st.Ready(ctx); err != nil {
-		t.Fatalf("Ready = %v, want nil", err)
-	}
 	if err := st.Recorded(ctx); err != nil {
 		t.Fatalf("Recorded = %v, want nil", err)
 	}
 	if h, err := s.History(ctx, "web:s", 0); err != nil || len(h) != 0 {
-		t.Errorf("History once Ready = %+v, %v; want nothing written yet (deferred)", h, err)
+		t.Errorf("History once Recorded = %+v, %v; want nothing written yet (deferred)", h, err)
 	}
 	if f := st.Fold(); len(f) != 1 || f[0].Content != "q" {
 		t.Errorf("Fold = %+v, want the question, for the turn's end to append", f)

@@ -59,12 +59,6 @@ func (b beginCase) durable(t *testing.T) {
 	ctx, s := b.ctx, b.s
 	want := b.rec("durable")
 	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: b.now})
-	must(t, "Ready", st.Ready(ctx))
-	// Ready: a store that wrote the input before the model call wrote the record too.
-	if len(b.history(t, want.Session)) > 0 {
-		_, err := s.GetTurn(ctx, want.ID)
-		must(t, "GetTurn once Ready showed the input", err)
-	}
 	must(t, "Durable", st.Durable(ctx))
 	must(t, "Recorded", st.Recorded(ctx))
 	got, err := s.GetTurn(ctx, want.ID)
@@ -88,7 +82,6 @@ func (b beginCase) fold(t *testing.T) {
 	want := b.rec("fold")
 	input := []echogate.Message{userMsg("q1"), userMsg("q2")}
 	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: input, Now: b.now})
-	must(t, "Ready", st.Ready(ctx))
 	folded := st.Fold()
 	must(t, "Durable after Fold", st.Durable(ctx))
 	h := b.history(t, want.Session)
@@ -111,7 +104,6 @@ func (b beginCase) progressCarriesUsage(t *testing.T) {
 	o := &owner{due: []echogate.UsageRecord{{Turn: want.ID, Session: want.Session, UserID: "web:u", Channel: "web:c", Trigger: echogate.TriggerMessage,
 		Usage: echogate.Usage{Kind: echogate.UsageModel, Model: "m", InputTokens: 5, OutputTokens: 1}, At: b.r.at(time.Second)}}}
 	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: b.now, Owner: o})
-	must(t, "Ready", st.Ready(ctx))
 	held := st.Progress()
 	st.Flush()
 	must(t, "Durable", st.Durable(ctx))
@@ -140,7 +132,6 @@ func (b beginCase) noInput(t *testing.T) {
 	ctx, s := b.ctx, b.s
 	want := b.rec("noinput")
 	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Now: b.now})
-	must(t, "Ready", st.Ready(ctx))
 	must(t, "Durable", st.Durable(ctx))
 	if f := st.Fold(); f != nil {
 		t.Errorf("Fold of a start without input = %+v, want nil", f)
@@ -160,7 +151,6 @@ func (b beginCase) failedRecord(t *testing.T) {
 	must(t, "CreateTurn", s.CreateTurn(ctx, want)) // the id exists: the start's record fails
 	o := &owner{}
 	st := s.BeginTurn(ctx, turnstart.Begin{Record: want, Input: []echogate.Message{userMsg("q")}, Now: b.now, Owner: o})
-	_ = st.Ready(ctx)
 	if err := st.Recorded(ctx); err == nil {
 		t.Error("Recorded of a start whose record exists = nil, want an error")
 	}
