@@ -15,9 +15,10 @@ import (
 // FinishTurn writes the end of a turn (see pipeline.TurnLog) in one transaction and one
 // round trip (an implicit transaction: sendAtomic): the transcript append, the turn record's
 // update, the ledger entries (their IDs set), the removal of the turn's resume record and the
-// event's completion. With end.ReleaseSession, when this store holds the session's lock on a
-// direct connection, the write goes on the lock's connection and gives the lock back after it
-// committed, in the same round trip (finishReleasing). When that
+// event's completion. With end.ReleaseSession, when this store holds the session's lock, the
+// lock goes with the end: on a direct connection the write goes on the lock's connection and
+// gives the advisory lock back after it committed, in the same round trip (finishReleasing);
+// through a pooler the lease row is deleted in the end's transaction. When that
 // transaction fails, the parts are written one by one, the event's completion last, so each
 // succeeds or fails on its own; the error joins the parts' errors (an unknown turn to update
 // or event to complete wraps ErrNotFound).
@@ -38,9 +39,19 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 			return errors.Join(turnErr, eventErr)
 		}
 	}
-	turnErr, eventErr, err := s.finishBatch(ctx, p, end)
+	var lease *leaser // through a pooler: the session's lease, released with the end
+	if ps := s.pools.Load(); end.ReleaseSession && ps != nil && ps.leases != nil && ps.leases.holds(end.Session) {
+		lease = ps.leases
+	}
+	if lease != nil {
+		lease.setReleased(end.Session, true) // renewals skip it from now on
+	}
+	turnErr, eventErr, err := s.finishBatch(ctx, p, end, lease != nil)
 	if err == nil {
 		return errors.Join(turnErr, eventErr)
+	}
+	if lease != nil {
+		lease.setReleased(end.Session, false) // nothing was written: the unlock deletes the row
 	}
 	if ctx.Err() != nil {
 		return fail(ctx, err, "finish turn %q", t.ID)
@@ -48,18 +59,25 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	return s.finishApart(ctx, end)
 }
 
-// finishBatch sends the parts of end in one batch, one implicit transaction. err means nothing
-// was written; turnErr and eventErr report a turn or event that does not exist (the rest still
-// commits).
-func (s *Store) finishBatch(ctx context.Context, p *pgxpool.Pool, end echogate.TurnEnd) (turnErr, eventErr, err error) {
+// finishBatch sends the parts of end in one batch, one implicit transaction; with dropLease
+// the session's lease row of this store goes in the same transaction (through a pooler: the
+// lock is released with the end it guarded). err means nothing was written; turnErr and
+// eventErr report a turn or event that does not exist (the rest still commits).
+func (s *Store) finishBatch(ctx context.Context, p *pgxpool.Pool, end echogate.TurnEnd, dropLease bool) (turnErr, eventErr, err error) {
 	b := &pgx.Batch{}
 	if err := s.queueFinish(b, end); err != nil {
 		return nil, nil, err
 	}
+	if dropLease {
+		b.Queue(qDropLease, string(end.Session), s.owner)
+	}
 	ids := make([]int64, len(end.Usage))
 	err = sendAtomic(ctx, p, b, func(br pgx.BatchResults) error {
 		var err error
-		turnErr, eventErr, err = readFinish(br, end, ids)
+		if turnErr, eventErr, err = readFinish(br, end, ids); err != nil || !dropLease {
+			return err
+		}
+		_, err = br.Exec()
 		return err
 	})
 	if err != nil {

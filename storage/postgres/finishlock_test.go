@@ -13,16 +13,33 @@ import (
 // lock back in the round trip that writes the end, and only once it committed: another replica
 // takes the lock right after and reads the whole end. The unlock the lock returned then does
 // nothing more (no round trip, and the connection's other locks stay held).
+//
+// Through a pooler the lock is a lease row, deleted in the end's transaction.
 func TestFinishTurnReleasesTheSessionLock(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
-	tc := &tripCounter{}
-	a := openStore(t, postgres.Config{Schema: schema, MaxConns: 4, MaxLockConns: 1, Tracer: tc})
-	b := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1})
+	t.Run("Direct", func(t *testing.T) {
+		t.Parallel()
+		schema := newSchema(t)
+		tc := &tripCounter{}
+		a := openStore(t, postgres.Config{Schema: schema, MaxConns: 4, MaxLockConns: 1, Tracer: tc})
+		b := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1})
+		if err := a.Migrate(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		finishReleases(t, a, b, tc)
+	})
+	t.Run("PgBouncer", func(t *testing.T) {
+		t.Parallel()
+		db := newPoolerDatabase(t)
+		tc := &tripCounter{}
+		a := newPooledStore(t, db, postgres.Config{Tracer: tc})
+		b := newPooledStore(t, db, postgres.Config{})
+		finishReleases(t, a, b, tc)
+	})
+}
+
+func finishReleases(t *testing.T, a, b *postgres.Store, tc *tripCounter) {
 	ctx := ctxT(t)
-	if err := a.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	key, other := echogate.SessionKey("web:released"), echogate.SessionKey("web:still-held")
 	unlockOther, ok, err := a.TryLockSession(ctx, other)
 	if err != nil || !ok {

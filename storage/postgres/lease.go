@@ -48,13 +48,15 @@ type leaser struct {
 	s    *Store
 	pool *pgxpool.Pool
 	mu   sync.Mutex
-	held map[echogate.SessionKey]struct{}
+	// held are the sessions whose lease this store holds; true once a turn's end releases it
+	// in its own transaction (setReleased), until the unlock forgets it.
+	held map[echogate.SessionKey]bool
 	stop chan struct{}
 	done chan struct{}
 }
 
 func newLeaser(s *Store, pool *pgxpool.Pool) *leaser {
-	l := &leaser{s: s, pool: pool, held: map[echogate.SessionKey]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &leaser{s: s, pool: pool, held: map[echogate.SessionKey]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renewLoop()
 	return l
 }
@@ -68,7 +70,7 @@ func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey, rd *pendi
 		l.mu.Unlock()
 		return noop, false, nil
 	}
-	l.held[key] = struct{}{}
+	l.held[key] = false
 	l.mu.Unlock()
 	got, err := lockAndRead(ctx, l.pool, key, rd, scanLease, qTakeLease, string(key), l.s.owner, l.s.leaseTTL.Seconds())
 	if err == nil && !got {
@@ -85,10 +87,36 @@ func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey, rd *pendi
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			l.drop(key)
+			if !l.released(key) {
+				l.drop(key)
+			}
 			l.forget(key)
 		})
 	}, true, nil
+}
+
+// holds reports whether this store holds key's lease (not released with a turn's end).
+func (l *leaser) holds(key echogate.SessionKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	released, ok := l.held[key]
+	return ok && !released
+}
+
+// setReleased records whether a turn's end deletes (or deleted) key's lease row in its own
+// transaction: the unlock then has nothing to delete, and renewals skip it.
+func (l *leaser) setReleased(key echogate.SessionKey, released bool) {
+	l.mu.Lock()
+	if _, ok := l.held[key]; ok {
+		l.held[key] = released
+	}
+	l.mu.Unlock()
+}
+
+func (l *leaser) released(key echogate.SessionKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held[key]
 }
 
 func (l *leaser) forget(key echogate.SessionKey) {
@@ -130,8 +158,10 @@ func (l *leaser) renewLoop() {
 func (l *leaser) renew() error {
 	l.mu.Lock()
 	keys := make([]string, 0, len(l.held))
-	for k := range l.held {
-		keys = append(keys, string(k))
+	for k, released := range l.held {
+		if !released {
+			keys = append(keys, string(k))
+		}
 	}
 	l.mu.Unlock()
 	if len(keys) == 0 {
@@ -158,10 +188,7 @@ func (l *leaser) renew() error {
 		if got[k] {
 			continue
 		}
-		l.mu.Lock()
-		_, still := l.held[echogate.SessionKey(k)]
-		l.mu.Unlock()
-		if still {
+		if l.holds(echogate.SessionKey(k)) {
 			l.s.log.Warn("postgres: session lease lost (renewals failed past its expiry); another replica may run the session",
 				"session", k, "ttl", l.s.leaseTTL)
 		}
