@@ -104,8 +104,19 @@ func (l *lockLane) claimLock(ctx context.Context, pool *pgxpool.Pool, key string
 		err = cerr
 	}
 	if err != nil {
-		l.drop() // a lock taken in the failed batch goes with the connection; the claim rolled back
+		// The claim rolled back; a lock taken before the failure is still held (session-level):
+		// give it back, or drop the connection when it is not in step (its locks in doubt).
+		if !isServerError(err) || l.release(qctx, session) != nil {
+			l.drop()
+		}
 		return 0, false, false, err
 	}
 	return l.gen, first, got, nil
+}
+
+// release gives back session's lock on the lane's connection if it holds it (l.mu held); an
+// unlock of a lock not held is answered false, not an error.
+func (l *lockLane) release(ctx context.Context, session echogate.SessionKey) error {
+	var released bool
+	return l.conn.QueryRow(ctx, sessionUnlockSQL, string(session)).Scan(&released)
 }

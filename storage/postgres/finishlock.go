@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/echogate/echogate"
 )
@@ -21,8 +23,9 @@ const (
 // finishReleasing writes end and gives back the session's lock in one round trip on the lock's
 // connection, when this store holds the lock there. ok is false when it did not (no lock held
 // here, a lease through a pooler, or the lane's connection changed): the caller writes the end
-// as usual. A failed round trip drops the lane's connection (its locks are in doubt, and the
-// server releases them with it) and returns ok false: nothing was written.
+// as usual. A failed round trip returns ok false (nothing was written, the lock is still held);
+// when the connection itself failed it is dropped (its locks are in doubt, and the server
+// releases them with it).
 func (s *Store) finishReleasing(ctx context.Context, end echogate.TurnEnd) (turnErr, eventErr error, ok bool) {
 	p, err := s.conns(ctx)
 	if err != nil || p.mux == nil {
@@ -56,9 +59,14 @@ func (s *Store) finishReleasing(ctx context.Context, end echogate.TurnEnd) (turn
 		err = cerr
 	}
 	if err != nil {
-		s.log.Warn("postgres: finish turn on the session's lock connection failed; its locks are given back and the end written apart",
+		// Rolled back: nothing was written and the session-level hold is still there (the
+		// release never ran). The caller writes the end apart and the lock's unlock gives it
+		// back. Only a broken connection leaves its locks in doubt: it is dropped.
+		s.log.Warn("postgres: finish turn on the session's lock connection failed; the end is written apart",
 			"session", string(end.Session), "turn", end.Turn.ID, "err", err)
-		l.drop()
+		if !isServerError(err) {
+			l.drop()
+		}
 		return nil, nil, false
 	}
 	h.released = true
@@ -85,4 +93,11 @@ func readReleasing(br pgx.BatchResults, end echogate.TurnEnd, ids []int64) (turn
 		return nil, nil, false, fmt.Errorf("release the session's lock: %w", err)
 	}
 	return turnErr, eventErr, released, nil
+}
+
+// isServerError tells an error the server answered (the connection is still in step: a failed
+// batch was rolled back at its Sync) from one that leaves the connection in doubt.
+func isServerError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
 }

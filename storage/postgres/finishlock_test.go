@@ -116,3 +116,52 @@ func TestFinishTurnReleaseWithoutTheLock(t *testing.T) {
 		t.Errorf("History = %d messages (%v), want 1", len(h), err)
 	}
 }
+
+// A releasing end the server refuses (a NUL byte in a usage entry's model) is rolled back on the
+// lock's connection: the connection is kept, with every lock on it (another session's stays
+// held), the end is written apart as any failed end is, and the unlock gives the lock back.
+func TestFinishTurnReleaseRefusedKeepsTheLocks(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	a := openStore(t, postgres.Config{Schema: schema, MaxConns: 4, MaxLockConns: 1})
+	b := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1})
+	ctx := ctxT(t)
+	if err := a.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key, other := echogate.SessionKey("web:refused"), echogate.SessionKey("web:bystander")
+	unlockOther, ok, err := a.TryLockSession(ctx, other)
+	if err != nil || !ok {
+		t.Fatalf("TryLockSession(%s) = %v, %v", other, ok, err)
+	}
+	defer unlockOther()
+	unlock, ok, err := a.TryLockSession(ctx, key)
+	if err != nil || !ok {
+		t.Fatalf("TryLockSession(%s) = %v, %v", key, ok, err)
+	}
+	id := randomName("t_")
+	if err := a.CreateTurn(ctx, echogate.TurnRecord{ID: id, Session: key, Status: echogate.TurnRunning}); err != nil {
+		t.Fatal(err)
+	}
+	err = a.FinishTurn(ctx, echogate.TurnEnd{Session: key, Turn: echogate.TurnRecord{ID: id, Session: key, Status: echogate.TurnDoneSt},
+		Messages: []echogate.Message{{Role: echogate.RoleAssistant, Content: "a"}},
+		Usage:    []echogate.UsageRecord{{Turn: id, Session: key, Usage: echogate.Usage{Kind: "chat", Model: "bad\x00model"}}}, ReleaseSession: true})
+	if err == nil {
+		t.Fatal("FinishTurn with a NUL byte in a usage entry = nil, want the server's refusal")
+	}
+	if h, err := a.History(ctx, key, 0); err != nil || len(h) != 1 {
+		t.Errorf("History after the refused end = %d messages (%v), want 1 (written apart)", len(h), err)
+	}
+	if _, ok, err := b.TryLockSession(ctx, key); err != nil || ok {
+		t.Errorf("another replica's TryLockSession(%s) before the unlock = %v, %v; want refused (still held)", key, ok, err)
+	}
+	if _, ok, err := b.TryLockSession(ctx, other); err != nil || ok {
+		t.Errorf("another replica's TryLockSession(%s) = %v, %v; want refused (the connection and its locks kept)", other, ok, err)
+	}
+	unlock()
+	unlockB, ok, err := b.TryLockSession(ctx, key)
+	if err != nil || !ok {
+		t.Errorf("another replica's TryLockSession(%s) after the unlock = %v, %v; want the lock", key, ok, err)
+	}
+	unlockB()
+}
