@@ -61,7 +61,13 @@ func (p *Pipeline) Submit(ctx context.Context, ev echogate.InboundEvent) error {
 	if err != nil {
 		return err
 	}
+	return p.recordAndQueue(ctx, sh, mb, ev, fast)
+}
 
+// recordAndQueue claims ev (dedupe; with fast, its session's lock too) in the place reserve
+// held in mb, and queues it unless it is a duplicate or shutdown began.
+func (p *Pipeline) recordAndQueue(ctx context.Context, sh *shard, mb *mailbox, ev echogate.InboundEvent, fast bool) error {
+	key, platform := mb.key, ev.Conversation.Platform
 	payload, err := json.Marshal(ev)
 	var first bool
 	var lk *claimedLock // the session's lock taken with the claim (fast)
