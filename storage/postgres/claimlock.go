@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -92,13 +91,7 @@ func (l *lockLane) claimLock(ctx context.Context, pool *pgxpool.Pool, key string
 	br := l.conn.SendBatch(qctx, b)
 	err = br.QueryRow().Scan(&first, &got)
 	if err == nil {
-		p, perr := scanPending(br.QueryRow())
-		switch {
-		case perr == nil:
-			rd.pend, rd.found = p, got
-		case !errors.Is(perr, pgx.ErrNoRows):
-			err = fmt.Errorf("read the paused turn with the lock: %w", perr)
-		}
+		err = rd.scan(br, got)
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr

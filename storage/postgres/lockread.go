@@ -39,6 +39,19 @@ type pendingRead struct {
 
 const qEventDone = `SELECT completed_at IS NOT NULL FROM events WHERE key = $1`
 
+// scan reads the paused turn's row from br (none: no pause); it is kept only when the lock was
+// taken (got).
+func (rd *pendingRead) scan(br pgx.BatchResults, got bool) error {
+	p, err := scanPending(br.QueryRow())
+	switch {
+	case err == nil:
+		rd.pend, rd.found = p, got
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("read the paused turn with the lock: %w", err)
+	}
+	return nil
+}
+
 // batchSender is a connection or a pool: what a batch is sent on.
 type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
@@ -59,13 +72,7 @@ func lockAndRead(ctx context.Context, c batchSender, key echogate.SessionKey, rd
 	br := c.SendBatch(ctx, b)
 	got, err := scan(br.QueryRow())
 	if err == nil && rd != nil {
-		p, perr := scanPending(br.QueryRow())
-		switch {
-		case perr == nil:
-			rd.pend, rd.found = p, got
-		case !errors.Is(perr, pgx.ErrNoRows):
-			err = fmt.Errorf("read the paused turn with the lock: %w", perr)
-		}
+		err = rd.scan(br, got)
 		if err == nil && rd.event != "" {
 			var done bool
 			switch derr := br.QueryRow().Scan(&done); {
