@@ -285,12 +285,18 @@ const testReplayAfter = time.Minute
 // its janitor and claim renewal every 2 ms of real time.
 func startReplica(t *testing.T, v *replicaView, clock *sharedClock, steps ...agenttest.Step) *harness {
 	t.Helper()
+	return startReplicaDraining(t, v, clock, time.Millisecond, steps...)
+}
+
+// startReplicaDraining is startReplica with agent.drain_timeout drain (real time).
+func startReplicaDraining(t *testing.T, v *replicaView, clock *sharedClock, drain time.Duration, steps ...agenttest.Step) *harness {
+	t.Helper()
 	h := &harness{t: t, store: v.c.mem, rep: pipelinetest.NewReplier(echogate.PlatformWeb), model: agenttest.NewScriptedModel(steps...)}
 	reg, err := tools.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := pipeline.Config{Now: clock.Now, ReplayAfter: testReplayAfter, JanitorInterval: 2 * time.Millisecond, DrainTimeout: time.Millisecond}
+	cfg := pipeline.Config{Now: clock.Now, ReplayAfter: testReplayAfter, JanitorInterval: 2 * time.Millisecond, DrainTimeout: drain}
 	h.p, err = pipeline.New(cfg, pipeline.Deps{Store: v, Model: h.model, Tools: reg,
 		Repliers: map[string]pipeline.Replier{echogate.PlatformWeb: pipelinetest.StreamingReplier{Replier: h.rep}}})
 	if err != nil {
@@ -422,5 +428,44 @@ func TestDeadReplicaEventsTakenOverAfterLastRenewal(t *testing.T) {
 	defer c.mu.Unlock()
 	if got := strings.Join(c.reclaims["b"], ","); got != strings.Join(want, ",") {
 		t.Errorf("b took over %s, want %s", got, strings.Join(want, ","))
+	}
+}
+
+// TestDrainingReplicaKeepsItsEvents: a replica told to stop (SIGTERM: Run's context ends) still
+// renews the claims of the turn it lets finish and of the message queued behind it, for as long
+// as agent.drain_timeout lets it drain; the other replica takes neither over, and the draining
+// replica answers both.
+func TestDrainingReplicaKeepsItsEvents(t *testing.T) {
+	c, clock := newClaimTable(), newSharedClock()
+	gate, entered := make(chan struct{}), make(chan struct{})
+	a := startReplicaDraining(t, c.view("a"), clock, time.Minute,
+		agenttest.Step{Text: "first answer", Gate: gate, Entered: entered}, agenttest.Reply("second answer"))
+	b := startReplica(t, c.view("b"), clock)
+	first, second := orderedMsg(0, "first"), orderedMsg(1, "second")
+	a.submit(first)
+	<-entered
+	a.submit(second)
+	a.cancel() // draining from now on
+	for i := range 4 {
+		if !stepClock(t, c, clock, testReplayAfter/2, "a") {
+			t.Logf("step %d: draining replica a did not renew its claims within 10s", i+1)
+		}
+	}
+	sweptSince(t, c, "b")
+	c.mu.Lock()
+	taken := c.takenOver()
+	c.mu.Unlock()
+	if len(taken) != 0 {
+		t.Fatalf("events taken over from the draining replica a = %v, want none", taken)
+	}
+	close(gate)
+	for _, want := range []echogate.InboundEvent{first, second} {
+		if d := a.waitDone(); d.EventID != want.ID || d.Status != "done" {
+			t.Fatalf("replica a finished %s (%s), want %s done", d.EventID, d.Status, want.ID)
+		}
+	}
+	<-a.done
+	if n := b.model.Calls(); n != 0 {
+		t.Errorf("replica b called its model %d times, want 0", n)
 	}
 }
