@@ -202,6 +202,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.reconcile(ctx)
 	}
 	close(p.started)
+	stopRenew := p.startRenewer() // the claims of held events, renewed until the drain ends (renew.go)
 	if err := p.replay(ctx, true); err != nil {
 		p.log.Error("pipeline: replay unfinished events", "err", err)
 	}
@@ -219,6 +220,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.deferred.close()
 	jwg.Wait()
 	p.shutdown()
+	stopRenew()
 	return nil
 }
 

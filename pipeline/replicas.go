@@ -1,5 +1,7 @@
 package pipeline
 
+import "time"
+
 // sharedStore is what a store shared by replicas (PostgreSQL) offers the pipeline, read once
 // at New like a replier's Caps: nil fields when the store lacks them. Only coordination
 // between replicas branches on it (who runs a session, who replays an abandoned event, where a
@@ -8,7 +10,10 @@ package pipeline
 type sharedStore struct {
 	locker    SessionLocker  // one session's turns on one replica at a time
 	reclaimer EventReclaimer // a dead replica's events taken over
-	stops     StopFlags      // stops for a turn on another replica (only with a locker)
+	renewer   ClaimRenewer   // the claims of the events this replica holds kept fresh (renew.go)
+	// renewEvery overrides how often claims are renewed (tests); 0: ReplayAfter/3.
+	renewEvery time.Duration
+	stops      StopFlags // stops for a turn on another replica (only with a locker)
 	// pendLocker takes the lock and reads the paused turn in one round trip (a locker's
 	// optional capability); nil when the locker cannot.
 	pendLocker PendingLocker
@@ -27,6 +32,7 @@ func sharedStoreOf(st Store) sharedStore {
 		s.claimLocker, _ = st.(ClaimLocker)
 	}
 	s.reclaimer, _ = st.(EventReclaimer)
+	s.renewer, _ = st.(ClaimRenewer)
 	if sf, ok := st.(StopFlags); ok && s.locker != nil {
 		s.stops = sf
 	}

@@ -182,3 +182,21 @@ type ClaimLocker interface {
 	// was claimed and no lock is held.
 	ClaimEventLocking(ctx context.Context, key string, payload []byte, at time.Time, session echogate.SessionKey) (first bool, unlock func(), locked bool, pend *echogate.PendingTurn, err error)
 }
+
+// ClaimRenewer is implemented by stores shared by replicas (PostgreSQL). With ReplayAfter set,
+// every replica's janitor takes over the events whose claim is older than that (EventReclaimer);
+// the replica that holds an event — queued in a mailbox, waiting for its session's lock, or
+// answered by a running turn — renews its claim so that none is taken from a live replica,
+// however long it waits (renew.go). A replica that dies stops renewing: its events are taken
+// over ReplayAfter after its last renewal.
+type ClaimRenewer interface {
+	// RenewClaims moves the claim time (ClaimEvent's at) of each event in keys that is not
+	// completed to about now, so UnfinishedEvents(before) leaves it out for any before up to
+	// now. keys come oldest first and keep that order: the i-th of n is stamped
+	// now − (n−1−i) µs, so a later takeover replays a session's events in the order they were
+	// queued. Completed and unknown keys are left alone; an empty list does nothing (no round
+	// trip). It returns how many events it renewed. It blocks on I/O — one statement per
+	// bounded chunk of keys — and honours ctx (the error wraps ctx.Err()); after an error the
+	// chunks sent before it stay renewed.
+	RenewClaims(ctx context.Context, keys []string, now time.Time) (int64, error)
+}
