@@ -185,8 +185,8 @@ type AgentConfig struct {
 	CompressThreshold float64 `yaml:"compress_threshold"`
 	// KeepTurns is how many of the latest user turns stay verbatim when compressing; 0 means 4.
 	KeepTurns int `yaml:"keep_turns"`
-	// ReplayAfter: with PostgreSQL, how old an unfinished event must be before another replica
-	// takes it over (default turn_timeout + drain_timeout + 1m).
+	// ReplayAfter: with PostgreSQL, how long an unfinished event's claim must have gone without
+	// its replica renewing it before another replica takes it over (default 1m).
 	ReplayAfter Duration `yaml:"replay_after"`
 	// MaxConcurrentTurnsPerUser caps one user's running turns across conversations (default 3,
 	// -1 no cap); UserRate bounds how fast one user starts turns (peruser_config.go).

@@ -6,6 +6,10 @@ import (
 	"github.com/echogate/echogate/pipeline"
 )
 
+// defaultReplayAfter is agent.replay_after with PostgreSQL: how long a dead replica's events
+// wait before another replica takes them over.
+const defaultReplayAfter = time.Minute
+
 // pipelineConfig is the pipeline's configuration from the agent, approval and tools sections;
 // with the postgres backend, events are replayed only once their replica must be gone.
 func pipelineConfig(cfg *Config, backend string) pipeline.Config {
@@ -41,7 +45,9 @@ func pipelineConfig(cfg *Config, backend string) pipeline.Config {
 	}
 	if backend == "postgres" {
 		// Several replicas may share the database: take over only events whose replica is gone.
-		pcfg.ReplayAfter = max(time.Duration(cfg.Agent.TurnTimeout), 5*time.Minute) + max(time.Duration(cfg.Agent.DrainTimeout), 30*time.Second) + time.Minute
+		// A live replica renews the claims of the events it holds every third of this
+		// (pipeline/renew.go), however long a turn runs or an event waits for its session.
+		pcfg.ReplayAfter = defaultReplayAfter
 		if cfg.Agent.ReplayAfter > 0 {
 			pcfg.ReplayAfter = time.Duration(cfg.Agent.ReplayAfter)
 		}
