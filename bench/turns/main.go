@@ -67,7 +67,7 @@ func main() {
 		}
 	}
 	if pgURL = os.Getenv("DATABASE_URL"); pgURL != "" && !*memStore {
-		fmt.Printf("\nthroughput: model answers in %s, no tools, store on PostgreSQL (DATABASE_URL, a schema of its own; replicas mode: session locks, turn record and question written before the model call); session locks on %d connections\n",
+		fmt.Printf("\nthroughput: model answers in %s, no tools, store on PostgreSQL (DATABASE_URL, a schema of its own; replicas mode: the claim takes the session lock, the record rides the context reads, the end releases the lock); session locks on %d connections\n",
 			*latency, *pgLockConns)
 		fmt.Printf("%10s %12s %12s %10s %12s %12s\n", "sessions", "turns", "turns/s", "ideal", "% of ideal", "p99 latency")
 		for _, s := range splitInts(*pgSessions) {
