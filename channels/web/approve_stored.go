@@ -17,10 +17,13 @@ func (c *Channel) approveStored(w http.ResponseWriter, r *http.Request, req appr
 	}
 	conv := c.conversation(req.Session)
 	ref, ok := c.cfg.StoredPrompt(r.Context(), conv, req.CallID)
-	if !ok || ref.IsZero() {
+	if !ok {
 		return false
 	}
-	if req.PromptID != "" && req.PromptID != ref.ID {
+	// A zero ref: the pause is stored but its prompt's reference never was (its replica died
+	// while posting it). The decision is on the session's pause by its call, whatever message
+	// it names, which the pipeline accepts for such a pause.
+	if req.PromptID != "" && !ref.IsZero() && req.PromptID != ref.ID {
 		writeError(w, badRequest("call_id %q and prompt_id %q name different approvals: give one of them", req.CallID, req.PromptID))
 		return true
 	}

@@ -83,7 +83,9 @@ type Config struct {
 	// StoredPrompt finds the prompt of a session's pending approval of call callID in the
 	// gateway's store, for an approval this process never asked: another replica paused the
 	// turn, or this process restarted since. POST /api/chat/approve asks it when the session
-	// or the call is unknown here. nil: not asked (one process, nothing shared).
+	// or the call is unknown here; a zero ref with ok true is a stored pause whose prompt's
+	// reference was never saved (the decision then names no message). nil: not asked (one
+	// process, nothing shared).
 	StoredPrompt func(ctx context.Context, conv echogate.ConversationRef, callID string) (echogate.MessageRef, bool)
 }
 
