@@ -297,7 +297,9 @@ func (s *session) attachPromptRef(ref echogate.MessageRef, out echogate.Outbound
 func (s *session) attachPromptCall(ev echogate.TurnEvent) {
 	var match *prompt
 	for _, p := range s.prompts {
-		if ev.CallID != "" && p.callID == ev.CallID {
+		// The same call, unless it is another turn's: a model may number its calls per
+		// conversation, so a later pause can reuse an earlier one's id.
+		if ev.CallID != "" && p.callID == ev.CallID && (p.turn == "" || ev.Turn == "" || p.turn == ev.Turn) {
 			match = p
 			break
 		}
@@ -347,9 +349,10 @@ func (s *session) removePrompts(drop func(*prompt) bool) {
 	s.prompts = kept
 }
 
+// promptByCall is the newest prompt of callID: an older one of a reused id was decided.
 func (s *session) promptByCall(callID string) *prompt {
-	for _, p := range s.prompts {
-		if callID != "" && p.callID == callID {
+	for i := len(s.prompts) - 1; i >= 0; i-- {
+		if p := s.prompts[i]; callID != "" && p.callID == callID {
 			return p
 		}
 	}
