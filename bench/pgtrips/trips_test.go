@@ -206,12 +206,11 @@ func openStore(t *testing.T, tr *tracer, pooled bool) *postgres.Store {
 
 // TestPlainTurnRoundTripsOnPostgres: a plain turn on PostgreSQL, from the event's arrival
 // (Submit) to its end write (FinishTurn), its lock's release included (each round trip costs
-// CPU on both sides, critical or not). Directly (the session lock an advisory lock) it makes 3
-// round trips in all, one after another: the claim with the lock and the paused-turn read, the
-// start (the context's reads with the turn's record), the end with the lock's release. Through
-// PgBouncer (a lease row) it makes 4: the lease is taken in a round trip of its own, and
-// deleted in the end's. The session's third turn is counted: the first prepares the statements and
-// writes the session record, as any conversation's first message does.
+// CPU on both sides, critical or not), makes 3 round trips in all, one after another: the claim
+// with the session's lock and the paused-turn read, the start (the context's reads with the
+// turn's record), the end with the lock's release. So it does directly (an advisory lock) and
+// through PgBouncer (a lease row). The session's third turn is counted: the first prepares the
+// statements and writes the session record, as any conversation's first message does.
 func TestPlainTurnRoundTripsOnPostgres(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -222,12 +221,9 @@ func TestPlainTurnRoundTripsOnPostgres(t *testing.T) {
 }
 
 func plainTurnRoundTrips(t *testing.T, pooled bool) {
-	// Directly the claim takes the advisory lock and the end write gives it back; through a
-	// pooler the lease is taken in a round trip of its own and deleted in the end's.
-	maxCritical, maxTotal := 3, 3
-	if pooled {
-		maxCritical, maxTotal = 4, 4
-	}
+	// The claim takes the session's lock (directly an advisory lock, through a pooler a lease
+	// row) and the end write gives it back.
+	const maxCritical, maxTotal = 3, 3
 	tr := &tracer{}
 	st := openStore(t, tr, pooled)
 	model := agenttest.NewScriptedModel()

@@ -28,10 +28,11 @@ SELECT EXISTS (SELECT 1 FROM c),
 //
 // locked reports whether the lock was taken; unlock (never nil) then releases it, as
 // TryLockSession's does, and pend is the paused turn read with it (nil: none). When the claim
-// is not the first, no lock is taken. When this store holds the session already, or through a
-// transaction pooler (a lease, not an advisory lock), it claims alone (ClaimEvent) and
-// locked is false. It blocks for one round trip, not cut by ctx once sent (like the lock's).
-// An error means nothing was claimed and no lock is held.
+// is not the first, no lock is taken. Through a transaction pooler the lock is the session's
+// lease, taken in the claim's statement (leaser.claimLock). When this store holds the session
+// already it claims alone (ClaimEvent) and locked is false. It blocks for one round trip; on a
+// direct connection it is not cut by ctx once sent (like the lock's). An error means nothing
+// was claimed and no lock is held.
 func (s *Store) ClaimEventLocking(ctx context.Context, key string, payload []byte, at time.Time, session echogate.SessionKey) (first bool, unlock func(), locked bool, pend *echogate.PendingTurn, err error) {
 	noop := func() {}
 	switch {
@@ -44,7 +45,10 @@ func (s *Store) ClaimEventLocking(ctx context.Context, key string, payload []byt
 	if err != nil {
 		return false, noop, false, nil, fmt.Errorf("postgres: claim event %q: %w", key, err)
 	}
-	if p.leases != nil || !p.mux.reserve(session) {
+	if p.leases != nil {
+		return p.leases.claimLock(ctx, key, nonNil(payload), utc(s.stamp(at)), session)
+	}
+	if !p.mux.reserve(session) {
 		first, err := s.ClaimEvent(ctx, key, payload, at)
 		return first, noop, false, nil, err
 	}

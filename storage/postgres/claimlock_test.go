@@ -11,16 +11,31 @@ import (
 // TestClaimEventLocking: the first claim of an event also takes its session's lock and reads the
 // paused turn, in one round trip; a repeated claim takes no lock; a session another replica
 // holds is claimed without its lock; the lock taken is released by its unlock.
+//
+// Through a pooler the lock is the session's lease, taken in the claim's statement.
 func TestClaimEventLocking(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
-	tc := &tripCounter{}
-	a := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1, Tracer: tc})
-	b := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1})
+	t.Run("Direct", func(t *testing.T) {
+		t.Parallel()
+		schema := newSchema(t)
+		tc := &tripCounter{}
+		a := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1, Tracer: tc})
+		b := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1})
+		if err := a.Migrate(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		claimLocking(t, a, b, tc)
+	})
+	t.Run("PgBouncer", func(t *testing.T) {
+		t.Parallel()
+		db := newPoolerDatabase(t)
+		tc := &tripCounter{}
+		claimLocking(t, newPooledStore(t, db, postgres.Config{Tracer: tc}), newPooledStore(t, db, postgres.Config{}), tc)
+	})
+}
+
+func claimLocking(t *testing.T, a, b *postgres.Store, tc *tripCounter) {
 	ctx := ctxT(t)
-	if err := a.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	key := echogate.SessionKey("web:claimlock")
 	paused := echogate.PendingTurn{Session: key, Turn: "t_paused", Kind: echogate.PauseApproval, CallID: "c1", Tool: "delete_file",
 		State: []byte(`{}`), CreatedAt: time.Now().UTC().Truncate(time.Second)}

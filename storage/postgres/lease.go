@@ -84,6 +84,66 @@ func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey, rd *pendi
 		l.drop(key)
 		return noop, false, err
 	}
+	return l.unlockFunc(key), true, nil
+}
+
+// qClaimLease claims an event and, only when the claim is the first, takes its session's lease
+// as qTakeLease does, in one statement: whether the claim is the first, whether the lease was
+// taken.
+const qClaimLease = `WITH c AS (
+  INSERT INTO events (key, payload, claimed_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING 1
+), lease AS (
+  INSERT INTO session_leases AS l (session, owner, expires_at)
+  SELECT $4, $5, now() + make_interval(secs => $6) WHERE EXISTS (SELECT 1 FROM c)
+  ON CONFLICT (session) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+  WHERE l.expires_at < now() OR l.owner = excluded.owner
+  RETURNING l.session
+)
+SELECT EXISTS (SELECT 1 FROM c), EXISTS (SELECT 1 FROM lease)`
+
+// claimLock is Store.ClaimEventLocking through a pooler: the claim and the session's lease in
+// one statement, the paused turn's read after it, in one batch (one transaction, one round
+// trip). A session this store holds already is claimed alone.
+func (l *leaser) claimLock(ctx context.Context, key string, payload []byte, at time.Time, session echogate.SessionKey) (first bool, unlock func(), locked bool, pend *echogate.PendingTurn, err error) {
+	noop := func() {}
+	l.mu.Lock()
+	if _, busy := l.held[session]; busy {
+		l.mu.Unlock()
+		first, err := l.s.ClaimEvent(ctx, key, payload, at)
+		return first, noop, false, nil, err
+	}
+	l.held[session] = false
+	l.mu.Unlock()
+	rd := &pendingRead{}
+	b := &pgx.Batch{}
+	b.Queue(qClaimLease, key, payload, at, string(session), l.s.owner, l.s.leaseTTL.Seconds())
+	b.Queue(qGetPending, string(session))
+	br := l.pool.SendBatch(ctx, b)
+	var got bool
+	err = br.QueryRow().Scan(&first, &got)
+	if err == nil {
+		err = rd.scan(br, got)
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil || !got {
+		l.forget(session)
+		if err != nil {
+			l.drop(session) // the batch may have committed just as ctx ended: give the lease back
+			return false, noop, false, nil, fail(ctx, err, "claim event %q with the lease of session %q", key, session)
+		}
+		return first, noop, false, nil, nil
+	}
+	if rd.found {
+		pend = &rd.pend
+	}
+	return true, l.unlockFunc(session), true, pend, nil
+}
+
+// unlockFunc is the unlock of key's lease, taken by this store: it deletes the row unless a
+// turn's end did, and forgets the key; safe to call more than once.
+func (l *leaser) unlockFunc(key echogate.SessionKey) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -92,7 +152,7 @@ func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey, rd *pendi
 			}
 			l.forget(key)
 		})
-	}, true, nil
+	}
 }
 
 // holds reports whether this store holds key's lease (not released with a turn's end).
