@@ -56,6 +56,8 @@ type opts struct {
 	tools []tools.Tool
 	store *pipelinetest.MemStore
 	deps  func(*pipeline.Deps)
+	// made, when set, sees the pipeline after New and before Run (test hooks).
+	made func(*pipeline.Pipeline)
 }
 
 func start(t *testing.T, o opts, steps ...agenttest.Step) *harness {
@@ -81,6 +83,9 @@ func start(t *testing.T, o opts, steps ...agenttest.Step) *harness {
 	h.p, err = pipeline.New(o.cfg, d)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.made != nil {
+		o.made(h.p)
 	}
 	var ctx context.Context
 	ctx, h.cancel = context.WithCancel(context.Background())

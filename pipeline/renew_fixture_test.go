@@ -16,7 +16,6 @@ import (
 	"github.com/echogate/echogate/internal/turnstart"
 	"github.com/echogate/echogate/pipeline"
 	"github.com/echogate/echogate/pipeline/pipelinetest"
-	"github.com/echogate/echogate/tools"
 )
 
 // claimTable is one store shared by replicas, over a MemStore, as PostgreSQL is: a session lock
@@ -291,28 +290,12 @@ func startReplica(t *testing.T, v *replicaView, clock *sharedClock, steps ...age
 // startReplicaDraining is startReplica with agent.drain_timeout drain (real time).
 func startReplicaDraining(t *testing.T, v *replicaView, clock *sharedClock, drain time.Duration, steps ...agenttest.Step) *harness {
 	t.Helper()
-	h := &harness{t: t, store: v.c.mem, rep: pipelinetest.NewReplier(echogate.PlatformWeb), model: agenttest.NewScriptedModel(steps...)}
-	reg, err := tools.NewRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := pipeline.Config{Now: clock.Now, ReplayAfter: testReplayAfter, JanitorInterval: 2 * time.Millisecond, DrainTimeout: drain}
-	h.p, err = pipeline.New(cfg, pipeline.Deps{Store: v, Model: h.model, Tools: reg,
-		Repliers: map[string]pipeline.Replier{echogate.PlatformWeb: pipelinetest.StreamingReplier{Replier: h.rep}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pipeline.SetClaimRenewEvery(h.p, 2*time.Millisecond)
-	var ctx context.Context
-	ctx, h.cancel = context.WithCancel(context.Background())
-	h.done = make(chan struct{})
-	go func() {
-		defer close(h.done)
-		_ = h.p.Run(ctx)
-	}()
-	<-h.p.Started()
-	t.Cleanup(h.stop)
-	return h
+	return start(t, opts{
+		cfg:   pipeline.Config{Now: clock.Now, ReplayAfter: testReplayAfter, JanitorInterval: 2 * time.Millisecond, DrainTimeout: drain},
+		store: v.c.mem,
+		deps:  func(d *pipeline.Deps) { d.Store = v },
+		made:  func(p *pipeline.Pipeline) { pipeline.SetClaimRenewEvery(p, 2*time.Millisecond) },
+	}, steps...)
 }
 
 // stepClock advances the shared clock by d and waits until replica name renewed its claims at the
