@@ -15,23 +15,7 @@ import (
 // Through a pooler the lock is the session's lease, taken in the claim's statement.
 func TestClaimEventLocking(t *testing.T) {
 	t.Parallel()
-	t.Run("Direct", func(t *testing.T) {
-		t.Parallel()
-		schema := newSchema(t)
-		tc := &tripCounter{}
-		a := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1, Tracer: tc})
-		b := openStore(t, postgres.Config{Schema: schema, MaxConns: 2, MaxLockConns: 1})
-		if err := a.Migrate(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
-		claimLocking(t, a, b, tc)
-	})
-	t.Run("PgBouncer", func(t *testing.T) {
-		t.Parallel()
-		db := newPoolerDatabase(t)
-		tc := &tripCounter{}
-		claimLocking(t, newPooledStore(t, db, postgres.Config{Tracer: tc}), newPooledStore(t, db, postgres.Config{}), tc)
-	})
+	onTwoReplicas(t, claimLocking)
 }
 
 func claimLocking(t *testing.T, a, b *postgres.Store, tc *tripCounter) {

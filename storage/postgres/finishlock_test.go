@@ -17,6 +17,12 @@ import (
 // Through a pooler the lock is a lease row, deleted in the end's transaction.
 func TestFinishTurnReleasesTheSessionLock(t *testing.T) {
 	t.Parallel()
+	onTwoReplicas(t, finishReleases)
+}
+
+// onTwoReplicas runs check on two stores of one database, a counting its round trips, directly
+// (one lock connection each) and through PgBouncer (database.pooler: transaction), in parallel.
+func onTwoReplicas(t *testing.T, check func(t *testing.T, a, b *postgres.Store, tc *tripCounter)) {
 	t.Run("Direct", func(t *testing.T) {
 		t.Parallel()
 		schema := newSchema(t)
@@ -26,15 +32,13 @@ func TestFinishTurnReleasesTheSessionLock(t *testing.T) {
 		if err := a.Migrate(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
-		finishReleases(t, a, b, tc)
+		check(t, a, b, tc)
 	})
 	t.Run("PgBouncer", func(t *testing.T) {
 		t.Parallel()
 		db := newPoolerDatabase(t)
 		tc := &tripCounter{}
-		a := newPooledStore(t, db, postgres.Config{Tracer: tc})
-		b := newPooledStore(t, db, postgres.Config{})
-		finishReleases(t, a, b, tc)
+		check(t, newPooledStore(t, db, postgres.Config{Tracer: tc}), newPooledStore(t, db, postgres.Config{}), tc)
 	})
 }
 
