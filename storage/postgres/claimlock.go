@@ -74,36 +74,21 @@ func (s *Store) ClaimEventLocking(ctx context.Context, key string, payload []byt
 func (l *lockLane) claimLock(ctx context.Context, pool *pgxpool.Pool, key string, payload []byte, at time.Time, session echogate.SessionKey, rd *pendingRead) (gen uint64, first, got bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := ctx.Err(); err != nil {
+	if err := l.ready(ctx, pool); err != nil {
 		return 0, false, false, err
-	}
-	if l.conn == nil {
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			return 0, false, false, err
-		}
-		l.conn = c
 	}
 	// Not cut by ctx once sent: a cancelled batch would leave the connection (and the other
 	// sessions' locks on it) in doubt. The claim is durable once it returns, so a caller that
 	// left meanwhile still gets it (and the lock) to hand on.
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
 	defer cancel()
-	b := &pgx.Batch{}
-	b.Queue(qClaimLock, key, payload, at, string(session))
-	b.Queue(qGetPending, string(session))
-	br := l.conn.SendBatch(qctx, b)
-	err = br.QueryRow().Scan(&first, &got)
-	if err == nil {
-		err = rd.scan(br, got)
-	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
+	got, err = lockAndRead(qctx, l.conn, session, rd, scanClaim(&first), qClaimLock, key, payload, at, string(session))
 	if err != nil {
 		// The claim rolled back; a lock taken before the failure is still held (session-level):
 		// give it back, or drop the connection when it is not in step (its locks in doubt).
-		if !isServerError(err) || l.release(qctx, session) != nil {
+		if !isServerError(err) {
+			l.drop()
+		} else if _, rerr := l.release(qctx, session); rerr != nil {
 			l.drop()
 		}
 		return 0, false, false, err
@@ -111,9 +96,12 @@ func (l *lockLane) claimLock(ctx context.Context, pool *pgxpool.Pool, key string
 	return l.gen, first, got, nil
 }
 
-// release gives back session's lock on the lane's connection if it holds it (l.mu held); an
-// unlock of a lock not held is answered false, not an error.
-func (l *lockLane) release(ctx context.Context, session echogate.SessionKey) error {
-	var released bool
-	return l.conn.QueryRow(ctx, sessionUnlockSQL, string(session)).Scan(&released)
+// scanClaim scans a claim-and-lock statement's row (qClaimLock, qClaimLease): whether the claim
+// was the first into first, and the lock's outcome.
+func scanClaim(first *bool) func(pgx.Row) (bool, error) {
+	return func(r pgx.Row) (bool, error) {
+		var got bool
+		err := r.Scan(first, &got)
+		return got, err
+	}
 }

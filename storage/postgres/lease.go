@@ -115,18 +115,7 @@ func (l *leaser) claimLock(ctx context.Context, key string, payload []byte, at t
 	l.held[session] = false
 	l.mu.Unlock()
 	rd := &pendingRead{}
-	b := &pgx.Batch{}
-	b.Queue(qClaimLease, key, payload, at, string(session), l.s.owner, l.s.leaseTTL.Seconds())
-	b.Queue(qGetPending, string(session))
-	br := l.pool.SendBatch(ctx, b)
-	var got bool
-	err = br.QueryRow().Scan(&first, &got)
-	if err == nil {
-		err = rd.scan(br, got)
-	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
+	got, err := lockAndRead(ctx, l.pool, session, rd, scanClaim(&first), qClaimLease, key, payload, at, string(session), l.s.owner, l.s.leaseTTL.Seconds())
 	if err != nil || !got {
 		l.forget(session)
 		if err != nil {

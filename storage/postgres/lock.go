@@ -183,15 +183,8 @@ type lockLane struct {
 func (l *lockLane) tryLock(ctx context.Context, pool *pgxpool.Pool, key echogate.SessionKey, rd *pendingRead) (uint64, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := ctx.Err(); err != nil {
+	if err := l.ready(ctx, pool); err != nil {
 		return 0, false, err
-	}
-	if l.conn == nil {
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			return 0, false, err
-		}
-		l.conn = c
 	}
 	// The round trip is not cut by ctx: a cancelled query would leave the connection (and the
 	// other sessions' locks on it) in doubt.
@@ -204,13 +197,35 @@ func (l *lockLane) tryLock(ctx context.Context, pool *pgxpool.Pool, key echogate
 	}
 	if got && ctx.Err() != nil {
 		// The caller left meanwhile: give the lock back at once.
-		var released bool
-		if err := l.conn.QueryRow(qctx, sessionUnlockSQL, string(key)).Scan(&released); err != nil || !released {
+		if released, err := l.release(qctx, key); err != nil || !released {
 			l.drop()
 		}
 		return 0, false, ctx.Err()
 	}
 	return l.gen, got, nil
+}
+
+// ready checks ctx and gives the lane its connection (acquired from pool if it has none);
+// l.mu is held.
+func (l *lockLane) ready(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.conn == nil {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		l.conn = c
+	}
+	return nil
+}
+
+// release gives back key's lock on the lane's connection (l.mu held): released is false when
+// the connection did not hold it.
+func (l *lockLane) release(ctx context.Context, key echogate.SessionKey) (released bool, err error) {
+	err = l.conn.QueryRow(ctx, sessionUnlockSQL, string(key)).Scan(&released)
+	return released, err
 }
 
 // unlock releases key's lock h; nothing when a turn's end released it already or when the
