@@ -14,7 +14,7 @@ type Renewer interface {
 	RenewClaims(ctx context.Context, keys []string, now time.Time) (int64, error)
 }
 
-// renewMany is more keys than one statement of either store carries, so the chunks' order is
+// renewMany is more keys than one statement of the store carries, so the chunks' order is
 // checked too.
 const renewMany = 2100
 
