@@ -171,22 +171,11 @@ func (v *replicaView) UnfinishedEvents(ctx context.Context, before time.Time, li
 	if err != nil {
 		return nil, err
 	}
-	var out []echogate.ClaimedEvent
+	evs := make([]echogate.ClaimedEvent, 0, len(un))
 	for _, ev := range un {
-		if ev.ClaimedAt.Before(before) {
-			out = append(out, ev)
-		}
+		evs = append(evs, ev)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].ClaimedAt.Equal(out[j].ClaimedAt) {
-			return out[i].ClaimedAt.Before(out[j].ClaimedAt)
-		}
-		return out[i].Key < out[j].Key
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return pipelinetest.ClaimedBefore(evs, before, limit), nil
 }
 
 func (v *replicaView) ReclaimEvent(ctx context.Context, key string, staleBefore, now time.Time) (bool, error) {

@@ -92,10 +92,22 @@ func (s *MemStore) UnfinishedEvents(ctx context.Context, before time.Time, limit
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	var out []echogate.ClaimedEvent
+	var un []echogate.ClaimedEvent
 	for k, e := range s.events {
-		if !e.completed && e.claimed.Before(before) {
-			out = append(out, echogate.ClaimedEvent{Key: k, Payload: e.payload, ClaimedAt: e.claimed})
+		if !e.completed {
+			un = append(un, echogate.ClaimedEvent{Key: k, Payload: e.payload, ClaimedAt: e.claimed})
+		}
+	}
+	return ClaimedBefore(un, before, limit), nil
+}
+
+// ClaimedBefore is what UnfinishedEvents answers from the unfinished events un: those claimed
+// before before, oldest claim first (then by key), at most limit (0: all).
+func ClaimedBefore(un []echogate.ClaimedEvent, before time.Time, limit int) []echogate.ClaimedEvent {
+	var out []echogate.ClaimedEvent
+	for _, ev := range un {
+		if ev.ClaimedAt.Before(before) {
+			out = append(out, ev)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -107,7 +119,7 @@ func (s *MemStore) UnfinishedEvents(ctx context.Context, before time.Time, limit
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
-	return out, nil
+	return out
 }
 
 func (s *MemStore) UpsertSession(ctx context.Context, si echogate.SessionInfo) error {
