@@ -38,24 +38,29 @@ func pgbouncerURL(t testing.TB) string {
 // when the test ends.
 func newPoolerDatabase(t testing.TB) string {
 	t.Helper()
-	through := pgbouncerURL(t)
+	return newDatabase(t, pgbouncerURL(t), "echogate_pb_", "ECHOGATE_TEST_PGBOUNCER_URL")
+}
+
+// newDatabase creates a database named prefix… on the cluster, dropped when the test ends, and
+// returns base (a URL of that cluster, named by what in errors) with its path set to it.
+func newDatabase(t testing.TB, base, prefix, what string) string {
+	t.Helper()
 	a := adminPool(t)
-	name := randomName("echogate_pb_")
-	ctx := ctxT(t)
-	if _, err := a.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+	name := randomName(prefix)
+	if _, err := a.Exec(ctxT(t), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatalf("create test database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		// FORCE: the pooler keeps idle server connections to it.
+		// FORCE: a pooler keeps idle server connections to it.
 		if _, err := a.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 			t.Errorf("drop test database %s: %v", name, err)
 		}
 	})
-	u, err := url.Parse(through)
+	u, err := url.Parse(base)
 	if err != nil {
-		t.Fatalf("ECHOGATE_TEST_PGBOUNCER_URL: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	u.Path = "/" + name
 	return u.String()
