@@ -104,7 +104,7 @@ type Start struct {
 
 	recDone chan struct{}
 	recErr  error
-	batched bool  // Together, DeferredBatch: one BatchWriter call writes the record (and the input) with the reads
+	batched bool  // DeferredBatch: one BatchWriter call writes the record with the reads
 	read    *Read // what it read with them (Begin.ReadCheckpoint, ReadSince); set before recDone closes
 
 	// The input is issued at most once (inputAt leaves pending under mu) or folded into the

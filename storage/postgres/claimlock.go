@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/echogate/echogate"
 )
@@ -30,7 +29,8 @@ SELECT EXISTS (SELECT 1 FROM c),
 // TryLockSession's does, and pend is the paused turn read with it (nil: none). When the claim
 // is not the first, no lock is taken. Through a transaction pooler the lock is the session's
 // lease, taken in the claim's statement (leaser.claimLock). When this store holds the session
-// already it claims alone (ClaimEvent) and locked is false. It blocks for one round trip; on a
+// already it claims alone and locked is false (on the session's lock connection, with the other
+// work waiting for it, when the lock is held: claimBusy). It blocks for one round trip; on a
 // direct connection it is not cut by ctx once sent (like the lock's). An error means nothing
 // was claimed and no lock is held.
 func (s *Store) ClaimEventLocking(ctx context.Context, key string, payload []byte, at time.Time, session echogate.SessionKey) (first bool, unlock func(), locked bool, pend *echogate.PendingTurn, err error) {
@@ -49,51 +49,27 @@ func (s *Store) ClaimEventLocking(ctx context.Context, key string, payload []byt
 		return p.leases.claimLock(ctx, key, nonNil(payload), utc(s.stamp(at)), session)
 	}
 	if !p.mux.reserve(session) {
-		first, err := s.ClaimEvent(ctx, key, payload, at)
+		first, err := s.claimBusy(ctx, p.mux, key, payload, at, session)
 		return first, noop, false, nil, err
 	}
 	m := p.mux
 	l := m.lane(session)
 	rd := &pendingRead{}
-	gen, first, got, err := l.claimLock(ctx, m.pool, key, nonNil(payload), utc(s.stamp(at)), session, rd)
-	if err != nil || !got {
+	// Not cut by ctx once sent (the lane's round trips never are): the claim is durable once it
+	// returns, so a caller that left meanwhile still gets it (and the lock) to hand on.
+	op := &lockOp{key: session, rd: rd, sql: qClaimLock, args: []any{key, nonNil(payload), utc(s.stamp(at)), string(session)}}
+	op.scan = scanClaim(&op.first)
+	if err := l.do(ctx, op); err != nil || !op.got {
 		m.release(session)
 		if err != nil {
 			return false, noop, false, nil, fail(ctx, err, "claim event %q with the lock of session %q", key, session)
 		}
-		return first, noop, false, nil, nil
+		return op.first, noop, false, nil, nil
 	}
 	if rd.found {
 		pend = &rd.pend
 	}
-	return true, s.held(m, l, gen, session), true, pend, nil
-}
-
-// claimLock sends qClaimLock and the read of session's paused turn on the lane's connection
-// (acquired first if needed) in one batch, and returns the connection's generation.
-func (l *lockLane) claimLock(ctx context.Context, pool *pgxpool.Pool, key string, payload []byte, at time.Time, session echogate.SessionKey, rd *pendingRead) (gen uint64, first, got bool, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.ready(ctx, pool); err != nil {
-		return 0, false, false, err
-	}
-	// Not cut by ctx once sent: a cancelled batch would leave the connection (and the other
-	// sessions' locks on it) in doubt. The claim is durable once it returns, so a caller that
-	// left meanwhile still gets it (and the lock) to hand on.
-	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
-	defer cancel()
-	got, err = lockAndRead(qctx, l.conn, session, rd, scanClaim(&first), qClaimLock, key, payload, at, string(session))
-	if err != nil {
-		// The claim rolled back; a lock taken before the failure is still held (session-level):
-		// give it back, or drop the connection when it is not in step (its locks in doubt).
-		if !isServerError(err) {
-			l.drop()
-		} else if _, rerr := l.release(qctx, session); rerr != nil {
-			l.drop()
-		}
-		return 0, false, false, err
-	}
-	return l.gen, first, got, nil
+	return true, s.held(m, &heldLock{lane: l, gen: op.gen}, session), true, pend, nil
 }
 
 // scanClaim scans a claim-and-lock statement's row (qClaimLock, qClaimLease): whether the claim
@@ -104,4 +80,35 @@ func scanClaim(first *bool) func(pgx.Row) (bool, error) {
 		err := r.Scan(first, &got)
 		return got, err
 	}
+}
+
+// claimBusy claims an event of a session this store holds or is taking already: on the
+// session's lane, in its next group, when the lock is held (the event will wait for the turn
+// that runs); else on the pool (ClaimEvent).
+func (s *Store) claimBusy(ctx context.Context, m *lockMux, key string, payload []byte, at time.Time, session echogate.SessionKey) (bool, error) {
+	var lane *lockLane
+	if h := m.holding(session); h != nil {
+		lane = h.lane
+	}
+	return s.claimOn(ctx, lane, key, payload, at)
+}
+
+// claimOn is ClaimEvent on lane (nil: on the pool).
+func (s *Store) claimOn(ctx context.Context, lane *lockLane, key string, payload []byte, at time.Time) (bool, error) {
+	if lane == nil {
+		return s.ClaimEvent(ctx, key, payload, at)
+	}
+	var first bool
+	op := &batchOp{
+		q: func(b *pgx.Batch) { b.Queue(qClaimEvent, key, nonNil(payload), utc(s.stamp(at))) },
+		r: func(br pgx.BatchResults) error {
+			tag, err := br.Exec()
+			first = err == nil && tag.RowsAffected() == 1
+			return err
+		},
+	}
+	if err := lane.do(ctx, op); err != nil {
+		return false, fail(ctx, err, "claim event %q", key)
+	}
+	return first, nil
 }

@@ -24,7 +24,9 @@ type Config struct {
 	MaxConns int32
 	// MaxLockConns is the number of connections TryLockSession's locks are multiplexed over
 	// (each holds the locks of many sessions), pinned from a pool of their own so held locks
-	// never starve queries. It does not bound the locks held at once. Default 16.
+	// never starve queries. It does not bound the locks held at once. Each is a lane whose
+	// waiting work goes in one round trip (lane.go): fewer lanes make bigger groups. Default 8
+	// (on 2 cores at 1000 sessions: 8 lanes 1327–1489 turns/s, 16 lanes 1131–1301).
 	MaxLockConns int32
 	// EfSearch is pgvector's hnsw.ef_search for nearest-neighbour queries (default 100).
 	EfSearch int

@@ -46,7 +46,7 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	if lease != nil {
 		lease.setReleased(end.Session, true) // renewals skip it from now on
 	}
-	turnErr, eventErr, err := s.finishBatch(ctx, p, end, lease != nil)
+	turnErr, eventErr, err := s.finishBatch(ctx, p, end, lease)
 	if err == nil {
 		return errors.Join(turnErr, eventErr)
 	}
@@ -59,32 +59,47 @@ func (s *Store) FinishTurn(ctx context.Context, end echogate.TurnEnd) error {
 	return s.finishApart(ctx, end)
 }
 
-// finishBatch sends the parts of end in one batch, one implicit transaction; with dropLease
-// the session's lease row of this store goes in the same transaction (through a pooler: the
-// lock is released with the end it guarded). err means nothing was written; turnErr and
-// eventErr report a turn or event that does not exist (the rest still commits).
-func (s *Store) finishBatch(ctx context.Context, p *pgxpool.Pool, end echogate.TurnEnd, dropLease bool) (turnErr, eventErr, err error) {
+// finishBatch sends the parts of end in one batch, one implicit transaction; with lease (through
+// a pooler, the session's lease of this store) the lease row goes in the same transaction (the
+// lock is released with the end it guarded), and the batch joins the session's lane's next
+// group. err means nothing was written; turnErr and eventErr report a turn or event that does
+// not exist (the rest still commits).
+func (s *Store) finishBatch(ctx context.Context, p *pgxpool.Pool, end echogate.TurnEnd, lease *leaser) (turnErr, eventErr, err error) {
 	b := &pgx.Batch{}
 	if err := s.queueFinish(b, end); err != nil {
 		return nil, nil, err
 	}
-	if dropLease {
+	if lease != nil {
 		b.Queue(qDropLease, string(end.Session), s.owner)
 	}
 	ids := make([]int64, len(end.Usage))
-	err = sendAtomic(ctx, p, b, func(br pgx.BatchResults) error {
+	read := func(br pgx.BatchResults) error {
 		var err error
-		if turnErr, eventErr, err = readFinish(br, end, ids); err != nil || !dropLease {
+		if turnErr, eventErr, err = readFinish(br, end, ids); err != nil || lease == nil {
 			return err
 		}
 		_, err = br.Exec()
 		return err
-	})
+	}
+	if lease != nil {
+		op := &batchOp{q: func(g *pgx.Batch) { requeue(g, b) }, r: read}
+		err = lease.lane(end.Session).do(ctx, op)
+	} else {
+		err = sendAtomic(ctx, p, b, read)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	setUsageIDs(end, ids)
 	return turnErr, eventErr, nil
+}
+
+// requeue queues b's statements on g afresh: a statement queued once keeps the description pgx
+// gave it, which a rerun after a refused group must not reuse.
+func requeue(g, b *pgx.Batch) {
+	for _, q := range b.QueuedQueries {
+		g.Queue(q.SQL, q.Arguments...)
+	}
 }
 
 // qFinishRecord is the turn record's final state, the removal of its resume record and the

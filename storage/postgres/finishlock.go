@@ -21,11 +21,11 @@ const (
 )
 
 // finishReleasing writes end and gives back the session's lock in one round trip on the lock's
-// connection, when this store holds the lock there. ok is false when it did not (no lock held
-// here, a lease through a pooler, or the lane's connection changed): the caller writes the end
-// as usual. A failed round trip returns ok false (nothing was written, the lock is still held);
-// when the connection itself failed it is dropped (its locks are in doubt, and the server
-// releases them with it).
+// connection (its lane's group), when this store holds the lock there. ok is false when it did
+// not (no lock held here, a lease through a pooler, or the lane's connection changed): the
+// caller writes the end as usual. A failed round trip returns ok false (nothing was written, the
+// lock is still held); when the connection itself failed it is dropped (its locks are in doubt,
+// and the server releases them with it).
 func (s *Store) finishReleasing(ctx context.Context, end echogate.TurnEnd) (turnErr, eventErr error, ok bool) {
 	p, err := s.conns(ctx)
 	if err != nil || p.mux == nil {
@@ -35,64 +35,75 @@ func (s *Store) finishReleasing(ctx context.Context, end echogate.TurnEnd) (turn
 	if h == nil {
 		return nil, nil, false
 	}
-	b := &pgx.Batch{}
-	b.Queue(sessionXactLockSQL, string(end.Session))
-	if err := s.queueFinish(b, end); err != nil {
+	op := &finishOp{log: s, h: h, end: end, ids: make([]int64, len(end.Usage))}
+	op.b.Queue(sessionXactLockSQL, string(end.Session))
+	if err := s.queueFinish(&op.b, end); err != nil {
 		return nil, nil, false
 	}
-	b.Queue(sessionUnlockSQL, string(end.Session))
-	ids := make([]int64, len(end.Usage))
-
-	l := h.lane
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h.released || l.gen != h.gen || l.conn == nil {
-		return nil, nil, false
-	}
-	// Like the lock's own round trips, not cut by ctx: a cancelled batch would leave the
-	// connection, and the other sessions' locks on it, in doubt.
-	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
-	defer cancel()
-	br := l.conn.SendBatch(qctx, b)
-	turnErr, eventErr, released, err := readReleasing(br, end, ids)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	// Like the lock's own round trips, not cut by ctx once sent: a cancelled batch would leave
+	// the connection, and the other sessions' locks on it, in doubt.
+	if err := h.lane.do(ctx, op); err != nil {
 		// Rolled back: nothing was written and the session-level hold is still there (the
 		// release never ran). The caller writes the end apart and the lock's unlock gives it
-		// back. Only a broken connection leaves its locks in doubt: it is dropped.
+		// back.
 		s.log.Warn("postgres: finish turn on the session's lock connection failed; the end is written apart",
 			"session", string(end.Session), "turn", end.Turn.ID, "err", err)
-		if !isServerError(err) {
-			l.drop()
-		}
 		return nil, nil, false
 	}
-	h.released = true
-	if !released {
-		// Written, but the lock was not held on its connection: what else it holds is in doubt.
-		s.log.Warn("postgres: the session's lock was not held on its connection at the turn's end; its locks are given back",
-			"session", string(end.Session), "turn", end.Turn.ID)
-		l.drop()
+	if !op.sent {
+		return nil, nil, false
 	}
-	setUsageIDs(end, ids)
-	return turnErr, eventErr, true
+	setUsageIDs(end, op.ids)
+	return op.turnErr, op.eventErr, true
 }
 
-// readReleasing reads finishReleasing's batch: the transaction-level lock, the end's
-// statements, the release (released: the session-level hold was there to give back).
-func readReleasing(br pgx.BatchResults, end echogate.TurnEnd, ids []int64) (turnErr, eventErr error, released bool, err error) {
+// finishOp is finishReleasing's op: the transaction-level lock and the end's statements (b),
+// and the release of the session-level hold after its group's statements.
+type finishOp struct {
+	log      *Store
+	h        *heldLock
+	end      echogate.TurnEnd
+	b        pgx.Batch
+	ids      []int64
+	sent     bool
+	released bool
+	turnErr  error
+	eventErr error
+}
+
+func (o *finishOp) start(l *lockLane) bool {
+	o.sent = !o.h.released && l.gen == o.h.gen && l.conn != nil
+	return o.sent
+}
+
+func (o *finishOp) queue(b *pgx.Batch) { requeue(b, &o.b) }
+
+func (o *finishOp) read(br pgx.BatchResults) (err error) {
 	if _, err := br.Exec(); err != nil {
-		return nil, nil, false, fmt.Errorf("take the session's lock for the end's transaction: %w", err)
+		return fmt.Errorf("take the session's lock for the end's transaction: %w", err)
 	}
-	if turnErr, eventErr, err = readFinish(br, end, ids); err != nil {
-		return nil, nil, false, err
+	o.turnErr, o.eventErr, err = readFinish(br, o.end, o.ids)
+	return err
+}
+
+func (o *finishOp) locks() echogate.SessionKey    { return "" }
+func (o *finishOp) releases() echogate.SessionKey { return o.end.Session }
+func (o *finishOp) readRelease(released bool)     { o.released = released }
+
+func (o *finishOp) done(_ *lockLane, _ uint64, err error) (drop bool) {
+	if err != nil {
+		// Rolled back (the lane dropped a connection that broke): the hold was never released.
+		o.sent = false
+		return false
 	}
-	if err := br.QueryRow().Scan(&released); err != nil {
-		return nil, nil, false, fmt.Errorf("release the session's lock: %w", err)
+	o.h.released = true
+	if !o.released {
+		// Written, but the lock was not held on its connection: what else it holds is in doubt.
+		o.log.log.Warn("postgres: the session's lock was not held on its connection at the turn's end; its locks are given back",
+			"session", string(o.end.Session), "turn", o.end.Turn.ID)
+		return true
 	}
-	return turnErr, eventErr, released, nil
+	return false
 }
 
 // isServerError tells an error the server answered (the connection is still in step: a failed

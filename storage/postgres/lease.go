@@ -47,7 +47,10 @@ func leaseOwner() string {
 type leaser struct {
 	s    *Store
 	pool *pgxpool.Pool
-	mu   sync.Mutex
+	// The lanes carry a held session's work in shared round trips (lane.go), as the lock
+	// connections do on a direct connection; a pooled lane takes a connection per round trip.
+	lanes
+	mu sync.Mutex
 	// held are the sessions whose lease this store holds; true once a turn's end releases it
 	// in its own transaction (setReleased), until the unlock forgets it.
 	held map[echogate.SessionKey]bool
@@ -55,8 +58,8 @@ type leaser struct {
 	done chan struct{}
 }
 
-func newLeaser(s *Store, pool *pgxpool.Pool) *leaser {
-	l := &leaser{s: s, pool: pool, held: map[echogate.SessionKey]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+func newLeaser(s *Store, pool *pgxpool.Pool, lanes int) *leaser {
+	l := &leaser{s: s, pool: pool, lanes: newLanes(pool, lanes, true), held: map[echogate.SessionKey]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renewLoop()
 	return l
 }
@@ -72,15 +75,16 @@ func (l *leaser) tryLock(ctx context.Context, key echogate.SessionKey, rd *pendi
 	}
 	l.held[key] = false
 	l.mu.Unlock()
-	got, err := lockAndRead(ctx, l.pool, key, rd, scanLease, qTakeLease, string(key), l.s.owner, l.s.leaseTTL.Seconds())
-	if err == nil && !got {
+	op := &lockOp{key: key, rd: rd, scan: scanLease, sql: qTakeLease, args: []any{string(key), l.s.owner, l.s.leaseTTL.Seconds()}, lease: true}
+	err = l.lane(key).do(ctx, op)
+	if err == nil && !op.got {
 		l.forget(key)
 		return noop, false, nil
 	}
 	if err != nil {
 		l.forget(key)
-		// The insert may have committed just as ctx ended: give it back rather than let it
-		// block the session until it expires.
+		// A connection lost during the round trip leaves the insert's commit in doubt: give it
+		// back rather than let it block the session until it expires.
 		l.drop(key)
 		return noop, false, err
 	}
@@ -109,17 +113,24 @@ func (l *leaser) claimLock(ctx context.Context, key string, payload []byte, at t
 	l.mu.Lock()
 	if _, busy := l.held[session]; busy {
 		l.mu.Unlock()
-		first, err := l.s.ClaimEvent(ctx, key, payload, at)
+		var lane *lockLane
+		if l.holds(session) {
+			lane = l.lane(session)
+		}
+		first, err := l.s.claimOn(ctx, lane, key, payload, at)
 		return first, noop, false, nil, err
 	}
 	l.held[session] = false
 	l.mu.Unlock()
 	rd := &pendingRead{}
-	got, err := lockAndRead(ctx, l.pool, session, rd, scanClaim(&first), qClaimLease, key, payload, at, string(session), l.s.owner, l.s.leaseTTL.Seconds())
-	if err != nil || !got {
+	op := &lockOp{key: session, rd: rd, sql: qClaimLease, args: []any{key, payload, at, string(session), l.s.owner, l.s.leaseTTL.Seconds()}, lease: true}
+	op.scan = scanClaim(&op.first)
+	err = l.lane(session).do(ctx, op)
+	first = op.first
+	if err != nil || !op.got {
 		l.forget(session)
 		if err != nil {
-			l.drop(session) // the batch may have committed just as ctx ended: give the lease back
+			l.drop(session) // a connection lost mid-batch leaves its commit in doubt: give the lease back
 			return false, noop, false, nil, fail(ctx, err, "claim event %q with the lease of session %q", key, session)
 		}
 		return first, noop, false, nil, nil
@@ -179,7 +190,11 @@ func (l *leaser) forget(key echogate.SessionKey) {
 func (l *leaser) drop(key echogate.SessionKey) {
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 	defer cancel()
-	if _, err := l.pool.Exec(ctx, qDropLease, string(key), l.s.owner); err != nil {
+	op := &batchOp{
+		q: func(b *pgx.Batch) { b.Queue(qDropLease, string(key), l.s.owner) },
+		r: func(br pgx.BatchResults) error { _, err := br.Exec(); return err },
+	}
+	if err := l.lane(key).do(ctx, op); err != nil {
 		l.s.log.Warn("postgres: release session lease failed; it expires on its own",
 			"session", string(key), "ttl", l.s.leaseTTL, "err", err)
 	}
@@ -249,4 +264,5 @@ func (l *leaser) renew() error {
 func (l *leaser) close() {
 	close(l.stop)
 	<-l.done
+	l.lanes.close()
 }

@@ -2,11 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/echogate/echogate"
@@ -20,16 +21,17 @@ const (
 	sessionUnlockSQL  = `SELECT pg_advisory_unlock(hashtextextended('echogate:session:' || $1, 0))`
 )
 
-// lockTimeout bounds taking or releasing a session lock on its connection; past it the
-// connection is closed instead, which releases its locks server-side.
+// lockTimeout bounds one round trip of a lock lane (lane.go); past it the connection is closed
+// instead, which releases its locks server-side.
 const lockTimeout = 5 * time.Second
 
 // TryLockSession tries to take the cluster-wide lock of one session, so that across replicas only
 // one runs the session's turns at a time. It never waits for the lock: ok is false when another
 // holder (another replica, or another caller in this process) has it. It blocks for one round
-// trip on the session's lock connection (bounded by lockTimeout), and while another lock or
-// unlock of the same connection is in flight; a ctx that ended before the round trip returns
-// its error, one that ends during it returns its error after releasing the lock just taken.
+// trip on the session's lock connection (bounded by lockTimeout), shared with the other work
+// waiting for that connection (lane.go), and while the connection's previous round trip is in
+// flight; a ctx that ended before the round trip returns its error, one that ends during it
+// returns its error after releasing the lock just taken.
 //
 // The lock is a session-level pg_advisory_lock. Locks are multiplexed over Config.MaxLockConns
 // connections pinned from a pool of their own (so held locks never starve queries): a session
@@ -76,26 +78,37 @@ func (s *Store) tryLockSession(ctx context.Context, key echogate.SessionKey, rd 
 		return noop, false, nil
 	}
 	l := m.lane(key)
-	gen, got, err := l.tryLock(ctx, m.pool, key, rd)
-	if err != nil || !got {
+	op := &lockOp{key: key, rd: rd, scan: scanGot, sql: sessionTryLockSQL, args: []any{string(key)}}
+	if err := l.do(ctx, op); err != nil || !op.got {
 		m.release(key)
 		if err != nil {
 			return noop, false, fail(ctx, err, "lock session %q", key)
 		}
 		return noop, false, nil
 	}
-	return s.held(m, l, gen, key), true, nil
+	h := &heldLock{lane: l, gen: op.gen}
+	if ctx.Err() != nil {
+		// The caller left meanwhile: give the lock back at once.
+		_ = l.do(context.Background(), &unlockOp{h: h, key: key})
+		m.release(key)
+		return noop, false, ctx.Err()
+	}
+	return s.held(m, h, key), true, nil
 }
 
-// held records key's lock, taken on l in generation gen, as this store's, and returns its
-// unlock: safe to call more than once and from any goroutine.
-func (s *Store) held(m *lockMux, l *lockLane, gen uint64, key echogate.SessionKey) (unlock func()) {
-	h := &heldLock{lane: l, gen: gen}
+// held records key's lock h as this store's, and returns its unlock: safe to call more than
+// once and from any goroutine.
+func (s *Store) held(m *lockMux, h *heldLock, key echogate.SessionKey) (unlock func()) {
 	m.hold(key, h)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			if err := l.unlock(h, key); err != nil {
+			op := &unlockOp{h: h, key: key}
+			err := h.lane.do(context.Background(), op)
+			if err == nil && op.notHeld {
+				err = errors.New("the lock was not held on its connection")
+			}
+			if err != nil && !errors.Is(err, errLaneClosed) {
 				s.log.Warn("postgres: session unlock failed",
 					"session", string(key), "err", err)
 			}
@@ -105,8 +118,8 @@ func (s *Store) held(m *lockMux, l *lockLane, gen uint64, key echogate.SessionKe
 }
 
 // heldLock is a session lock this store holds: its lane, the lane connection's generation it
-// was taken in, and whether a turn's end gave it back already (finishReleasing; under the
-// lane's mu).
+// was taken in, and whether a turn's end gave it back already (finishReleasing; read and
+// written on the lane's goroutine only).
 type heldLock struct {
 	lane     *lockLane
 	gen      uint64
@@ -115,19 +128,13 @@ type heldLock struct {
 
 // lockMux holds the lock connections and the sessions this store has locked.
 type lockMux struct {
-	pool  *pgxpool.Pool
-	seed  maphash.Seed
-	lanes []lockLane
-	mu    sync.Mutex
-	held  map[echogate.SessionKey]*heldLock // nil while being taken
+	lanes
+	mu   sync.Mutex
+	held map[echogate.SessionKey]*heldLock // nil while being taken
 }
 
-func newLockMux(pool *pgxpool.Pool, lanes int) *lockMux {
-	return &lockMux{pool: pool, seed: maphash.MakeSeed(), lanes: make([]lockLane, max(lanes, 1)), held: map[echogate.SessionKey]*heldLock{}}
-}
-
-func (m *lockMux) lane(key echogate.SessionKey) *lockLane {
-	return &m.lanes[maphash.String(m.seed, string(key))%uint64(len(m.lanes))]
+func newLockMux(pool *pgxpool.Pool, n int) *lockMux {
+	return &lockMux{lanes: newLanes(pool, n, false), held: map[echogate.SessionKey]*heldLock{}}
 }
 
 // reserve marks key as locked by this store; false when it already is.
@@ -161,102 +168,79 @@ func (m *lockMux) release(key echogate.SessionKey) {
 	m.mu.Unlock()
 }
 
-// close gives the lock connections back closed, which drops any lock still held on them.
-func (m *lockMux) close() {
-	for i := range m.lanes {
-		l := &m.lanes[i]
-		l.mu.Lock()
-		l.drop()
-		l.mu.Unlock()
-	}
+// lockOp takes a session's lock on its lane, with the read of its paused turn when rd is set:
+// TryLockSession's (sql sessionTryLockSQL, scan scanGot) and ClaimEventLocking's (qClaimLock,
+// scanClaim) round trip.
+type lockOp struct {
+	key  echogate.SessionKey
+	rd   *pendingRead
+	scan func(pgx.Row) (bool, error)
+	sql  string
+	args []any
+	// lease: the lock is a lease row (through a pooler), taken and rolled back with its
+	// transaction, not an advisory lock.
+	lease bool
+	// The outcome: the lock taken, on the connection of generation gen; first for a claim.
+	got   bool
+	first bool
+	gen   uint64
 }
 
-// lockLane is one pinned connection and the locks on it; its queries run one at a time.
-type lockLane struct {
-	mu   sync.Mutex
-	conn *pgxpool.Conn // nil until first used, and after it broke
-	gen  uint64        // bumped whenever conn is dropped: locks of an older gen are gone
+func (o *lockOp) start(*lockLane) bool { return true }
+
+func (o *lockOp) queue(b *pgx.Batch) { queueLockRead(b, o.key, o.rd, o.sql, o.args...) }
+
+func (o *lockOp) read(br pgx.BatchResults) (err error) {
+	o.got, err = readLockRead(br, o.rd, o.scan)
+	return err
 }
 
-// tryLock takes key's lock on the lane's connection (acquired first if needed) and returns the
-// connection's generation; with rd it reads key's paused turn in the same round trip.
-func (l *lockLane) tryLock(ctx context.Context, pool *pgxpool.Pool, key echogate.SessionKey, rd *pendingRead) (uint64, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.ready(ctx, pool); err != nil {
-		return 0, false, err
+func (o *lockOp) locks() echogate.SessionKey {
+	if o.lease {
+		return "" // rolled back with its group
 	}
-	// The round trip is not cut by ctx: a cancelled query would leave the connection (and the
-	// other sessions' locks on it) in doubt.
-	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
-	defer cancel()
-	got, err := lockAndRead(qctx, l.conn, key, rd, scanGot, sessionTryLockSQL, string(key))
-	if err != nil {
-		l.drop()
-		return 0, false, err
-	}
-	if got && ctx.Err() != nil {
-		// The caller left meanwhile: give the lock back at once.
-		if released, err := l.release(qctx, key); err != nil || !released {
-			l.drop()
-		}
-		return 0, false, ctx.Err()
-	}
-	return l.gen, got, nil
+	return o.key
 }
 
-// ready checks ctx and gives the lane its connection (acquired from pool if it has none);
-// l.mu is held.
-func (l *lockLane) ready(ctx context.Context, pool *pgxpool.Pool) error {
-	if err := ctx.Err(); err != nil {
-		return err
+func (o *lockOp) releases() echogate.SessionKey { return "" }
+func (o *lockOp) readRelease(bool)              {}
+
+func (o *lockOp) done(l *lockLane, gen uint64, err error) (drop bool) {
+	o.gen = gen
+	if err == nil {
+		return false
 	}
-	if l.conn == nil {
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		l.conn = c
+	o.got, o.first = false, false
+	if o.lease || !isServerError(err) {
+		return false // the lane dropped the connection, and the lock with it
 	}
-	return nil
+	// Refused alone and rolled back: the lock, taken first, may still be held (session-level):
+	// give it back, or drop the connection when that fails too.
+	_, rerr := l.release(o.key)
+	return rerr != nil
 }
 
-// release gives back key's lock on the lane's connection (l.mu held): released is false when
-// the connection did not hold it.
-func (l *lockLane) release(ctx context.Context, key echogate.SessionKey) (released bool, err error) {
-	err = l.conn.QueryRow(ctx, sessionUnlockSQL, string(key)).Scan(&released)
-	return released, err
+// unlockOp gives back a session's lock h, after the other ops of its group: nothing when a
+// turn's end released it already or the connection it was taken on is gone.
+type unlockOp struct {
+	h       *heldLock
+	key     echogate.SessionKey
+	notHeld bool
 }
 
-// unlock releases key's lock h; nothing when a turn's end released it already or when the
-// connection it was taken on is gone.
-func (l *lockLane) unlock(h *heldLock, key echogate.SessionKey) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h.released || l.gen != h.gen || l.conn == nil {
-		return nil // released with a turn's end, or the connection broke or was closed: the server released the lock then
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
-	defer cancel()
-	var released bool
-	if err := l.conn.QueryRow(ctx, sessionUnlockSQL, string(key)).Scan(&released); err != nil {
-		l.drop() // the connection is unusable; its other locks are in doubt too
-		return err
-	}
-	if !released {
-		return fmt.Errorf("the lock was not held on its connection")
-	}
-	return nil
+func (o *unlockOp) start(l *lockLane) bool {
+	// Released with a turn's end, or the connection broke or was closed: the server released
+	// the lock then.
+	return !o.h.released && l.gen == o.h.gen && l.conn != nil
 }
 
-// drop closes the lane's connection (releasing its locks server-side) and returns it to the
-// pool. Called with l.mu held.
-func (l *lockLane) drop() {
-	if l.conn == nil {
-		return
-	}
-	closeConn(l.conn)
-	l.conn.Release()
-	l.conn = nil
-	l.gen++
+func (o *unlockOp) queue(*pgx.Batch)              {}
+func (o *unlockOp) read(pgx.BatchResults) error   { return nil }
+func (o *unlockOp) locks() echogate.SessionKey    { return "" }
+func (o *unlockOp) releases() echogate.SessionKey { return o.key }
+func (o *unlockOp) readRelease(released bool)     { o.notHeld = !released }
+
+func (o *unlockOp) done(_ *lockLane, _ uint64, err error) (drop bool) {
+	// A failed unlock leaves the connection unusable, and its other locks in doubt.
+	return err != nil
 }

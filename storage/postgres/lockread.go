@@ -29,7 +29,7 @@ func (s *Store) TryLockSessionPending(ctx context.Context, key echogate.SessionK
 	return unlock, ok, pend, ok && rd.eventDone, err
 }
 
-// pendingRead is the session's paused turn read with its lock (lockAndRead).
+// pendingRead is the session's paused turn read with its lock (queueLockRead).
 type pendingRead struct {
 	pend      echogate.PendingTurn
 	found     bool
@@ -52,16 +52,11 @@ func (rd *pendingRead) scan(br pgx.BatchResults, got bool) error {
 	return nil
 }
 
-// batchSender is a connection or a pool: what a batch is sent on.
-type batchSender interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
-// lockAndRead runs lockSQL, whose one row (none: not taken) scan turns into the lock's
-// outcome, and with rd the read of key's paused turn after it, in one round trip. The read's
-// outcome is kept only when the lock was taken.
-func lockAndRead(ctx context.Context, c batchSender, key echogate.SessionKey, rd *pendingRead, scan func(pgx.Row) (bool, error), lockSQL string, args ...any) (bool, error) {
-	b := &pgx.Batch{}
+// queueLockRead queues a lock statement lockSQL (whose one row, none when not taken, the scan
+// given to readLockRead turns into the lock's outcome) and, with rd, the read of key's paused
+// turn after it; readLockRead reads them. The read's outcome is kept only when the lock was
+// taken.
+func queueLockRead(b *pgx.Batch, key echogate.SessionKey, rd *pendingRead, lockSQL string, args ...any) {
 	b.Queue(lockSQL, args...)
 	if rd != nil {
 		b.Queue(qGetPending, string(key))
@@ -69,24 +64,29 @@ func lockAndRead(ctx context.Context, c batchSender, key echogate.SessionKey, rd
 			b.Queue(qEventDone, rd.event)
 		}
 	}
-	br := c.SendBatch(ctx, b)
+}
+
+func readLockRead(br pgx.BatchResults, rd *pendingRead, scan func(pgx.Row) (bool, error)) (bool, error) {
+	if rd != nil {
+		rd.found, rd.eventDone = false, false
+	}
 	got, err := scan(br.QueryRow())
-	if err == nil && rd != nil {
-		err = rd.scan(br, got)
-		if err == nil && rd.event != "" {
-			var done bool
-			switch derr := br.QueryRow().Scan(&done); {
-			case derr == nil:
-				rd.eventDone = done
-			case !errors.Is(derr, pgx.ErrNoRows):
-				err = fmt.Errorf("read the event's state with the lock: %w", derr)
-			}
+	if err != nil || rd == nil {
+		return got, err
+	}
+	if err := rd.scan(br, got); err != nil {
+		return got, err
+	}
+	if rd.event != "" {
+		var done bool
+		switch derr := br.QueryRow().Scan(&done); {
+		case derr == nil:
+			rd.eventDone = done
+		case !errors.Is(derr, pgx.ErrNoRows):
+			return got, fmt.Errorf("read the event's state with the lock: %w", derr)
 		}
 	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	return got, err
+	return got, nil
 }
 
 // scanGot scans an advisory lock's boolean outcome.

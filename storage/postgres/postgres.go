@@ -66,7 +66,7 @@ import (
 // Defaults applied to a zero Config.
 const (
 	DefaultMaxConns        = 10
-	DefaultMaxLockConns    = 16
+	DefaultMaxLockConns    = 8
 	DefaultEfSearch        = 100
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultMaxConnLifetime = time.Hour
@@ -157,7 +157,7 @@ func (s *Store) Open(ctx context.Context) error {
 		return fail(ctx, err, "open %s (is the server up and the URL right?)", s.target)
 	}
 	if s.pooled {
-		s.pools.Store(&pools{q: q, leases: newLeaser(s, q)})
+		s.pools.Store(&pools{q: q, leases: newLeaser(s, q, int(s.lockCfg.MaxConns))})
 		s.log.Debug("postgres: opened through a transaction pooler", "target", s.target, "max_conns", s.poolCfg.MaxConns)
 		return nil
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -53,65 +52,133 @@ func (s *Store) beginWithInput(ctx context.Context, t echogate.TurnRecord, input
 	if t.Session == "" {
 		return fmt.Errorf("postgres: begin turn %q: %w: empty session key", t.ID, ErrInvalid)
 	}
-	roles := make([]string, len(input))
-	bodies := make([]string, len(input))
-	for i, m := range input {
-		b, err := json.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("postgres: begin turn %q: encode message %d: %w", t.ID, i, err)
-		}
-		roles[i], bodies[i] = string(m.Role), string(b)
-	}
-	p, err := s.pool(ctx, fmt.Sprintf("begin turn %q", t.ID))
+	roles, bodies, err := encodeRows(input)
 	if err != nil {
-		return err
+		return fmt.Errorf("postgres: begin turn %q: %w", t.ID, err)
 	}
-	batch := &pgx.Batch{}
-	if reads.Checkpoint {
-		batch.Queue(qLatestCheckpoint, string(t.Session))
+	p, err := s.conns(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: begin turn %q: %w", t.ID, err)
 	}
-	if reads.Since != nil {
-		batch.Queue(qHistorySince, string(t.Session), reads.Since.Seq, historySinceLimit(reads.SinceLimit))
+	op := &beginOp{s: s, ctx: ctx, t: t, n: len(input), reads: reads, rd: rd,
+		append: []any{string(t.Session), int64(len(input)), t.ID, utc(s.stamp(at)), roles, bodies}}
+	// When the session's lock is held here (the turn's drain took it), the begin joins its
+	// lane's next group.
+	var lane *lockLane
+	switch {
+	case p.mux != nil:
+		if h := p.mux.holding(t.Session); h != nil {
+			lane = h.lane
+		}
+	case p.leases != nil && p.leases.holds(t.Session):
+		lane = p.leases.lane(t.Session)
 	}
-	batch.Queue(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
-		t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, utc(s.stamp(t.StartedAt)), optTime(t.EndedAt), echogate.JoinSkills(t.Skills))
-	if len(input) > 0 {
-		batch.Queue(qAppend, string(t.Session), int64(len(input)), t.ID, utc(s.stamp(at)), roles, bodies)
+	if lane != nil {
+		if err := lane.do(ctx, op); err != nil {
+			return op.failed(err)
+		}
+		return nil
 	}
-	br := p.SendBatch(ctx, batch)
-	defer br.Close()
-	if reads.Checkpoint {
-		if rd.Checkpoint, err = s.scanCheckpoint(ctx, t.Session, br.QueryRow()); err != nil {
-			return err
+	b := &pgx.Batch{}
+	op.queue(b)
+	br := p.q.SendBatch(ctx, b)
+	err = op.read(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return op.failed(err)
+	}
+	return nil
+}
+
+// beginOp is BeginWithInput's batch: the reads, the turn's record, the input. On a lane it
+// joins a group (laneOp); on the pool it is sent alone.
+type beginOp struct {
+	s      *Store
+	ctx    context.Context // for the errors' wording only
+	t      echogate.TurnRecord
+	n      int   // input messages
+	append []any // qAppend's arguments
+	reads  turnstart.Reads
+	rd     *turnstart.Read
+	err    error // read's last error, worded for the caller
+}
+
+func (o *beginOp) queue(b *pgx.Batch) {
+	t := o.t
+	if o.reads.Checkpoint {
+		b.Queue(qLatestCheckpoint, string(t.Session))
+	}
+	if o.reads.Since != nil {
+		b.Queue(qHistorySince, string(t.Session), o.reads.Since.Seq, historySinceLimit(o.reads.SinceLimit))
+	}
+	b.Queue(qCreateTurn, t.ID, string(t.Session), t.EventKey, t.UserID, t.Agent, string(t.Status), t.Model,
+		t.RouteReason, t.Error, t.InputTokens, t.OutputTokens, t.CachedInputTokens, t.CostUSD, utc(o.s.stamp(t.StartedAt)), optTime(t.EndedAt), echogate.JoinSkills(t.Skills))
+	if o.n > 0 {
+		b.Queue(qAppend, o.append...)
+	}
+}
+
+// read reads queue's results into o.rd. It returns the server's errors as they are (a refused
+// group is undone and run again op by op) and keeps each worded for the caller in o.err.
+func (o *beginOp) read(br pgx.BatchResults) error {
+	o.err = nil
+	raw, worded := o.readAll(br)
+	o.err = worded
+	return raw
+}
+
+// readAll is read: each error both as it came and as the caller gets it.
+func (o *beginOp) readAll(br pgx.BatchResults) (raw, worded error) {
+	t, rd := o.t, o.rd
+	*rd = turnstart.Read{}
+	var err error
+	if o.reads.Checkpoint {
+		if rd.Checkpoint, err = o.s.scanCheckpoint(o.ctx, t.Session, br.QueryRow()); err != nil {
+			return err, err
 		}
 	}
-	if reads.Since != nil {
+	if o.reads.Since != nil {
 		rows, err := br.Query()
 		if err != nil {
-			return fail(ctx, err, "begin turn %q: history since %d", t.ID, reads.Since.Seq)
+			return err, fail(o.ctx, err, "begin turn %q: history since %d", t.ID, o.reads.Since.Seq)
 		}
 		h := &rd.Since
-		if h.Entries, h.OK, h.Err = scanHistorySince(ctx, t.Session, *reads.Since, reads.SinceLimit, rows); h.Err != nil {
-			return h.Err
+		if h.Entries, h.OK, h.Err = scanHistorySince(o.ctx, t.Session, *o.reads.Since, o.reads.SinceLimit, rows); h.Err != nil {
+			return h.Err, h.Err
 		}
 	}
 	if _, err := br.Exec(); err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("postgres: begin turn %q: %w", t.ID, ErrExists)
+			return err, fmt.Errorf("postgres: begin turn %q: %w (%w)", t.ID, ErrExists, err)
 		}
-		return fail(ctx, err, "begin turn %q", t.ID)
+		return err, fail(o.ctx, err, "begin turn %q", t.ID)
 	}
-	if len(input) > 0 {
+	if o.n > 0 {
 		tag, err := br.Exec()
 		if err != nil {
-			return fail(ctx, err, "begin turn %q: append %d messages", t.ID, len(input))
+			return err, fail(o.ctx, err, "begin turn %q: append %d messages", t.ID, o.n)
 		}
-		if tag.RowsAffected() != int64(len(input)) {
-			return fmt.Errorf("postgres: begin turn %q: append %d messages: inserted %d rows", t.ID, len(input), tag.RowsAffected())
+		if tag.RowsAffected() != int64(o.n) {
+			err := fmt.Errorf("postgres: begin turn %q: append %d messages: inserted %d rows", t.ID, o.n, tag.RowsAffected())
+			return err, err
 		}
 	}
-	if err := br.Close(); err != nil {
-		return fail(ctx, err, "begin turn %q", t.ID)
-	}
-	return nil
+	return nil, nil
 }
+
+// failed is the caller's error for a begin that failed with err: read's wording of it, or err
+// wrapped when it failed before read (the lane, the connection).
+func (o *beginOp) failed(err error) error {
+	if o.err != nil {
+		return o.err
+	}
+	return fail(o.ctx, err, "begin turn %q", o.t.ID)
+}
+
+func (o *beginOp) start(*lockLane) bool               { return true }
+func (o *beginOp) locks() echogate.SessionKey         { return "" }
+func (o *beginOp) releases() echogate.SessionKey      { return "" }
+func (o *beginOp) readRelease(bool)                   {}
+func (o *beginOp) done(*lockLane, uint64, error) bool { return false }
