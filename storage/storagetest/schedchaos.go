@@ -118,9 +118,9 @@ func RunSchedulerChaos(t *testing.T, st ChaosStore, childTest string, env []stri
 	}
 	defer f.stop()
 	kills := 0
-	// The run goes past end by StaleAfter and more, so claims orphaned near the end are
-	// reclaimed; only slots up to end are checked.
-	for now := chaosStart.Add(20 * time.Second); !now.After(end.Add(5 * time.Minute)); now = now.Add(20 * time.Second) {
+	// The kills go on 5 minutes past end; only slots up to end are checked.
+	now := chaosStart.Add(20 * time.Second)
+	for ; !now.After(end.Add(5 * time.Minute)); now = now.Add(20 * time.Second) {
 		f.send(now)
 		if rand.IntN(3) == 0 { // a kill at a random instant of this step's passes
 			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
@@ -130,7 +130,15 @@ func RunSchedulerChaos(t *testing.T, st ChaosStore, childTest string, env []stri
 			f.start(t, i)
 			f.send(now)
 		}
-		f.waitPass(t, now)
+		f.waitPass(t, now, 1)
+	}
+	// Then a calm tail, as after a deploy: no kills, and every child finishes each pass, for
+	// longer than StaleAfter (2 minutes), so a claim the last kills orphaned is taken over and
+	// submitted before the slots are read. (Waiting for one child's pass there let the check
+	// read while the other child was still submitting a slot it had just taken over.)
+	for tail := now.Add(3 * time.Minute); !now.After(tail); now = now.Add(20 * time.Second) {
+		f.send(now)
+		f.waitPass(t, now, replicas)
 	}
 	total, missed, resubmitted := checkChaosSlots(t, st, jobs, end)
 	t.Logf("chaos: %d slots of %d jobs, %d replicas, %d SIGKILLs; %d slots reclaimed after a kill; 0 twice (event dedupe), %d missed",
@@ -182,17 +190,20 @@ func (f *chaosFleet) send(now time.Time) {
 	}
 }
 
-// waitPass waits until a child finished a pass at now; it fails the test after 30 s.
-func (f *chaosFleet) waitPass(t *testing.T, now time.Time) {
+// waitPass waits until n passes at now finished (n children, when each was sent now once); it
+// fails the test after 30 s.
+func (f *chaosFleet) waitPass(t *testing.T, now time.Time, n int) {
 	deadline := time.After(30 * time.Second)
 	for {
 		select {
 		case u := <-f.done:
 			if u == now.Unix() {
-				return
+				if n--; n == 0 {
+					return
+				}
 			}
 		case <-deadline:
-			t.Fatalf("no child finished a pass at %v within 30s", now)
+			t.Fatalf("passes at %v: %d more to finish after 30s", now, n)
 		}
 	}
 }
