@@ -74,17 +74,11 @@ func (s *Store) beginWithInput(ctx context.Context, t echogate.TurnRecord, input
 		lane = p.leases.lane(t.Session)
 	}
 	if lane != nil {
-		if err := lane.do(ctx, op); err != nil {
-			return op.failed(err)
-		}
-		return nil
-	}
-	b := &pgx.Batch{}
-	op.queue(b)
-	br := p.q.SendBatch(ctx, b)
-	err = op.read(br)
-	if cerr := br.Close(); err == nil {
-		err = cerr
+		err = lane.do(ctx, op)
+	} else {
+		b := &pgx.Batch{}
+		op.queue(b)
+		err = sendAtomic(ctx, p.q, b, op.read)
 	}
 	if err != nil {
 		return op.failed(err)
