@@ -35,7 +35,7 @@ func (s *Store) finishReleasing(ctx context.Context, end echogate.TurnEnd) (turn
 	if h == nil {
 		return nil, nil, false
 	}
-	op := &finishOp{log: s, h: h, end: end, ids: make([]int64, len(end.Usage))}
+	op := &finishOp{s: s, h: h, end: end, ids: make([]int64, len(end.Usage))}
 	op.b.Queue(sessionXactLockSQL, string(end.Session))
 	if err := s.queueFinish(&op.b, end); err != nil {
 		return nil, nil, false
@@ -60,7 +60,7 @@ func (s *Store) finishReleasing(ctx context.Context, end echogate.TurnEnd) (turn
 // finishOp is finishReleasing's op: the transaction-level lock and the end's statements (b),
 // and the release of the session-level hold after its group's statements.
 type finishOp struct {
-	log      *Store
+	s        *Store
 	h        *heldLock
 	end      echogate.TurnEnd
 	b        pgx.Batch
@@ -99,7 +99,7 @@ func (o *finishOp) done(_ *lockLane, _ uint64, err error) (drop bool) {
 	o.h.released = true
 	if !o.released {
 		// Written, but the lock was not held on its connection: what else it holds is in doubt.
-		o.log.log.Warn("postgres: the session's lock was not held on its connection at the turn's end; its locks are given back",
+		o.s.log.Warn("postgres: the session's lock was not held on its connection at the turn's end; its locks are given back",
 			"session", string(o.end.Session), "turn", o.end.Turn.ID)
 		return true
 	}
