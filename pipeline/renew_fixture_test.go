@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -171,11 +173,7 @@ func (v *replicaView) UnfinishedEvents(ctx context.Context, before time.Time, li
 	if err != nil {
 		return nil, err
 	}
-	evs := make([]echogate.ClaimedEvent, 0, len(un))
-	for _, ev := range un {
-		evs = append(evs, ev)
-	}
-	return pipelinetest.ClaimedBefore(evs, before, limit), nil
+	return pipelinetest.ClaimedBefore(slices.Collect(maps.Values(un)), before, limit), nil
 }
 
 func (v *replicaView) ReclaimEvent(ctx context.Context, key string, staleBefore, now time.Time) (bool, error) {
